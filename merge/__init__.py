@@ -1,0 +1,83 @@
+"""pith-merge: a deterministic merge engine for Pith's signed event logs (merge-v1).
+
+The core is pure: :func:`fold` turns events into the state of spec §9, byte for byte the
+registry's; :func:`verify_bundle` checks a registry bundle (§10). Untrusted input never
+raises: it becomes a :class:`Reason` (invalid event) or a :class:`Rejection` (not admitted).
+Caller mistakes raise subclasses of :class:`MergeError`.
+"""
+
+from .admission import MAX_INPUT_BYTES, RejectCode, Rejection
+from .bundle import BUNDLE_CHECKS, REGISTRY_KEYS, BundleCheck, BundleReport, verify_bundle
+from .canonical import MAX_DEPTH, MAX_SAFE_INTEGER, canonical_json
+from .errors import InputError, KeySetError, MergeError, NotCanonicalError, RecordError
+from .fold import FoldResult, fold
+from .identifiers import (
+    b32,
+    bundle_sha256,
+    content_sha256,
+    event_body,
+    event_id,
+    fingerprint_b32,
+    fingerprint_hex,
+    pith_number,
+    short_pith_number,
+    state_sha256,
+)
+from .keys import Key, KeySet
+from .reasons import Reason
+from .state import (
+    MERGE_VERSION,
+    Chain,
+    Current,
+    Entry,
+    Equivocation,
+    InvalidEvent,
+    Signer,
+    SourceAlias,
+    State,
+    decode_state,
+)
+
+__all__ = [
+    "BUNDLE_CHECKS",
+    "MAX_DEPTH",
+    "MAX_INPUT_BYTES",
+    "MAX_SAFE_INTEGER",
+    "MERGE_VERSION",
+    "REGISTRY_KEYS",
+    "BundleCheck",
+    "BundleReport",
+    "Chain",
+    "Current",
+    "Entry",
+    "Equivocation",
+    "FoldResult",
+    "InputError",
+    "InvalidEvent",
+    "Key",
+    "KeySet",
+    "KeySetError",
+    "MergeError",
+    "NotCanonicalError",
+    "Reason",
+    "RecordError",
+    "RejectCode",
+    "Rejection",
+    "Signer",
+    "SourceAlias",
+    "State",
+    "b32",
+    "bundle_sha256",
+    "canonical_json",
+    "content_sha256",
+    "decode_state",
+    "event_body",
+    "event_id",
+    "fingerprint_b32",
+    "fingerprint_hex",
+    "fold",
+    "pith_number",
+    "short_pith_number",
+    "state_sha256",
+    "verify_bundle",
+]

@@ -1,0 +1,156 @@
+"""Admission (spec §5): which inputs become events at all.
+
+An input is a JSON text (``bytes`` or ``str``) or an already-parsed JSON value. What is not
+admitted becomes a :class:`Rejection` with its position and cause, returned, never raised.
+"""
+
+from __future__ import annotations
+
+import re
+from enum import StrEnum
+from typing import Any, Final
+
+import msgspec
+
+from .canonical import decode_json, scan_json
+from .identifiers import EVENT_ID_PATTERN
+
+__all__ = ["MAX_INPUT_BYTES", "Admitted", "RejectCode", "Rejection", "admit"]
+
+#: Largest admissible JSON text, in bytes of UTF-8 (spec §5).
+MAX_INPUT_BYTES: Final = 1_048_576
+
+_SURROGATE_ESCAPE: Final = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+class RejectCode(StrEnum):
+    """Why an input was not admitted (spec §5). Stable strings, for logs and tests."""
+
+    TOO_LARGE = "too_large"
+    NOT_UTF8 = "not_utf8"
+    NOT_JSON = "not_json"
+    LONE_SURROGATE = "lone_surrogate"
+    TOO_DEEP = "too_deep"
+    NOT_JSON_VALUE = "not_json_value"
+    NOT_AN_OBJECT = "not_an_object"
+    NO_EVENT_ID = "no_event_id"
+    BAD_EVENT_ID = "bad_event_id"
+
+
+class Rejection(msgspec.Struct, frozen=True):
+    """An input that was not admitted: its position among the inputs and why."""
+
+    index: int
+    code: RejectCode
+    detail: str
+
+    def __str__(self) -> str:
+        return f"input {self.index}: {self.code}: {self.detail}"
+
+
+class Admitted(msgspec.Struct, frozen=True):
+    """An admitted input: a JSON object with a well-formed ``event_id``.
+
+    ``value`` is pith-merge's own decoded copy (the caller's objects are never kept), with
+    floats as :class:`merge.canonical.FloatLiteral`. ``raw`` is the JSON text as received
+    (or the encoding of a parsed value); identical ``raw`` means an identical copy.
+    ``non_canonical`` is ``(path, problem)`` when the value is not canonical-able (§6 check 1).
+    """
+
+    index: int
+    event_id: str
+    value: dict[str, Any]
+    raw: bytes
+    non_canonical: tuple[str, str] | None
+
+
+def admit(item: Any, index: int = 0) -> Admitted | Rejection:
+    """Admit one input (spec §5) or say why not. Never raises."""
+    if isinstance(item, (bytes, bytearray, memoryview)):
+        return _admit_text(bytes(item), index)
+    if isinstance(item, str):
+        try:
+            data = item.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            return Rejection(index, RejectCode.NOT_UTF8, f"text holds a lone surrogate at {exc.start}")
+        return _admit_text(data, index)
+    return _admit_value(item, index)
+
+
+def _admit_text(data: bytes, index: int) -> Admitted | Rejection:
+    if len(data) > MAX_INPUT_BYTES:
+        return Rejection(index, RejectCode.TOO_LARGE, f"{len(data)} bytes, more than {MAX_INPUT_BYTES}")
+    try:
+        value = decode_json(data)
+    except RecursionError:
+        return Rejection(index, RejectCode.TOO_DEEP, "nesting deeper than 64")
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        return Rejection(index, _diagnose(data), str(exc))
+    scan = scan_json(value, check_strings=False)
+    if scan.not_json is not None:
+        return _reject_scan(index, scan.not_json_code, scan.not_json)
+    return _admit_object(value, data, index, scan.not_canonical)
+
+
+def _admit_value(item: Any, index: int) -> Admitted | Rejection:
+    scan = scan_json(item)
+    if scan.not_json is not None:
+        return _reject_scan(index, scan.not_json_code, scan.not_json)
+    if not isinstance(item, dict):
+        return Rejection(index, RejectCode.NOT_AN_OBJECT, f"a {_json_kind(item)}, not an object")
+    data = msgspec.json.encode(item)
+    if len(data) > MAX_INPUT_BYTES:
+        return Rejection(
+            index, RejectCode.TOO_LARGE, f"{len(data)} bytes as JSON, more than {MAX_INPUT_BYTES}"
+        )
+    # Our own copy, decoded as a JSON text would be; the scan of the caller's value keeps the
+    # verdict on floats (a NaN encodes as null, yet it was a float).
+    return _admit_object(decode_json(data), data, index, scan.not_canonical)
+
+
+def _admit_object(
+    value: Any, data: bytes, index: int, non_canonical: tuple[str, str] | None
+) -> Admitted | Rejection:
+    if type(value) is not dict:
+        return Rejection(index, RejectCode.NOT_AN_OBJECT, f"a {_json_kind(value)}, not an object")
+    if "event_id" not in value:
+        return Rejection(index, RejectCode.NO_EVENT_ID, "the object has no key event_id")
+    event_id = value["event_id"]
+    if type(event_id) is not str or EVENT_ID_PATTERN.fullmatch(event_id) is None:
+        shown = repr(event_id)
+        shown = shown if len(shown) <= 80 else shown[:77] + "..."
+        return Rejection(index, RejectCode.BAD_EVENT_ID, f'event_id {shown} is not "sha256:" + 64 lower hex')
+    return Admitted(index, event_id, value, data, non_canonical)
+
+
+def _reject_scan(index: int, code: str, found: tuple[str, str]) -> Rejection:
+    path, problem = found
+    return Rejection(index, RejectCode(code), f"{problem} at {path or '/'}")
+
+
+def _diagnose(data: bytes) -> RejectCode:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return RejectCode.NOT_UTF8
+    if _SURROGATE_ESCAPE.search(data):
+        # msgspec refuses a lone surrogate escape; a well-paired one decodes fine, so a text
+        # that failed and holds one is (almost surely) failing for that reason.
+        try:
+            decode_json(_SURROGATE_ESCAPE.sub(b"x", data))
+        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+            return RejectCode.NOT_JSON
+        return RejectCode.LONE_SURROGATE
+    return RejectCode.NOT_JSON
+
+
+def _json_kind(value: Any) -> str:
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, str):
+        return "string"
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    return "number"

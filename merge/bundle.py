@@ -1,0 +1,270 @@
+"""Bundle verification (spec §10): does a registry bundle say what its events fold into?
+
+Trust is the verifier's: the keys inside a bundle are what its producer used, not proof of
+who the producer is. The bundle signature must verify with a key of ``trusted_keys``; by
+default that is the Pith registry key :data:`REGISTRY_KEYS`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping
+from typing import Any, Final
+
+import msgspec
+
+from .canonical import canonical_json, decode_json, encode_canonical_unchecked
+from .errors import KeySetError, MergeError
+from .fold import FoldResult, fold
+from .identifiers import HEX64_PATTERN, pith_number_from_digest, short_pith_number
+from .keys import KeySet, decode_b64
+from .signatures import verify_signature
+from .state import MERGE_VERSION
+
+__all__ = ["BUNDLE_CHECKS", "REGISTRY_KEYS", "BundleCheck", "BundleReport", "verify_bundle"]
+
+#: The Pith registry's signing key (``pith-v1-2026-05``), the built-in trust anchor (§10).
+REGISTRY_KEYS: Final[tuple[Mapping[str, Any], ...]] = (
+    {
+        "key_id": "pith-v1-2026-05",
+        "algorithm": "ed25519",
+        "format": "raw",
+        "public_key_b64": "stVStoiQhXFxp4s2pdzPNoqVNBMojDU/fJ2db5S3CbM=",
+        "public_key_hex": "b2d552b68890857171a78b36a5dccf368a953413288c353f7c9d9d6f94b709b3",
+        "fingerprint_sha256_b32_first128bits": "RVFV5Z2OI2J3ZUO7ERDEBCYNKS",
+        "fingerprint_sha256_hex": "8d4b5ee74e4693bcd1df2446408b0d54",
+        "rotates_at": None,
+    },
+)
+
+#: The checks of §10, in the order they are reported.
+BUNDLE_CHECKS: Final = (
+    "bundle_type",
+    "bundle_sha256",
+    "bundle_signature",
+    "canonical_sha256",
+    "pith_number",
+    "short_pith_number",
+    "source",
+    "merge_version",
+    "public_keys",
+    "state",
+    "source_aliases",
+)
+
+
+class BundleCheck(msgspec.Struct, frozen=True):
+    """One check of §10: its name, whether it passed, and why (or what was seen)."""
+
+    name: str
+    ok: bool
+    detail: str
+
+
+class BundleReport(msgspec.Struct, frozen=True):
+    """The verdict on one bundle: every check of §10 and the state folded from its events."""
+
+    checks: tuple[BundleCheck, ...]
+    #: The fold of the bundle's events with its ``public_keys`` (None when it could not run).
+    result: FoldResult | None
+    #: The trusted key that verified the bundle signature, if any.
+    trusted_key_id: str | None
+
+    @property
+    def ok(self) -> bool:
+        """True only when every check of §10 passes."""
+        return all(check.ok for check in self.checks)
+
+    @property
+    def failed(self) -> tuple[BundleCheck, ...]:
+        """The checks that did not pass."""
+        return tuple(check for check in self.checks if not check.ok)
+
+    def check(self, name: str) -> BundleCheck:
+        """The check called ``name`` (one of :data:`BUNDLE_CHECKS`)."""
+        for check in self.checks:
+            if check.name == name:
+                return check
+        raise KeyError(name)
+
+
+def verify_bundle(
+    bundle: bytes | str | Mapping[str, Any],
+    *,
+    trusted_keys: KeySet | Iterable[Mapping[str, Any]] = REGISTRY_KEYS,
+    threads: int | None = None,
+) -> BundleReport:
+    """Verify a bundle (spec §10): a JSON text or a parsed JSON object.
+
+    A bundle is untrusted data: whatever is wrong with it is a failed check in the report,
+    never an exception. ``trusted_keys`` is the caller's: a broken key set raises
+    :class:`merge.KeySetError`.
+    """
+    trusted = KeySet.parse(trusted_keys)
+    checks: dict[str, BundleCheck] = {}
+
+    def record(name: str, ok: bool, detail: str) -> None:
+        checks[name] = BundleCheck(name, ok, detail)
+
+    parsed: Any = bundle
+    if isinstance(bundle, (bytes, bytearray, memoryview, str)):
+        try:
+            parsed = decode_json(bytes(bundle) if not isinstance(bundle, str) else bundle)
+        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as exc:
+            parsed = None
+            record("bundle_type", False, f"not JSON: {exc}")
+    if not isinstance(parsed, Mapping):
+        if "bundle_type" not in checks:
+            record("bundle_type", False, "a bundle is a JSON object")
+        return _finish(checks, None, None)
+
+    bundle = parsed
+    kind = bundle.get("bundle_type")
+    record("bundle_type", kind == "pith_open_graph_bundle", f"bundle_type is {kind!r}")
+    trusted_key_id = _check_signature(bundle, trusted, record)
+    subject = _check_record(bundle, record)
+    merge_version = bundle.get("merge_version")
+    record("merge_version", merge_version == MERGE_VERSION, f"merge_version is {merge_version!r}")
+    result = _check_state(bundle, subject, threads, record)
+    return _finish(checks, result, trusted_key_id)
+
+
+def _finish(
+    checks: dict[str, BundleCheck], result: FoldResult | None, trusted_key_id: str | None
+) -> BundleReport:
+    ordered = tuple(
+        checks.get(name, BundleCheck(name, False, "not checked: the bundle is not an object"))
+        for name in BUNDLE_CHECKS
+    )
+    return BundleReport(ordered, result, trusted_key_id)
+
+
+def _hash(value: Any) -> str | None:
+    try:
+        return hashlib.sha256(canonical_json(value)).hexdigest()
+    except MergeError:
+        return None
+
+
+def _check_signature(bundle: Mapping[str, Any], trusted: KeySet, record: Any) -> str | None:
+    signature = bundle.get("bundle_signature")
+    computed = _hash({k: v for k, v in bundle.items() if k != "bundle_signature"})
+    if not isinstance(signature, Mapping):
+        record("bundle_sha256", False, "bundle_signature is missing or not an object")
+        record("bundle_signature", False, "bundle_signature is missing or not an object")
+        return None
+    claimed = signature.get("bundle_sha256")
+    if computed is None:
+        record("bundle_sha256", False, "the bundle is not canonical-able JSON")
+    else:
+        record(
+            "bundle_sha256",
+            computed == claimed,
+            f"computed {computed}" + ("" if computed == claimed else f", signed {claimed!r}"),
+        )
+    key_id = signature.get("key_id")
+    key = trusted.get(key_id) if isinstance(key_id, str) else None
+    if key is None:
+        record("bundle_signature", False, f"key {key_id!r} is not a trusted key")
+        return None
+    problems = []
+    if signature.get("algorithm") != "ed25519":
+        problems.append("algorithm is not ed25519")
+    if signature.get("signed_message") != "bundle_sha256_bytes":
+        problems.append('signed_message is not "bundle_sha256_bytes"')
+    if signature.get("signature_status") != "signed_v1":
+        problems.append('signature_status is not "signed_v1"')
+    if signature.get("public_key_fingerprint") != key.fingerprint_hex:
+        problems.append("public_key_fingerprint is not the trusted key's")
+    encoded = signature.get("signature_b64")
+    raw = decode_b64(encoded) if isinstance(encoded, str) else None
+    # The signature must cover the bundle as it is: the hash we computed, not the claimed one.
+    if computed is None or raw is None or not verify_signature(key.public_key, bytes.fromhex(computed), raw):
+        problems.append("Ed25519 verification of the bundle hash failed")
+    if problems:
+        record("bundle_signature", False, "; ".join(problems))
+        return None
+    record("bundle_signature", True, f"signed by trusted key {key.key_id}")
+    return key.key_id
+
+
+def _check_record(bundle: Mapping[str, Any], record: Any) -> str | None:
+    """canonical_sha256, pith_number, short_pith_number and source; returns the subject."""
+    canonical_record = bundle.get("canonical_record")
+    digest = _hash(canonical_record) if isinstance(canonical_record, Mapping) else None
+    claimed = bundle.get("canonical_sha256")
+    if digest is None:
+        record("canonical_sha256", False, "canonical_record is missing or not canonical-able")
+    else:
+        record("canonical_sha256", digest == claimed, f"H(canonical_record) is {digest}")
+    pith_number = bundle.get("pith_number")
+    valid_digest = isinstance(claimed, str) and HEX64_PATTERN.fullmatch(claimed) and digest == claimed
+    metadata = canonical_record.get("metadata") if isinstance(canonical_record, Mapping) else None
+    submitted_at = metadata.get("submitted_at") if isinstance(metadata, Mapping) else None
+    if valid_digest and isinstance(submitted_at, str) and len(submitted_at) >= 4:
+        assert digest is not None
+        want = pith_number_from_digest(digest, submitted_at)
+        record("pith_number", pith_number == want, f"derived {want}")
+        want_short = short_pith_number(digest)
+        short = bundle.get("short_pith_number")
+        record("short_pith_number", short == want_short, f"derived {want_short}")
+    else:
+        record("pith_number", False, "cannot derive: canonical_sha256 or submitted_at is wrong")
+        record("short_pith_number", False, "cannot derive: canonical_sha256 is wrong")
+    source = canonical_record.get("source") if isinstance(canonical_record, Mapping) else None
+    same = source is not None and _same(bundle.get("source"), source)
+    record(
+        "source", same, "equals canonical_record.source" if same else "differs from canonical_record.source"
+    )
+    return pith_number if isinstance(pith_number, str) else None
+
+
+def _same(left: Any, right: Any) -> bool:
+    """Equality as JSON values: by canonical bytes, so ``1`` never equals ``true``."""
+    try:
+        return canonical_json(left) == canonical_json(right)
+    except MergeError:
+        return False
+
+
+def _check_state(
+    bundle: Mapping[str, Any], subject: str | None, threads: int | None, record: Any
+) -> FoldResult | None:
+    keys: KeySet | None = None
+    try:
+        keys = KeySet.parse(bundle.get("public_keys") or ())
+    except KeySetError as exc:
+        record("public_keys", False, str(exc))
+    else:
+        record("public_keys", True, f"{len(keys)} key(s): {', '.join(keys)}")
+    events = bundle.get("events")
+    if keys is None or subject is None or not isinstance(events, list):
+        why = "public_keys" if keys is None else "pith_number" if subject is None else "events"
+        record("state", False, f"cannot fold: {why} is missing or wrong")
+        record("source_aliases", False, "cannot compare without a folded state")
+        return None
+    result = fold(events, subject=subject, keys=keys, threads=threads)
+    folded = encode_canonical_unchecked(result.state)
+    published = bundle.get("state")
+    try:
+        same = published is not None and canonical_json(published) == folded
+    except MergeError:
+        same = False
+    detail = f"folded state_sha256 {result.state_sha256}"
+    if result.rejected:
+        detail += f"; {len(result.rejected)} event(s) not admitted"
+    if not same:
+        claimed = published.get("state_sha256") if isinstance(published, Mapping) else None
+        detail += f"; published state differs (its state_sha256 {claimed!r})"
+    record("state", same, detail)
+    aliases = encode_canonical_unchecked(result.state.current.source_aliases)
+    try:
+        same_aliases = canonical_json(bundle.get("source_aliases")) == aliases
+    except MergeError:
+        same_aliases = False
+    record(
+        "source_aliases",
+        same_aliases,
+        "equal state.current.source_aliases" if same_aliases else "differ from the folded state's",
+    )
+    return result

@@ -1,0 +1,174 @@
+"""Canonical JSON (spec §1): the one encoding every hash in merge-v1 is taken over.
+
+``CJ(v)`` is ``msgspec.json.encode(v, order="sorted")`` for canonical-able values; this
+module adds the check of canonical-ability (no floats, safe integers, scalar-value strings,
+depth at most 64) and the decoder used for every untrusted JSON text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import Any, Final
+
+import msgspec
+
+from .errors import NotCanonicalError
+
+__all__ = [
+    "MAX_DEPTH",
+    "MAX_SAFE_INTEGER",
+    "CanonicalStruct",
+    "FloatLiteral",
+    "canonical_json",
+    "canonical_problem",
+    "canonical_sha256_hex",
+    "decode_json",
+    "scan_json",
+]
+
+#: Largest magnitude of an integer that is canonical-able (spec §1): 2^53 - 1.
+MAX_SAFE_INTEGER: Final = 2**53 - 1
+#: Deepest nesting allowed (spec §1, §5): a top-level scalar is depth 0, ``[]`` is depth 1.
+MAX_DEPTH: Final = 64
+
+
+class FloatLiteral(str):
+    """A JSON number with a fraction or exponent, kept as its source text.
+
+    The decoder hands every such literal to this class instead of ``float`` so that nothing
+    is lost (``1E400`` is valid JSON, yet no float holds it) and so that the §6 check 1
+    (``non_canonical_json``) can tell that the event held one.
+    """
+
+    __slots__ = ()
+
+
+class CanonicalStruct(msgspec.Struct, frozen=True, kw_only=True):
+    """Base of the Structs that hold only canonical-able values by construction.
+
+    :func:`canonical_json` encodes these directly, without a second walk.
+    """
+
+
+_decoder: Final = msgspec.json.Decoder(float_hook=FloatLiteral)
+_encoder: Final = msgspec.json.Encoder(order="sorted")
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+
+
+def decode_json(data: bytes | str) -> Any:
+    """Decode one JSON text; floats come back as :class:`FloatLiteral`.
+
+    Raises ``msgspec.DecodeError`` on anything that is not JSON (bad UTF-8, a lone surrogate
+    escape, trailing data) and ``RecursionError`` on absurd nesting; admission (§5) turns both
+    into rejections.
+    """
+    return _decoder.decode(data)
+
+
+def canonical_problem(value: Any) -> tuple[str, str] | None:
+    """Return ``(path, problem)`` for the first thing that makes ``value`` not canonical-able.
+
+    ``None`` means the value is canonical-able (spec §1).
+    """
+    scan = scan_json(value)
+    return scan.not_json or scan.not_canonical
+
+
+class JsonScan:
+    """What :func:`scan_json` found: the first problem of each kind, as ``(path, problem)``.
+
+    ``not_json``: the value is no JSON value at all, or breaks an admission rule of §5 (lone
+    surrogate, depth over 64, non-string key). ``not_canonical``: it is JSON but not
+    canonical-able (a float, an unsafe integer): admitted, then ``non_canonical_json`` (§6).
+    """
+
+    __slots__ = ("check_strings", "not_canonical", "not_json", "not_json_code")
+
+    def __init__(self, check_strings: bool) -> None:
+        self.check_strings = check_strings
+        self.not_json: tuple[str, str] | None = None
+        #: ``"too_deep"``, ``"lone_surrogate"`` or ``"not_json_value"`` when ``not_json`` is set.
+        self.not_json_code = ""
+        self.not_canonical: tuple[str, str] | None = None
+
+    def fail(self, code: str, path: str, problem: str) -> bool:
+        self.not_json_code = code
+        self.not_json = (path, problem)
+        return False
+
+
+def scan_json(value: Any, *, check_strings: bool = True) -> JsonScan:
+    """Walk ``value`` once and report both kinds of problem (see :class:`JsonScan`).
+
+    ``check_strings=False`` skips the lone-surrogate search, for values that come from
+    :func:`decode_json`, whose strings are scalar values already.
+    """
+    scan = JsonScan(check_strings)
+    _scan(value, 0, "", scan)
+    return scan
+
+
+def _scan(value: Any, depth: int, path: str, scan: JsonScan) -> bool:
+    """Return False once a ``not_json`` problem is found (the walk stops there)."""
+    # Recursion is bounded: we never descend past MAX_DEPTH, so cyclic or absurdly deep
+    # values stop after 65 frames.
+    kind = type(value)
+    if kind is str:
+        if scan.check_strings and _SURROGATE.search(value):
+            return scan.fail("lone_surrogate", path, "string holds a lone surrogate")
+        return True
+    if kind is int:
+        if scan.not_canonical is None and not -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
+            scan.not_canonical = (path, f"integer {value} is outside ±(2^53-1)")
+        return True
+    if value is None or kind is bool:
+        return True
+    if kind is dict or kind is list:
+        if depth >= MAX_DEPTH:
+            return scan.fail("too_deep", path, f"nesting deeper than {MAX_DEPTH}")
+        if kind is list:
+            for index, item in enumerate(value):
+                if not _scan(item, depth + 1, f"{path}/{index}", scan):
+                    return False
+            return True
+        for key, item in value.items():
+            if type(key) is not str:
+                return scan.fail("not_json_value", path, f"object key {key!r} is not a string")
+            if scan.check_strings and _SURROGATE.search(key):
+                return scan.fail("lone_surrogate", path, "object key holds a lone surrogate")
+            if not _scan(item, depth + 1, f"{path}/{key}", scan):
+                return False
+        return True
+    if kind is float or kind is FloatLiteral:
+        if scan.not_canonical is None:
+            scan.not_canonical = (path, f"number {value} has a fraction or exponent")
+        return True
+    return scan.fail("not_json_value", path, f"{kind.__name__} is not a JSON value")
+
+
+def canonical_json(value: Any) -> bytes:
+    """Return ``CJ(value)``: the canonical JSON bytes of spec §1.
+
+    Accepts plain JSON values (dict, list, str, int, bool, None) and msgspec Structs, the
+    state returned by :func:`merge.fold` included. Raises :class:`merge.NotCanonicalError`
+    when the value is not canonical-able.
+    """
+    if isinstance(value, CanonicalStruct):
+        return _encoder.encode(value)
+    if isinstance(value, msgspec.Struct):
+        value = msgspec.to_builtins(value)
+    found = canonical_problem(value)
+    if found is not None:
+        raise NotCanonicalError(found[1], path=found[0])
+    return _encoder.encode(value)
+
+
+def encode_canonical_unchecked(value: Any) -> bytes:
+    """``CJ(value)`` for a value already known to be canonical-able (internal fast path)."""
+    return _encoder.encode(value)
+
+
+def canonical_sha256_hex(value: Any) -> str:
+    """``H(value)``: lowercase hex SHA-256 of :func:`canonical_json` of ``value`` (spec notation)."""
+    return hashlib.sha256(canonical_json(value)).hexdigest()

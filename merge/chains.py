@@ -1,0 +1,152 @@
+"""Chains, forks and apply order (spec §7), as a pure function over a small graph.
+
+:func:`classify` sees only what §7 needs of each valid event (id, prev, chain, instant), so
+it can be tested on synthetic graphs, cycles included, without signing anything.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Collection, Iterable, Mapping
+from typing import NamedTuple
+
+from .reasons import Reason
+
+__all__ = ["Classification", "Fork", "Node", "classify"]
+
+ChainKey = tuple[str, str | None]
+
+
+class Node(NamedTuple):
+    """A valid event as §7 sees it."""
+
+    event_id: str
+    prev_event: str | None
+    chain: ChainKey
+    created_us: int
+
+
+class Fork(NamedTuple):
+    """One entry of ``equivocations``: the chain, the shared ``prev_event`` and the sorted ids."""
+
+    chain: ChainKey
+    prev_event: str | None
+    event_ids: tuple[str, ...]
+
+
+class Classification(NamedTuple):
+    """The verdict of §7 on the valid events."""
+
+    #: Applied event ids in apply order: (created_at instant, depth, event_id).
+    applied: list[str]
+    #: Depth in its chain of every applied event (root 0).
+    depth: dict[str, int]
+    #: Reason of every valid event that did not apply.
+    reasons: dict[str, Reason]
+    #: Forks in the order found; the state sorts them by canonical JSON (§9).
+    forks: list[Fork]
+
+
+def classify(nodes: Mapping[str, Node], admitted: Collection[str]) -> Classification:
+    """Classify the events that passed §6 (``nodes``), top-down from the roots (§7).
+
+    ``admitted`` holds every admitted ``event_id``, valid or not. Terminates on any graph,
+    ``prev_event`` cycles included (their events are ``missing_prev``).
+    """
+    children: dict[str | None, list[Node]] = defaultdict(list)
+    reasons: dict[str, Reason] = {}
+    depth: dict[str, int] = {}
+    forks: list[Fork] = []
+    not_applied: list[str] = []
+
+    for node in nodes.values():
+        prev = node.prev_event
+        if prev is None or prev in nodes:
+            children[prev].append(node)
+        elif prev in admitted:
+            reasons[node.event_id] = Reason.INVALID_PREV  # its prev failed §6
+            not_applied.append(node.event_id)
+        else:
+            reasons[node.event_id] = Reason.MISSING_PREV
+            not_applied.append(node.event_id)
+
+    def settle(group: list[Node], prev: str | None, level: int, queue: list[Node]) -> None:
+        # One (chain, prev_event) group of eligible events: alone it applies, else a fork.
+        if len(group) == 1:
+            depth[group[0].event_id] = level
+            queue.append(group[0])
+            return
+        ids = tuple(sorted(node.event_id for node in group))
+        forks.append(Fork(group[0].chain, prev, ids))
+        for event_id in ids:
+            reasons[event_id] = Reason.EQUIVOCATION
+            not_applied.append(event_id)
+
+    queue: list[Node] = []
+    for group in _group_by(children.get(None, ()), lambda node: node.chain).values():
+        settle(group, None, 0, queue)
+    while queue:
+        parent = queue.pop()
+        eligible: list[Node] = []
+        for child in children.get(parent.event_id, ()):
+            if child.chain != parent.chain:
+                reasons[child.event_id] = Reason.PREV_WRONG_CHAIN
+                not_applied.append(child.event_id)
+            elif child.created_us < parent.created_us:
+                reasons[child.event_id] = Reason.CREATED_BEFORE_PREV
+                not_applied.append(child.event_id)
+            else:
+                eligible.append(child)
+        if eligible:
+            settle(eligible, parent.event_id, depth[parent.event_id] + 1, queue)
+
+    # Every descendant of an event that did not apply gets invalid_prev.
+    _mark_descendants(not_applied, children, reasons)
+
+    # What is left was reached from no root: a prev_event cycle (impossible without a SHA-256
+    # collision) and whatever hangs off one. Cycle members are missing_prev, the rest invalid_prev.
+    left = [event_id for event_id in nodes if event_id not in reasons and event_id not in depth]
+    if left:
+        on_cycle = _cycle_members(left, nodes)
+        for event_id in on_cycle:
+            reasons[event_id] = Reason.MISSING_PREV
+        _mark_descendants(sorted(on_cycle), children, reasons)
+
+    applied = sorted(depth, key=lambda event_id: (nodes[event_id].created_us, depth[event_id], event_id))
+    return Classification(applied, depth, reasons, forks)
+
+
+def _group_by(nodes: Iterable[Node], key: Callable[[Node], ChainKey]) -> dict[ChainKey, list[Node]]:
+    groups: dict[ChainKey, list[Node]] = defaultdict(list)
+    for node in nodes:
+        groups[key(node)].append(node)
+    return groups
+
+
+def _mark_descendants(
+    starts: Iterable[str], children: Mapping[str | None, list[Node]], reasons: dict[str, Reason]
+) -> None:
+    stack = list(starts)
+    while stack:
+        for child in children.get(stack.pop(), ()):
+            if child.event_id not in reasons:
+                reasons[child.event_id] = Reason.INVALID_PREV
+                stack.append(child.event_id)
+
+
+def _cycle_members(left: list[str], nodes: Mapping[str, Node]) -> set[str]:
+    # Within `left` every node's prev is also in `left` (else it would have been classified),
+    # so following prev pointers from any node must enter a cycle: a functional graph walk.
+    members: set[str] = set()
+    done: set[str] = set()
+    for start in left:
+        path: dict[str, int] = {}
+        current: str | None = start
+        while current is not None and current not in done and current not in path:
+            path[current] = len(path)
+            current = nodes[current].prev_event
+        if current is not None and current in path:
+            order = list(path)
+            members.update(order[path[current] :])
+        done.update(path)
+    return members

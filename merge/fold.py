@@ -1,0 +1,237 @@
+"""The fold: admitted inputs → §6 verdicts → §7 classification → the §9 state.
+
+Pure: no clock, no files, no network, no randomness; the inputs are never mutated.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from typing import Any, Final
+
+import msgspec
+
+from .admission import Admitted, Rejection, admit
+from .canonical import encode_canonical_unchecked
+from .chains import Classification, Node, classify
+from .checks import CURRENT_KEYS, EVENT_TYPES, Candidate, ValidEvent, postcheck, precheck
+from .errors import InputError
+from .identifiers import b32
+from .keys import KeySet
+from .reasons import Reason
+from .signatures import SignatureVerifier
+from .state import (
+    MERGE_VERSION,
+    Chain,
+    Current,
+    Entry,
+    Equivocation,
+    InvalidEvent,
+    Signer,
+    SourceAlias,
+    State,
+)
+
+__all__ = ["FoldResult", "build_state", "fold", "judge_events", "with_state_sha256"]
+
+
+class FoldResult(msgspec.Struct, frozen=True):
+    """What :func:`fold` returns: the state and the inputs that were not admitted."""
+
+    state: State
+    rejected: tuple[Rejection, ...]
+
+    @property
+    def state_sha256(self) -> str:
+        """``state.state_sha256``: the hash of the state without that key (§2)."""
+        return self.state.state_sha256
+
+    @property
+    def reasons(self) -> dict[str, Reason]:
+        """``event_id`` → reason, for every admitted event that did not apply."""
+        return {item.event_id: item.reason for item in self.state.invalid_events}
+
+
+def fold(
+    inputs: Iterable[Any],
+    *,
+    subject: str,
+    keys: KeySet | Iterable[Mapping[str, Any]],
+    threads: int | None = None,
+) -> FoldResult:
+    """Fold events into the merge-v1 state of ``subject`` (spec §5–§9).
+
+    ``inputs``: JSON texts (``bytes``/``str``) or parsed JSON values, in any order, with any
+    repeats. ``keys``: a :class:`KeySet` or a list of key objects (§3); a broken key set raises
+    :class:`merge.KeySetError`. ``threads``: signature verification threads (``None``: one per
+    core for inputs large enough to pay for it; ``1``: none). The result never depends on it.
+    """
+    if not isinstance(subject, str):
+        raise InputError(f"subject must be a string, not {type(subject).__name__}")
+    key_set = KeySet.parse(keys)
+    copies: dict[str, list[Admitted]] = defaultdict(list)
+    rejected: list[Rejection] = []
+    for index, item in enumerate(inputs):
+        outcome = admit(item, index)
+        if isinstance(outcome, Rejection):
+            rejected.append(outcome)
+        else:
+            copies[outcome.event_id].append(outcome)
+    verdicts = judge_events(copies, subject, key_set, SignatureVerifier(threads))
+    return FoldResult(build_state(subject, verdicts), tuple(rejected))
+
+
+def judge_events(
+    copies: Mapping[str, list[Admitted]],
+    subject: str,
+    keys: KeySet,
+    verifier: SignatureVerifier,
+) -> dict[str, Reason | ValidEvent]:
+    """Run §6 on every copy of every event (merging copies as §5 says).
+
+    Checks 1–11 run first on every copy; then the signatures of the first candidate of each
+    event are verified together (in parallel when there are many); copies are tried further
+    only when earlier ones fail.
+    """
+    prechecked: dict[str, list[Reason | Candidate]] = {}
+    for event_id, event_copies in copies.items():
+        seen: set[bytes] = set()
+        results: list[Reason | Candidate] = []
+        for copy in event_copies:
+            if copy.raw not in seen:  # an identical copy gets an identical verdict
+                seen.add(copy.raw)
+                results.append(precheck(copy, subject, keys))
+        prechecked[event_id] = results
+    verifier.prefetch(
+        job
+        for results in prechecked.values()
+        for result in results[:1]
+        if isinstance(result, Candidate) and (job := result.signature_job) is not None
+    )
+    verdicts: dict[str, Reason | ValidEvent] = {}
+    for event_id, results in prechecked.items():
+        furthest: Reason | None = None
+        for result in results:
+            verdict = postcheck(result, keys, verifier) if isinstance(result, Candidate) else result
+            if isinstance(verdict, ValidEvent):
+                verdicts[event_id] = verdict
+                break
+            if furthest is None or verdict.rank > furthest.rank:
+                furthest = verdict
+        else:
+            assert furthest is not None
+            verdicts[event_id] = furthest
+    return verdicts
+
+
+def build_state(subject: str, verdicts: Mapping[str, Reason | ValidEvent]) -> State:
+    """Classify the valid events (§7) and build the state (§9), ``state_sha256`` included."""
+    valid = {eid: v for eid, v in verdicts.items() if isinstance(v, ValidEvent)}
+    nodes = {eid: Node(eid, v.prev_event, v.chain, v.created_us) for eid, v in valid.items()}
+    classification = classify(nodes, verdicts)
+    return with_state_sha256(_assemble(subject, verdicts, valid, classification))
+
+
+def with_state_sha256(state: State) -> State:
+    """The state with ``state_sha256`` set to the hash of the rest (§2)."""
+    body = msgspec.structs.replace(state, state_sha256="")
+    digest = hashlib.sha256(encode_canonical_unchecked(body)).hexdigest()
+    return msgspec.structs.replace(state, state_sha256=digest)
+
+
+_STATE_TYPE: Final = "pith_open_graph_state"
+
+
+def _assemble(
+    subject: str,
+    verdicts: Mapping[str, Reason | ValidEvent],
+    valid: Mapping[str, ValidEvent],
+    classification: Classification,
+) -> State:
+    applied = classification.applied
+    applied_set = set(applied)
+    removed: set[str] = set()
+    for event_id in applied:
+        event = valid[event_id]
+        for target_id in event.supersedes:
+            if target_id in applied_set and target_id != event_id and _may_supersede(event, valid[target_id]):
+                removed.add(target_id)
+
+    lists: dict[str, list[Entry]] = {key: [] for key in CURRENT_KEYS}
+    record: Entry | None = None
+    record_event: ValidEvent | None = None
+    for event_id in applied:
+        event = valid[event_id]
+        if event_id in removed:
+            continue
+        entry = Entry(
+            event_id=event_id,
+            target=event.target,
+            created_at=event.created_at,
+            signer=Signer(**event.signer),
+            payload=event.payload,
+        )
+        if event.event_type == "record_created":
+            record, record_event = entry, event
+        else:
+            lists[EVENT_TYPES[event.event_type][1]].append(entry)
+
+    invalid = {eid: v for eid, v in verdicts.items() if isinstance(v, Reason)}
+    invalid.update(classification.reasons)
+    equivocations = sorted(
+        (
+            Equivocation(chain=Chain(*fork.chain), prev_event=fork.prev_event, event_ids=fork.event_ids)
+            for fork in classification.forks
+        ),
+        key=encode_canonical_unchecked,
+    )
+    current = Current(
+        canonical_record=record_event.payload["canonical_record"] if record_event else None,
+        source_aliases=_source_aliases(record_event) if record_event else (),
+        record_created=record,
+        **{key: tuple(entries) for key, entries in lists.items()},
+    )
+    return State(
+        state_type=_STATE_TYPE,
+        state_version="1.0",
+        pith_number=subject,
+        merge_version=MERGE_VERSION,
+        event_count=len(verdicts),
+        valid_event_count=len(applied),
+        invalid_event_count=len(invalid),
+        equivocation_count=len(equivocations),
+        current=current,
+        equivocations=tuple(equivocations),
+        invalid_events=tuple(InvalidEvent(eid, invalid[eid]) for eid in sorted(invalid)),
+        applied_event_ids=tuple(applied),
+    )
+
+
+def _may_supersede(event: ValidEvent, target: ValidEvent) -> bool:
+    """§7: same signer (whole object), and the same type or a correction of a non-record."""
+    if target.signer != event.signer:
+        return False
+    if target.event_type == event.event_type:
+        return True
+    return event.event_type == "correction" and target.event_type != "record_created"
+
+
+def _source_aliases(record: ValidEvent) -> tuple[SourceAlias, ...]:
+    """§9 source aliases, sorted by (alias_kind, alias_value) as code points."""
+    payload = record.payload
+    source = payload["canonical_record"]["source"]
+    source_id, kind, version = source["id"], source["kind"], source["version"]
+    digest = b32(payload["canonical_sha256"])
+    pairs = [("pith_short_8", digest[:8]), ("pith_short_12", digest[:12]), ("pith_short_16", digest[:16])]
+    if kind == "arxiv":
+        pairs += [
+            ("arxiv", source_id),
+            ("arxiv_version", f"{source_id}v{version}"),
+            ("doi", f"10.48550/arxiv.{source_id}"),
+        ]
+    else:
+        pairs.append((kind, source_id))
+    return tuple(
+        SourceAlias(alias_kind=k, alias_value=v, created_at=record.created_at) for k, v in sorted(pairs)
+    )

@@ -1,0 +1,99 @@
+"""Identifiers of spec §2: content hashes, event ids, pith numbers, key fingerprints."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import re
+from collections.abc import Mapping
+from typing import Any, Final
+
+from .canonical import canonical_sha256_hex
+from .errors import RecordError
+
+__all__ = [
+    "EVENT_ID_PATTERN",
+    "b32",
+    "bundle_sha256",
+    "content_sha256",
+    "event_body",
+    "event_id",
+    "fingerprint_b32",
+    "fingerprint_hex",
+    "pith_number",
+    "pith_number_from_digest",
+    "short_pith_number",
+    "state_sha256",
+]
+
+#: ``"sha256:"`` + 64 lower-case hex digits, matched against the whole string (no newline).
+EVENT_ID_PATTERN: Final = re.compile(r"sha256:[0-9a-f]{64}")
+HEX64_PATTERN: Final = re.compile(r"[0-9a-f]{64}")
+HEX32_PATTERN: Final = re.compile(r"[0-9a-f]{32}")
+
+#: The keys an event body leaves out (spec §2, "event body").
+NOT_IN_BODY: Final = frozenset({"signature", "content_sha256", "event_id"})
+
+
+def b32(hex_digest: str) -> str:
+    """RFC 4648 base32, upper case, no padding, of the bytes ``hex_digest`` denotes."""
+    return base64.b32encode(bytes.fromhex(hex_digest)).decode("ascii").rstrip("=")
+
+
+def pith_number_from_digest(canonical_sha256: str, submitted_at: str) -> str:
+    """``"pith:" + YYYY + ":" + b32(canonical_sha256)[:26]``, YYYY the first 4 chars of ``submitted_at``."""
+    return f"pith:{submitted_at[:4]}:{b32(canonical_sha256)[:26]}"
+
+
+def pith_number(canonical_record: Mapping[str, Any]) -> str:
+    """The pith number of a canonical record (spec §2).
+
+    Raises :class:`merge.RecordError` when ``metadata.submitted_at`` is not a string of at
+    least four characters, and :class:`merge.NotCanonicalError` when the record is not
+    canonical-able.
+    """
+    metadata = canonical_record.get("metadata")
+    submitted_at = metadata.get("submitted_at") if isinstance(metadata, Mapping) else None
+    if not isinstance(submitted_at, str) or len(submitted_at) < 4:
+        raise RecordError("metadata.submitted_at must be a string of at least 4 characters")
+    return pith_number_from_digest(canonical_sha256_hex(canonical_record), submitted_at)
+
+
+def short_pith_number(canonical_sha256: str) -> str:
+    """``"pith:" + b32(canonical_sha256)[:8]`` (spec §2)."""
+    return f"pith:{b32(canonical_sha256)[:8]}"
+
+
+def event_body(event: Mapping[str, Any]) -> dict[str, Any]:
+    """The event without ``signature``, ``content_sha256`` and ``event_id`` (spec §2)."""
+    return {key: value for key, value in event.items() if key not in NOT_IN_BODY}
+
+
+def content_sha256(event: Mapping[str, Any]) -> str:
+    """``H(event body)``: what ``content_sha256`` must hold and what the signature covers."""
+    return canonical_sha256_hex(event_body(event))
+
+
+def event_id(event: Mapping[str, Any]) -> str:
+    """``"sha256:" + content_sha256`` of the event (spec §2)."""
+    return "sha256:" + content_sha256(event)
+
+
+def fingerprint_hex(public_key: bytes) -> str:
+    """Hex of the first 16 bytes of SHA-256 of the raw 32-byte key (``fingerprint_sha256_hex``)."""
+    return hashlib.sha256(public_key).digest()[:16].hex()
+
+
+def fingerprint_b32(public_key: bytes) -> str:
+    """``b32(sha256(raw key))[:26]`` (``fingerprint_sha256_b32_first128bits``)."""
+    return b32(hashlib.sha256(public_key).hexdigest())[:26]
+
+
+def state_sha256(state: Mapping[str, Any]) -> str:
+    """``H(state without the key state_sha256)`` for a state given as a JSON object."""
+    return canonical_sha256_hex({k: v for k, v in state.items() if k != "state_sha256"})
+
+
+def bundle_sha256(bundle: Mapping[str, Any]) -> str:
+    """``H(bundle without the key bundle_signature)`` (spec §2)."""
+    return canonical_sha256_hex({k: v for k, v in bundle.items() if k != "bundle_signature"})

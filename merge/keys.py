@@ -1,0 +1,133 @@
+"""Key sets (spec §3): the keys a merge trusts to sign events and receipts."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+import msgspec
+from nacl.signing import VerifyKey
+
+from .errors import KeySetError
+from .identifiers import fingerprint_b32, fingerprint_hex
+from .timestamps import parse_timestamp
+
+__all__ = ["Key", "KeySet", "decode_b64"]
+
+
+def decode_b64(text: str) -> bytes | None:
+    """Strict RFC 4648 §4 base64 with padding (spec §4); ``None`` when ``text`` is not that."""
+    try:
+        return base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+
+
+class Key(msgspec.Struct, frozen=True, kw_only=True):
+    """One checked key of a key set."""
+
+    key_id: str
+    public_key: bytes
+    fingerprint_hex: str
+    rotates_at: str | None = None
+    #: ``rotates_at`` as microseconds since the epoch (spec §6 check 13), or ``None``.
+    rotates_at_us: int | None = None
+
+    @property
+    def verify_key(self) -> VerifyKey:
+        """The PyNaCl verify key for this public key."""
+        return VerifyKey(self.public_key)
+
+    def as_json(self) -> dict[str, Any]:
+        """The key as a key object of spec §3 (every optional field filled in)."""
+        return {
+            "key_id": self.key_id,
+            "algorithm": "ed25519",
+            "format": "raw",
+            "public_key_b64": base64.b64encode(self.public_key).decode("ascii"),
+            "public_key_hex": self.public_key.hex(),
+            "fingerprint_sha256_b32_first128bits": fingerprint_b32(self.public_key),
+            "fingerprint_sha256_hex": self.fingerprint_hex,
+            "rotates_at": self.rotates_at,
+        }
+
+
+class KeySet(Mapping[str, Key]):
+    """A checked key set: ``key_id`` → :class:`Key`. Build it with :meth:`parse`."""
+
+    __slots__ = ("_keys",)
+
+    def __init__(self, keys: Iterable[Key] = ()) -> None:
+        self._keys: dict[str, Key] = {}
+        for index, key in enumerate(keys):
+            if key.key_id in self._keys:
+                raise KeySetError("duplicate key_id", index=index, key_id=key.key_id)
+            self._keys[key.key_id] = key
+
+    @classmethod
+    def parse(cls, keys: KeySet | Iterable[Mapping[str, Any]]) -> KeySet:
+        """Check a list of key objects (spec §3); raise :class:`merge.KeySetError` on any fault."""
+        if isinstance(keys, KeySet):
+            return keys
+        if isinstance(keys, (str, bytes, Mapping)) or not isinstance(keys, Iterable):
+            raise KeySetError("a key set is a list of key objects")
+        return cls(_parse_key(index, obj) for index, obj in enumerate(keys))
+
+    def __getitem__(self, key_id: str) -> Key:
+        return self._keys[key_id]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._keys)
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def __repr__(self) -> str:
+        return f"KeySet({sorted(self._keys)!r})"
+
+    def as_json(self) -> list[dict[str, Any]]:
+        """The key set as a list of key objects (spec §3)."""
+        return [key.as_json() for key in self._keys.values()]
+
+
+def _parse_key(index: int, obj: Any) -> Key:
+    if not isinstance(obj, Mapping):
+        raise KeySetError("a key is a JSON object", index=index)
+    key_id = obj.get("key_id")
+    if not isinstance(key_id, str) or not key_id:
+        raise KeySetError("key_id must be a non-empty string", index=index, field="key_id")
+
+    def fail(problem: str, field: str) -> KeySetError:
+        return KeySetError(problem, index=index, key_id=key_id, field=field)
+
+    if obj.get("algorithm") != "ed25519":
+        raise fail('algorithm must be "ed25519"', "algorithm")
+    encoded = obj.get("public_key_b64")
+    raw = decode_b64(encoded) if isinstance(encoded, str) else None
+    if raw is None or len(raw) != 32:
+        raise fail("public_key_b64 must be strict base64 of 32 bytes", "public_key_b64")
+    if "public_key_hex" in obj:
+        hex_key = obj["public_key_hex"]
+        if not isinstance(hex_key, str) or hex_key.lower() != raw.hex() or len(hex_key) != 64:
+            raise fail("public_key_hex does not hold the same bytes as public_key_b64", "public_key_hex")
+    fingerprint = fingerprint_hex(raw)
+    if "fingerprint_sha256_hex" in obj and obj["fingerprint_sha256_hex"] != fingerprint:
+        raise fail(f"fingerprint_sha256_hex is not {fingerprint}", "fingerprint_sha256_hex")
+    field = "fingerprint_sha256_b32_first128bits"
+    if field in obj and obj[field] != fingerprint_b32(raw):
+        raise fail(f"{field} is not {fingerprint_b32(raw)}", field)
+    rotates_at = obj.get("rotates_at")
+    rotates_at_us = None
+    if rotates_at is not None:
+        rotates_at_us = parse_timestamp(rotates_at) if isinstance(rotates_at, str) else None
+        if rotates_at_us is None:
+            raise fail("rotates_at must be an RFC 3339 timestamp or null", "rotates_at")
+    return Key(
+        key_id=key_id,
+        public_key=raw,
+        fingerprint_hex=fingerprint,
+        rotates_at=rotates_at,
+        rotates_at_us=rotates_at_us,
+    )

@@ -1,0 +1,173 @@
+"""Making signed events, receipts and bundles (spec §2): for tests, fuzzers and examples.
+
+Producers of real events use the same rules; pith-merge itself only verifies. Everything
+here is deterministic (Ed25519 signing is), so generated histories are reproducible.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from nacl.signing import SigningKey
+
+from .canonical import canonical_sha256_hex
+from .checks import EVENT_TYPES
+from .identifiers import event_body, fingerprint_hex, pith_number
+from .keys import Key
+
+__all__ = [
+    "TestKey",
+    "record_created_payload",
+    "sign_bundle",
+    "sign_event",
+    "signed_receipt",
+]
+
+
+class TestKey:
+    """A signing key with its key id, derived from a seed: ``SigningKey(sha256(seed))``.
+
+    ``TestKey("merge-v1 vector key A", "test-A")`` is the conformance vectors' key ``A``.
+    """
+
+    __test__ = False  # not a pytest test class
+    __slots__ = ("fingerprint", "key_id", "rotates_at", "signing_key")
+
+    def __init__(self, seed: str | bytes, key_id: str, rotates_at: str | None = None) -> None:
+        raw_seed = seed.encode() if isinstance(seed, str) else seed
+        self.signing_key = SigningKey(hashlib.sha256(raw_seed).digest())
+        self.key_id = key_id
+        self.rotates_at = rotates_at
+        self.fingerprint = fingerprint_hex(self.public_key)
+
+    @property
+    def public_key(self) -> bytes:
+        """The raw 32-byte public key."""
+        return bytes(self.signing_key.verify_key)
+
+    def key_object(self) -> dict[str, Any]:
+        """This key as an entry of a key set (spec §3)."""
+        key = Key(
+            key_id=self.key_id,
+            public_key=self.public_key,
+            fingerprint_hex=self.fingerprint,
+            rotates_at=self.rotates_at,
+        )
+        return key.as_json()
+
+    def sign_digest(self, hex_digest: str) -> str:
+        """Base64 Ed25519 signature over the 32 raw bytes of a SHA-256 hex digest."""
+        signature = self.signing_key.sign(bytes.fromhex(hex_digest)).signature
+        return base64.b64encode(signature).decode("ascii")
+
+
+def sign_event(
+    key: TestKey,
+    *,
+    event_type: str,
+    subject: str,
+    payload: Mapping[str, Any],
+    created_at: str,
+    prev_event: str | None = None,
+    supersedes: Sequence[str] = (),
+    target: str | None = None,
+    signer_id: str = "pith.science",
+    signer_type: str = "pith_registry",
+    signed_at: str | None = None,
+) -> dict[str, Any]:
+    """A signed event of schema 1.0 (spec §4), with ``content_sha256`` and ``event_id``.
+
+    ``target`` defaults to the §8 target of ``event_type``.
+    """
+    if target is None:
+        target = EVENT_TYPES[event_type][0] if event_type in EVENT_TYPES else event_type
+    body: dict[str, Any] = {
+        "event_type": event_type,
+        "subject_pith_number": subject,
+        "target": target,
+        "payload": dict(payload),
+        "signer": {
+            "signer_id": signer_id,
+            "signer_type": signer_type,
+            "key_id": key.key_id,
+            "public_key_fingerprint": key.fingerprint,
+        },
+        "created_at": created_at,
+        "supersedes": list(supersedes),
+        "prev_event": prev_event,
+        "schema_version": "1.0",
+    }
+    return seal_event(key, body, signed_at=signed_at or created_at)
+
+
+def seal_event(key: TestKey, body: Mapping[str, Any], *, signed_at: str) -> dict[str, Any]:
+    """Add ``signature``, ``content_sha256`` and ``event_id`` to an event body (spec §2)."""
+    content = canonical_sha256_hex(event_body(body))
+    event = dict(event_body(body))
+    event["signature"] = {
+        "signature_status": "signed_v1",
+        "algorithm": "ed25519",
+        "key_id": key.key_id,
+        "public_key_fingerprint": key.fingerprint,
+        "signature_b64": key.sign_digest(content),
+        "signed_message": "open_graph_event_sha256_bytes",
+        "signed_at": signed_at,
+    }
+    event["content_sha256"] = content
+    event["event_id"] = "sha256:" + content
+    return event
+
+
+def signed_receipt(key: TestKey, canonical_record: Mapping[str, Any], *, signed_at: str) -> dict[str, Any]:
+    """A ``pith_receipt`` over ``H(canonical_record)`` (spec §8)."""
+    digest = canonical_sha256_hex(canonical_record)
+    return {
+        "kind": "pith_receipt",
+        "key_id": key.key_id,
+        "algorithm": "ed25519",
+        "signed_at": signed_at,
+        "signature_b64": key.sign_digest(digest),
+        "signed_message": "canonical_sha256_bytes",
+        "canonical_sha256": digest,
+        "signature_status": "signed_v1",
+        "public_key_fingerprint": key.fingerprint,
+    }
+
+
+def record_created_payload(
+    key: TestKey, canonical_record: Mapping[str, Any], *, signed_at: str
+) -> tuple[str, dict[str, Any]]:
+    """``(subject, payload)`` of a valid ``record_created`` for ``canonical_record`` (§8)."""
+    source = canonical_record["source"]
+    payload = {
+        "canonical_record": dict(canonical_record),
+        "canonical_sha256": canonical_sha256_hex(canonical_record),
+        "receipt": signed_receipt(key, canonical_record, signed_at=signed_at),
+        "source_id": source["id"],
+        "source_kind": source["kind"],
+        "source_version": source["version"],
+        "attestation_state": "computed",
+    }
+    return pith_number(canonical_record), payload
+
+
+def sign_bundle(key: TestKey, bundle: Mapping[str, Any], *, signed_at: str) -> dict[str, Any]:
+    """The bundle with a ``bundle_signature`` over ``bundle_sha256`` (spec §2, §10)."""
+    unsigned = {k: v for k, v in bundle.items() if k != "bundle_signature"}
+    digest = canonical_sha256_hex(unsigned)
+    return {
+        **unsigned,
+        "bundle_signature": {
+            "signature_status": "signed_v1",
+            "algorithm": "ed25519",
+            "key_id": key.key_id,
+            "public_key_fingerprint": key.fingerprint,
+            "signature_b64": key.sign_digest(digest),
+            "signed_message": "bundle_sha256_bytes",
+            "signed_at": signed_at,
+            "bundle_sha256": digest,
+        },
+    }

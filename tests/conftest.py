@@ -1,0 +1,37 @@
+"""Shared fixtures: the vectors copied from ../shared/vectors (kept in sync by test_vectors_sync)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+VECTORS = Path(__file__).parent / "vectors"
+CONFORMANCE = sorted((VECTORS / "conformance").glob("*.json"))
+GOLDEN_BUNDLE = VECTORS / "golden" / "pith-2303.04759.bundle.json"
+GOLDEN_RECORD = VECTORS / "golden" / "pith-2110.10802.record.json"
+
+
+def load_vector(name: str) -> dict[str, Any]:
+    """One conformance vector by name (``"every_reason"``)."""
+    data: dict[str, Any] = json.loads((VECTORS / "conformance" / f"{name}.json").read_text("utf-8"))
+    return data
+
+
+@pytest.fixture(scope="session")
+def golden_bundle_bytes() -> bytes:
+    return GOLDEN_BUNDLE.read_bytes()
+
+
+@pytest.fixture(scope="session")
+def golden_bundle(golden_bundle_bytes: bytes) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(golden_bundle_bytes)
+    return data
+
+
+@pytest.fixture(scope="session")
+def golden_record() -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(GOLDEN_RECORD.read_text("utf-8"))
+    return data

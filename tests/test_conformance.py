@@ -1,0 +1,51 @@
+"""Every conformance vector (tests/vectors/conformance), as given, shuffled and with repeats."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+
+from merge import canonical_json, fold
+
+from .conftest import CONFORMANCE, load_vector
+
+NAMES = [path.stem for path in CONFORMANCE]
+
+
+def run(vector: dict[str, Any], order: list[int]) -> tuple[bytes, list[int]]:
+    inputs = [vector["inputs"][i].encode("utf-8") for i in order]
+    result = fold(inputs, subject=vector["subject"], keys=vector["keys"])
+    rejected = sorted({order[r.index] for r in result.rejected})
+    return canonical_json(result.state), rejected
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_vector_as_given(name: str) -> None:
+    vector = load_vector(name)
+    state, rejected = run(vector, list(range(len(vector["inputs"]))))
+    assert state == canonical_json(vector["expected"]["state"])
+    assert rejected == vector["expected"]["rejected_indexes"]
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("seed", range(5))
+def test_vector_shuffled_with_repeats(name: str, seed: int) -> None:
+    vector = load_vector(name)
+    rng = random.Random(f"{name}/{seed}")
+    order = list(range(len(vector["inputs"])))
+    order += rng.choices(order, k=max(1, len(order) // 2))
+    rng.shuffle(order)
+    state, rejected = run(vector, order)
+    assert state == canonical_json(vector["expected"]["state"])
+    assert rejected == vector["expected"]["rejected_indexes"]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_vector_inputs_as_str_and_parsed_values(name: str) -> None:
+    """str inputs behave as their UTF-8 bytes; the state's own hash is the vector's."""
+    vector = load_vector(name)
+    result = fold(vector["inputs"], subject=vector["subject"], keys=vector["keys"])
+    assert canonical_json(result.state) == canonical_json(vector["expected"]["state"])
+    assert result.state_sha256 == vector["expected"]["state"]["state_sha256"]

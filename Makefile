@@ -19,6 +19,7 @@ $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[dev,dask]'
 	touch $@ $(VENV)/.installed
 
+# The whole job on examples/: `pith-merge verify`, `replay` and `explain`, run by merge/demo.py.
 demo: $(VENV)/.installed
 	$(BIN)/python -m merge.demo
 
@@ -32,8 +33,9 @@ typecheck: $(VENV)/.installed-dev
 test: lint typecheck
 	$(BIN)/python -m pytest
 
+# Benchmarks (docs/performance.md), never part of `make test`: `make bench BENCH_ARGS=--quick`.
 bench: $(VENV)/.installed-dev
-	$(BIN)/python -m bench
+	$(BIN)/python -m bench $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -9,6 +9,7 @@ Caller mistakes raise subclasses of :class:`MergeError`.
 from .admission import MAX_INPUT_BYTES, RejectCode, Rejection
 from .bundle import BUNDLE_CHECKS, REGISTRY_KEYS, BundleCheck, BundleReport, verify_bundle
 from .canonical import MAX_DEPTH, MAX_SAFE_INTEGER, canonical_json
+from .engine import AddResult, EventStatus, Merger
 from .errors import InputError, KeySetError, MergeError, NotCanonicalError, RecordError
 from .fold import FoldResult, fold
 from .identifiers import (
@@ -45,12 +46,14 @@ __all__ = [
     "MAX_SAFE_INTEGER",
     "MERGE_VERSION",
     "REGISTRY_KEYS",
+    "AddResult",
     "BundleCheck",
     "BundleReport",
     "Chain",
     "Current",
     "Entry",
     "Equivocation",
+    "EventStatus",
     "FoldResult",
     "InputError",
     "InvalidEvent",
@@ -58,6 +61,7 @@ __all__ = [
     "KeySet",
     "KeySetError",
     "MergeError",
+    "Merger",
     "NotCanonicalError",
     "Reason",
     "RecordError",

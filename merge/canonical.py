@@ -105,8 +105,53 @@ def scan_json(value: Any, *, check_strings: bool = True) -> JsonScan:
     :func:`decode_json`, whose strings are scalar values already.
     """
     scan = JsonScan(check_strings)
-    _scan(value, 0, "", scan)
+    # Nearly every value is clean: prove it with a lean walk, and only walk again with
+    # paths (to say where) when it is not. The paths cost more than the walk itself.
+    if not _is_clean(value, check_strings):
+        _scan(value, 0, "", scan)
     return scan
+
+
+def _is_clean(value: Any, check_strings: bool) -> bool:
+    """True when ``value`` is canonical-able JSON (``_scan`` would find nothing); False: maybe not."""
+    kind = type(value)
+    if kind is dict or kind is list:
+        return _is_clean_container(value, 0, check_strings)
+    if kind is str:
+        return not check_strings or value.isascii() or _SURROGATE.search(value) is None
+    if kind is int:
+        return bool(-MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER)
+    return value is None or kind is bool
+
+
+def _is_clean_container(value: dict[Any, Any] | list[Any], depth: int, check_strings: bool) -> bool:
+    # The same rules as _scan, in its order of depth; scalars are judged inline (no call each).
+    if depth >= MAX_DEPTH:
+        return False
+    if type(value) is dict:
+        if check_strings:
+            for key in value:
+                if type(key) is not str or not (key.isascii() or _SURROGATE.search(key) is None):
+                    return False
+        elif not all(type(key) is str for key in value):
+            return False
+        items: Any = value.values()
+    else:
+        items = value
+    for item in items:
+        kind = type(item)
+        if kind is str:
+            if check_strings and not item.isascii() and _SURROGATE.search(item) is not None:
+                return False
+        elif kind is dict or kind is list:
+            if not _is_clean_container(item, depth + 1, check_strings):
+                return False
+        elif kind is int:
+            if not -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER:
+                return False
+        elif item is not None and kind is not bool:
+            return False
+    return True
 
 
 def _scan(value: Any, depth: int, path: str, scan: JsonScan) -> bool:

@@ -5,9 +5,11 @@ Pure: no clock, no files, no network, no randomness; the inputs are never mutate
 
 from __future__ import annotations
 
+import gc
 import hashlib
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any, Final
 
 import msgspec
@@ -20,7 +22,7 @@ from .errors import InputError
 from .identifiers import b32
 from .keys import KeySet
 from .reasons import Reason
-from .signatures import SignatureVerifier
+from .signatures import SignatureJob, SignatureVerifier
 from .state import (
     MERGE_VERSION,
     Chain,
@@ -33,7 +35,15 @@ from .state import (
     State,
 )
 
-__all__ = ["FoldResult", "build_state", "fold", "judge_events", "with_state_sha256"]
+__all__ = [
+    "FoldResult",
+    "assemble_state",
+    "build_state",
+    "fold",
+    "gc_paused",
+    "judge_events",
+    "with_state_sha256",
+]
 
 
 class FoldResult(msgspec.Struct, frozen=True):
@@ -72,14 +82,46 @@ def fold(
     key_set = KeySet.parse(keys)
     copies: dict[str, list[Admitted]] = defaultdict(list)
     rejected: list[Rejection] = []
-    for index, item in enumerate(inputs):
-        outcome = admit(item, index)
-        if isinstance(outcome, Rejection):
-            rejected.append(outcome)
-        else:
-            copies[outcome.event_id].append(outcome)
-    verdicts = judge_events(copies, subject, key_set, SignatureVerifier(threads))
-    return FoldResult(build_state(subject, verdicts), tuple(rejected))
+    # §5: an identical copy gets an identical verdict, so only distinct copies are kept: memory
+    # stays bounded by the distinct inputs, however often one is replayed (docs/security.md).
+    # A parsed NaN or infinity encodes as the text of its null twin: the float verdict is part
+    # of a copy's identity, or the fold would depend on the order of the two.
+    distinct: set[tuple[bytes, bool]] = set()
+    with gc_paused():
+        for index, item in enumerate(inputs):
+            outcome = admit(item, index)
+            if isinstance(outcome, Rejection):
+                rejected.append(outcome)
+            elif (identity := (outcome.raw, outcome.non_canonical is not None)) not in distinct:
+                distinct.add(identity)
+                copies[outcome.event_id].append(outcome)
+        verdicts = judge_events(copies, subject, key_set, SignatureVerifier(threads))
+        state = build_state(subject, verdicts)
+        # Free the decoded copies now, by reference counting: the collector resumes at the end
+        # of the block and would otherwise walk all of them once before they go.
+        del copies, verdicts, distinct
+    return FoldResult(state, tuple(rejected))
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector for a block that allocates much and frees nothing.
+
+    A fold builds millions of small containers (decoded JSON) that all stay alive until the
+    state is built; the collector would walk them again and again for nothing, which costs
+    about as much as decoding them (docs/performance.md). Nothing here makes reference cycles,
+    so nothing is left uncollected: reference counting frees it all. The collector's previous
+    setting is restored on exit, so nested uses leave it as they found it. The switch is
+    process-wide: a fold running in another thread meanwhile may see it back on early, which
+    costs it speed, never a result.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def judge_events(
@@ -90,25 +132,35 @@ def judge_events(
 ) -> dict[str, Reason | ValidEvent]:
     """Run §6 on every copy of every event (merging copies as §5 says).
 
-    Checks 1–11 run first on every copy; then the signatures of the first candidate of each
-    event are verified together (in parallel when there are many); copies are tried further
+    Checks 1–11 run first on every copy; the signatures of the first candidate of each event
+    are verified meanwhile (on other threads when there are many); copies are tried further
     only when earlier ones fail.
     """
     prechecked: dict[str, list[Reason | Candidate]] = {}
-    for event_id, event_copies in copies.items():
-        seen: set[bytes] = set()
-        results: list[Reason | Candidate] = []
-        for copy in event_copies:
-            if copy.raw not in seen:  # an identical copy gets an identical verdict
-                seen.add(copy.raw)
-                results.append(precheck(copy, subject, keys))
-        prechecked[event_id] = results
-    verifier.prefetch(
-        job
-        for results in prechecked.values()
-        for result in results[:1]
-        if isinstance(result, Candidate) and (job := result.signature_job) is not None
-    )
+
+    def first_signatures() -> Iterator[SignatureJob]:
+        # Yield each signature as soon as its event passed checks 1-11: the verifier works
+        # on it on another thread while this one checks the next events (docs/performance.md).
+        for event_id, event_copies in copies.items():
+            if len(event_copies) == 1:  # the common case, without the set
+                results = [precheck(event_copies[0], subject, keys)]
+            else:
+                seen: set[tuple[bytes, bool]] = set()
+                results = []
+                for copy in event_copies:
+                    # An identical copy gets an identical verdict. A parsed value holding a NaN
+                    # or an infinity encodes as the JSON text of its null twin, so the text alone
+                    # does not identify the copy: its own float verdict is part of the key.
+                    identity = (copy.raw, copy.non_canonical is not None)
+                    if identity not in seen:
+                        seen.add(identity)
+                        results.append(precheck(copy, subject, keys))
+            prechecked[event_id] = results
+            first = results[0]
+            if isinstance(first, Candidate) and (job := first.signature_job) is not None:
+                yield job
+
+    verifier.prefetch(first_signatures())
     verdicts: dict[str, Reason | ValidEvent] = {}
     for event_id, results in prechecked.items():
         furthest: Reason | None = None
@@ -131,6 +183,20 @@ def build_state(subject: str, verdicts: Mapping[str, Reason | ValidEvent]) -> St
     nodes = {eid: Node(eid, v.prev_event, v.chain, v.created_us) for eid, v in valid.items()}
     classification = classify(nodes, verdicts)
     return with_state_sha256(_assemble(subject, verdicts, valid, classification))
+
+
+def assemble_state(
+    subject: str,
+    verdicts: Mapping[str, Reason | ValidEvent],
+    valid: Mapping[str, ValidEvent],
+    classification: Classification,
+) -> State:
+    """The §9 state of classified verdicts, without ``state_sha256`` (see :func:`with_state_sha256`).
+
+    ``valid`` holds the :class:`ValidEvent` verdicts of ``verdicts``. Shared by :func:`build_state`
+    and the incremental :class:`merge.engine.Merger`, so both build the state the same way.
+    """
+    return _assemble(subject, verdicts, valid, classification)
 
 
 def with_state_sha256(state: State) -> State:

@@ -1,0 +1,143 @@
+"""``python -m bench``: run the benchmarks and print every figure next to its target.
+
+    python -m bench                 # the sizes of the issue (a few minutes)
+    python -m bench --quick         # tiny sizes, seconds (what the smoke test runs)
+    python -m bench --only fold --only merger --repeat 5 --json results.json
+
+Each figure is the best of ``--repeat`` runs; rivals are measured in turn in one loop, so
+ratios compare runs made under the same load (see docs/performance.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import nacl
+from rich.console import Console
+from rich.table import Table
+
+from .encoding import bench_encoding
+from .folding import bench_fold
+from .incremental import bench_merger
+from .measure import Result
+from .replaying import bench_replay
+from .stages import bench_stages
+from .workload import WorkloadSpec, generate
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """The sizes of one run: the issue's (``FULL``) or tiny ones (``QUICK``)."""
+
+    single_events: int
+    many_subjects: int
+    many_events: int
+    chain_length: int
+    chain_extensions: int
+    replay_subjects: int
+    replay_events: int
+    replay_big_subject: int
+
+
+FULL = Sizes(20_000, 1_000, 20, 10_000, 500, 1_000, 100, 5_000)
+QUICK = Sizes(300, 20, 20, 200, 20, 20, 20, 100)
+
+BENCHMARKS = ("stages", "fold", "merger", "replay", "encoding")
+
+
+def run(names: Sequence[str], sizes: Sizes, repeat: int, log: Callable[[str], None]) -> list[Result]:
+    """Run the named benchmarks at ``sizes``; ``log`` hears what is going on."""
+    results: list[Result] = []
+    single = None
+    if {"stages", "fold", "encoding"} & set(names):
+        log(f"generating one subject of {sizes.single_events} events")
+        single = generate(WorkloadSpec(subjects=1, events_per_subject=sizes.single_events))
+    if "stages" in names:
+        assert single is not None
+        log("stages of a fold, one subject")
+        results += bench_stages(single, repeat=repeat)
+    if "fold" in names:
+        assert single is not None
+        log("fold: one subject")
+        results += bench_fold(single, "one subject", repeat=repeat)
+        log(f"generating {sizes.many_subjects} subjects of {sizes.many_events} events")
+        many = generate(
+            WorkloadSpec(subjects=sizes.many_subjects, events_per_subject=sizes.many_events, seed=1)
+        )
+        log("fold: many subjects")
+        results += bench_fold(many, "many subjects", repeat=repeat)
+    if "merger" in names:
+        log(f"merger: a chain of {sizes.chain_length} events")
+        results += bench_merger(sizes.chain_length, sizes.chain_extensions, repeat=repeat)
+    if "replay" in names:
+        log(f"replay: {sizes.replay_subjects} subjects x {sizes.replay_events} events (child processes)")
+        spec = WorkloadSpec(subjects=sizes.replay_subjects, events_per_subject=sizes.replay_events, seed=2)
+        results += bench_replay(spec, sizes.replay_big_subject, repeat=min(repeat, 2))
+    if "encoding" in names:
+        assert single is not None
+        log("canonical JSON and state_sha256")
+        results += bench_encoding(single, repeat=repeat)
+    return results
+
+
+def _format(value: float) -> str:
+    if math.isnan(value):  # not measured
+        return "-"
+    if abs(value) >= 100:
+        return f"{value:,.0f}"
+    return f"{value:.2f}"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``python -m bench``; returns the exit status (0 even when a target is missed)."""
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="tiny sizes (a smoke run, seconds)")
+    parser.add_argument("--only", action="append", choices=BENCHMARKS, help="run only these (repeatable)")
+    parser.add_argument("--repeat", type=int, default=None, help="runs per figure, best kept (default 3)")
+    parser.add_argument("--json", type=Path, help="also write the results to this JSON file")
+    args = parser.parse_args(argv)
+    sizes = QUICK if args.quick else FULL
+    repeat = args.repeat or (1 if args.quick else 3)
+    console = Console(stderr=True)
+    load_before = os.getloadavg() if hasattr(os, "getloadavg") else None
+    started = time.perf_counter()
+    results = run(args.only or BENCHMARKS, sizes, repeat, console.log)
+    elapsed = time.perf_counter() - started
+
+    table = Table(title=f"pith-merge benchmarks ({'quick' if args.quick else 'full'}, best of {repeat})")
+    for column in ("figure", "value", "unit", "target", "met", "detail"):
+        table.add_column(column, justify="right" if column == "value" else "left")
+    for result in results:
+        met = "" if result.met is None else ("yes" if result.met else "NO")
+        table.add_row(
+            result.name, _format(result.value), result.unit, result.target or "", met, result.detail
+        )
+    Console(width=max(Console().width, 150)).print(table)
+    machine = {
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "cpus": os.cpu_count(),
+        "pynacl": nacl.__version__,
+        # 1, 5 and 15 minute load averages, before and after: a shared machine shows here.
+        "load_average_before": load_before,
+        "load_average_after": os.getloadavg() if hasattr(os, "getloadavg") else None,
+    }
+    console.log(f"done in {elapsed:.0f} s on {machine}")
+    if args.json is not None:
+        document = {"quick": args.quick, "repeat": repeat, "machine": machine, "seconds": elapsed,
+                    "results": [result.as_json() for result in results]}  # fmt: skip
+        args.json.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,66 @@
+"""The physical limit: bare PyNaCl (libsodium) Ed25519 verifications, nothing else.
+
+A merge verifies one signature per distinct event (spec §6 check 12), so the number of
+verifications a second one core can do is the bound on events folded per second. libsodium
+releases the GIL, so threads in one process verify in parallel: the bound of a process is
+measured too.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from nacl.exceptions import BadSignatureError
+from nacl.signing import VerifyKey
+
+__all__ = ["Job", "signature_jobs", "verify_serial", "verify_threaded"]
+
+#: ``(verify key, message, signature)``: one Ed25519 verification.
+Job = tuple[VerifyKey, bytes, bytes]
+
+
+def signature_jobs(inputs: Iterable[bytes], keys: Sequence[dict[str, Any]]) -> list[Job]:
+    """One job per distinct event id among ``inputs`` whose signer is in ``keys``.
+
+    The same messages a fold verifies: the 32 bytes of ``content_sha256`` (spec §2). Inputs
+    that are not JSON, or signed by an unknown key, cost a fold no verification and give no job.
+    """
+    verify_keys = {key["key_id"]: VerifyKey(base64.b64decode(key["public_key_b64"])) for key in keys}
+    jobs: dict[str, Job] = {}
+    for text in inputs:
+        try:
+            event = json.loads(text)
+            key = verify_keys.get(event["signer"]["key_id"])
+            job = (
+                key,
+                bytes.fromhex(event["content_sha256"]),
+                base64.b64decode(event["signature"]["signature_b64"]),
+            )
+        except (ValueError, KeyError, TypeError):
+            continue
+        if key is not None and len(job[2]) == 64:
+            jobs.setdefault(event["event_id"], job)  # type: ignore[arg-type]
+    return list(jobs.values())
+
+
+def verify_serial(jobs: Sequence[Job]) -> int:
+    """Verify every job on this thread; return how many signatures were good."""
+    good = 0
+    for key, message, signature in jobs:
+        try:
+            key.verify(message, signature)
+        except BadSignatureError:
+            continue
+        good += 1
+    return good
+
+
+def verify_threaded(jobs: Sequence[Job], threads: int) -> int:
+    """Verify every job over ``threads`` threads, one slice each; return how many were good."""
+    slices = [jobs[start::threads] for start in range(threads)]
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        return sum(pool.map(verify_serial, slices))

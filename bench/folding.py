@@ -1,0 +1,112 @@
+"""``fold`` against the bound (bare verifications) and against the naive baseline.
+
+Two shapes of input, as the issue asks: one subject with a long history, and many subjects
+with short ones. For each: the bound on one thread and on every core, ``fold`` on one thread
+and by default (a thread pool for verification), and the naive hand-written fold, all in
+turn inside one loop (see :mod:`bench.measure`), their results checked identical.
+"""
+
+from __future__ import annotations
+
+import os
+
+import msgspec
+
+from merge import KeySet, State, fold
+
+from .bound import signature_jobs, verify_serial, verify_threaded
+from .measure import Result, best_times
+from .naive import naive_fold
+from .workload import Workload
+
+__all__ = ["bench_fold"]
+
+#: Targets of the issue: fold on one thread vs the single-thread bound, fold by default vs it.
+SINGLE_THREAD_TARGET = 0.85
+DEFAULT_TARGET = 1.4
+
+
+def bench_fold(workload: Workload, label: str, *, repeat: int, naive: bool = True) -> list[Result]:
+    """Measure every rival on ``workload``; ``label`` names the shape in the results."""
+    keys = KeySet.parse(workload.keys)
+    jobs = signature_jobs((item for h in workload.histories for item in h.inputs), workload.keys)
+    threads = os.cpu_count() or 1
+
+    def fold_all(thread_count: int | None) -> list[State]:
+        return [
+            fold(h.inputs, subject=h.subject, keys=keys, threads=thread_count).state
+            for h in workload.histories
+        ]
+
+    def naive_all() -> list[str]:
+        return [naive_fold(h.inputs, h.subject, workload.keys)["state_sha256"] for h in workload.histories]
+
+    # The verdicts first: every rival must compute the same states, or its speed means nothing.
+    serial_states = fold_all(1)
+    if fold_all(None) != serial_states:
+        raise AssertionError(f"{label}: fold with threads=None differs from threads=1")
+    if naive and naive_all() != [state.state_sha256 for state in serial_states]:
+        raise AssertionError(f"{label}: the naive fold gives other states than fold")
+    events = sum(state.event_count for state in serial_states)
+    if verify_serial(jobs) != verify_threaded(jobs, threads):
+        raise AssertionError("threaded verification gave other verdicts")
+
+    rivals = {
+        "bound_1": lambda: verify_serial(jobs),
+        "bound_n": lambda: verify_threaded(jobs, threads),
+        "fold_1": lambda: fold_all(1),
+        "fold_default": lambda: fold_all(None),
+    }
+    if naive:
+        rivals["naive"] = naive_all
+    best = best_times(rivals, repeat)
+    bound = len(jobs) / best["bound_1"]
+    fold_1 = events / best["fold_1"]
+    fold_default = events / best["fold_default"]
+    shape = (
+        f"{len(workload.histories)} subject(s), {events} events "
+        f"({workload.input_count} inputs, {workload.input_bytes / workload.input_count:.0f} B avg)"
+    )
+    results = [
+        Result(f"{label}: bound, 1 thread", bound, "verify/s", f"{len(jobs)} bare PyNaCl verifications"),
+        Result(
+            f"{label}: bound, {threads} threads",
+            len(jobs) / best["bound_n"],
+            "verify/s",
+            f"{(len(jobs) / best['bound_n']) / bound:.2f}x one thread",
+        ),
+        Result(f"{label}: fold threads=1", fold_1, "events/s", shape),
+        Result(
+            f"{label}: fold threads=1 / bound",
+            fold_1 / bound,
+            "ratio",
+            "events folded per second over verifications per second, one thread each",
+            target=f">= {SINGLE_THREAD_TARGET}",
+            met=fold_1 / bound >= SINGLE_THREAD_TARGET,
+        ),
+        Result(
+            f"{label}: fold default", fold_default, "events/s", "threads=None (a pool sized to the cores)"
+        ),
+        Result(
+            f"{label}: fold default / 1-thread bound",
+            fold_default / bound,
+            "ratio",
+            "identical states to threads=1 (checked)",
+            target=f">= {DEFAULT_TARGET}",
+            met=fold_default / bound >= DEFAULT_TARGET,
+        ),
+    ]
+    if naive:
+        rate = events / best["naive"]
+        results += [
+            Result(
+                f"{label}: naive fold", rate, "events/s", "stdlib json, no caching (same states, checked)"
+            ),
+            Result(f"{label}: fold threads=1 / naive", fold_1 / rate, "speed-up"),
+        ]
+    return results
+
+
+def state_bytes(states: list[State]) -> int:
+    """Bytes of canonical JSON of ``states`` (for reports)."""
+    return sum(len(msgspec.json.encode(state)) for state in states)

@@ -1,0 +1,53 @@
+"""Timing helpers and the result record every benchmark returns.
+
+The machine these run on may be shared, so every figure is the best of ``repeat`` runs (the
+least disturbed one), and rivals are measured in turn inside one loop, so that a ratio
+compares runs made under the same load.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["Result", "best_times"]
+
+
+@dataclass(frozen=True)
+class Result:
+    """One measured figure.
+
+    ``target``: what the issue asks of it, in words (``None``: context only, no target);
+    ``met``: whether the measurement meets the target (``None`` when there is none).
+    """
+
+    name: str
+    value: float
+    unit: str
+    detail: str = ""
+    target: str | None = None
+    met: bool | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        """The result as a JSON object (for ``python -m bench --json``)."""
+        return {
+            "name": self.name,
+            "value": self.value,
+            "unit": self.unit,
+            "detail": self.detail,
+            "target": self.target,
+            "met": self.met,
+        }
+
+
+def best_times(rivals: Mapping[str, Callable[[], object]], repeat: int) -> dict[str, float]:
+    """Run every rival ``repeat`` times, in turn, and return each one's best wall time (seconds)."""
+    best = {name: float("inf") for name in rivals}
+    for _ in range(repeat):
+        for name, run in rivals.items():
+            start = time.perf_counter()
+            run()
+            best[name] = min(best[name], time.perf_counter() - start)
+    return best

@@ -1,0 +1,149 @@
+"""``replay`` on a corpus of JSON Lines logs: 1 worker vs 2, and its peak memory.
+
+Each replay runs in a fresh child process (``python -m bench.replaying CORPUS...``), so its
+peak resident memory is its own: the child reports the peak of itself and of its worker
+processes (``getrusage``), its wall time and the SHA-256 of the ``--json`` report, which must
+be the same for every number of workers.
+
+Memory is measured on three corpora: a quarter of the main corpus, the main corpus, and the
+main corpus plus one subject far larger than the rest. The peak should follow the largest
+subject, not the size of the corpus.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from .measure import Result
+from .workload import Workload, WorkloadSpec, generate, write_corpus
+
+__all__ = ["bench_replay", "run_replay"]
+
+SPEED_UP_TARGET = 1.7
+_ROOT = Path(__file__).resolve().parent.parent
+MEMORY_TARGET_MB = 300.0
+
+
+def run_replay(corpus: list[Path], keys_path: Path, workers: int) -> dict[str, Any]:
+    """Replay ``corpus`` in a child process; return what it measured (see :func:`_child`)."""
+    command = [sys.executable, "-m", "bench.replaying", str(keys_path), str(workers), *map(str, corpus)]
+    # From the repository root, whatever the caller's directory, so that `bench` imports.
+    done = subprocess.run(command, capture_output=True, check=False, text=True, cwd=_ROOT)
+    if done.returncode != 0:
+        raise RuntimeError(f"replay child failed ({done.returncode}): {done.stderr.strip()[-2000:]}")
+    result: dict[str, Any] = json.loads(done.stdout)
+    return result
+
+
+def bench_replay(spec: WorkloadSpec, big_subject_events: int, *, repeat: int) -> list[Result]:
+    """Replay workers 1 vs 2, and peak memory on three corpora built from ``spec``."""
+    workload = generate(spec)
+    big = generate(WorkloadSpec(subjects=1, events_per_subject=big_subject_events, seed=spec.seed + 1))
+    quarter = Workload(spec, workload.keys, workload.histories[: max(1, spec.subjects // 4)])
+    with tempfile.TemporaryDirectory(prefix="pith-merge-bench-") as scratch:
+        root = Path(scratch)
+        keys_path = root / "keys.json"
+        keys_path.write_text(json.dumps(workload.keys))
+        write_corpus(workload, root / "main")
+        write_corpus(quarter, root / "quarter")
+        write_corpus(big, root / "big", files=1)
+        runs: dict[int, list[dict[str, Any]]] = {1: [], 2: []}
+        for _ in range(repeat):
+            for workers in (1, 2):
+                runs[workers].append(run_replay([root / "main"], keys_path, workers))
+        quarter_run = run_replay([root / "quarter"], keys_path, 1)
+        big_run = run_replay([root / "main", root / "big"], keys_path, 1)
+
+    digests = {run["report_sha256"] for rs in runs.values() for run in rs}
+    if len(digests) != 1:
+        raise AssertionError("replay reports differ between 1 and 2 workers")
+    one = min(run["seconds"] for run in runs[1])
+    two = min(run["seconds"] for run in runs[2])
+    events = runs[1][0]["events"]
+    peak_one = max(run["peak_mb"] for run in runs[1])
+    peak_two = max(run["peak_mb"] for run in runs[2])
+    speed_up = one / two
+    corpus = f"{spec.subjects} subjects x {spec.events_per_subject} events, {events} events in all"
+    return [
+        Result("replay: workers=1", events / one, "events/s", corpus),
+        Result("replay: workers=2", events / two, "events/s", "identical --json report (checked)"),
+        Result(
+            "replay: speed-up 2 workers / 1",
+            speed_up,
+            "ratio",
+            target=f">= {SPEED_UP_TARGET}",
+            met=speed_up >= SPEED_UP_TARGET,
+        ),
+        Result(
+            "replay: peak memory, workers=1",
+            peak_one,
+            "MB",
+            "max resident set of the process",
+            target=f"<= {MEMORY_TARGET_MB:.0f}",
+            met=peak_one <= MEMORY_TARGET_MB,
+        ),
+        Result(
+            "replay: peak memory, workers=2",
+            peak_two,
+            "MB",
+            f"largest process (parent {max(r['self_mb'] for r in runs[2]):.0f} MB, "
+            f"largest worker {max(r['children_mb'] for r in runs[2]):.0f} MB)",
+            target=f"<= {MEMORY_TARGET_MB:.0f}",
+            met=peak_two <= MEMORY_TARGET_MB,
+        ),
+        Result(
+            "replay: peak memory, a quarter of the corpus",
+            quarter_run["peak_mb"],
+            "MB",
+            f"{quarter_run['events']} events; compare with the whole corpus: it should not grow",
+        ),
+        Result(
+            f"replay: peak memory, corpus + one subject of {big_subject_events} events",
+            big_run["peak_mb"],
+            "MB",
+            f"{big_run['events']} events; it should grow with the largest subject",
+        ),
+    ]
+
+
+def _child(keys_path: str, workers: int, corpus: list[str]) -> dict[str, Any]:
+    """Replay in this (fresh) process and measure it; runs under ``python -m bench.replaying``."""
+    from merge.replay import replay, report_json
+
+    keys = json.loads(Path(keys_path).read_text())
+    start = time.perf_counter()
+    report = replay(corpus, keys=keys, workers=workers)
+    seconds = time.perf_counter() - start
+    # Our own peak is VmHWM, the high-water mark of this process's memory since its exec:
+    # getrusage(RUSAGE_SELF) would report at least the benchmark parent's size, which Linux
+    # carries over exec. The workers' peak: RUSAGE_CHILDREN, the largest joined child (KiB).
+    own = _vm_hwm_kib() / 1024
+    children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    return {
+        "seconds": seconds,
+        "events": sum(summary.event_count for summary in report.subjects),
+        "subjects": len(report.subjects),
+        "report_sha256": hashlib.sha256(report_json(report)).hexdigest(),
+        "self_mb": own,
+        "children_mb": children,
+        "peak_mb": max(own, children),
+    }
+
+
+def _vm_hwm_kib() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return float(line.split()[1])
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # not Linux: the best there is
+
+
+if __name__ == "__main__":
+    print(json.dumps(_child(sys.argv[1], int(sys.argv[2]), sys.argv[3:])))

@@ -1,0 +1,109 @@
+"""Where a fold's time goes: the per-event cost of each stage, on one thread.
+
+The fold's own stages, run one after the other as :func:`merge.fold` runs them (with the
+collector paused, as it does), each timed on its own: admission (§5: decode, screen),
+checks 1–11 (§4 schema, content hash), verification (check 12, bare), checks 12–16 with the
+verdicts cached, classification and assembly (§7, §9), and ``state_sha256``. CPU time of
+this process is used (``time.process_time``), so a busy machine disturbs it less than wall
+time; the figures are per distinct event.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import msgspec
+
+from merge import KeySet
+from merge.admission import Admitted, Rejection, admit
+from merge.chains import Node, classify
+from merge.checks import Candidate, ValidEvent, postcheck, precheck
+from merge.fold import assemble_state, gc_paused, with_state_sha256
+from merge.reasons import Reason
+from merge.signatures import SignatureVerifier, verify_signature
+
+from .measure import Result
+from .workload import Workload
+
+__all__ = ["bench_stages"]
+
+T = TypeVar("T")
+
+
+def _cpu(run: Callable[[], T], repeat: int) -> tuple[float, T]:
+    best, value = float("inf"), None
+    for _ in range(repeat):
+        start = time.process_time()
+        value = run()
+        best = min(best, time.process_time() - start)
+    assert value is not None
+    return best, value
+
+
+def bench_stages(workload: Workload, *, repeat: int) -> list[Result]:
+    """Per-event CPU cost of each stage of a fold of ``workload``'s first subject."""
+    history = workload.histories[0]
+    keys = KeySet.parse(workload.keys)
+    subject = history.subject
+    timings: dict[str, float] = {}
+    with gc_paused():
+
+        def admit_all() -> dict[str, list[Admitted]]:
+            copies: dict[str, list[Admitted]] = defaultdict(list)
+            for index, item in enumerate(history.inputs):
+                outcome = admit(item, index)
+                if not isinstance(outcome, Rejection):
+                    copies[outcome.event_id].append(outcome)
+            return copies
+
+        timings["admission (decode, screen)"], copies = _cpu(admit_all, repeat)
+        firsts = [event_copies[0] for event_copies in copies.values()]
+        timings["checks 1-11 (schema, content hash)"], checked = _cpu(
+            lambda: [precheck(copy, subject, keys) for copy in firsts], repeat
+        )
+        candidates = [result for result in checked if isinstance(result, Candidate)]
+        jobs = [job for result in candidates if (job := result.signature_job) is not None]
+        timings["check 12: verification (bare)"], _ = _cpu(
+            lambda: [verify_signature(*j) for j in jobs], repeat
+        )
+        verifier = SignatureVerifier(1)
+        verifier.prefetch(jobs)
+        timings["checks 12-16, verdicts cached"], judged = _cpu(
+            lambda: [postcheck(candidate, keys, verifier) for candidate in candidates], repeat
+        )
+        verdicts: dict[str, Reason | ValidEvent] = {}
+        for event_id, result in zip(copies, checked, strict=True):
+            verdicts[event_id] = result if isinstance(result, Reason) else Reason.BAD_SIGNATURE
+        for verdict in judged:
+            if isinstance(verdict, ValidEvent):
+                verdicts[verdict.event_id] = verdict
+        valid = {eid: v for eid, v in verdicts.items() if isinstance(v, ValidEvent)}
+
+        def classify_and_assemble() -> Any:
+            nodes = {eid: Node(eid, v.prev_event, v.chain, v.created_us) for eid, v in valid.items()}
+            return assemble_state(subject, verdicts, valid, classify(nodes, verdicts))
+
+        timings["classify + assemble (§7, §9)"], state = _cpu(classify_and_assemble, repeat)
+        unhashed = msgspec.structs.replace(state, state_sha256="")
+        timings["state_sha256"], _ = _cpu(lambda: with_state_sha256(unhashed), repeat)
+    events = len(copies)
+    verify = timings["check 12: verification (bare)"]
+    overhead = sum(timings.values()) - verify
+    results = [
+        Result(
+            f"stage: {name}", seconds / events * 1e6, "µs/event", f"{seconds / verify:.0%} of a verification"
+        )
+        for name, seconds in timings.items()
+    ]
+    results.append(
+        Result(
+            "stage: everything but verification",
+            overhead / events * 1e6,
+            "µs/event",
+            f"single-thread ceiling of fold / bound: {verify / (verify + overhead):.2f}",
+        )
+    )
+    return results

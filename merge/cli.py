@@ -1,0 +1,816 @@
+"""``pith-merge``: the command line of the replayer (an adapter over the pure core).
+
+Exit codes (stable; other tools rely on them):
+
+- ``0`` all good;
+- ``1`` verification failed: a bundle failed a check of §10, an input line was not admitted
+  (§5), a key set failed §3 (``keys show``), two states differ (``diff``);
+- ``2`` usage or input error: a bad option, a missing or unreadable file, a key file or state
+  that is not what it must be. One line on standard error, never a traceback;
+- ``130`` interrupted (Ctrl-C).
+
+Invalid events never change the exit code: they are the merge's ordinary business (§6, §7).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import IO, Any, Final, NoReturn, ParamSpec, TypeVar
+
+import click
+import msgspec
+
+from .admission import MAX_INPUT_BYTES, RejectCode, Rejection, admit
+from .bundle import REGISTRY_KEYS, BundleReport, verify_bundle
+from .canonical import canonical_json, decode_json
+from .errors import InputError, MergeError
+from .fold import FoldResult, fold
+from .keys import Key, KeySet
+from .reasons import Reason
+from .replay import read_lines, replay, report_json
+from .state import Entry, State, decode_state
+
+__all__ = ["EXIT_FAILED", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "REASON_RULES", "cli", "main"]
+
+EXIT_OK: Final = 0
+EXIT_FAILED: Final = 1
+EXIT_USAGE: Final = 2
+EXIT_INTERRUPTED: Final = 130
+
+#: What each reason code means, in the words of the spec (§6 table, §7 rules).
+REASON_RULES: Final[Mapping[Reason, str]] = {
+    Reason.NON_CANONICAL_JSON: "the event is not canonical-able JSON (a float, an unsafe integer; §1)",
+    Reason.UNSUPPORTED_SCHEMA_VERSION: 'schema_version is missing or not "1.0"',
+    Reason.MALFORMED: "a rule of the event schema (§4) is broken",
+    Reason.EVENT_ID_MISMATCH: 'event_id is not "sha256:" + content_sha256',
+    Reason.CONTENT_HASH_MISMATCH: "content_sha256 is not the hash of the event body (it was changed)",
+    Reason.WRONG_SUBJECT: "subject_pith_number is not the merge's subject",
+    Reason.UNKNOWN_EVENT_TYPE: "event_type is not in the table of §8",
+    Reason.TARGET_MISMATCH: "target is not the §8 target of its event_type",
+    Reason.UNKNOWN_KEY: "signer.key_id is not in the key set",
+    Reason.KEY_MISMATCH: "signature.key_id differs from signer.key_id, or a fingerprint is not the key's",
+    Reason.UNSUPPORTED_SIGNATURE: "the signature's algorithm, signed_message or signature_status is not v1's",
+    Reason.BAD_SIGNATURE: "the Ed25519 signature does not verify (or is not base64 of 64 bytes)",
+    Reason.KEY_EXPIRED: "created_at is at or after the key's rotates_at",
+    Reason.RECORD_NOT_GENESIS: "a record_created with a prev_event or supersedes",
+    Reason.BAD_PAYLOAD: "the payload breaks its event type's rule (§8)",
+    Reason.BAD_RECEIPT: "the record_created receipt fails §8",
+    Reason.MISSING_PREV: "its prev_event is not an admitted event",
+    Reason.INVALID_PREV: "its prev_event was admitted but did not apply",
+    Reason.PREV_WRONG_CHAIN: "its prev_event is on another chain (target, key)",
+    Reason.CREATED_BEFORE_PREV: "created_at is earlier than its prev_event's",
+    Reason.EQUIVOCATION: "a fork: another event of the same chain names the same prev_event",
+}
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class InputFailure(click.ClickException):
+    """A caller's input that cannot be used: one line on stderr, exit code 2."""
+
+    exit_code = EXIT_USAGE
+
+
+def _input_errors(command: Callable[P, R]) -> Callable[P, R]:
+    """Turn caller errors (:class:`MergeError`, unreadable files) into one line and exit code 2."""
+
+    @functools.wraps(command)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return command(*args, **kwargs)
+        except MergeError as exc:
+            raise InputFailure(str(exc)) from exc
+        except OSError as exc:
+            where = f"{exc.filename}: " if exc.filename else ""
+            raise InputFailure(f"{where}{exc.strerror or exc}") from exc
+
+    return wrapper
+
+
+def _out(text: str = "") -> None:
+    click.echo(text)
+
+
+def _err(text: str) -> None:
+    click.echo(text, err=True)
+
+
+def _exit(code: int) -> NoReturn:
+    raise click.exceptions.Exit(code)
+
+
+def _read_json(path: str, what: str) -> Any:
+    data = Path(path).read_bytes()
+    try:
+        return decode_json(data)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as exc:
+        raise InputError(f"{what} is not JSON: {exc}", source=path) from exc
+
+
+def load_keys(path: str) -> KeySet:
+    """A key file: a JSON list of key objects (§3), or an object holding one as ``public_keys``
+    (a bundle, for example) or ``keys``. Raises :class:`MergeError` saying what is wrong."""
+    value = _read_json(path, "the key file")
+    if isinstance(value, dict):
+        value = value.get("public_keys", value.get("keys"))
+    if not isinstance(value, list):
+        raise InputError(
+            "a key file holds a list of key objects (or an object with public_keys)", source=path
+        )
+    try:
+        return KeySet.parse(value)
+    except MergeError as exc:
+        raise InputError(str(exc), source=path) from exc
+
+
+def _union(first: KeySet, more: Iterable[Key]) -> KeySet:
+    """``first`` plus the keys of ``more`` whose key id it does not hold (``first`` wins)."""
+    keys = list(first.values())
+    keys.extend(key for key in more if key.key_id not in first)
+    return KeySet(keys)
+
+
+def _json_out(value: Any) -> None:
+    data = msgspec.json.format(msgspec.json.encode(value, order="sorted"), indent=2)
+    _out(data.decode("utf-8"))
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(package_name="pith-merge", prog_name="pith-merge")
+def cli() -> None:
+    """Verify, fold and replay Pith registry bundles and event logs (merge-v1).
+
+    Exit codes: 0 all good; 1 verification failed (a bundle check, a rejected input line,
+    differing states); 2 usage or input error (bad option, missing or unreadable file, bad
+    key file). Invalid events never change the exit code.
+    """
+
+
+# --- verify -----------------------------------------------------------------------------------
+
+
+@cli.command()
+@click.argument("bundles", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option(
+    "--trust",
+    "trust_files",
+    multiple=True,
+    type=click.Path(exists=True, dir_okay=False),
+    help="Key file of trusted bundle signers; replaces the built-in registry key. Repeatable.",
+)
+@click.option(
+    "--trust-bundle-keys",
+    is_flag=True,
+    help="Also trust the keys carried inside each bundle (proves nothing about who built it).",
+)
+@click.option("-v", "--verbose", is_flag=True, help="Show every check, not only the failed ones.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of text.")
+@_input_errors
+def verify(
+    bundles: tuple[str, ...],
+    trust_files: tuple[str, ...],
+    trust_bundle_keys: bool,
+    verbose: bool,
+    as_json: bool,
+) -> None:
+    """Verify bundles: every check of spec §10, one line per bundle.
+
+    The bundle signature must verify with a trusted key: by default the Pith registry key
+    pith-v1-2026-05 (built in). Exits 0 only when every bundle passes every check.
+    """
+    anchors, origin = _trust_anchors(trust_files)
+    documents = []
+    failed = 0
+    for path in bundles:
+        data = Path(path).read_bytes()
+        trusted = anchors
+        if trust_bundle_keys:
+            trusted = _union(anchors, _carried_keys(data))
+        report = verify_bundle(data, trusted_keys=trusted, threads=None)
+        failed += not report.ok
+        signer = report.trusted_key_id
+        trust = None
+        if signer is not None:
+            trust = origin if signer in anchors else "carried in the bundle, trusted by --trust-bundle-keys"
+        if as_json:
+            documents.append(_bundle_document(path, report, signer, trust))
+        else:
+            _print_bundle(path, report, signer, trust, verbose)
+    if as_json:
+        _json_out({"ok": failed == 0, "bundles": documents})
+    elif len(bundles) > 1:
+        _out(f"{len(bundles) - failed} of {len(bundles)} bundles verified")
+    _exit(EXIT_FAILED if failed else EXIT_OK)
+
+
+def _trust_anchors(trust_files: Sequence[str]) -> tuple[KeySet, str]:
+    if not trust_files:
+        return KeySet.parse(REGISTRY_KEYS), "the built-in registry key"
+    keys: list[Key] = []
+    for path in trust_files:
+        for key in load_keys(path).values():
+            if all(known.key_id != key.key_id for known in keys):
+                keys.append(key)
+            elif key not in keys:
+                raise InputError(
+                    f"key {key.key_id!r} differs from one in an earlier --trust file", source=path
+                )
+    return KeySet(keys), f"from --trust {', '.join(trust_files)}"
+
+
+def _carried_keys(data: bytes) -> list[Key]:
+    """The keys a bundle carries, when they parse (if not, its public_keys check fails anyway)."""
+    try:
+        bundle = decode_json(data)
+        return list(KeySet.parse(bundle.get("public_keys") or ()).values())
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError, AttributeError, MergeError):
+        return []
+
+
+def _print_bundle(
+    path: str, report: BundleReport, signer: str | None, trust: str | None, verbose: bool
+) -> None:
+    result = report.result
+    facts = []
+    if result is not None:
+        state = result.state
+        facts.append(
+            f"{state.pith_number}, {_plural(state.event_count, 'event')} ({state.valid_event_count} valid, "
+            f"{state.invalid_event_count} invalid, {_plural(state.equivocation_count, 'equivocation')})"
+        )
+    if report.ok:
+        facts.append(f"signed by {signer} ({trust})")
+        _out(f"OK      {path}: " + ", ".join(facts))
+    else:
+        _out(f"FAILED  {path}: {len(report.failed)} of {len(report.checks)} checks failed")
+    for check in report.checks:
+        if verbose or not check.ok:
+            _out(f"  {'pass' if check.ok else 'FAIL'}  {check.name}: {check.detail}")
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def _bundle_document(
+    path: str, report: BundleReport, signer: str | None, trust: str | None
+) -> dict[str, Any]:
+    state = report.result.state if report.result is not None else None
+    return {
+        "path": path,
+        "ok": report.ok,
+        "subject": state.pith_number if state else None,
+        "state_sha256": state.state_sha256 if state else None,
+        "trusted_key_id": signer,
+        "trust": trust,
+        "checks": [{"name": c.name, "ok": c.ok, "detail": c.detail} for c in report.checks],
+    }
+
+
+# --- fold -------------------------------------------------------------------------------------
+
+
+@cli.command(name="fold")
+@click.argument("events", type=click.File("rb"))
+@click.option("--subject", required=True, help="The merge's subject (a pith number).")
+@click.option(
+    "--keys",
+    "keys_file",
+    required=True,
+    type=click.Path(exists=True, dir_okay=False),
+    help="Key file: the key set events are checked against (§3).",
+)
+@click.option(
+    "--out", type=click.Path(dir_okay=False, writable=True), help="Write the state here, not stdout."
+)
+@_input_errors
+def fold_command(events: IO[bytes], subject: str, keys_file: str, out: str | None) -> None:
+    """Fold EVENTS (JSON Lines, one event per line; - for stdin) into the subject's state.
+
+    Prints the state's canonical JSON (spec §1, §9) on stdout (with a final newline), or writes
+    the exact bytes to --out. Every line that is not admitted (§5) is reported on stderr with
+    its line number and cause, and the exit code is then 1; invalid events are in the state.
+    """
+    keys = load_keys(keys_file)
+    name = "<stdin>" if events.name == "<stdin>" else events.name
+    inputs: list[bytes] = []
+    line_numbers: list[int] = []
+    too_large: list[int] = []
+    for number, line in read_lines(events):
+        if line is None:
+            too_large.append(number)
+        else:
+            inputs.append(line)
+            line_numbers.append(number)
+    result = fold(inputs, subject=subject, keys=keys)
+    rejected = [
+        (number, RejectCode.TOO_LARGE.value, f"longer than {MAX_INPUT_BYTES} bytes") for number in too_large
+    ]
+    rejected += [(line_numbers[r.index], str(r.code), r.detail) for r in result.rejected]
+    for number, code, detail in sorted(rejected):
+        _err(f"{name}:{number}: rejected: {code}: {detail}")
+    data = canonical_json(result.state)
+    if out is not None:
+        Path(out).write_bytes(data)
+    else:
+        click.echo(data + b"\n", nl=False)
+    state = result.state
+    _err(
+        f"{subject}: {state.event_count} events ({state.valid_event_count} valid, "
+        f"{state.invalid_event_count} invalid, {state.equivocation_count} equivocations), "
+        f"{len(rejected)} lines rejected; "
+        f"state_sha256 {state.state_sha256}"
+    )
+    _exit(EXIT_FAILED if rejected else EXIT_OK)
+
+
+# --- replay -----------------------------------------------------------------------------------
+
+
+@cli.command(name="replay")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, allow_dash=True))
+@click.option(
+    "--keys",
+    "keys_file",
+    type=click.Path(exists=True, dir_okay=False),
+    help="Key file for events of JSON Lines logs (bundles carry their own keys).",
+)
+@click.option(
+    "--trust",
+    "trust_files",
+    multiple=True,
+    type=click.Path(exists=True, dir_okay=False),
+    help="Key file of trusted bundle signers; replaces the built-in registry key. Repeatable.",
+)
+@click.option("--workers", type=click.IntRange(min=1), help="Processes to fold with (default: all cores).")
+@click.option("--out", type=click.Path(file_okay=False), help="Write each subject's state to this directory.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of the table.")
+@click.option(
+    "--progress/--no-progress", default=None, help="Progress bar on stderr (default: only on a terminal)."
+)
+@click.option(
+    "--engine",
+    type=click.Choice(["local", "dask"]),
+    default="local",
+    show_default=True,
+    help="local: processes on this machine; dask: a Dask cluster (needs the [dask] extra).",
+)
+@click.option(
+    "--scheduler",
+    metavar="ADDRESS",
+    help="With --engine dask: the scheduler (tcp://host:8786); default: a local cluster of --workers.",
+)
+@_input_errors
+def replay_command(  # noqa: PLR0917 (click passes every option positionally)
+    paths: tuple[str, ...],
+    keys_file: str | None,
+    trust_files: tuple[str, ...],
+    workers: int | None,
+    out: str | None,
+    as_json: bool,
+    progress: bool | None,
+    engine: str,
+    scheduler: str | None,
+) -> None:
+    """Replay PATHs: directories or files of bundles (*.json) and JSON Lines logs (*.jsonl).
+
+    Groups every event by subject, folds each subject, verifies every bundle, and prints one row
+    per subject. The result is identical for every --workers. Exits 1 when a bundle fails
+    verification or an input could not be used (each is listed on stderr).
+    """
+    keys = load_keys(keys_file) if keys_file else None
+    anchors, _ = _trust_anchors(trust_files)
+    if engine == "dask":
+        if "-" in paths:
+            raise click.UsageError("--engine dask reads files, not standard input (-)")
+        from .dask_replay import run_replay_cli  # optional extra: imported only when asked for
+
+        report = run_replay_cli(
+            paths, scheduler=scheduler, keys=keys, trusted_keys=anchors, out_dir=out, workers=workers
+        )
+    else:
+        if scheduler is not None:
+            raise click.UsageError("--scheduler needs --engine dask")
+        show_progress = sys.stderr.isatty() if progress is None else progress
+        report = replay(
+            paths, keys=keys, trusted_keys=anchors, workers=workers, out_dir=out, progress=show_progress
+        )
+    if as_json:
+        click.echo(report_json(report), nl=False)
+    else:
+        _print_table(report.subjects, report.totals)
+        for problem in report.problems:
+            _err(f"{problem.source}: {problem.code}: {problem.detail}")
+        if out is not None:
+            _err(f"wrote {len(report.subjects)} state file(s) to {out}")
+    _exit(EXIT_OK if report.ok else EXIT_FAILED)
+
+
+def _print_table(rows: Sequence[Any], totals: Mapping[str, int]) -> None:
+    header = ("subject", "events", "valid", "invalid", "equivoc.", "bundles", "state", "rejected")
+    body = [
+        (
+            row.subject,
+            str(row.event_count),
+            str(row.valid_event_count),
+            str(row.invalid_event_count),
+            str(row.equivocation_count),
+            str(row.bundles),
+            {None: "-", True: "match", False: "MISMATCH"}[row.state_matches],
+            str(row.rejected),
+        )
+        for row in rows
+    ]
+    total = (
+        f"total: {totals['subjects']} subjects",
+        str(totals["event_count"]),
+        str(totals["valid_event_count"]),
+        str(totals["invalid_event_count"]),
+        str(totals["equivocation_count"]),
+        str(totals["bundles"]),
+        f"{totals['bundle_mismatches']} bad" if totals["bundle_mismatches"] else "ok",
+        str(totals["rejected"]),
+    )
+    table = [header, *body, total]
+    widths = [max(len(line[i]) for line in table) for i in range(len(header))]
+    for index, line in enumerate(table):
+        if index == len(table) - 1:
+            _out("  ".join("-" * width for width in widths))
+        cells = [line[0].ljust(widths[0])] + [
+            cell.rjust(width) for cell, width in zip(line[1:], widths[1:], strict=True)
+        ]
+        _out("  ".join(cells).rstrip())
+    if totals["problems"]:
+        _out(f"{totals['problems']} input problem(s), listed on stderr")
+
+
+# --- explain ----------------------------------------------------------------------------------
+
+
+@cli.command()
+@click.argument("event_id")
+@click.option("--bundle", "bundle_file", type=click.Path(exists=True, dir_okay=False), help="A bundle.")
+@click.option("--events", "events_file", type=click.File("rb"), help="JSON Lines events (- for stdin).")
+@click.option("--subject", help="The merge's subject (default: the bundle's pith_number).")
+@click.option(
+    "--keys",
+    "keys_file",
+    type=click.Path(exists=True, dir_okay=False),
+    help="Key file (default: the bundle's public_keys; with both, these come first).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of text.")
+@_input_errors
+def explain(  # noqa: PLR0917 (click passes every option positionally)
+    event_id: str,
+    bundle_file: str | None,
+    events_file: IO[bytes] | None,
+    subject: str | None,
+    keys_file: str | None,
+    as_json: bool,
+) -> None:
+    """Explain the fate of EVENT_ID (or a unique prefix of it) and the rule that decided it.
+
+    Give a bundle (--bundle) and/or an event log (--events with --keys and --subject). Prints
+    whether the event applied, its reason code and spec section if not, and the related
+    events: its prev, its children, its fork siblings, what it supersedes and what superseded it.
+    """
+    if bundle_file is None and events_file is None:
+        raise click.UsageError("give --bundle BUNDLE and/or --events EVENTS")
+    inputs: list[Any] = []
+    keys = load_keys(keys_file) if keys_file else KeySet()
+    if bundle_file is not None:
+        bundle = _read_json(bundle_file, "the bundle")
+        if not isinstance(bundle, dict) or not isinstance(bundle.get("events"), list):
+            raise InputError("not a bundle: no events list", source=bundle_file)
+        subject = subject or (
+            bundle.get("pith_number") if isinstance(bundle.get("pith_number"), str) else None
+        )
+        try:
+            keys = _union(keys, KeySet.parse(bundle.get("public_keys") or ()).values())
+        except MergeError as exc:
+            raise InputError(f"public_keys: {exc}", source=bundle_file) from exc
+        inputs.extend(bundle["events"])
+    if events_file is not None:
+        inputs.extend(line for _, line in read_lines(events_file) if line is not None)
+    if subject is None:
+        raise click.UsageError("give --subject (no bundle names it)")
+    if not keys:
+        raise click.UsageError("give --keys (no bundle carries any)")
+    result = fold(inputs, subject=subject, keys=keys)
+    events = _admitted_events(inputs)
+    target = _resolve(event_id, events)
+    story = _story(target, events, result)
+    if as_json:
+        _json_out(story)
+    else:
+        _print_story(story)
+
+
+def _admitted_events(inputs: Iterable[Any]) -> dict[str, dict[str, Any]]:
+    """event_id → the first admitted copy's value (what the event says about itself)."""
+    events: dict[str, dict[str, Any]] = {}
+    for index, item in enumerate(inputs):
+        outcome = admit(item, index)
+        if not isinstance(outcome, Rejection):
+            events.setdefault(outcome.event_id, outcome.value)
+    return events
+
+
+def _resolve(wanted: str, events: Mapping[str, Any]) -> str:
+    if wanted in events:
+        return wanted
+    prefix = wanted if wanted.startswith("sha256:") else "sha256:" + wanted
+    found = [event_id for event_id in events if event_id.startswith(prefix)]
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise InputError(f"event {wanted} is not among the {len(events)} admitted events")
+    raise InputError(f"{wanted} is the prefix of {len(found)} events; give more of it")
+
+
+def _fate(event_id: str, result: FoldResult) -> dict[str, Any]:
+    state = result.state
+    reasons = result.reasons
+    if event_id in reasons:
+        reason = reasons[event_id]
+        return {"event_id": event_id, "fate": "invalid", "reason": str(reason), "section": reason.section}
+    if event_id not in state.applied_event_ids:
+        return {"event_id": event_id, "fate": "not admitted", "reason": None, "section": "§5"}
+    current = event_id in _current_ids(state)
+    return {
+        "event_id": event_id,
+        "fate": "applied" if current else "superseded",
+        "reason": None,
+        "section": "§7",
+    }
+
+
+def _current_ids(state: State) -> set[str]:
+    ids = set()
+    for name in state.current.__struct_fields__:
+        value = getattr(state.current, name)
+        if isinstance(value, Entry):
+            ids.add(value.event_id)
+        elif isinstance(value, tuple):
+            ids.update(entry.event_id for entry in value if isinstance(entry, Entry))
+    return ids
+
+
+def _field(event: Mapping[str, Any] | None, name: str) -> Any:
+    return event.get(name) if isinstance(event, Mapping) else None
+
+
+def _story(event_id: str, events: Mapping[str, dict[str, Any]], result: FoldResult) -> dict[str, Any]:
+    state = result.state
+    event = events[event_id]
+    story = _fate(event_id, result)
+    reason = result.reasons.get(event_id)
+    story["rule"] = REASON_RULES[reason] if reason is not None else None
+    story["event_type"] = _field(event, "event_type")
+    story["created_at"] = _field(event, "created_at")
+    signer = _field(event, "signer")
+    story["key_id"] = _field(signer, "key_id")
+    prev = _field(event, "prev_event")
+    story["prev_event"] = _fate(prev, result) if isinstance(prev, str) and prev in events else prev
+    if isinstance(prev, str) and prev not in events:
+        story["prev_event"] = {"event_id": prev, "fate": "missing", "reason": None, "section": "§7"}
+    story["children"] = [
+        _fate(other, result) for other in sorted(events) if _field(events[other], "prev_event") == event_id
+    ]
+    siblings: list[str] = []
+    for fork in state.equivocations:
+        if event_id in fork.event_ids:
+            siblings.extend(other for other in fork.event_ids if other != event_id)
+    story["fork_siblings"] = [_fate(other, result) for other in siblings]
+    supersedes = _field(event, "supersedes")
+    story["supersedes"] = [
+        _fate(other, result) if other in events else {"event_id": other, "fate": "missing"}
+        for other in (supersedes if isinstance(supersedes, list) else [])
+        if isinstance(other, str)
+    ]
+    story["superseded_by"] = []
+    if story["fate"] == "superseded":
+        story["superseded_by"] = [
+            _fate(other, result)
+            for other in state.applied_event_ids
+            if event_id in (_field(events[other], "supersedes") or ())
+            and _field(events[other], "signer") == signer
+        ]
+    return story
+
+
+def _print_story(story: Mapping[str, Any]) -> None:
+    _out(f"event {story['event_id']}")
+    _out(f"  {story['event_type']} by key {story['key_id']}, created_at {story['created_at']}")
+    fate = story["fate"]
+    if fate == "invalid":
+        _out(f"  fate: INVALID, reason {story['reason']} ({story['section']}): {story['rule']}")
+    elif fate == "superseded":
+        _out("  fate: applied (§7), then superseded: it is in applied_event_ids but not in current")
+    else:
+        _out("  fate: applied (§7), in current")
+
+    def show(label: str, items: Sequence[Mapping[str, Any]]) -> None:
+        for item in items:
+            why = f" ({item['reason']})" if item.get("reason") else ""
+            _out(f"  {label}: {item['event_id']} {item['fate']}{why}")
+
+    prev = story["prev_event"]
+    if prev is None:
+        _out("  prev_event: none (first of its chain)")
+    else:
+        show("prev_event", [prev])
+    show("fork sibling", story["fork_siblings"])
+    show("child", story["children"])
+    show("supersedes", story["supersedes"])
+    show("superseded by", story["superseded_by"])
+
+
+# --- diff -------------------------------------------------------------------------------------
+
+
+@cli.command()
+@click.argument("state_a", type=click.Path(exists=True, dir_okay=False))
+@click.argument("state_b", type=click.Path(exists=True, dir_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of text.")
+@_input_errors
+def diff(state_a: str, state_b: str, as_json: bool) -> None:
+    """Show what changed from STATE_A to STATE_B (state files as `fold --out` writes them).
+
+    Events newly applied or withdrawn, new and former invalid events (with what became of
+    them: applied, invalid, or not in STATE_B at all), equivocations, and the entries that
+    entered or left each list of current. Exits 0 when the states are identical, 1 when they
+    differ (like diff(1)).
+    """
+    before, after = _load_state(state_a), _load_state(state_b)
+    changes = state_diff(before, after)
+    if as_json:
+        _json_out(changes)
+    else:
+        _print_diff(changes)
+    _exit(EXIT_OK if changes["identical"] else EXIT_FAILED)
+
+
+def _load_state(path: str) -> State:
+    try:
+        return decode_state(Path(path).read_bytes())
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise InputError(f"not a merge-v1 state: {exc}", source=path) from exc
+
+
+def state_diff(before: State, after: State) -> dict[str, Any]:
+    """What changed between two states, as a JSON-able document."""
+    counts = {
+        name: [getattr(before, name), getattr(after, name)]
+        for name in ("event_count", "valid_event_count", "invalid_event_count", "equivocation_count")
+        if getattr(before, name) != getattr(after, name)
+    }
+    applied_before, applied_after = set(before.applied_event_ids), set(after.applied_event_ids)
+    reasons_before = {item.event_id: str(item.reason) for item in before.invalid_events}
+    reasons_after = {item.event_id: str(item.reason) for item in after.invalid_events}
+    forks_before = {canonical_json(fork): fork for fork in before.equivocations}
+    forks_after = {canonical_json(fork): fork for fork in after.equivocations}
+    current: dict[str, dict[str, list[str]]] = {}
+    for name in before.current.__struct_fields__:
+        if name in ("canonical_record", "source_aliases"):
+            continue
+        old, new = _entry_ids(getattr(before.current, name)), _entry_ids(getattr(after.current, name))
+        added, removed = [i for i in new if i not in old], [i for i in old if i not in new]
+        if added or removed:
+            current[name] = {"entered": added, "left": removed}
+    document: dict[str, Any] = {
+        "subjects": [before.pith_number, after.pith_number],
+        "state_sha256": [before.state_sha256, after.state_sha256],
+        "counts": counts,
+        "applied": [i for i in after.applied_event_ids if i not in applied_before],
+        "withdrawn": [
+            {"event_id": i, "now": reasons_after.get(i, "absent")}
+            for i in before.applied_event_ids
+            if i not in applied_after
+        ],
+        "new_invalid": [
+            {"event_id": i, "reason": r} for i, r in sorted(reasons_after.items()) if i not in reasons_before
+        ],
+        "no_longer_invalid": [
+            {"event_id": i, "now": "applied" if i in applied_after else "absent"}
+            for i in sorted(reasons_before)
+            if i not in reasons_after
+        ],
+        "reason_changed": [
+            {"event_id": i, "before": reasons_before[i], "after": r}
+            for i, r in sorted(reasons_after.items())
+            if i in reasons_before and reasons_before[i] != r
+        ],
+        "new_equivocations": [
+            msgspec.to_builtins(f) for k, f in sorted(forks_after.items()) if k not in forks_before
+        ],
+        "resolved_equivocations": [
+            msgspec.to_builtins(f) for k, f in sorted(forks_before.items()) if k not in forks_after
+        ],
+        "current": current,
+        "canonical_record_changed": before.current.canonical_record != after.current.canonical_record,
+    }
+    document["identical"] = canonical_json(before) == canonical_json(after)
+    return document
+
+
+def _entry_ids(value: Any) -> list[str]:
+    if isinstance(value, Entry):
+        return [value.event_id]
+    if isinstance(value, tuple):
+        return [entry.event_id for entry in value]
+    return []
+
+
+def _print_diff(changes: Mapping[str, Any]) -> None:
+    if changes["identical"]:
+        _out(f"identical states (state_sha256 {changes['state_sha256'][0]})")
+        return
+    a, b = changes["subjects"]
+    _out(f"subject: {a}" if a == b else f"subject: {a} -> {b}")
+    _out(f"state_sha256: {changes['state_sha256'][0]} -> {changes['state_sha256'][1]}")
+    for name, (old, new) in changes["counts"].items():
+        _out(f"{name}: {old} -> {new}")
+    for event_id in changes["applied"]:
+        _out(f"+ applied    {event_id}")
+    for item in changes["withdrawn"]:
+        now = "not in STATE_B" if item["now"] == "absent" else f"now invalid: {item['now']}"
+        _out(f"- withdrawn  {item['event_id']} ({now})")
+    for item in changes["new_invalid"]:
+        _out(f"+ invalid    {item['event_id']} ({item['reason']})")
+    for item in changes["no_longer_invalid"]:
+        now = "now applied" if item["now"] == "applied" else "not in STATE_B"
+        _out(f"- invalid    {item['event_id']} ({now})")
+    for item in changes["reason_changed"]:
+        _out(f"~ reason     {item['event_id']}: {item['before']} -> {item['after']}")
+    for sign, name in (("+", "new_equivocations"), ("-", "resolved_equivocations")):
+        for fork in changes[name]:
+            chain = f"{fork['chain']['target']}/{fork['chain']['key_id']}"
+            _out(f"{sign} equivocation on {chain}: {', '.join(fork['event_ids'])}")
+    for name, moves in changes["current"].items():
+        for event_id in moves["entered"]:
+            _out(f"+ current.{name}: {event_id}")
+        for event_id in moves["left"]:
+            _out(f"- current.{name}: {event_id}")
+    if changes["canonical_record_changed"]:
+        _out("~ current.canonical_record changed")
+
+
+# --- keys -------------------------------------------------------------------------------------
+
+
+@cli.group()
+def keys() -> None:
+    """Inspect key files (spec §3)."""
+
+
+@keys.command(name="show")
+@click.argument("keys_file", type=click.Path(exists=True, dir_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print the checked key objects as JSON.")
+@_input_errors
+def keys_show(keys_file: str, as_json: bool) -> None:
+    """Check KEYS_FILE against spec §3 and show each key id with its fingerprints.
+
+    Exits 1 when the key set breaks §3 (and says which key and field), 2 when the file is not JSON.
+    """
+    value = _read_json(keys_file, "the key file")
+    try:
+        key_set = load_keys(keys_file)
+    except InputError as exc:
+        if isinstance(value, list | dict):
+            _err(f"{keys_file}: {exc.problem}")
+            _exit(EXIT_FAILED)
+        raise
+    if as_json:
+        _json_out(key_set.as_json())
+        return
+    for key in key_set.values():
+        document = key.as_json()
+        rotates = f", rotates_at {key.rotates_at}" if key.rotates_at else ""
+        b32 = document["fingerprint_sha256_b32_first128bits"]
+        _out(f"{key.key_id}: ed25519 {key.fingerprint_hex} ({b32}){rotates}")
+    _out(f"{len(key_set)} key(s), all checked (§3)")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit code (the console script exits with it)."""
+    try:
+        code = cli.main(
+            args=list(argv) if argv is not None else None, prog_name="pith-merge", standalone_mode=False
+        )
+    except click.exceptions.Abort:  # Ctrl-C
+        _err("Aborted!")
+        return EXIT_INTERRUPTED
+    except click.ClickException as exc:
+        exc.show()
+        return exc.exit_code
+    except BrokenPipeError:
+        # The reader went away (`| head`): not an error of ours; silence the flush at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_FAILED
+    return code if isinstance(code, int) else EXIT_OK

@@ -1,0 +1,472 @@
+"""Cluster replay on Dask: the replayer of :mod:`merge.replay`, spread over a ``distributed`` cluster.
+
+An adapter, like :mod:`merge.replay`: it reads and writes files and talks to a scheduler; the pure
+core never imports it. Dask is an optional extra (``pip install 'pith-merge[dask]'``): this module
+imports ``dask`` and ``distributed`` only when a replay runs, so ``import merge`` works without it.
+
+The work, as one Dask graph (see ``docs/dask.md``):
+
+1. **Plan** (one task, on a worker: paths are as the *workers* see them). The paths are walked
+   exactly as :func:`merge.replay.scan_corpus` walks them. Each file becomes *segments*: a bundle
+   (``*.json``) or a small log is one segment, a large JSON Lines log is cut into byte ranges.
+   Consecutive segments are packed into *blocks* of about ``blocksize`` bytes.
+2. **Scan** (one task per block, a ``dask.bag`` partition). Each segment is read and every line
+   attributed to its subject with the local replayer's own functions, so what is admitted, what is
+   a problem and why are the same. A byte range starts at the first line that *starts* inside it
+   and reads its last line to the end, so every line is read exactly once.
+3. **Route** (``Bag.groupby(subject, shuffle="tasks")``): Dask's task-based shuffle sends every
+   record to the partition of its subject, whichever block it came from.
+4. **Fold** (one task per shuffled partition): each subject's records are put back in corpus order
+   and folded with :func:`merge.replay.fold_subject`; states are written to ``out_dir`` (atomically,
+   by :func:`merge.replay.write_state`) and one summary row per subject comes back.
+
+Line numbers are global, as in the local replay: a scan only knows a line's number inside its byte
+range, so each scan also counts the lines it started, and a tiny task turns those counts into the
+first line number of every range; sources (``"path:line"``) are completed from it.
+
+The result is the local replay's :class:`merge.replay.ReplayReport`, equal field for field: the same
+summaries, states (same ``state_sha256``) and problems, in the same order. A worker that dies
+mid-run changes nothing: every task is a pure function of its inputs, so Dask recomputes what was
+lost, and a state file is only ever replaced whole.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any, Final, Literal, NamedTuple, cast
+
+import msgspec
+
+from .bundle import REGISTRY_KEYS
+from .errors import InputError, MergeError
+from .keys import KeySet
+
+# _walk, _scan_file and _scan_log: the local replayer's own walking, reading and attribution, so
+# that both engines read a corpus alike (the same items, the same problems, the same words).
+from .replay import (
+    JSON_SUFFIX,
+    CorpusItem,
+    InputProblem,
+    ReplayReport,
+    SubjectSummary,
+    _scan_file,
+    _scan_log,
+    _walk,
+    fold_subject,
+    write_state,
+)
+
+if TYPE_CHECKING:
+    from distributed import Client
+
+__all__ = [
+    "DEFAULT_BLOCKSIZE",
+    "INSTALL_HINT",
+    "MIN_BLOCKSIZE",
+    "DaskUnavailableError",
+    "SchedulerError",
+    "Segment",
+    "plan_corpus",
+    "replay_on_dask",
+    "run_replay_cli",
+]
+
+#: The exact command that installs the optional Dask engine.
+INSTALL_HINT: Final = "pip install 'pith-merge[dask]'"
+#: Largest block a scan task reads (bytes of input); large logs are cut into ranges of this size.
+DEFAULT_BLOCKSIZE: Final = 32 * 1024 * 1024
+#: Smallest block the automatic sizing picks: below this, task overhead outweighs the work.
+MIN_BLOCKSIZE: Final = 256 * 1024
+#: Blocks per worker thread the automatic sizing aims for, so that every thread gets work.
+BLOCKS_PER_THREAD: Final = 4
+
+
+class DaskUnavailableError(MergeError, ImportError):
+    """The Dask engine was asked for, but ``dask.distributed`` is not installed."""
+
+    def __init__(self, missing: str) -> None:
+        self.missing = missing
+        super().__init__(f"the Dask engine needs the optional extra ({missing} is missing): {INSTALL_HINT}")
+
+
+class SchedulerError(MergeError):
+    """The Dask scheduler at ``address`` could not be reached."""
+
+    def __init__(self, address: str, problem: str) -> None:
+        self.address = address
+        self.problem = problem
+        super().__init__(f"cannot use the Dask scheduler at {address}: {problem}")
+
+
+class Segment(msgspec.Struct, frozen=True):
+    """A piece of the corpus one scan reads: a whole file, or a byte range of a JSON Lines log.
+
+    ``whole``: the file is read as the local replayer reads it (``start`` is 0, ``end`` unused).
+    Otherwise the lines that *start* in ``[start, end)`` (``end`` ``None``: to the end of file).
+    """
+
+    path: str
+    start: int
+    end: int | None
+    whole: bool
+    size: int
+
+
+class Plan(msgspec.Struct, frozen=True):
+    """The planning task's answer: the segments in corpus order, numbered, packed into blocks."""
+
+    segments: tuple[Segment, ...]
+    blocks: tuple[tuple[tuple[int, Segment], ...], ...]
+    out_dir_error: str | None = None
+
+
+class Record(NamedTuple):
+    """One corpus item on its way to its subject, with where it was read (to restore order).
+
+    ``in_range``: read from a byte range, so ``source`` holds the line number inside the range.
+    """
+
+    subject: str
+    segment: int
+    position: int
+    in_range: bool
+    source: str
+    kind: Literal["event", "bundle"]
+    data: bytes
+
+
+class Problem(NamedTuple):
+    """An input problem found by a scan (``in_range`` as for :class:`Record`)."""
+
+    segment: int
+    position: int
+    in_range: bool
+    source: str
+    code: str
+    detail: str
+
+
+class Scanned(NamedTuple):
+    """What one scan task returns: records, problems, and lines started per byte range."""
+
+    records: list[Record]
+    problems: list[Problem]
+    lines: list[tuple[int, int]]
+
+
+# --- planning (runs on a worker) ---------------------------------------------------------------
+
+
+def plan_corpus(
+    paths: Sequence[str],
+    *,
+    blocksize: int | None = None,
+    threads: int = 1,
+    out_dir: str | None = None,
+) -> Plan:
+    """Cut a corpus into segments and blocks (step 1 of the module docstring).
+
+    ``blocksize`` ``None``: about :data:`BLOCKS_PER_THREAD` blocks per thread, between
+    :data:`MIN_BLOCKSIZE` and :data:`DEFAULT_BLOCKSIZE`. Reads metadata only (walks, sizes).
+    ``out_dir`` is created here, so that a path the workers cannot write fails before any work.
+    """
+    files: list[tuple[Path, int]] = []
+    for path in paths:
+        root = Path(path)
+        for file in _walk(root) if root.is_dir() else (root,):
+            try:
+                size = file.stat().st_size
+            except OSError:
+                size = 0  # the scan reports it as unreadable, where the local replayer would
+            files.append((file, size))
+    if blocksize is None:
+        total = sum(size for _, size in files)
+        blocksize = min(DEFAULT_BLOCKSIZE, max(MIN_BLOCKSIZE, total // max(1, threads * BLOCKS_PER_THREAD)))
+    segments: list[Segment] = []
+    for file, size in files:
+        if file.suffix == JSON_SUFFIX or size <= blocksize:
+            segments.append(Segment(str(file), 0, None, True, size))
+            continue
+        starts = range(0, size, blocksize)
+        segments.extend(
+            # The last range reads to the end of the file, even if it grew since it was measured.
+            Segment(str(file), start, None if start + blocksize >= size else start + blocksize, False, size)
+            for start in starts
+        )
+    out_dir_error = None
+    if out_dir is not None:
+        try:
+            Path(out_dir).mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            out_dir_error = f"cannot create the output directory: {exc.strerror or exc}"
+    return Plan(tuple(segments), _pack(segments, blocksize), out_dir_error)
+
+
+def _pack(segments: Sequence[Segment], blocksize: int) -> tuple[tuple[tuple[int, Segment], ...], ...]:
+    """Consecutive segments, grouped into blocks of about ``blocksize`` bytes (many small bundles
+    make one block; a range of a large log is a block of its own)."""
+    blocks: list[tuple[tuple[int, Segment], ...]] = []
+    current: list[tuple[int, Segment]] = []
+    filled = 0
+    for number, segment in enumerate(segments):
+        length = segment.size if segment.whole else (segment.end or segment.size) - segment.start
+        if current and filled + length > blocksize:
+            blocks.append(tuple(current))
+            current, filled = [], 0
+        current.append((number, segment))
+        filled += length
+    if current:
+        blocks.append(tuple(current))
+    return tuple(blocks)
+
+
+# --- scanning (one task per block) ------------------------------------------------------------
+
+
+class _RangeReader:
+    """A binary file seen through :func:`merge.replay.read_lines`, limited to the lines that
+    start in ``[start, end)``; it counts the lines it started (blank and too-long ones too)."""
+
+    def __init__(self, handle: Any, start: int, end: int | None) -> None:
+        self._handle = handle
+        self._end = end
+        self._at_line_start = True
+        self.lines = 0
+        position = 0
+        if start > 0:
+            # The line running through byte start - 1 belongs to the previous range.
+            handle.seek(start - 1)
+            position = start - 1
+            while True:
+                chunk = handle.readline(1 << 20)
+                position += len(chunk)
+                if not chunk or chunk.endswith(b"\n"):
+                    break
+        self._position = position
+
+    def readline(self, size: int = -1) -> bytes:
+        if self._at_line_start and self._end is not None and self._position >= self._end:
+            return b""
+        line: bytes = self._handle.readline(size)
+        if line:
+            self._position += len(line)
+            if self._at_line_start:
+                self.lines += 1
+            self._at_line_start = line.endswith(b"\n")
+        return line
+
+
+def _scan_block(block: tuple[tuple[int, Segment], ...]) -> Scanned:
+    scanned = Scanned([], [], [])
+    for number, segment in block:
+        if segment.whole:
+            entries = _scan_file(Path(segment.path), explicit=True)
+            for position, entry in enumerate(entries, start=1):
+                _keep(scanned, number, position, entry, in_range=False)
+        else:
+            _scan_range(scanned, number, segment)
+    return scanned
+
+
+def _scan_range(scanned: Scanned, number: int, segment: Segment) -> None:
+    try:
+        handle = open(segment.path, "rb")  # noqa: SIM115 (closed below, after the reader is done)
+    except OSError as exc:
+        if segment.start == 0:  # one report per file, as the local replayer gives
+            scanned.problems.append(
+                Problem(number, 0, False, segment.path, "unreadable", exc.strerror or str(exc))
+            )
+        scanned.lines.append((number, 0))
+        return
+    with handle:
+        reader = _RangeReader(handle, segment.start, segment.end)
+        prefix = segment.path + ":"
+        last = 0
+        # read_lines (inside _scan_log) only ever calls readline.
+        for entry in _scan_log(cast(IO[bytes], reader), segment.path):
+            if entry.source.startswith(prefix):  # "path:line", line counted inside this range
+                last = int(entry.source[len(prefix) :])
+                _keep(scanned, number, last, entry, in_range=True)
+            else:  # a file-level problem (a read error): after the lines read so far
+                _keep(scanned, number, last + 1, entry, in_range=False)
+        scanned.lines.append((number, reader.lines))
+
+
+def _keep(
+    scanned: Scanned, number: int, position: int, entry: CorpusItem | InputProblem, *, in_range: bool
+) -> None:
+    if isinstance(entry, InputProblem):
+        scanned.problems.append(Problem(number, position, in_range, entry.source, entry.code, entry.detail))
+    else:
+        scanned.records.append(
+            Record(entry.subject, number, position, in_range, entry.source, entry.kind, entry.data)
+        )
+
+
+def _first_lines(counts: Iterable[tuple[int, int]], segments: Sequence[Segment]) -> dict[int, int]:
+    """Global number of the line before each byte range's first line (0 for the file's first)."""
+    lines = dict(counts)
+    first: dict[int, int] = {}
+    for number, segment in enumerate(segments):
+        if not segment.whole:
+            first[number] = 0 if segment.start == 0 else first[number - 1] + lines.get(number - 1, 0)
+    return first
+
+
+def _source(source: str, segment: int, position: int, in_range: bool, first: Mapping[int, int]) -> str:
+    """A scan's source made global: ``path:line`` with the line counted from the file's start."""
+    if not in_range:
+        return source
+    path = source[: source.rindex(":")]
+    return f"{path}:{first[segment] + position}"
+
+
+# --- folding (one task per shuffled partition) ------------------------------------------------
+
+
+def _fold_subjects(
+    groups: Iterable[tuple[str, list[Record]]],
+    first: Mapping[int, int],
+    keys: KeySet | None,
+    trusted: KeySet,
+    out_dir: str | None,
+) -> list[tuple[SubjectSummary, tuple[InputProblem, ...]]]:
+    rows = []
+    for subject, records in groups:
+        items = [
+            CorpusItem(subject, _source(r.source, r.segment, r.position, r.in_range, first), r.kind, r.data)
+            # Back in corpus order: the order the local replay hands a subject's items over in.
+            for r in sorted(records, key=lambda record: (record.segment, record.position))
+        ]
+        outcome = fold_subject(subject, items, keys, trusted)
+        if out_dir is not None:
+            write_state(out_dir, outcome.state)
+        rows.append((outcome.summary, outcome.problems))
+    return rows
+
+
+# Partitions are lists, never generators: a partition may be sent to another worker (pickled).
+
+
+def _records(scanned: Iterable[Scanned]) -> list[Record]:
+    return [record for part in scanned for record in part.records]
+
+
+def _line_counts(scanned: Iterable[Scanned]) -> list[tuple[int, int]]:
+    return [count for part in scanned for count in part.lines]
+
+
+def _problems(scanned: Iterable[Scanned], first: Mapping[int, int]) -> list[InputProblem]:
+    found = sorted(problem for part in scanned for problem in part.problems)
+    return [
+        InputProblem(_source(p.source, p.segment, p.position, p.in_range, first), p.code, p.detail)
+        for p in found
+    ]
+
+
+def _subject(record: Record) -> str:
+    return record.subject
+
+
+# --- the whole corpus -------------------------------------------------------------------------
+
+
+def replay_on_dask(
+    paths: Sequence[str | os.PathLike[str]],
+    *,
+    client: Client,
+    keys: KeySet | Iterable[Mapping[str, Any]] | None = None,
+    trusted_keys: KeySet | Iterable[Mapping[str, Any]] = REGISTRY_KEYS,
+    out_dir: str | os.PathLike[str] | None = None,
+    blocksize: int | None = None,
+) -> ReplayReport:
+    """Replay a corpus on the cluster behind ``client``: the same report as :func:`merge.replay.replay`.
+
+    ``paths`` are read by the workers (a filesystem they share; ``-``, standard input, cannot be
+    read there). ``out_dir``: each subject's state is written there *by the workers*, named as
+    the local replay names it. ``blocksize``: bytes per scan task (``None``: sized to the
+    cluster). Caller errors (a broken key set, an output directory the workers cannot create)
+    raise :class:`merge.MergeError`; bad input is reported in the result, as locally.
+    """
+    bag, delayed = _import_dask()
+    key_set = KeySet.parse(keys) if keys is not None else None
+    trusted = KeySet.parse(trusted_keys)
+    names = [os.fspath(path) for path in paths]
+    if "-" in names:
+        raise InputError("standard input cannot be replayed on a cluster: save it to a file the workers read")
+    if blocksize is not None and blocksize < 1:
+        raise InputError(f"blocksize must be at least 1 byte, not {blocksize}")
+    out = os.fspath(out_dir) if out_dir is not None else None
+    threads = sum(client.nthreads().values()) or 1  # type: ignore[no-untyped-call]
+    plan: Plan = client.submit(
+        plan_corpus, names, blocksize=blocksize, threads=threads, out_dir=out, pure=False
+    ).result()
+    if plan.out_dir_error is not None:
+        raise InputError(plan.out_dir_error, source=out)
+    if not plan.segments:
+        return ReplayReport((), ())
+
+    segments = plan.segments
+    scanned = bag.from_sequence(plan.blocks, partition_size=1).map(_scan_block)
+    first = delayed(_first_lines)(scanned.map_partitions(_line_counts), segments)
+    by_subject = scanned.map_partitions(_records).groupby(_subject, shuffle="tasks")
+    rows_bag = by_subject.map_partitions(_fold_subjects, first, key_set, trusted, out)
+    problems_bag = scanned.map_partitions(_problems, first)
+    rows_future, problems_future = client.compute([rows_bag, problems_bag])  # type: ignore[no-untyped-call]
+    rows: list[tuple[SubjectSummary, tuple[InputProblem, ...]]] = rows_future.result()
+    problems: list[InputProblem] = problems_future.result()
+    # As the local replay: problems of the scan in corpus order, then each subject's, by subject.
+    rows.sort(key=lambda row: row[0].subject)
+    for _, found in rows:
+        problems.extend(found)
+    return ReplayReport(tuple(row[0] for row in rows), tuple(problems))
+
+
+def run_replay_cli(
+    paths: Sequence[str | os.PathLike[str]],
+    *,
+    scheduler: str | None,
+    keys: KeySet | None = None,
+    trusted_keys: KeySet | Iterable[Mapping[str, Any]] = REGISTRY_KEYS,
+    out_dir: str | os.PathLike[str] | None = None,
+    workers: int | None = None,
+    connect_timeout: str = "10s",
+) -> ReplayReport:
+    """``pith-merge replay --engine dask``: connect to ``scheduler`` (an address such as
+    ``tcp://10.0.0.5:8786``; give up after ``connect_timeout``), or, when it is ``None``, start
+    a local cluster of ``workers`` processes (default: one per core) for the duration of the replay.
+
+    Raises :class:`DaskUnavailableError` (with the pip command) when the extra is missing and
+    :class:`SchedulerError` when the scheduler cannot be reached.
+    """
+    _import_dask()
+    from distributed import Client, LocalCluster
+
+    if workers is not None and workers < 1:
+        raise InputError(f"workers must be at least 1, not {workers}")
+    if scheduler is None:
+        count = workers or os.cpu_count() or 1
+        cluster = LocalCluster(  # type: ignore[no-untyped-call]
+            n_workers=count, threads_per_worker=1, processes=True, dashboard_address=None
+        )
+        with cluster, Client(cluster) as client:  # type: ignore[no-untyped-call]
+            return replay_on_dask(paths, client=client, keys=keys, trusted_keys=trusted_keys, out_dir=out_dir)
+    try:
+        client = Client(scheduler, timeout=connect_timeout)  # type: ignore[no-untyped-call]
+    except (OSError, TimeoutError, ValueError) as exc:
+        raise SchedulerError(scheduler, str(exc) or type(exc).__name__) from exc
+    with client:
+        return replay_on_dask(paths, client=client, keys=keys, trusted_keys=trusted_keys, out_dir=out_dir)
+
+
+def _import_dask() -> tuple[Any, Any]:
+    """``(dask.bag, dask.delayed)``, or :class:`DaskUnavailableError` saying how to install them."""
+    try:
+        import dask.bag
+        import distributed  # noqa: F401 (the scheduler of every replay here)
+        from dask.delayed import delayed
+    except ImportError as exc:
+        raise DaskUnavailableError(exc.name or "dask.distributed") from exc
+    return dask.bag, delayed

@@ -1,0 +1,316 @@
+"""The event store interface: raw inputs kept per subject, durably, and folded on demand.
+
+An :class:`EventStore` keeps every admitted input (§5) as received, valid or not, since the
+state records invalid events too. What is not admitted is refused at :meth:`~EventStore.append`
+with its cause, and nothing is stored for it. A fold loads the subject's inputs into a
+:class:`merge.Merger` and returns exactly what :func:`merge.fold` returns on them.
+
+This module holds everything that does not depend on the database: admission, the fold with its
+checkpoints and engine cache, the JSON Lines export. An adapter (:class:`~merge.store.SQLiteStore`,
+a future PostgreSQL one) implements the storage primitives, the abstract methods below.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from abc import ABC, abstractmethod
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import AbstractContextManager
+from functools import cache
+from importlib import metadata
+from types import TracebackType
+from typing import IO, Any, Final
+
+import msgspec
+
+from ..admission import Rejection, admit
+from ..canonical import canonical_json, canonical_sha256_hex
+from ..engine import Merger
+from ..errors import InputError, MergeError
+from ..fold import FoldResult
+from ..keys import KeySet
+from ..state import MERGE_VERSION, decode_state
+
+__all__ = [
+    "NOT_JSON_TEXT",
+    "NO_SUBJECT",
+    "Checkpoint",
+    "EventStore",
+    "PreparedInput",
+    "Refused",
+    "StoreError",
+    "Stored",
+    "fold_context",
+]
+
+#: :attr:`Refused.code` of an admitted event that names no subject (and none was given).
+NO_SUBJECT: Final = "no_subject"
+#: :attr:`Refused.code` of a parsed value that no JSON text represents (it holds NaN or Infinity).
+NOT_JSON_TEXT: Final = "not_json_text"
+#: How many stored inputs a fold hands to :meth:`merge.Merger.extend` at once.
+LOAD_BATCH: Final = 1024
+
+
+class StoreError(MergeError):
+    """The store cannot be used: not a store, a damaged or foreign file, a locked database.
+
+    ``path`` names the store (a file path, a URL), ``problem`` says what is wrong.
+    """
+
+    def __init__(self, problem: str, *, path: str | None = None) -> None:
+        self.problem = problem
+        self.path = path
+        super().__init__(f"{path}: {problem}" if path else problem)
+
+
+class Stored(msgspec.Struct, frozen=True):
+    """An input the store keeps: under which subject, its event, and whether it was new.
+
+    ``new`` is False when the same bytes were already stored for that subject (idempotence).
+    """
+
+    subject: str
+    event_id: str
+    new: bool
+
+
+class Refused(msgspec.Struct, frozen=True):
+    """An input the store did not keep, and why; nothing of it was stored.
+
+    ``code``: a :class:`merge.RejectCode` value (not admitted, §5), :data:`NO_SUBJECT` or
+    :data:`NOT_JSON_TEXT`.
+    """
+
+    code: str
+    detail: str
+
+
+class PreparedInput(msgspec.Struct, frozen=True):
+    """An admitted input ready to store: its subject, event id, SHA-256 of the bytes, the bytes."""
+
+    subject: str
+    event_id: str
+    digest: bytes
+    raw: bytes
+
+
+class Checkpoint(msgspec.Struct, frozen=True):
+    """A folded state of one subject: ``state`` (canonical JSON) covers its inputs up to ``seq``."""
+
+    seq: int
+    state: bytes
+
+
+def fold_context(keys: KeySet) -> str:
+    """What a checkpoint depends on besides the inputs: the key set and the engine's version.
+
+    The hex SHA-256 of the key objects (sorted by ``key_id``: their order does not matter to a
+    fold) with the merge version and pith-merge's own version, so that an upgrade never serves
+    a state another version folded.
+    """
+    objects = [keys[key_id].as_json() for key_id in sorted(keys)]
+    return canonical_sha256_hex(
+        {"keys": objects, "merge_version": MERGE_VERSION, "engine": _engine_version()}
+    )
+
+
+@cache
+def _engine_version() -> str:
+    try:
+        return metadata.version("pith-merge")
+    except metadata.PackageNotFoundError:  # running from a source tree that is not installed
+        return "unknown"
+
+
+class _Live(msgspec.Struct):
+    merger: Merger
+    seq: int
+
+
+class EventStore(ABC):
+    """Raw events per subject: append (idempotent), list subjects, fold, export.
+
+    ``threads``: signature verification threads of the folds (see :class:`merge.Merger`).
+    ``cache_size``: how many subjects' engines a store keeps in memory between folds, so that
+    folding again after a few appends verifies and classifies only the new inputs.
+
+    A store object is not thread-safe: use one per thread (they may share a database).
+    """
+
+    def __init__(self, *, threads: int | None = 1, cache_size: int = 8) -> None:
+        self.threads = threads
+        self.cache_size = cache_size
+        self._engines: OrderedDict[tuple[str, str], _Live] = OrderedDict()
+
+    # -- storage primitives: what an adapter implements ------------------------------------
+
+    @abstractmethod
+    def _transaction(self) -> AbstractContextManager[Callable[[PreparedInput], bool]]:
+        """A write transaction; entering gives ``insert(prepared) -> new``.
+
+        Leaving it normally commits, durably: once it returns, the inputs survive a crash of
+        the process (and of the machine, as far as the database promises). An exception rolls
+        everything back. ``insert`` returns False when the subject already has those bytes.
+        """
+
+    @abstractmethod
+    def subjects(self) -> list[str]:
+        """Every subject with at least one stored input, sorted."""
+
+    @abstractmethod
+    def head(self, subject: str) -> int:
+        """The sequence number of the subject's latest input (0 when it has none).
+
+        Sequence numbers grow with every stored input, across subjects and processes.
+        """
+
+    @abstractmethod
+    def read(self, subject: str, *, after: int = 0) -> Iterator[tuple[int, bytes]]:
+        """``(seq, raw)`` of the subject's inputs with ``seq > after``, in arrival order (streamed)."""
+
+    @abstractmethod
+    def count(self, subject: str) -> int:
+        """How many inputs are stored for the subject."""
+
+    @abstractmethod
+    def _load_checkpoint(self, subject: str, context: str) -> Checkpoint | None:
+        """The subject's checkpoint for a :func:`fold_context`, if any."""
+
+    @abstractmethod
+    def _save_checkpoint(self, subject: str, context: str, checkpoint: Checkpoint) -> None:
+        """Replace the subject's checkpoint for a :func:`fold_context`."""
+
+    @abstractmethod
+    def check(self) -> None:
+        """Check that the stored data is intact; raise :class:`StoreError` when it is not."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release the database; the store cannot be used afterwards. Idempotent."""
+
+    # -- what every store does the same way ------------------------------------------------
+
+    def append(self, item: Any, *, subject: str | None = None) -> Stored | Refused:
+        """Store one input (a JSON text or a parsed value), durably once this returns.
+
+        ``subject``: the subject to file it under; by default the event's own
+        ``subject_pith_number``. Returns :class:`Refused` (nothing stored) for an input that is
+        not admitted (§5) or names no subject; bad input never raises.
+        """
+        return self.append_many([item], subject=subject)[0]
+
+    def append_many(self, items: Iterable[Any], *, subject: str | None = None) -> list[Stored | Refused]:
+        """Store many inputs in one transaction: all of them once this returns, or none.
+
+        ``items`` is consumed inside the transaction, which holds the database's write lock:
+        pass a list, not a slow generator. Results are in the order of ``items``.
+        """
+        if subject is not None and not isinstance(subject, str):
+            raise InputError(f"subject must be a string, not {type(subject).__name__}")
+        results: list[Stored | Refused] = []
+        with self._transaction() as insert:
+            for index, item in enumerate(items):
+                prepared = prepare(item, subject, index)
+                if isinstance(prepared, Refused):
+                    results.append(prepared)
+                else:
+                    results.append(Stored(prepared.subject, prepared.event_id, insert(prepared)))
+        return results
+
+    def events(self, subject: str) -> Iterator[bytes]:
+        """The subject's stored inputs, as received, in arrival order (streamed)."""
+        for _, raw in self.read(subject):
+            yield raw
+
+    def export_jsonl(self, subject: str, out: IO[bytes]) -> int:
+        """Write the subject's inputs to ``out`` as JSON Lines, in arrival order; return how many.
+
+        An input is written as received, except that a line break inside it (only ever
+        insignificant whitespace in JSON: strings cannot hold a raw one) becomes a space, so
+        each input is exactly one line. Appending the lines to a store gives the same fold.
+        """
+        written = 0
+        for raw in self.events(subject):
+            out.write(raw.replace(b"\r", b" ").replace(b"\n", b" ") + b"\n")
+            written += 1
+        return written
+
+    def merger(self, subject: str, *, keys: KeySet | Iterable[Mapping[str, Any]]) -> Merger:
+        """A new :class:`merge.Merger` loaded with the subject's stored inputs (yours to keep)."""
+        merger = Merger(subject=subject, keys=keys, threads=self.threads)
+        self._load(merger, 0)
+        return merger
+
+    def fold(self, subject: str, *, keys: KeySet | Iterable[Mapping[str, Any]]) -> FoldResult:
+        """The fold of the subject's stored inputs: what :func:`merge.fold` returns on them.
+
+        An unchanged subject costs a lookup (its checkpoint); a changed one is brought up to
+        date incrementally when its engine is still in memory, else folded from its inputs.
+        Every fold leaves a checkpoint. ``rejected`` is always empty: the store keeps only
+        admitted inputs.
+        """
+        key_set = KeySet.parse(keys)
+        context = fold_context(key_set)
+        head = self.head(subject)
+        live = self._engines.get((subject, context))
+        if live is None:
+            checkpoint = self._load_checkpoint(subject, context)
+            if checkpoint is not None and checkpoint.seq == head:
+                try:
+                    return FoldResult(decode_state(checkpoint.state), ())
+                except (msgspec.DecodeError, msgspec.ValidationError):
+                    pass  # an unreadable checkpoint is only a lost shortcut: fold again
+            live = _Live(Merger(subject=subject, keys=key_set, threads=self.threads), 0)
+        self._engines[(subject, context)] = live
+        self._engines.move_to_end((subject, context))
+        while len(self._engines) > self.cache_size:
+            self._engines.popitem(last=False)
+        if live.seq < head:
+            live.seq = self._load(live.merger, live.seq)
+            self._save_checkpoint(subject, context, Checkpoint(live.seq, canonical_json(live.merger.state)))
+        return live.merger.result
+
+    def _load(self, merger: Merger, after: int) -> int:
+        """Feed the inputs after ``after`` to ``merger`` in batches; return the last seq read."""
+        batch: list[bytes] = []
+        last = after
+        for seq, raw in self.read(merger.subject, after=after):
+            batch.append(raw)
+            last = seq
+            if len(batch) >= LOAD_BATCH:
+                merger.extend(batch)
+                batch = []
+        if batch:
+            merger.extend(batch)
+        return last
+
+    def __enter__(self) -> EventStore:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def prepare(item: Any, subject: str | None, index: int = 0) -> PreparedInput | Refused:
+    """Admit one input (§5) and find its subject; the :class:`Refused` of what cannot be stored."""
+    outcome = admit(item, index)
+    if isinstance(outcome, Rejection):
+        return Refused(str(outcome.code), outcome.detail)
+    if outcome.non_canonical is not None and not isinstance(item, (bytes, bytearray, memoryview, str)):
+        # A parsed NaN or infinity encodes as null: stored, this copy would come back as its
+        # (possibly valid) null twin. No JSON text carries it, so it is refused, not altered.
+        again = admit(outcome.raw, index)
+        if isinstance(again, Rejection) or again.non_canonical is None:
+            return Refused(NOT_JSON_TEXT, "a parsed value holding NaN or Infinity has no JSON text to store")
+    if subject is None:
+        named = outcome.value.get("subject_pith_number")
+        if type(named) is not str:
+            return Refused(NO_SUBJECT, "the event has no string subject_pith_number; pass subject=")
+        subject = named
+    return PreparedInput(subject, outcome.event_id, hashlib.sha256(outcome.raw).digest(), outcome.raw)

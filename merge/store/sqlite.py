@@ -1,0 +1,266 @@
+"""The embedded default event store: one SQLite file (stdlib :mod:`sqlite3`), in WAL mode.
+
+Durability: every write is one transaction, committed with ``synchronous=FULL`` in WAL mode, so
+an append that returned survives the process being killed (and, as far as the disk honours
+``fsync``, power loss); an interrupted transaction leaves nothing behind. Concurrency: WAL lets
+readers run beside the one writer; writers from any number of processes take turns
+(``BEGIN IMMEDIATE``, waiting up to ``timeout`` seconds for the lock).
+
+The file is marked as a pith-merge store (``PRAGMA application_id``) with a format version
+(``PRAGMA user_version``): a file that is not SQLite, another program's database, a newer format
+or a damaged file raise :class:`~merge.store.StoreError` naming the path, never a traceback.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from os import PathLike
+from pathlib import Path
+from typing import Final
+
+from .base import Checkpoint, EventStore, PreparedInput, StoreError
+
+__all__ = ["APPLICATION_ID", "FORMAT_VERSION", "SQLiteStore"]
+
+#: ``PRAGMA application_id`` of a pith-merge store: "PITH" in ASCII.
+APPLICATION_ID: Final = 0x50495448
+#: ``PRAGMA user_version``: the layout below. A newer one is refused, not misread.
+FORMAT_VERSION: Final = 1
+
+_SCHEMA: Final = (
+    # seq: arrival order across subjects and processes (AUTOINCREMENT: never reused).
+    # UNIQUE (subject, digest): the same bytes twice for a subject are stored once.
+    """CREATE TABLE inputs (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        subject TEXT NOT NULL,
+        event_id TEXT NOT NULL,
+        digest BLOB NOT NULL,
+        raw BLOB NOT NULL,
+        UNIQUE (subject, digest)
+    )""",
+    "CREATE INDEX inputs_by_subject ON inputs (subject, seq)",
+    """CREATE TABLE checkpoints (
+        subject TEXT NOT NULL,
+        context TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        state BLOB NOT NULL,
+        PRIMARY KEY (subject, context)
+    ) WITHOUT ROWID""",
+)
+_TABLES: Final = frozenset({"inputs", "checkpoints"})
+
+
+class SQLiteStore(EventStore):
+    """An :class:`~merge.store.EventStore` in one SQLite file, created when missing or empty.
+
+    ``timeout``: seconds to wait for another process's write lock before :class:`StoreError`.
+    ``threads``, ``cache_size``: see :class:`~merge.store.EventStore`.
+    """
+
+    def __init__(
+        self,
+        path: str | PathLike[str],
+        *,
+        timeout: float = 30.0,
+        threads: int | None = 1,
+        cache_size: int = 8,
+    ) -> None:
+        super().__init__(threads=threads, cache_size=cache_size)
+        self.path = Path(path)
+        self.timeout = timeout
+        self._connection: sqlite3.Connection | None = None
+        if self.path.is_dir():
+            raise StoreError("is a directory, not an SQLite file", path=str(self.path))
+        try:
+            self._connection = sqlite3.connect(self.path, timeout=timeout, isolation_level=None)
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open: {exc}", path=str(self.path)) from exc
+        try:
+            with self._errors():
+                self._open(self._connection)
+        except BaseException:
+            self.close()
+            raise
+
+    def __repr__(self) -> str:
+        return f"SQLiteStore({str(self.path)!r})"
+
+    # -- opening ----------------------------------------------------------------------------
+
+    def _open(self, conn: sqlite3.Connection) -> None:
+        # Reading the header is what tells a file that is not SQLite ("file is not a database").
+        if _pragma(conn, "application_id") == 0:
+            self._create(conn)
+        application_id = _pragma(conn, "application_id")
+        if application_id != APPLICATION_ID:
+            raise StoreError(
+                f"not a pith-merge event store (an SQLite database with application_id {application_id:#x})",
+                path=str(self.path),
+            )
+        version = _pragma(conn, "user_version")
+        if version != FORMAT_VERSION:
+            raise StoreError(
+                f"event store format {version}; this pith-merge reads format {FORMAT_VERSION}"
+                + (" (upgrade pith-merge)" if version > FORMAT_VERSION else ""),
+                path=str(self.path),
+            )
+        tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        missing_tables = _TABLES - tables
+        if missing_tables:
+            missing = ", ".join(sorted(missing_tables))
+            raise StoreError(f"damaged event store: table {missing} is missing", path=str(self.path))
+        conn.execute("PRAGMA journal_mode = WAL")
+        # FULL: in WAL mode, every commit is fsync'ed before it returns (NORMAL would survive a
+        # killed process but not a power cut); an acknowledged append is durable.
+        conn.execute("PRAGMA synchronous = FULL")
+
+    def _create(self, conn: sqlite3.Connection) -> None:
+        """Make an empty database a store; refuse another program's database."""
+        if conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
+            raise StoreError(
+                "not a pith-merge event store (an SQLite database with other tables)", path=str(self.path)
+            )
+        conn.execute("PRAGMA journal_mode = WAL")  # persistent; must be set outside a transaction
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            # Another process may have created the store while this one waited for the lock.
+            if _pragma(conn, "application_id") == 0:
+                if conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
+                    raise StoreError(
+                        "not a pith-merge event store (an SQLite database with other tables)",
+                        path=str(self.path),
+                    )
+                for statement in _SCHEMA:
+                    conn.execute(statement)
+                conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+                conn.execute(f"PRAGMA user_version = {FORMAT_VERSION}")
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+
+    # -- primitives ----------------------------------------------------------------------
+
+    @contextmanager
+    def _transaction(self) -> Iterator[Callable[[PreparedInput], bool]]:
+        conn = self._conn()
+        with self._errors():
+
+            def insert(prepared: PreparedInput) -> bool:
+                cursor = conn.execute(
+                    "INSERT OR IGNORE INTO inputs (subject, event_id, digest, raw) VALUES (?, ?, ?, ?)",
+                    (prepared.subject, prepared.event_id, prepared.digest, prepared.raw),
+                )
+                return cursor.rowcount == 1
+
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield insert
+                conn.execute("COMMIT")
+            except BaseException:
+                # Keep the original error; SQLite may have rolled back already (e.g. disk full).
+                with suppress(sqlite3.Error):
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+                raise
+
+    def subjects(self) -> list[str]:
+        with self._errors():
+            # A skip scan of the (subject, seq) index: one seek per subject, not one step per input.
+            rows = self._conn().execute(
+                "WITH RECURSIVE s(subject) AS ("
+                " SELECT min(subject) FROM inputs"
+                " UNION ALL"
+                " SELECT (SELECT min(subject) FROM inputs WHERE subject > s.subject) FROM s"
+                " WHERE s.subject IS NOT NULL"
+                ") SELECT subject FROM s WHERE subject IS NOT NULL"
+            )
+            return [row[0] for row in rows]
+
+    def head(self, subject: str) -> int:
+        with self._errors():
+            row = self._conn().execute("SELECT max(seq) FROM inputs WHERE subject = ?", (subject,)).fetchone()
+            return int(row[0] or 0)
+
+    def count(self, subject: str) -> int:
+        with self._errors():
+            row = self._conn().execute("SELECT count(*) FROM inputs WHERE subject = ?", (subject,)).fetchone()
+            return int(row[0])
+
+    def read(self, subject: str, *, after: int = 0) -> Iterator[tuple[int, bytes]]:
+        with self._errors():
+            rows = self._conn().execute(
+                "SELECT seq, raw FROM inputs WHERE subject = ? AND seq > ? ORDER BY seq", (subject, after)
+            )
+            for seq, raw in rows:
+                yield int(seq), bytes(raw)
+
+    def _load_checkpoint(self, subject: str, context: str) -> Checkpoint | None:
+        with self._errors():
+            row = (
+                self._conn()
+                .execute(
+                    "SELECT seq, state FROM checkpoints WHERE subject = ? AND context = ?", (subject, context)
+                )
+                .fetchone()
+            )
+        return None if row is None else Checkpoint(int(row[0]), bytes(row[1]))
+
+    def _save_checkpoint(self, subject: str, context: str, checkpoint: Checkpoint) -> None:
+        with self._errors():
+            # Never let a fold that read less overwrite a newer checkpoint of another process.
+            self._conn().execute(
+                "INSERT INTO checkpoints (subject, context, seq, state) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (subject, context) DO UPDATE SET seq = excluded.seq, state = excluded.state "
+                "WHERE excluded.seq > checkpoints.seq",
+                (subject, context, checkpoint.seq, checkpoint.state),
+            )
+
+    def check(self) -> None:
+        with self._errors():
+            problems = [row[0] for row in self._conn().execute("PRAGMA integrity_check")]
+        if problems != ["ok"]:
+            shown = "; ".join(problems[:3]) + (
+                f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
+            )
+            raise StoreError(f"damaged database: {shown}", path=str(self.path))
+
+    def close(self) -> None:
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    def _conn(self) -> sqlite3.Connection:
+        if self._connection is None:
+            raise StoreError("the store is closed", path=str(self.path))
+        return self._connection
+
+    @contextmanager
+    def _errors(self) -> Iterator[None]:
+        """Turn SQLite's exceptions into :class:`StoreError` naming the file and the problem."""
+        try:
+            yield
+        except sqlite3.Error as exc:
+            raise StoreError(_explain(exc, self.timeout), path=str(self.path)) from exc
+
+
+def _pragma(conn: sqlite3.Connection, name: str) -> int:
+    return int(conn.execute(f"PRAGMA {name}").fetchone()[0])
+
+
+def _explain(exc: sqlite3.Error, timeout: float) -> str:
+    message = str(exc)
+    if "file is not a database" in message:
+        return "not an SQLite database (not an event store, or damaged beyond its header)"
+    if "malformed" in message:
+        return f"damaged database ({message})"
+    if "locked" in message or "busy" in message:
+        return f"database is locked by another process (waited {timeout:g} s)"
+    if isinstance(exc, sqlite3.ProgrammingError) and "thread" in message:
+        return f"a store object is used by one thread only ({message})"
+    return message

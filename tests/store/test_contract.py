@@ -1,0 +1,420 @@
+"""The EventStore contract, written once and run on every adapter (see adapters.py).
+
+Guarantees tested for real: durability of acknowledged appends across SIGKILL of a writer
+process in the middle of a batch, and two processes appending to one store concurrently.
+"""
+
+from __future__ import annotations
+
+import io
+import itertools
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from merge import MergeError, Merger, Reason, RejectCode, canonical_json, fold
+from merge.admission import MAX_INPUT_BYTES
+from merge.store import NO_SUBJECT, NOT_JSON_TEXT, EventStore, Refused, Stored, StoreError
+
+from .adapters import new_location, open_store
+from .events import KEY_A, KEYS, history, subject_of
+
+ROOT = Path(__file__).resolve().parents[2]
+S1, S2 = subject_of(1), subject_of(2)
+
+
+def expected_fold(inputs: list[bytes], subject: str, keys: list[dict[str, Any]] = KEYS) -> bytes:
+    return canonical_json(fold(inputs, subject=subject, keys=keys).state)
+
+
+def folded(store: EventStore, subject: str, keys: list[dict[str, Any]] = KEYS) -> bytes:
+    result = store.fold(subject, keys=keys)
+    assert result.rejected == ()
+    return canonical_json(result.state)
+
+
+# --- append: idempotent, keeps every admitted input, refuses the rest ---------------------
+
+
+def test_append_stores_once_per_subject_and_says_so(store: EventStore) -> None:
+    first = history(1, 3)[1]
+    event_id = json.loads(first)["event_id"]
+    assert store.append(first) == Stored(S1, event_id, True)
+    assert store.append(first) == Stored(S1, event_id, False)
+    assert store.append(first.decode()) == Stored(S1, event_id, False)  # str: its UTF-8 bytes
+    assert store.count(S1) == 1
+    assert list(store.events(S1)) == [first]
+
+
+def test_every_admitted_input_is_kept_valid_or_not(store: EventStore) -> None:
+    event = json.loads(history(1, 3)[1])
+    copies = [
+        json.dumps(event).encode(),
+        json.dumps(event, indent=1).encode(),  # another copy of the same event: kept too
+        json.dumps(dict(event, signature=dict(event["signature"], signature_b64="AAAA"))).encode(),
+        json.dumps(dict(event, payload={"tampered": True})).encode(),  # content_hash_mismatch
+    ]
+    results = store.append_many(copies)
+    assert [r.new for r in results if isinstance(r, Stored)] == [True] * 4
+    assert list(store.events(S1)) == copies
+    state = store.fold(S1, keys=KEYS).state
+    assert state.event_count == 1
+    assert folded(store, S1) == expected_fold(copies, S1)
+
+
+def test_inputs_that_are_not_admitted_are_refused_and_not_stored(store: EventStore) -> None:
+    good = history(1, 2)[1]
+    inputs: list[Any] = [
+        b"{not json",
+        b"[1, 2]",
+        b'{"event_id": "sha256:NOPE"}',
+        b"\xff\xfe",
+        b'{"event_id": "sha256:' + b"0" * 64 + b'", "pad": "' + b"x" * MAX_INPUT_BYTES + b'"}',
+        good,
+        {"no": "event_id"},
+    ]
+    results = store.append_many(inputs)
+    codes = [r.code if isinstance(r, Refused) else "stored" for r in results]
+    assert codes == [
+        RejectCode.NOT_JSON,
+        RejectCode.NOT_AN_OBJECT,
+        RejectCode.BAD_EVENT_ID,
+        RejectCode.NOT_UTF8,
+        RejectCode.TOO_LARGE,
+        "stored",
+        RejectCode.NO_EVENT_ID,
+    ]
+    assert all(r.detail for r in results if isinstance(r, Refused))
+    assert store.subjects() == [S1]
+    assert list(store.events(S1)) == [good]
+
+
+def test_subject_comes_from_the_event_or_the_caller(store: EventStore) -> None:
+    nameless = {"event_id": "sha256:" + "1" * 64, "payload": {}}
+    refused = store.append(nameless)
+    assert isinstance(refused, Refused)
+    assert refused.code == NO_SUBJECT
+    assert store.subjects() == []
+    # Filed explicitly, it is kept (and invalid in that subject's state).
+    assert store.append(nameless, subject=S2) == Stored(S2, nameless["event_id"], True)
+    # An event of S1 filed under S2 is a wrong_subject event of S2.
+    other = history(1, 2)[1]
+    assert isinstance(store.append(other, subject=S2), Stored)
+    state = store.fold(S2, keys=KEYS).state
+    assert {item.event_id: item.reason for item in state.invalid_events} == {
+        nameless["event_id"]: Reason.UNSUPPORTED_SCHEMA_VERSION,
+        json.loads(other)["event_id"]: Reason.WRONG_SUBJECT,
+    }
+    with pytest.raises(MergeError):
+        store.append(other, subject=b"pith:bytes")  # type: ignore[arg-type]
+
+
+def test_parsed_floats_are_kept_but_a_nan_that_no_text_carries_is_refused(store: EventStore) -> None:
+    event = json.loads(history(1, 2)[1])
+    with_float = dict(event, payload={"graph_snapshot": {"x": 1.5}})
+    assert isinstance(store.append(with_float), Stored)
+    refused = store.append(dict(event, payload={"graph_snapshot": {"x": math.nan}}))
+    assert isinstance(refused, Refused)
+    assert refused.code == NOT_JSON_TEXT
+    assert store.count(S1) == 1
+    assert folded(store, S1) == expected_fold([with_float], S1)  # non_canonical_json, as given
+    assert store.fold(S1, keys=KEYS).reasons == {event["event_id"]: Reason.NON_CANONICAL_JSON}
+
+
+def test_subjects_are_listed_sorted(store: EventStore) -> None:
+    subjects = sorted(subject_of(n) for n in range(1, 5))
+    for n in range(4, 0, -1):
+        store.append_many(history(n, 3))
+    assert store.subjects() == subjects
+    assert [store.count(s) for s in subjects] == [3] * 4
+
+
+def test_a_batch_is_atomic(store: EventStore) -> None:
+    inputs = history(1, 6)
+
+    def failing() -> Iterator[bytes]:
+        yield from inputs[:3]
+        raise RuntimeError("the caller's iterator failed mid-batch")
+
+    store.append_many(inputs[:1])
+    with pytest.raises(RuntimeError, match="mid-batch"):
+        store.append_many(failing())
+    assert list(store.events(S1)) == list(inputs[:1])
+    assert store.append_many(inputs[1:]) == [
+        Stored(S1, json.loads(raw)["event_id"], True) for raw in inputs[1:]
+    ]
+
+
+# --- fold: same as fold(), checkpoints, incremental ----------------------------------------
+
+
+def test_fold_equals_fold_of_the_stored_inputs_after_every_batch(store: EventStore) -> None:
+    one, two = history(1, 40), history(2, 25)
+    for start in range(0, 40, 7):
+        store.append_many(list(one[start : start + 7]) + list(two[start : start + 7]))
+        assert folded(store, S1) == expected_fold(list(one[: start + 7]), S1)
+        assert folded(store, S2) == expected_fold(list(two[: start + 7]), S2)
+    assert store.fold(S1, keys=KEYS) == fold(one, subject=S1, keys=KEYS)
+    merger = store.merger(S1, keys=KEYS)
+    assert isinstance(merger, Merger)
+    assert canonical_json(merger.state) == expected_fold(list(one), S1)
+
+
+def test_fold_of_an_unknown_subject_is_the_empty_state(store: EventStore) -> None:
+    assert folded(store, S1) == expected_fold([], S1)
+    assert store.count(S1) == 0
+    assert store.head(S1) == 0
+
+
+def test_a_reopened_store_folds_the_same(connect: Callable[[], EventStore]) -> None:
+    writer = connect()
+    writer.append_many(history(1, 30))
+    expected = folded(writer, S1)
+    writer.close()
+    reader = connect()
+    assert folded(reader, S1) == expected == expected_fold(list(history(1, 30)), S1)
+
+
+def test_an_unchanged_subject_is_served_from_its_checkpoint(
+    connect: Callable[[], EventStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = connect()
+    first.append_many(history(1, 30))
+    expected = folded(first, S1)
+    second = connect()  # no engine in memory: only the checkpoint can answer without reading
+
+    def no_reading(*args: Any, **kwargs: Any) -> Iterator[tuple[int, bytes]]:
+        raise AssertionError("the fold read the inputs of an unchanged subject")
+
+    monkeypatch.setattr(second, "read", no_reading)
+    assert folded(second, S1) == expected
+    # Another key set is another fold: not served from the first one's checkpoint.
+    monkeypatch.undo()
+    only_b = [key for key in KEYS if key["key_id"] != KEY_A.key_id]
+    assert folded(second, S1, only_b) == expected_fold(list(history(1, 30)), S1, only_b)
+
+
+def test_a_changed_subject_folds_only_the_new_inputs(
+    store: EventStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    inputs = history(1, 30)
+    store.append_many(inputs[:20])
+    folded(store, S1)
+    reads: list[int] = []
+    real_read = store.read
+
+    def recording(subject: str, *, after: int = 0) -> Iterator[tuple[int, bytes]]:
+        reads.append(after)
+        return real_read(subject, after=after)
+
+    monkeypatch.setattr(store, "read", recording)
+    store.append_many(inputs[20:])
+    assert folded(store, S1) == expected_fold(list(inputs), S1)
+    assert len(reads) == 1
+    assert reads[0] > 0  # only what came after the last fold
+
+
+def test_appends_through_another_handle_are_seen(connect: Callable[[], EventStore]) -> None:
+    reader, writer = connect(), connect()
+    inputs = history(1, 20)
+    writer.append_many(inputs[:10])
+    assert folded(reader, S1) == expected_fold(list(inputs[:10]), S1)
+    writer.append_many(inputs[10:])
+    assert folded(reader, S1) == expected_fold(list(inputs), S1)
+
+
+# --- export ---------------------------------------------------------------------------------
+
+
+def test_export_jsonl_round_trips(store: EventStore, adapter: str, tmp_path: Path) -> None:
+    source = store
+    inputs = list(history(1, 12))
+    pretty = json.dumps(json.loads(inputs[3]), indent=2).encode()  # a copy with line breaks
+    source.append_many([*inputs, pretty])
+    out = io.BytesIO()
+    assert source.export_jsonl(S1, out) == 13
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 13
+    assert lines[:12] == inputs
+    assert json.loads(lines[12]) == json.loads(pretty)
+    assert source.export_jsonl(S2, io.BytesIO()) == 0
+    (tmp_path / "copy").mkdir()
+    with open_store(adapter, new_location(adapter, tmp_path / "copy")) as copy:
+        assert [isinstance(r, Stored) for r in copy.append_many(lines)] == [True] * 13
+        assert folded(copy, S1) == folded(source, S1) == expected_fold(lines, S1)
+
+
+# --- caller mistakes -----------------------------------------------------------------------
+
+
+def test_a_closed_store_raises_store_error(store: EventStore) -> None:
+    store.close()
+    store.close()  # idempotent
+    with pytest.raises(StoreError):
+        store.append(history(1, 1)[0])
+    with pytest.raises(StoreError):
+        store.subjects()
+
+
+def test_check_passes_on_a_healthy_store(store: EventStore) -> None:
+    store.append_many(history(1, 5))
+    store.check()
+
+
+# --- real processes: SIGKILL mid-batch, two concurrent writers ------------------------------
+
+
+class Writer:
+    """A writer.py process: appends ``lines`` to the store in batches once told to start."""
+
+    def __init__(
+        self,
+        adapter: str,
+        location: str,
+        lines: list[bytes],
+        tmp_path: Path,
+        batch: int,
+        stop_at: int,
+        gap_ms: int,
+    ):
+        path = tmp_path / f"inputs-{len(list(tmp_path.glob('inputs-*')))}.jsonl"
+        path.write_bytes(b"\n".join(lines) + b"\n")
+        command = [
+            sys.executable,
+            "-m",
+            "tests.store.writer",
+            adapter,
+            location,
+            str(path),
+            str(batch),
+            str(stop_at),
+            str(gap_ms),
+        ]
+        self.process = subprocess.Popen(
+            command, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+        self.lines: list[str] = []
+        assert self.readline() == "ready\n"
+
+    def readline(self) -> str:
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()
+        assert line, f"writer exited early (code {self.process.poll()}) after {self.lines[-3:]}"
+        self.lines.append(line)
+        return line
+
+    def start(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write("go\n")
+        self.process.stdin.close()
+
+    def read_until(self, stop: Callable[[str], bool]) -> None:
+        while not stop(self.readline()):
+            pass
+
+    def finish(self) -> int:
+        """Read everything up to the end; the exit code."""
+        assert self.process.stdout is not None
+        self.lines += self.process.stdout.readlines()
+        return self.process.wait(timeout=120)
+
+    def kill(self) -> int:
+        os.kill(self.process.pid, signal.SIGKILL)
+        return self.process.wait(timeout=30)
+
+    @property
+    def acked(self) -> int:
+        """Inputs [0, acked) are acknowledged: their append returned."""
+        return max((int(line.split()[1]) for line in self.lines if line.startswith("ack")), default=0)
+
+    @property
+    def new_flags(self) -> str:
+        return "".join(line.split()[2] for line in self.lines if line.startswith("ack"))
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait()
+        for stream in (self.process.stdin, self.process.stdout):
+            if stream is not None:
+                stream.close()
+
+
+@pytest.fixture
+def writers(adapter: str, location: str, tmp_path: Path) -> Iterator[Callable[..., Writer]]:
+    started: list[Writer] = []
+
+    def start(lines: list[bytes], *, batch: int, stop_at: int = -1, gap_ms: int = 0) -> Writer:
+        started.append(Writer(adapter, location, lines, tmp_path, batch, stop_at, gap_ms))
+        return started[-1]
+
+    yield start
+    for writer in started:
+        writer.close()
+
+
+def test_sigkill_mid_batch_loses_nothing_acknowledged(
+    writers: Callable[..., Writer], connect: Callable[[], EventStore]
+) -> None:
+    inputs = list(history(1, 120))
+    writer = writers(inputs, batch=10, stop_at=7)
+    writer.start()
+    writer.read_until(lambda line: line == "mid\n")
+    # Batch 7 is half inserted, uncommitted, when the writer dies.
+    assert writer.kill() == -signal.SIGKILL
+    assert writer.acked == 70
+    store = connect()
+    store.check()
+    assert list(store.events(S1)) == inputs[:70]  # all acknowledged, nothing of the open batch
+    store.append_many(inputs[70:])  # and the store takes writes again
+    assert folded(store, S1) == expected_fold(inputs, S1)
+
+
+def test_sigkill_at_any_moment_keeps_whole_acknowledged_batches(
+    writers: Callable[..., Writer], connect: Callable[[], EventStore]
+) -> None:
+    inputs = list(history(1, 300))
+    writer = writers(inputs, batch=3)
+    writer.start()
+    writer.read_until(lambda line: line.startswith("ack") and int(line.split()[1]) >= 45)
+    writer.kill()  # wherever the writer is now: most likely inside a batch
+    store = connect()
+    store.check()
+    stored = list(store.events(S1))
+    assert stored[: writer.acked] == inputs[: writer.acked]
+    assert stored == inputs[: len(stored)]  # a prefix...
+    assert len(stored) % 3 == 0  # ...of whole batches: an interrupted one leaves nothing
+
+
+def test_two_processes_append_concurrently_and_both_land_everything(
+    writers: Callable[..., Writer], connect: Callable[[], EventStore]
+) -> None:
+    inputs = list(history(1, 90)) + list(history(2, 90))
+    connect().close()  # create the store first, as a service would at install time
+    # 40 inputs are appended by both; the second writer goes backwards, in batches of two.
+    # Each pauses 2 ms between batches, as a service would: SQLite does not queue writers, so
+    # a process appending back to back could hold the lock until it is done (docs/embedding.md).
+    both = [writers(inputs[:110], batch=1, gap_ms=2), writers(inputs[70:][::-1], batch=2, gap_ms=2)]
+    for writer in both:  # both are open and waiting: start them together
+        writer.start()
+    assert [writer.finish() for writer in both] == [0, 0]
+    store = connect()
+    store.check()
+    assert set(store.events(S1)) | set(store.events(S2)) == set(inputs)
+    assert store.count(S1) + store.count(S2) == len(inputs)
+    # They really ran together: in arrival order, the two writers' own inputs interleave.
+    arrival = sorted([*store.read(S1), *store.read(S2)])
+    owners = [0 if raw in inputs[:70] else 1 for _, raw in arrival if raw not in inputs[70:110]]
+    assert sum(a != b for a, b in itertools.pairwise(owners)) > 1
+    # Each input was new to exactly one writer: the shared 40 were stored once.
+    assert (both[0].new_flags + both[1].new_flags).count("1") == len(inputs)
+    assert folded(store, S1) == expected_fold(list(history(1, 90)), S1)
+    assert folded(store, S2) == expected_fold(list(history(2, 90)), S2)

@@ -1,0 +1,488 @@
+"""The ``pith-merge`` command, run for real in a subprocess: every command, exit codes, bad input."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from merge import canonical_json, decode_state, fold
+
+from .conftest import GOLDEN_BUNDLE
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+EXAMPLE_BUNDLE = EXAMPLES / "example.bundle.json"
+EXAMPLE_LOG = EXAMPLES / "example-events.jsonl"
+KEYS = EXAMPLES / "keys.json"
+GOLDEN = json.loads(GOLDEN_BUNDLE.read_bytes())
+EXAMPLE = json.loads(EXAMPLE_BUNDLE.read_bytes())
+LOG_SUBJECT = json.loads(EXAMPLE_LOG.read_bytes().splitlines()[0])["subject_pith_number"]
+
+
+def run(*args: Any, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+    result = subprocess.run(
+        [sys.executable, "-m", "merge", *map(str, args)],
+        input=stdin if stdin is not None else b"",
+        capture_output=True,
+        cwd=ROOT,
+        timeout=120,
+        check=False,
+    )
+    # Whatever happens, the user never sees a traceback.
+    assert b"Traceback" not in result.stderr, result.stderr.decode()
+    return result
+
+
+def out(result: subprocess.CompletedProcess[bytes]) -> str:
+    return result.stdout.decode("utf-8")
+
+
+def err(result: subprocess.CompletedProcess[bytes]) -> str:
+    return result.stderr.decode("utf-8")
+
+
+# --- every command ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "command", [[], ["verify"], ["fold"], ["replay"], ["explain"], ["diff"], ["keys"], ["keys", "show"]]
+)
+def test_help_for_every_command(command: list[str]) -> None:
+    result = run(*command, "--help")
+    assert result.returncode == 0
+    assert out(result).startswith(f"Usage: pith-merge {' '.join(command)}".rstrip() + " ")
+
+
+def test_usage_errors_exit_2() -> None:
+    for args in (["nonsense"], ["verify"], ["fold", str(EXAMPLE_LOG)], ["replay", "--workers", "0", "x"]):
+        result = run(*args)
+        assert result.returncode == 2, args
+        assert "Error:" in err(result)
+
+
+def test_the_console_script_is_installed() -> None:
+    script = Path(sys.executable).parent / "pith-merge"
+    if not script.exists():
+        pytest.skip("pith-merge console script not installed next to this interpreter")
+    result = subprocess.run([script, "--version"], capture_output=True, check=False, timeout=60)
+    assert result.returncode == 0
+    assert result.stdout.startswith(b"pith-merge, version ")
+
+
+# --- verify -----------------------------------------------------------------------------------
+
+
+def test_verify_golden_with_the_built_in_registry_key() -> None:
+    result = run("verify", GOLDEN_BUNDLE)
+    assert result.returncode == 0
+    assert out(result).startswith("OK ")
+    assert "signed by pith-v1-2026-05 (the built-in registry key)" in out(result)
+
+
+def test_verify_trust_is_explicit() -> None:
+    untrusted = run("verify", EXAMPLE_BUNDLE)
+    assert untrusted.returncode == 1
+    assert "FAILED" in out(untrusted)
+    assert "FAIL  bundle_signature: key 'test-A' is not a trusted key" in out(untrusted)
+
+    trusted = run("verify", "--trust", KEYS, EXAMPLE_BUNDLE)
+    assert trusted.returncode == 0
+    assert f"signed by test-A (from --trust {KEYS})" in out(trusted)
+
+    carried = run("verify", "--trust-bundle-keys", EXAMPLE_BUNDLE)
+    assert carried.returncode == 0
+    assert "carried in the bundle, trusted by --trust-bundle-keys" in out(carried)
+
+    # --trust replaces the registry key: the golden bundle is then untrusted.
+    only_a = run("verify", "--trust", EXAMPLE_BUNDLE, GOLDEN_BUNDLE)  # a bundle as key file: its keys
+    assert only_a.returncode == 1
+    assert "key 'pith-v1-2026-05' is not a trusted key" in out(only_a)
+
+
+def test_verify_exits_0_only_when_every_bundle_passes() -> None:
+    result = run("verify", GOLDEN_BUNDLE, EXAMPLE_BUNDLE)
+    assert result.returncode == 1
+    assert out(result).splitlines()[-1] == "1 of 2 bundles verified"
+
+
+def test_verify_json() -> None:
+    result = run("verify", "--json", "--trust", KEYS, GOLDEN_BUNDLE, EXAMPLE_BUNDLE)
+    assert result.returncode == 0
+    document = json.loads(result.stdout)
+    assert document["ok"] is True
+    [golden, example] = document["bundles"]
+    assert golden["state_sha256"] == GOLDEN["state"]["state_sha256"]
+    assert example["subject"] == EXAMPLE["pith_number"]
+    assert example["trusted_key_id"] == "test-A"
+    assert [check["name"] for check in golden["checks"]][:2] == ["bundle_type", "bundle_sha256"]
+    assert all(check["ok"] for check in golden["checks"])
+
+
+def uncovered_spans(data: bytes) -> list[range]:
+    """Bytes of a bundle that no signature covers (spec §2: bundle_sha256 leaves out bundle_signature).
+
+    ``bundle_signature.signed_at`` (key and value: nothing requires it), and the last base64
+    character of ``signature_b64``, whose 4 low bits are padding that base64 decoding ignores.
+    """
+    spans = []
+    signature = data.rindex(b'"bundle_signature":')
+    signed_at = re.compile(rb'"signed_at":"[^"]*"').search(data, signature)
+    assert signed_at is not None
+    spans.append(range(signed_at.start() + 1, signed_at.end() - 1))
+    b64 = re.compile(rb'"signature_b64":"[^"]*(.)=="').search(data, signature)
+    assert b64 is not None
+    spans.append(range(b64.start(1), b64.end(1)))
+    return spans
+
+
+def test_verify_a_tampered_byte_anywhere_fails(tmp_path: Path) -> None:
+    data = GOLDEN_BUNDLE.read_bytes()
+    skipped = uncovered_spans(data)
+    signature = data.rindex(b'"bundle_signature":')
+    # Every 23rd byte of the bundle, and every byte of its signature object.
+    positions = sorted({*range(0, len(data), 23), *range(signature, len(data))})
+    paths = []
+    for position in positions:
+        if any(position in span for span in skipped):
+            continue
+        replacement = b"0" if data[position : position + 1] != b"0" else b"1"
+        path = tmp_path / f"tampered-{position}.json"
+        path.write_bytes(data[:position] + replacement + data[position + 1 :])
+        paths.append(path)
+    result = run("verify", *paths)
+    assert result.returncode == 1
+    lines = [line for line in out(result).splitlines() if not line.startswith("  ")]
+    assert lines[-1] == f"0 of {len(paths)} bundles verified"
+    assert all(line.startswith("FAILED") for line in lines[:-1])
+    assert len(lines) - 1 == len(paths) > 900
+
+
+def test_verify_bad_files(tmp_path: Path) -> None:
+    not_json = tmp_path / "not-json.json"
+    not_json.write_bytes(b"{not json")
+    empty = tmp_path / "empty.json"
+    empty.write_bytes(b"")
+    array = tmp_path / "array.json"
+    array.write_bytes(b"[]")
+    result = run("verify", not_json, empty, array)
+    assert result.returncode == 1
+    assert out(result).count("FAIL  bundle_type:") == 3
+    assert "not JSON" in out(result)
+
+    missing = run("verify", tmp_path / "missing.json")
+    assert missing.returncode == 2
+    assert "does not exist" in err(missing)
+    assert run("verify", tmp_path).returncode == 2  # a directory
+
+    bad_keys = tmp_path / "keys.json"
+    bad_keys.write_text('[{"key_id": "k", "algorithm": "ed25519", "public_key_b64": "AAAA"}]')
+    result = run("verify", "--trust", bad_keys, GOLDEN_BUNDLE)
+    assert result.returncode == 2
+    assert err(result).strip().count("\n") == 0  # one line
+    assert "public_key_b64 must be strict base64 of 32 bytes" in err(result)
+    result = run("verify", "--trust", not_json, GOLDEN_BUNDLE)
+    assert result.returncode == 2
+    assert "the key file is not JSON" in err(result)
+
+
+# --- fold -------------------------------------------------------------------------------------
+
+
+def test_fold_prints_the_canonical_state() -> None:
+    lines = EXAMPLE_LOG.read_bytes().splitlines()
+    result = run("fold", "--subject", LOG_SUBJECT, "--keys", KEYS, EXAMPLE_LOG)
+    assert result.returncode == 0
+    expected = fold(lines, subject=LOG_SUBJECT, keys=json.loads(KEYS.read_bytes())).state
+    assert result.stdout == canonical_json(expected) + b"\n"
+    assert f"state_sha256 {expected.state_sha256}" in err(result)
+
+
+def test_fold_golden_events_from_stdin_to_a_file(tmp_path: Path) -> None:
+    """The golden bundle's events as JSON Lines, its keys from the bundle itself, reproduce its state."""
+    log = b"".join(canonical_json(event) + b"\n" for event in reversed(GOLDEN["events"]))
+    target = tmp_path / "state.json"
+    result = run(
+        "fold", "--subject", GOLDEN["pith_number"], "--keys", GOLDEN_BUNDLE, "--out", target, "-", stdin=log
+    )
+    assert result.returncode == 0
+    assert result.stdout == b""
+    assert target.read_bytes() == canonical_json(GOLDEN["state"])
+
+
+def test_fold_reports_every_rejected_line(tmp_path: Path) -> None:
+    lines = EXAMPLE_LOG.read_bytes().splitlines()
+    log = tmp_path / "events.jsonl"
+    log.write_bytes(
+        b"\n".join([lines[0], b"", b"{oops", lines[1], b"[1]", b'{"event_id": 3}', b"x" * 1_100_000])
+    )
+    result = run("fold", "--subject", LOG_SUBJECT, "--keys", KEYS, log)
+    assert result.returncode == 1
+    rejected = [line for line in err(result).splitlines() if ": rejected: " in line]
+    assert [line.split(": ")[0:3] for line in rejected] == [
+        [f"{log}:3", "rejected", "not_json"],
+        [f"{log}:5", "rejected", "not_an_object"],
+        [f"{log}:6", "rejected", "bad_event_id"],
+        [f"{log}:7", "rejected", "too_large"],
+    ]
+    state = decode_state(result.stdout)
+    assert state.event_count == 2  # the two good lines still fold
+
+
+def test_fold_empty_input() -> None:
+    result = run("fold", "--subject", LOG_SUBJECT, "--keys", KEYS, "-", stdin=b"")
+    assert result.returncode == 0
+    state = decode_state(result.stdout)
+    assert state.event_count == 0
+    assert state.pith_number == LOG_SUBJECT
+
+
+def test_fold_input_errors(tmp_path: Path) -> None:
+    assert run("fold", "--subject", "s", "--keys", KEYS, tmp_path / "missing.jsonl").returncode == 2
+    assert run("fold", "--subject", "s", "--keys", tmp_path / "missing.json", EXAMPLE_LOG).returncode == 2
+    assert run("fold", "--keys", KEYS, EXAMPLE_LOG).returncode == 2  # no --subject
+    not_a_list = tmp_path / "keys.json"
+    not_a_list.write_text('{"key_id": "k"}')
+    result = run("fold", "--subject", "s", "--keys", not_a_list, EXAMPLE_LOG)
+    assert result.returncode == 2
+    assert "a key file holds a list of key objects" in err(result)
+
+
+# --- replay -----------------------------------------------------------------------------------
+
+
+def replay_json(*args: Any) -> tuple[int, dict[str, Any]]:
+    result = run("replay", "--json", *args)
+    return result.returncode, json.loads(result.stdout)
+
+
+def test_replay_table() -> None:
+    result = run("replay", "--keys", KEYS, "--trust", KEYS, GOLDEN_BUNDLE, EXAMPLE_BUNDLE, EXAMPLE_LOG)
+    assert result.returncode == 0
+    table = out(result).splitlines()
+    assert table[0].split() == [
+        "subject",
+        "events",
+        "valid",
+        "invalid",
+        "equivoc.",
+        "bundles",
+        "state",
+        "rejected",
+    ]
+    rows = {line.split()[0]: line.split()[1:] for line in table[1:4]}
+    assert rows[GOLDEN["pith_number"]] == ["2", "2", "0", "0", "1", "match", "0"]
+    assert rows[LOG_SUBJECT][-2:] == ["-", "0"]
+    assert table[-1].startswith("total: 3 subjects")
+    assert err(result) == ""  # piped: no progress bar, no problems
+
+
+def test_replay_json_is_identical_for_every_worker_count(tmp_path: Path) -> None:
+    documents = []
+    for workers in (1, 2):
+        code, document = replay_json(
+            "--workers", workers, "--keys", KEYS, "--trust", KEYS, "--out", tmp_path / str(workers), EXAMPLES
+        )
+        assert code == 1  # examples/keys.json is in the directory and is not a bundle
+        documents.append(document)
+    assert documents[0] == documents[1]
+    rows = {row["subject"]: row for row in documents[0]["subjects"]}
+    golden = rows[GOLDEN["pith_number"]]
+    assert golden["state_sha256"] == GOLDEN["state"]["state_sha256"]
+    assert golden["state_matches"] is True
+    example = rows[EXAMPLE["pith_number"]]
+    assert example["equivocation_count"] == 1
+    # The example log adds one event to the bundle's subject: the replayed state has it too.
+    assert example["event_count"] == EXAMPLE["state"]["event_count"] + 1
+    assert rows[LOG_SUBJECT]["state_matches"] is None
+    assert [(Path(p["source"]).name, p["code"]) for p in documents[0]["problems"]] == [
+        ("keys.json", "not_a_bundle")
+    ]
+    files = sorted(p.name for p in (tmp_path / "1").iterdir())
+    assert files == sorted(p.name for p in (tmp_path / "2").iterdir())
+    assert len(files) == 3
+    for name in files:
+        assert (tmp_path / "1" / name).read_bytes() == (tmp_path / "2" / name).read_bytes()
+
+
+def test_replay_reports_untrusted_bundles_and_bad_lines(tmp_path: Path) -> None:
+    log = tmp_path / "events.jsonl"
+    log.write_bytes(EXAMPLE_LOG.read_bytes() + b"{broken\n")
+    result = run("replay", "--keys", KEYS, EXAMPLE_BUNDLE, log)
+    assert result.returncode == 1
+    problems = err(result).splitlines()
+    assert (
+        f"{EXAMPLE_BUNDLE}: bundle_failed: failed: bundle_signature (key 'test-A' is not a trusted key)"
+        in problems
+    )
+    lines = len(EXAMPLE_LOG.read_bytes().splitlines())
+    assert any(line.startswith(f"{log}:{lines + 1}: not_json:") for line in problems)
+
+
+def test_replay_without_keys_says_so() -> None:
+    code, document = replay_json(EXAMPLE_LOG)
+    assert code == 1
+    assert {p["code"] for p in document["problems"]} == {"no_keys"}
+
+
+def test_replay_empty_and_missing_inputs(tmp_path: Path) -> None:
+    code, document = replay_json(tmp_path)
+    assert code == 0
+    assert document["subjects"] == []
+    assert document["totals"]["subjects"] == 0
+    assert run("replay", tmp_path / "missing").returncode == 2
+    code, document = replay_json("-")  # empty stdin
+    assert code == 0
+    assert document["subjects"] == []
+
+
+def test_replay_engines_give_the_same_document() -> None:
+    pytest.importorskip("distributed")
+    args = ["--keys", KEYS, "--trust", KEYS, GOLDEN_BUNDLE, EXAMPLE_BUNDLE, EXAMPLE_LOG]
+    local = run("replay", "--json", *args)
+    dask = run("replay", "--json", "--engine", "dask", "--workers", "1", *args)
+    assert local.returncode == dask.returncode == 0
+    assert dask.stdout == local.stdout
+    assert run("replay", "--scheduler", "tcp://127.0.0.1:1", GOLDEN_BUNDLE).returncode == 2  # needs dask
+
+
+def test_replay_forced_progress_bar_still_gives_the_table() -> None:
+    result = run("replay", "--progress", GOLDEN_BUNDLE)
+    assert result.returncode == 0
+    assert GOLDEN["pith_number"] in out(result)
+
+
+# --- explain ----------------------------------------------------------------------------------
+
+
+def test_explain_an_equivocation() -> None:
+    [fork] = EXAMPLE["state"]["equivocations"]
+    first, second = fork["event_ids"]
+    result = run("explain", first[:20], "--bundle", EXAMPLE_BUNDLE)
+    assert result.returncode == 0
+    text = out(result)
+    assert f"event {first}" in text
+    assert "fate: INVALID, reason equivocation (§7)" in text
+    assert f"prev_event: {fork['prev_event']} applied" in text
+    assert f"fork sibling: {second} invalid (equivocation)" in text
+    assert "invalid (invalid_prev)" in text  # its child
+
+
+def test_explain_json_superseded_event() -> None:
+    lines = [json.loads(line) for line in EXAMPLE_LOG.read_bytes().splitlines()]
+    superseding = next(event for event in lines if event["supersedes"])
+    [old] = superseding["supersedes"]
+    result = run("explain", "--json", old, "--events", EXAMPLE_LOG, "--keys", KEYS, "--subject", LOG_SUBJECT)
+    assert result.returncode == 0
+    story = json.loads(result.stdout)
+    assert story["fate"] == "superseded"
+    assert [item["event_id"] for item in story["superseded_by"]] == [superseding["event_id"]]
+    assert story["reason"] is None
+
+
+def test_explain_errors() -> None:
+    assert run("explain", "sha256:ff").returncode == 2  # no --bundle / --events
+    missing = run("explain", "sha256:" + "f" * 64, "--bundle", EXAMPLE_BUNDLE)
+    assert missing.returncode == 2
+    assert "is not among the 14 admitted events" in err(missing)
+    ambiguous = run("explain", "sha256:", "--bundle", EXAMPLE_BUNDLE)
+    assert ambiguous.returncode == 2
+    assert "give more of it" in err(ambiguous)
+    no_keys = run("explain", "ff", "--events", EXAMPLE_LOG, "--subject", LOG_SUBJECT)
+    assert no_keys.returncode == 2
+
+
+# --- diff -------------------------------------------------------------------------------------
+
+
+def test_diff(tmp_path: Path) -> None:
+    lines = EXAMPLE_LOG.read_bytes().splitlines()
+    for name, count in (("a", 3), ("b", len(lines))):
+        (tmp_path / f"{name}.jsonl").write_bytes(b"\n".join(lines[:count]))
+        run(
+            "fold",
+            "--subject",
+            LOG_SUBJECT,
+            "--keys",
+            KEYS,
+            "--out",
+            tmp_path / f"{name}.json",
+            tmp_path / f"{name}.jsonl",
+        )
+    same = run("diff", tmp_path / "a.json", tmp_path / "a.json")
+    assert same.returncode == 0
+    assert out(same).startswith("identical states")
+    changed = run("diff", tmp_path / "a.json", tmp_path / "b.json")
+    assert changed.returncode == 1
+    before = decode_state((tmp_path / "a.json").read_bytes())
+    after = decode_state((tmp_path / "b.json").read_bytes())
+    for event_id in set(after.applied_event_ids) - set(before.applied_event_ids):
+        assert f"+ applied    {event_id}" in out(changed)
+    for item in after.invalid_events:
+        assert f"+ invalid    {item.event_id} ({item.reason})" in out(changed)
+    document = json.loads(run("diff", "--json", tmp_path / "b.json", tmp_path / "a.json").stdout)
+    assert document["identical"] is False
+    withdrawn = {item["event_id"]: item["now"] for item in document["withdrawn"]}
+    assert withdrawn == dict.fromkeys(set(after.applied_event_ids) - set(before.applied_event_ids), "absent")
+    gone = {item["event_id"]: item["now"] for item in document["no_longer_invalid"]}
+    assert gone == dict.fromkeys((item.event_id for item in after.invalid_events), "absent")
+    assert document["counts"]["event_count"] == [after.event_count, before.event_count]
+
+
+def test_diff_bad_state(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"state_type": 1}')
+    result = run("diff", bad, bad)
+    assert result.returncode == 2
+    assert "not a merge-v1 state" in err(result)
+
+
+# --- keys show --------------------------------------------------------------------------------
+
+
+def test_keys_show() -> None:
+    result = run("keys", "show", KEYS)
+    assert result.returncode == 0
+    assert "pith-v1-2026-05: ed25519 8d4b5ee74e4693bcd1df2446408b0d54 (RVFV5Z2OI2J3ZUO7ERDEBCYNKS)" in out(
+        result
+    )
+    assert "2 key(s), all checked" in out(result)
+    keys = json.loads(run("keys", "show", "--json", KEYS).stdout)
+    assert [key["key_id"] for key in keys] == ["pith-v1-2026-05", "test-A"]
+
+
+def test_keys_show_bad_files(tmp_path: Path) -> None:
+    wrong = tmp_path / "wrong.json"
+    key = json.loads(KEYS.read_bytes())[1]
+    wrong.write_text(json.dumps([{**key, "fingerprint_sha256_hex": "00" * 16}]))
+    result = run("keys", "show", wrong)
+    assert result.returncode == 1
+    assert "field 'fingerprint_sha256_hex'" in err(result)
+    not_json = tmp_path / "x.json"
+    not_json.write_bytes(b"\xff")
+    assert run("keys", "show", not_json).returncode == 2
+    assert run("keys", "show", tmp_path / "missing.json").returncode == 2
+
+
+# --- the demo ---------------------------------------------------------------------------------
+
+
+def test_demo_runs_verify_and_replay(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "merge.demo", str(tmp_path)],
+        capture_output=True,
+        cwd=ROOT,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr.decode()
+    text = result.stdout.decode()
+    assert "$ pith-merge verify examples/pith-2303.04759.bundle.json" in text
+    assert "$ pith-merge replay" in text
+    assert text.count("(exit code 0)") == 4
+    assert len(list(tmp_path.iterdir())) == 3

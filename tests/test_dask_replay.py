@@ -1,0 +1,416 @@
+"""merge.dask_replay: cluster replay on a real LocalCluster of processes, against the local replay.
+
+One cluster (two worker processes, one thread each) serves the whole module. Every comparison is
+with :func:`merge.replay.replay` on the same corpus: the same report (summaries, problems, their
+order) and the same state files, byte for byte.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+distributed = pytest.importorskip("distributed")  # the optional extra; installed in CI (make test)
+
+from merge.dask_replay import (  # noqa: E402 (after the importorskip above)
+    INSTALL_HINT,
+    DaskUnavailableError,
+    InputError,
+    SchedulerError,
+    _first_lines,
+    _scan_block,
+    _source,
+    plan_corpus,
+    replay_on_dask,
+    run_replay_cli,
+)
+from merge.replay import CorpusItem, InputProblem, ReplayReport, replay, report_json, scan_corpus  # noqa: E402
+from merge.signing import TestKey, record_created_payload, sign_event  # noqa: E402
+
+from .conftest import CONFORMANCE, GOLDEN_BUNDLE, load_vector  # noqa: E402
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+KEY_A = TestKey("merge-v1 vector key A", "test-A")
+KEY_B = TestKey("merge-v1 vector key B", "test-B")
+STRANGER = TestKey("merge-v1 vector key stranger", "test-stranger")
+KEYS = [KEY_A.key_object(), KEY_B.key_object()]
+
+# Shutting a LocalCluster down (or losing a worker on purpose) can leave asyncio/socket objects to
+# the garbage collector; pytest runs with warnings as errors, so only these are let through here.
+pytestmark = [
+    pytest.mark.filterwarnings("ignore:unclosed:ResourceWarning"),
+    pytest.mark.filterwarnings("ignore:.*leaked semaphore.*:UserWarning"),
+]
+
+
+@pytest.fixture(scope="module")
+def client() -> Iterator[Any]:
+    """One real cluster of two worker processes (one thread each) for the whole module."""
+    with (
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=40
+        ) as cluster,
+        distributed.Client(cluster) as dask_client,
+    ):
+        yield dask_client
+
+
+def local_and_dask(
+    client: Any, paths: list[Path], tmp: Path, *, keys: Any = None, blocksize: int | None = None
+) -> tuple[ReplayReport, ReplayReport, dict[str, bytes]]:
+    """Replay ``paths`` both ways, each writing its states; check the state files are the same."""
+    local = replay(paths, keys=keys, workers=1, out_dir=tmp / "local")
+    on_dask = replay_on_dask(paths, client=client, keys=keys, out_dir=tmp / "dask", blocksize=blocksize)
+    local_files = {path.name: path.read_bytes() for path in (tmp / "local").iterdir()}
+    dask_files = {path.name: path.read_bytes() for path in (tmp / "dask").iterdir()}
+    assert dask_files == local_files
+    assert len(local_files) == len(local.subjects)
+    return local, on_dask, dask_files
+
+
+# --- a generated corpus: a few thousand events over hundreds of subjects ------------------------
+
+SUBJECTS = 240
+NOT_ADMITTED = [
+    b"not json at all",
+    b"\xff\xfe not UTF-8",
+    b"[1, 2, 3]",
+    b'{"event_id": "sha256:00"}',
+    b'{"event_id": "sha256:' + b"0" * 64 + b'"}',  # admissible, but names no subject
+    b'{"subject_pith_number": "pith:2025:X", "event_id": 7}',
+    b'{"a": ' * 70 + b"1" + b"}" * 70,  # too deep
+]
+
+
+def timestamp(step: int) -> str:
+    return f"2025-02-{1 + step // 24:02d}T{step % 24:02d}:00:00Z"
+
+
+def subject_history(index: int) -> list[dict[str, Any]]:
+    """One subject's events: a record, two chains of snapshots, and now and then a fault."""
+    record = {
+        "schema_version": "1.0",
+        "source": {"id": f"2501.{index:05d}", "kind": "arxiv", "version": 1 + index % 3},
+        "metadata": {"submitted_at": "2025-01-02T03:04:05Z", "title": f"Paper number {index}"},
+    }
+    subject, payload = record_created_payload(KEY_A, record, signed_at=timestamp(0))
+    events = [
+        sign_event(
+            KEY_A, event_type="record_created", subject=subject, payload=payload, created_at=timestamp(0)
+        )
+    ]
+    last: dict[str, str | None] = {KEY_A.key_id: None, KEY_B.key_id: None}
+    for step in range(1, 10):
+        key = KEY_B if step % 3 == 0 else KEY_A
+        prev = last[key.key_id]
+        event = sign_event(
+            key,
+            event_type="graph_snapshot",
+            subject=subject,
+            payload={"graph_snapshot": {"step": step, "notes": "n" * (100 + 37 * step)}},
+            created_at=timestamp(step),
+            prev_event=prev,
+            supersedes=[prev] if prev is not None and step % 2 else [],
+        )
+        events.append(event)
+        last[key.key_id] = event["event_id"]
+    first_snapshot = events[1]
+    if index % 7 == 0:  # a fork on key A's chain: both children are equivocations
+        events.append(
+            sign_event(
+                KEY_A,
+                event_type="graph_snapshot",
+                subject=subject,
+                payload={"graph_snapshot": {"fork": index}},
+                created_at=timestamp(5),
+                prev_event=first_snapshot["event_id"],
+            )
+        )
+    if index % 11 == 0:  # a forged copy of a new event: bad_signature
+        forged = sign_event(
+            KEY_A, event_type="mirror_hint", subject=subject, payload={"url": "x"}, created_at=timestamp(12)
+        )
+        forged["signature"] = {
+            **forged["signature"],
+            "signature_b64": first_snapshot["signature"]["signature_b64"],
+        }
+        events.append(forged)
+    if index % 13 == 0:  # unknown prev: missing_prev
+        events.append(
+            sign_event(
+                KEY_B,
+                event_type="author_attestation",
+                subject=subject,
+                payload={"author": index},
+                created_at=timestamp(13),
+                prev_event="sha256:" + "ab" * 32,
+            )
+        )
+    if index % 17 == 0:  # a key outside the key set: unknown_key
+        events.append(
+            sign_event(
+                STRANGER, event_type="mirror_hint", subject=subject, payload={"m": 1}, created_at=timestamp(3)
+            )
+        )
+    return events
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The signed corpus, written once: four logs (subjects spread over all of them, with repeats,
+    blank lines, CRLF endings, inputs that are not admitted, no final newline), and bundles."""
+    root = tmp_path_factory.mktemp("generated")
+    rng = random.Random(7)
+    lines = [json.dumps(event).encode() for index in range(SUBJECTS) for event in subject_history(index)]
+    lines += rng.sample(lines, 60)  # repeated copies
+    lines += NOT_ADMITTED
+    lines += [b"", b"   "] * 3
+    rng.shuffle(lines)
+    logs = root / "logs"
+    (logs / "more").mkdir(parents=True)
+    files = [logs / "a.jsonl", logs / "b.ndjson", logs / "more" / "c.jsonl", root / "d.log"]
+    for number, path in enumerate(files):
+        chunk = lines[number::4]
+        ends = [b"\r\n" if i % 9 == 0 else b"\n" for i in range(len(chunk))]
+        path.write_bytes(b"".join(line + end for line, end in zip(chunk, ends, strict=True))[:-1])
+    bundles = root / "bundles"
+    bundles.mkdir()
+    (bundles / "golden.json").write_bytes(GOLDEN_BUNDLE.read_bytes())
+    (bundles / "example.json").write_bytes((EXAMPLES / "example.bundle.json").read_bytes())
+    (bundles / "not-a-bundle.json").write_bytes(b'["an", "array"]')
+    (bundles / "ignored.txt").write_bytes(b"not an input: skipped by both engines")
+    return root
+
+
+def corpus_paths(root: Path) -> list[Path]:
+    return [root / "logs", root / "bundles", root / "d.log", root / "missing.jsonl"]
+
+
+def test_generated_corpus_is_what_the_issue_asks() -> None:
+    """A few thousand events over hundreds of subjects, with every kind of fault."""
+    events = [event for index in range(SUBJECTS) for event in subject_history(index)]
+    assert len(events) > 2000
+    assert len({event["subject_pith_number"] for event in events}) == SUBJECTS
+
+
+def test_generated_corpus_gives_the_local_report_and_states(
+    client: Any, generated: Path, tmp_path: Path
+) -> None:
+    paths = corpus_paths(generated)
+    local, on_dask, _ = local_and_dask(client, paths, tmp_path, keys=KEYS, blocksize=48 * 1024)
+    assert on_dask == local
+    assert report_json(on_dask) == report_json(local)
+    totals = local.totals
+    # The golden and the example bundle's subjects, and "pith:2025:X" of a line with a bad event_id.
+    assert totals["subjects"] == SUBJECTS + 3
+    assert totals["event_count"] > 2000
+    assert totals["equivocation_count"] > 0
+    assert totals["invalid_event_count"] > totals["equivocation_count"]
+    codes = {problem.code for problem in local.problems}
+    assert {"not_json", "not_utf8", "not_an_object", "bad_event_id", "no_subject", "too_deep"} <= codes
+    assert {"unreadable", "not_a_bundle", "bundle_failed"} <= codes
+
+
+def test_the_automatic_block_size_gives_the_same_report(client: Any, generated: Path) -> None:
+    paths = corpus_paths(generated)
+    assert replay_on_dask(paths, client=client, keys=KEYS) == replay(paths, keys=KEYS, workers=1)
+
+
+# --- the conformance vectors ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", [path.stem for path in CONFORMANCE])
+def test_conformance_vector_gives_the_local_report(client: Any, name: str, tmp_path: Path) -> None:
+    """Each vector as a log (shuffled, with repeats), cut into ranges of 1 KiB: as local, and the
+    vector's own state when every input is a line of its subject."""
+    vector = load_vector(name)
+    rng = random.Random(name)
+    texts = [text.encode("utf-8") for text in vector["inputs"]]
+    texts += rng.choices(texts, k=len(texts) // 2)
+    rng.shuffle(texts)
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "events.jsonl").write_bytes(b"\n".join(texts) + b"\n")
+    local, on_dask, files = local_and_dask(client, [corpus], tmp_path, keys=vector["keys"], blocksize=1024)
+    assert on_dask == local
+    expected = vector["expected"]["state"]
+    if all(_names_subject(text, vector["subject"]) for text in vector["inputs"]):
+        [row] = on_dask.subjects
+        assert row.state_sha256 == expected["state_sha256"]
+        assert json.loads(next(iter(files.values()))) == expected
+
+
+def _names_subject(text: str, subject: str) -> bool:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return False
+    return isinstance(value, dict) and value.get("subject_pith_number") == subject
+
+
+# --- inputs that are not admitted: reported exactly as locally -----------------------------------
+
+
+def awkward_log(path: Path) -> None:
+    """Every way a line can fail, including a line over 1 MiB that spans many ranges."""
+    good = [json.dumps(event).encode() for event in subject_history(7)]
+    body = [
+        good[0],
+        b"",
+        b"not json",
+        b'{"x": 1}\r',
+        b"\xc3\x28",
+        b" " * 50,
+        b'{"event_id": "sha256:' + b"f" * 64 + b'", "pad": "' + b"p" * (1 << 20) + b'"}',
+        good[1],
+        b'{"subject_pith_number": null, "event_id": "sha256:' + b"1" * 64 + b'"}',
+        *good[2:],
+        b'"just a string"',
+    ]
+    path.write_bytes(b"\n".join(body))  # no final newline
+
+
+@pytest.mark.parametrize("blocksize", [1, 3, 64, 1000, 4096, 300_000])
+def test_byte_ranges_reassemble_the_local_scan(tmp_path: Path, blocksize: int) -> None:
+    """Without a cluster: planning and scanning by ranges give exactly scan_corpus's items and
+    problems, with the same line numbers, for any block size (even one byte)."""
+    awkward_log(tmp_path / "log.jsonl")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "bundle.json").write_bytes(GOLDEN_BUNDLE.read_bytes())
+    paths = [str(tmp_path), str(tmp_path / "nothing-here.jsonl")]
+    plan = plan_corpus(paths, blocksize=blocksize)
+    scanned = [_scan_block(block) for block in plan.blocks]
+    first = _first_lines([count for part in scanned for count in part.lines], plan.segments)
+    items = [
+        CorpusItem(r.subject, _source(r.source, r.segment, r.position, r.in_range, first), r.kind, r.data)
+        for part in scanned
+        for r in part.records
+    ]
+    problems = [
+        InputProblem(_source(p.source, p.segment, p.position, p.in_range, first), p.code, p.detail)
+        for part in scanned
+        for p in sorted(part.problems)
+    ]
+    local = list(scan_corpus(paths))
+    assert items == [entry for entry in local if isinstance(entry, CorpusItem)]
+    assert problems == [entry for entry in local if isinstance(entry, InputProblem)]
+    if blocksize < 1000:
+        assert len(plan.segments) > 10  # the log really was cut
+
+
+def test_inputs_not_admitted_are_reported_as_locally(client: Any, tmp_path: Path) -> None:
+    awkward_log(tmp_path / "log.jsonl")
+    paths = [tmp_path / "log.jsonl", tmp_path / "absent"]
+    local = replay(paths, keys=KEYS, workers=1)
+    on_dask = replay_on_dask(paths, client=client, keys=KEYS, blocksize=4096)
+    assert on_dask == local
+    codes = [problem.code for problem in local.problems]
+    assert codes == [
+        "not_json",
+        "not_an_object",
+        "not_utf8",
+        "too_large",
+        "no_subject",
+        "not_an_object",
+        "unreadable",
+    ]
+    assert local.problems[3].source == f"{tmp_path / 'log.jsonl'}:7"
+
+
+def test_an_empty_corpus_gives_an_empty_report(client: Any, tmp_path: Path) -> None:
+    (tmp_path / "empty.jsonl").write_bytes(b"")
+    for paths in ([tmp_path], [tmp_path / "empty.jsonl"]):
+        assert replay_on_dask(paths, client=client) == replay(paths, workers=1)
+    assert replay_on_dask([tmp_path], client=client).subjects == ()
+
+
+# --- caller errors -----------------------------------------------------------------------------
+
+
+def test_caller_errors_raise_merge_errors(client: Any, tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="standard input"):
+        replay_on_dask(["-"], client=client)
+    with pytest.raises(InputError, match="blocksize"):
+        replay_on_dask([tmp_path], client=client, blocksize=0)
+    (tmp_path / "file").write_bytes(b"")
+    with pytest.raises(InputError, match="cannot create the output directory"):
+        replay_on_dask([tmp_path], client=client, out_dir=tmp_path / "file" / "out")
+
+
+def test_an_unreachable_scheduler_is_a_merge_error(tmp_path: Path) -> None:
+    with pytest.raises(SchedulerError, match=re.escape("tcp://127.0.0.1:9")):
+        run_replay_cli([tmp_path], scheduler="tcp://127.0.0.1:9", connect_timeout="1s")
+
+
+def test_run_replay_cli_on_a_scheduler_address(client: Any, tmp_path: Path) -> None:
+    address = client.scheduler.address
+    report = run_replay_cli([GOLDEN_BUNDLE], scheduler=address, out_dir=tmp_path)
+    assert report == replay([GOLDEN_BUNDLE], workers=1)
+    assert report.ok
+    assert [path.name for path in tmp_path.iterdir()] == ["pith_2023_A2G3QVIG5OIYJVZB5MA4S6VDQP.state.json"]
+
+
+def test_without_dask_the_error_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "distributed", None)  # what an absent package looks like
+    with pytest.raises(DaskUnavailableError) as caught:
+        run_replay_cli([GOLDEN_BUNDLE], scheduler=None)
+    assert INSTALL_HINT in str(caught.value)
+    assert caught.value.missing == "distributed"
+
+
+def test_merge_imports_without_dask() -> None:
+    code = (
+        "import sys\n"
+        "sys.modules.update(dask=None, distributed=None)\n"
+        "import merge, merge.dask_replay, merge.replay\n"
+        "assert 'dask' not in [m.split('.')[0] for m in sys.modules if sys.modules[m] is not None]\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+
+
+# --- a worker dies mid-run ----------------------------------------------------------------------
+
+
+class KillOnce(distributed.WorkerPlugin):
+    """Kills its worker process (SIGKILL, no goodbye) when it starts a fold task, once per cluster."""
+
+    def __init__(self, marker: str) -> None:
+        self.marker = marker
+
+    def transition(self, key: Any, start: str, finish: str, **kwargs: Any) -> None:
+        if finish != "executing" or "_fold_subjects" not in str(key):
+            return
+        try:
+            os.close(os.open(self.marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        except FileExistsError:
+            return  # the worker restarted in its place is left alone
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def test_a_worker_killed_mid_run_changes_nothing(client: Any, generated: Path, tmp_path: Path) -> None:
+    paths = corpus_paths(generated)
+    marker = tmp_path / "killed"
+    expected = replay(paths, keys=KEYS, workers=1, out_dir=tmp_path / "local")
+    client.register_plugin(KillOnce(str(marker)), name="kill-once")
+    try:
+        report = replay_on_dask(
+            paths, client=client, keys=KEYS, out_dir=tmp_path / "dask", blocksize=48 * 1024
+        )
+    finally:
+        client.unregister_worker_plugin("kill-once")
+    assert marker.exists()  # a worker really died while folding
+    assert report == expected
+    local_files = {path.name: path.read_bytes() for path in (tmp_path / "local").iterdir()}
+    assert {path.name: path.read_bytes() for path in (tmp_path / "dask").iterdir()} == local_files
+    client.wait_for_workers(2, timeout=60)  # the nanny brought a new worker up

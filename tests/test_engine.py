@@ -1,0 +1,457 @@
+"""merge.engine: the incremental Merger equals fold() after every add; ChainIndex equals classify()."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import math
+import random
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import merge.signatures
+from merge import InputError, KeySetError, Merger, Reason, RejectCode, Rejection, canonical_json, fold
+from merge.chains import Node, classify
+from merge.engine import ChainIndex, EventStatus, SortedKeys
+from merge.signing import TestKey, record_created_payload, sign_event
+
+from .conftest import CONFORMANCE, load_vector
+
+NAMES = [path.stem for path in CONFORMANCE]
+
+KEY = TestKey("merge-v1 vector key A", "test-A")
+OTHER = TestKey("merge-v1 vector key B", "test-B")
+KEYS = [KEY.key_object(), OTHER.key_object()]
+RECORD = {
+    "source": {"id": "2405.00002", "kind": "arxiv", "version": 1},
+    "metadata": {"submitted_at": "2024-05-02T00:00:00Z", "title": "engine tests"},
+    "schema_version": "1.0",
+}
+SUBJECT, RECORD_PAYLOAD = record_created_payload(KEY, RECORD, signed_at="2026-07-01T00:00:00Z")
+
+
+def at(minute: int) -> str:
+    return f"2026-07-01T{minute // 60:02d}:{minute % 60:02d}:00Z"
+
+
+def graph(
+    minute: int, prev: dict[str, Any] | None = None, key: TestKey = KEY, **fields: Any
+) -> dict[str, Any]:
+    """A valid graph_snapshot on ``key``'s graph chain."""
+    return sign_event(
+        key,
+        event_type="graph_snapshot",
+        subject=SUBJECT,
+        payload={"graph_snapshot": {"minute": minute, **fields}},
+        created_at=at(minute),
+        prev_event=prev["event_id"] if prev else None,
+    )
+
+
+def text(event: dict[str, Any]) -> bytes:
+    return json.dumps(event).encode()
+
+
+def assert_same_as_fold(merger: Merger, inputs: list[Any]) -> None:
+    expected = fold(inputs, subject=merger.subject, keys=merger.keys)
+    assert canonical_json(merger.state) == canonical_json(expected.state)
+    assert merger.state_sha256 == expected.state_sha256
+    assert merger.rejected == expected.rejected
+
+
+# --- Merger == fold over the conformance vectors ------------------------------------------
+
+
+def add_one_by_one(vector: dict[str, Any], order: list[int]) -> Merger:
+    merger = Merger(subject=vector["subject"], keys=vector["keys"])
+    added: list[bytes] = []
+    for i in order:
+        added.append(vector["inputs"][i].encode("utf-8"))
+        result = merger.add(added[-1])
+        assert isinstance(result, (EventStatus, Rejection))
+        assert_same_as_fold(merger, added)
+    return merger
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_vector_equals_fold_after_every_add(name: str) -> None:
+    vector = load_vector(name)
+    merger = add_one_by_one(vector, list(range(len(vector["inputs"]))))
+    assert canonical_json(merger.state) == canonical_json(vector["expected"]["state"])
+    assert sorted(r.index for r in merger.rejected) == vector["expected"]["rejected_indexes"]
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("seed", range(3))
+def test_vector_shuffled_with_repeats_equals_fold_after_every_add(name: str, seed: int) -> None:
+    vector = load_vector(name)
+    rng = random.Random(f"engine/{name}/{seed}")
+    order = list(range(len(vector["inputs"])))
+    order += rng.choices(order, k=max(1, len(order) // 2))
+    rng.shuffle(order)
+    merger = add_one_by_one(vector, order)
+    assert canonical_json(merger.state) == canonical_json(vector["expected"]["state"])
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_extend_equals_add_and_fold(name: str) -> None:
+    vector = load_vector(name)
+    inputs = [text.encode("utf-8") for text in vector["inputs"]]
+    one_by_one = Merger(subject=vector["subject"], keys=vector["keys"])
+    statuses = [one_by_one.add(item) for item in inputs]
+    batched = Merger(subject=vector["subject"], keys=vector["keys"], threads=2)
+    assert batched.extend(inputs) == statuses
+    assert_same_as_fold(batched, inputs)
+    assert batched.result == fold(inputs, subject=vector["subject"], keys=vector["keys"])
+
+
+# --- the retroactive cases of §7, one by one ----------------------------------------------
+
+
+def test_late_second_successor_makes_an_equivocation_and_withholds_descendants() -> None:
+    root = graph(0)
+    first, child, grandchild = graph(1, root), None, None
+    child = graph(2, first)
+    grandchild = graph(3, child)
+    merger = Merger(subject=SUBJECT, keys=KEYS)
+    for event in (root, first, child, grandchild):
+        status = merger.add(text(event))
+        assert isinstance(status, EventStatus)
+        assert status.applied
+    rival = graph(1, root, rival=True)
+    status = merger.add(text(rival))
+    assert status == EventStatus(
+        4,
+        rival["event_id"],
+        Reason.EQUIVOCATION,
+        False,
+        tuple(sorted([first["event_id"], child["event_id"], grandchild["event_id"]])),
+    )
+    assert merger.reason(first["event_id"]) is Reason.EQUIVOCATION
+    assert merger.reason(child["event_id"]) is Reason.INVALID_PREV
+    assert merger.reason(grandchild["event_id"]) is Reason.INVALID_PREV
+    assert merger.state.applied_event_ids == (root["event_id"],)
+    [fork] = merger.state.equivocations
+    assert fork.prev_event == root["event_id"]
+    assert fork.event_ids == tuple(sorted([first["event_id"], rival["event_id"]]))
+    # A third successor joins the fork; nothing else changes.
+    third = graph(1, root, third=True)
+    status = merger.add(text(third))
+    assert isinstance(status, EventStatus)
+    assert (status.reason, status.changed) == (Reason.EQUIVOCATION, ())
+    assert_same_as_fold(merger, [text(e) for e in (root, first, child, grandchild, rival, third)])
+
+
+def test_late_prev_makes_orphans_apply() -> None:
+    root = graph(0)
+    chain = [root]
+    for minute in range(1, 6):
+        chain.append(graph(minute, chain[-1]))
+    merger = Merger(subject=SUBJECT, keys=KEYS)
+    for event in reversed(chain[1:]):
+        status = merger.add(text(event))
+        assert isinstance(status, EventStatus)
+        assert status.reason in {Reason.MISSING_PREV, Reason.INVALID_PREV}
+    assert merger.reason(chain[1]["event_id"]) is Reason.MISSING_PREV
+    assert merger.state.valid_event_count == 0
+    status = merger.add(text(root))
+    assert isinstance(status, EventStatus)
+    assert status.applied
+    assert set(status.changed) == {event["event_id"] for event in chain[1:]}
+    assert merger.state.applied_event_ids == tuple(event["event_id"] for event in chain)
+    assert merger.state.invalid_events == ()
+
+
+def test_late_valid_copy_makes_an_event_valid_and_its_children_apply() -> None:
+    root = graph(0)
+    child = graph(1, root)
+    forged = dict(root, signature=dict(root["signature"], signature_b64=OTHER.sign_digest("00" * 32)))
+    merger = Merger(subject=SUBJECT, keys=KEYS)
+    assert isinstance(status := merger.add(text(forged)), EventStatus)
+    assert status.reason is Reason.BAD_SIGNATURE
+    assert isinstance(status := merger.add(text(child)), EventStatus)
+    assert status.reason is Reason.INVALID_PREV  # its prev is admitted but failed §6
+    status = merger.add(text(root))
+    assert status == EventStatus(2, root["event_id"], None, True, (child["event_id"],))
+    assert merger.state.applied_event_ids == (root["event_id"], child["event_id"])
+    assert_same_as_fold(merger, [text(forged), text(child), text(root)])
+
+
+def test_invalid_copies_keep_the_reason_that_got_furthest() -> None:
+    event = graph(0)
+    bad_signature = dict(event, signature=dict(event["signature"], signature_b64="AAAA"))
+    unsupported = dict(event, signature=dict(event["signature"], algorithm="rsa"))
+    merger = Merger(subject=SUBJECT, keys=KEYS)
+    assert merger.add(text(unsupported)).reason is Reason.UNSUPPORTED_SIGNATURE  # type: ignore[union-attr]
+    assert merger.add(text(bad_signature)).reason is Reason.BAD_SIGNATURE  # type: ignore[union-attr]
+    before = merger.state
+    assert merger.add(text(unsupported)).reason is Reason.BAD_SIGNATURE  # type: ignore[union-attr]
+    assert merger.state is before  # nothing changed: the cached state stands
+    assert_same_as_fold(merger, [text(unsupported), text(bad_signature), text(unsupported)])
+
+
+def test_an_admitted_invalid_prev_turns_missing_prev_into_invalid_prev() -> None:
+    root = graph(0)
+    child = graph(1, root)
+    merger = Merger(subject=SUBJECT, keys=KEYS)
+    merger.add(text(child))
+    assert merger.reason(child["event_id"]) is Reason.MISSING_PREV
+    status = merger.add(text(dict(root, schema_version="2.0")))
+    assert status == EventStatus(
+        1, root["event_id"], Reason.UNSUPPORTED_SCHEMA_VERSION, False, (child["event_id"],)
+    )
+    assert merger.reason(child["event_id"]) is Reason.INVALID_PREV
+
+
+def test_a_parsed_nan_copy_is_not_its_null_twin() -> None:
+    """A NaN encodes as null: the two copies share a text but not a verdict, in any order."""
+    event = graph(0, extra=None)
+    nan = dict(event, payload={"graph_snapshot": {"minute": 0, "extra": math.nan}})
+    for order in ([nan, event], [event, nan]):
+        merger = Merger(subject=SUBJECT, keys=KEYS)
+        for item in order:
+            merger.add(item)
+        assert merger.state.applied_event_ids == (event["event_id"],)
+        assert_same_as_fold(merger, order)
+
+
+def test_record_chain_supersedes_and_parsed_values() -> None:
+    record = sign_event(
+        KEY, event_type="record_created", subject=SUBJECT, payload=RECORD_PAYLOAD, created_at=at(0)
+    )
+    old = graph(1)
+    new = sign_event(
+        KEY,
+        event_type="graph_snapshot",
+        subject=SUBJECT,
+        payload={"graph_snapshot": {"v": 2}},
+        created_at=at(2),
+        prev_event=old["event_id"],
+        supersedes=[old["event_id"]],
+    )
+    merger = Merger(subject=SUBJECT, keys=KEYS)
+    inputs: list[Any] = [new, record, old]  # parsed values, as a library caller may pass them
+    for item in inputs:
+        merger.add(item)
+    assert merger.state.current.record_created is not None
+    assert [entry.event_id for entry in merger.state.current.graph_snapshots] == [new["event_id"]]
+    assert_same_as_fold(merger, inputs)
+    assert inputs[0] == new  # the caller's objects are not mutated
+
+
+# --- costs: no re-fold, signatures verified once, state cached ----------------------------
+
+
+@pytest.fixture
+def verify_calls(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
+    """Every Ed25519 verification made, by message (the event's content digest)."""
+    calls: list[bytes] = []
+    real = merge.signatures.verify_signature
+
+    def counting(public_key: bytes, message: bytes, signature: bytes) -> bool:
+        calls.append(message)
+        return real(public_key, message, signature)
+
+    monkeypatch.setattr(merge.signatures, "verify_signature", counting)
+    return calls
+
+
+def test_each_signature_is_verified_once_however_many_copies(verify_calls: list[bytes]) -> None:
+    event = graph(0)
+    spaced = json.dumps(event, indent=2).encode()  # another copy of the same event
+    forged = dict(
+        event, signature=dict(event["signature"], signed_at=at(9), signature_b64=KEY.sign_digest("11" * 32))
+    )
+    other_forged = dict(forged, signature=dict(forged["signature"], signed_at=at(8)))
+    merger = Merger(subject=SUBJECT, keys=KEYS)
+    for item in (
+        text(forged),
+        text(other_forged),
+        text(forged),
+        text(event),
+        spaced,
+        text(event),
+        text(forged),
+    ):
+        merger.add(item)
+    # forged and other_forged carry the same (key, digest, signature): verified once; the
+    # valid copy once; nothing after the event became valid.
+    assert len(verify_calls) == 2
+    assert merger.reason(event["event_id"]) is None
+
+
+def test_adding_never_refolds(monkeypatch: pytest.MonkeyPatch) -> None:
+    def forbidden(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the engine re-folded")
+
+    fold_module = importlib.import_module("merge.fold")  # `merge.fold` is also the function
+    for name in ("classify", "build_state", "judge_events"):
+        monkeypatch.setattr(fold_module, name, forbidden)
+    chain = [graph(0)]
+    for minute in range(1, 30):
+        chain.append(graph(minute, chain[-1]))
+    merger = Merger(subject=SUBJECT, keys=KEYS)
+    for event in chain:
+        merger.add(text(event))
+        assert merger.state.applied_event_ids[-1] == event["event_id"]
+
+
+def test_state_is_cached_until_the_next_change() -> None:
+    root = graph(0)
+    merger = Merger(subject=SUBJECT, keys=KEYS)
+    empty = merger.state
+    assert empty.event_count == 0
+    assert merger.state is empty
+    merger.add(text(root))
+    first = merger.state
+    assert first is not empty
+    assert merger.state is first
+    merger.add(text(root))  # an identical copy changes nothing
+    merger.add(b"not json")  # a rejection is not part of the state
+    assert merger.state is first
+    assert merger.state_sha256 == first.state_sha256
+    merger.add(text(graph(1, root)))
+    assert merger.state is not first
+
+
+def test_rejections_have_fold_positions_and_never_raise() -> None:
+    merger = Merger(subject=SUBJECT, keys=KEYS)
+    results = [merger.add(item) for item in (b"{", text(graph(0)), "[]", {"event_id": 5}, b"\xff")]
+    codes = [r.code if isinstance(r, Rejection) else None for r in results]
+    assert codes == [
+        RejectCode.NOT_JSON,
+        None,
+        RejectCode.NOT_AN_OBJECT,
+        RejectCode.BAD_EVENT_ID,
+        RejectCode.NOT_UTF8,
+    ]
+    assert [r.index for r in merger.rejected] == [0, 2, 3, 4]
+    assert merger.input_count == 5
+    assert merger.event_count == 1
+    assert graph(0)["event_id"] in merger
+
+
+def test_caller_mistakes_raise_merge_errors() -> None:
+    with pytest.raises(InputError):
+        Merger(subject=None, keys=KEYS)  # type: ignore[arg-type]
+    with pytest.raises(KeySetError):
+        Merger(subject=SUBJECT, keys=[{"key_id": "x"}])
+    with pytest.raises(KeyError):
+        Merger(subject=SUBJECT, keys=KEYS).reason("sha256:" + "0" * 64)
+
+
+# --- ChainIndex == classify on synthetic graphs (cycles included) --------------------------
+
+CHAINS = [("graph", "k1"), ("graph", "k2"), ("author", "k1"), ("record", None)]
+
+
+@st.composite
+def graphs(draw: st.DrawFn) -> tuple[list[Node], list[str], list[str]]:
+    """Synthetic valid nodes (prev among any ids: cycles, unknown prevs), admitted-invalid ids, an order."""
+    count = draw(st.integers(1, 14))
+    ids = [f"e{i:02d}" for i in range(count + 4)]  # the last four never become valid
+    nodes = [
+        Node(
+            ids[i],
+            draw(st.one_of(st.none(), st.sampled_from(ids))),
+            draw(st.sampled_from(CHAINS)),
+            draw(st.integers(0, 4)),
+        )
+        for i in range(count)
+    ]
+    invalid = draw(st.lists(st.sampled_from(ids), unique=True, max_size=4))
+    steps = [f"valid:{node.event_id}" for node in nodes] + [f"invalid:{eid}" for eid in invalid]
+    return nodes, invalid, draw(st.permutations(steps))
+
+
+def as_comparable(classification: Any) -> tuple[Any, ...]:
+    applied, depth, reasons, forks = classification
+    return list(applied), dict(depth), dict(reasons), sorted(forks)
+
+
+@settings(max_examples=400, deadline=None)
+@given(graphs())
+def test_chain_index_equals_classify_after_every_step(case: tuple[list[Node], list[str], list[str]]) -> None:
+    nodes, _, steps = case
+    by_id = {node.event_id: node for node in nodes}
+    index = ChainIndex()
+    present: dict[str, Node] = {}
+    admitted: set[str] = set()
+    for step in steps:
+        kind, event_id = step.split(":")
+        admitted.add(event_id)
+        if kind == "valid":
+            before = index.classification()
+            changed = index.add(by_id[event_id])
+            present[event_id] = by_id[event_id]
+        else:
+            before = index.classification()
+            changed = index.admit(event_id)
+        expected = classify(present, admitted)
+        assert as_comparable(index.classification()) == as_comparable(expected)
+        # `changed` names exactly the events whose status moved.
+        status_before = {**before.depth, **before.reasons}
+        status_after = {**expected.depth, **expected.reasons}
+        moved = {eid for eid in status_after if status_before.get(eid) != status_after[eid]}
+        assert set(changed) == moved
+
+
+def test_chain_index_closes_a_cycle_and_hangs_invalid_prev_below() -> None:
+    index = ChainIndex()
+    chain = ("graph", "k")
+    index.add(Node("c", "a", chain, 2))
+    index.add(Node("b", "c", chain, 1))
+    index.add(Node("d", "b", chain, 3))  # hangs off the cycle-to-be
+    index.add(Node("a", "b", chain, 0))  # closes a -> b -> c -> a
+    expected = classify(
+        {
+            n.event_id: n
+            for n in [Node("a", "b", chain, 0), Node("b", "c", chain, 1), Node("c", "a", chain, 2)]
+        }
+        | {"d": Node("d", "b", chain, 3)},
+        {"a", "b", "c", "d"},
+    )
+    assert as_comparable(index.classification()) == as_comparable(expected)
+    assert index.reasons == {
+        "a": Reason.MISSING_PREV,
+        "b": Reason.MISSING_PREV,
+        "c": Reason.MISSING_PREV,
+        "d": Reason.INVALID_PREV,
+    }
+    self_loop = ChainIndex()
+    self_loop.add(Node("s", "s", chain, 0))
+    assert self_loop.reasons == {"s": Reason.MISSING_PREV}
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), st.integers(0, 50)), max_size=600))
+def test_sorted_keys_is_a_sorted_multiset(operations: list[tuple[bool, int]]) -> None:
+    keys = SortedKeys()
+    model: list[tuple[int, int, str]] = []
+    for insert, value in operations:
+        key = (value, value % 3, str(value))
+        if insert or key not in model:
+            keys.add(key)
+            model.append(key)
+        else:
+            keys.remove(key)
+            model.remove(key)
+        assert len(keys) == len(model)
+    assert list(keys) == sorted(model)
+    with pytest.raises(ValueError, match="not in list"):
+        keys.remove((99, 0, "99"))
+
+
+def test_sorted_keys_splits_blocks() -> None:
+    keys = SortedKeys()
+    values = list(range(3 * SortedKeys.LOAD * 2))
+    random.Random(1).shuffle(values)
+    for value in values:
+        keys.add((value, 0, ""))
+    assert [key[0] for key in keys] == sorted(values)
+    for value in values[::2]:
+        keys.remove((value, 0, ""))
+    assert [key[0] for key in keys] == sorted(values[1::2])

@@ -1,0 +1,363 @@
+"""merge.replay: reading corpora, folding subjects, spilling partitions, the report, the examples."""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+
+from merge import canonical_json, decode_state, fold, verify_bundle
+from merge.bundle import REGISTRY_KEYS
+from merge.keys import KeySet
+from merge.replay import (
+    CorpusItem,
+    InputProblem,
+    _index,
+    _partition,
+    _read_item,
+    _spill,
+    fold_subject,
+    read_lines,
+    replay,
+    report_json,
+    scan_corpus,
+    state_filename,
+    write_state,
+)
+from merge.signing import TestKey, sign_event
+
+from .conftest import CONFORMANCE, GOLDEN_BUNDLE, load_vector
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLE_BUNDLE = EXAMPLES / "example.bundle.json"
+EXAMPLE_LOG = EXAMPLES / "example-events.jsonl"
+EXAMPLE_KEYS = json.loads((EXAMPLES / "keys.json").read_text("utf-8"))
+GOLDEN_SUBJECT = "pith:2023:A2G3QVIG5OIYJVZB5MA4S6VDQP"
+GOLDEN_STATE_SHA256 = json.loads(GOLDEN_BUNDLE.read_bytes())["state"]["state_sha256"]
+
+
+def items_of(paths: list[Path]) -> tuple[list[CorpusItem], list[InputProblem]]:
+    items: list[CorpusItem] = []
+    problems: list[InputProblem] = []
+    for entry in scan_corpus(paths):
+        (items if isinstance(entry, CorpusItem) else problems).append(entry)
+    return items, problems
+
+
+# --- scan_corpus ------------------------------------------------------------------------------
+
+
+def test_scan_log_lines_keep_their_numbers_and_problems_are_reported(tmp_path: Path) -> None:
+    lines = EXAMPLE_LOG.read_bytes().splitlines()
+    log = tmp_path / "events.jsonl"
+    log.write_bytes(
+        lines[0] + b"\n\n   \n" + b"not json\n" + b"[1,2]\n" + b'{"event_id":"sha256:00"}\n'
+        b'{"subject_pith_number":7,"event_id":"sha256:' + b"0" * 64 + b'"}\n' + lines[1]  # no final newline
+    )
+    items, problems = items_of([log])
+    assert [(item.source, item.kind) for item in items] == [(f"{log}:1", "event"), (f"{log}:8", "event")]
+    assert items[0].data == lines[0]
+    assert items[1].data == lines[1]
+    assert items[0].subject == json.loads(lines[0])["subject_pith_number"]
+    assert [(p.source, p.code) for p in problems] == [
+        (f"{log}:4", "not_json"),
+        (f"{log}:5", "not_an_object"),
+        (f"{log}:6", "bad_event_id"),
+        (f"{log}:7", "no_subject"),
+    ]
+
+
+def test_read_lines_bounds_memory_on_an_endless_line() -> None:
+    stream = io.BytesIO(b'{"a":1}\n' + b"x" * 5000 + b"\n" + b"[]\r\n" + b"y" * 3000)
+    assert list(read_lines(stream, limit=1000)) == [(1, b'{"a":1}'), (2, None), (3, b"[]\r"), (4, None)]
+
+
+def test_scan_files_and_directories(tmp_path: Path) -> None:
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "golden.bundle.json").write_bytes(GOLDEN_BUNDLE.read_bytes())
+    (tmp_path / "a.jsonl").write_bytes(EXAMPLE_LOG.read_bytes().splitlines()[0] + b"\n")
+    (tmp_path / "event.json").write_bytes(EXAMPLE_LOG.read_bytes().splitlines()[1])
+    (tmp_path / "keys.json").write_text(json.dumps(EXAMPLE_KEYS))
+    (tmp_path / "broken.json").write_bytes(b'{"bundle_type": ')
+    (tmp_path / "notes.txt").write_text("not an input")
+    items, problems = items_of([tmp_path])
+    assert [(Path(i.source).name, i.kind) for i in items] == [
+        ("a.jsonl:1", "event"),
+        ("event.json", "event"),
+        ("golden.bundle.json", "bundle"),  # a directory's files, sorted, then its subdirectories
+    ]
+    assert items[2].subject == GOLDEN_SUBJECT
+    assert [(Path(p.source).name, p.code) for p in problems] == [
+        ("broken.json", "not_json"),
+        ("keys.json", "not_a_bundle"),
+    ]
+
+
+def test_scan_reports_unreadable_paths(tmp_path: Path) -> None:
+    _, problems = items_of([tmp_path / "missing.jsonl"])
+    assert [(p.code, p.source) for p in problems] == [("unreadable", str(tmp_path / "missing.jsonl"))]
+
+
+# --- fold_subject -----------------------------------------------------------------------------
+
+
+def bundle_item(path: Path, source: str | None = None) -> CorpusItem:
+    data = path.read_bytes()
+    return CorpusItem(json.loads(data)["pith_number"], source or str(path), "bundle", data)
+
+
+def test_fold_subject_of_one_bundle_is_the_bundle_state() -> None:
+    outcome = fold_subject(GOLDEN_SUBJECT, [bundle_item(GOLDEN_BUNDLE)], None)
+    assert outcome.summary.state_sha256 == GOLDEN_STATE_SHA256
+    assert outcome.summary.state_matches is True
+    assert outcome.summary.bundles == 1
+    assert outcome.problems == ()
+
+
+def test_fold_subject_combines_log_lines_and_bundles() -> None:
+    """The state of a subject is the fold of the union of its events, with the union of keys."""
+    bundle = json.loads(EXAMPLE_BUNDLE.read_bytes())
+    subject = bundle["pith_number"]
+    extra = [line for line in EXAMPLE_LOG.read_bytes().splitlines() if subject.encode() in line]
+    assert extra, "the example log has an event for the bundle's subject"
+    items = [bundle_item(EXAMPLE_BUNDLE)] + [
+        CorpusItem(subject, f"log:{n}", "event", line) for n, line in enumerate(extra, 1)
+    ]
+    outcome = fold_subject(subject, items, KeySet.parse(EXAMPLE_KEYS), EXAMPLE_KEYS)
+    expected = fold([*bundle["events"], *extra], subject=subject, keys=EXAMPLE_KEYS).state
+    assert canonical_json(outcome.state) == canonical_json(expected)
+    assert outcome.summary.event_count == len(bundle["events"]) + len(extra)
+    assert outcome.summary.state_matches is True
+    assert outcome.problems == ()
+
+
+def test_fold_subject_reports_untrusted_and_mismatched_bundles() -> None:
+    bundle = json.loads(EXAMPLE_BUNDLE.read_bytes())
+    bundle["state"]["event_count"] += 1  # the published state no longer matches
+    data = json.dumps(bundle).encode()
+    item = CorpusItem(bundle["pith_number"], "x.json", "bundle", data)
+    outcome = fold_subject(bundle["pith_number"], [item], None)  # trust: the registry key only
+    assert outcome.summary.state_matches is False
+    assert outcome.summary.bundle_mismatches == 1
+    [problem] = outcome.problems
+    assert problem.code == "bundle_failed"
+    assert "bundle_signature" in problem.detail
+    assert "state" in problem.detail
+
+
+def test_fold_subject_reports_key_conflicts_and_missing_keys() -> None:
+    impostor = TestKey("not key A", "test-A").key_object()
+    outcome = fold_subject(
+        json.loads(EXAMPLE_BUNDLE.read_bytes())["pith_number"],
+        [bundle_item(EXAMPLE_BUNDLE)],
+        KeySet.parse([impostor]),
+        EXAMPLE_KEYS,
+    )
+    assert [p.code for p in outcome.problems] == ["key_conflict"]
+    # The caller's key wins: every event signed by the real key A is now key_mismatch.
+    assert outcome.summary.valid_event_count == 0
+
+    line = EXAMPLE_LOG.read_bytes().splitlines()[0]
+    subject = json.loads(line)["subject_pith_number"]
+    outcome = fold_subject(subject, [CorpusItem(subject, "log:1", "event", line)], None)
+    assert [p.code for p in outcome.problems] == ["no_keys"]
+    assert [str(e.reason) for e in outcome.state.invalid_events] == ["unknown_key"]
+
+
+def test_fold_subject_maps_rejections_to_their_source() -> None:
+    items = [
+        CorpusItem("s", "log:3", "event", b'{"event_id":"sha256:00","subject_pith_number":"s"}'),
+        CorpusItem(
+            "s", "log:4", "event", b'{"event_id":"sha256:' + b"f" * 64 + b'","subject_pith_number":"s"}'
+        ),
+    ]
+    outcome = fold_subject("s", items, KeySet.parse(EXAMPLE_KEYS))
+    assert [(p.source, p.code) for p in outcome.problems] == [("log:3", "bad_event_id")]
+    assert outcome.summary.rejected == 1
+    assert outcome.summary.invalid_event_count == 1  # the second is admitted, then malformed
+
+
+# --- spilling and file names ------------------------------------------------------------------
+
+
+def test_spill_round_trip_and_stable_partitions(tmp_path: Path) -> None:
+    rng = random.Random(5)
+    items = [
+        CorpusItem(
+            f"subject-{rng.randrange(5)}", f"f:{n}", rng.choice(["event", "bundle"]), rng.randbytes(n * 7)
+        )
+        for n in range(40)
+    ]
+    path = tmp_path / "part.spill"
+    with path.open("wb") as handle:
+        for item in items:
+            _spill(handle, item)
+    with path.open("rb") as handle:
+        offsets = _index(handle)
+        back = {subject: [_read_item(handle, o) for o in found] for subject, found in offsets.items()}
+    for subject, found in back.items():
+        assert found == [item for item in items if item.subject == subject]
+    assert sum(map(len, back.values())) == len(items)
+    # Partitions come from SHA-256, not Python's salted hash(): the same in every process.
+    assert _partition("pith:2023:A2G3QVIG5OIYJVZB5MA4S6VDQP") == _partition(
+        "pith:2023:A2G3QVIG5OIYJVZB5MA4S6VDQP"
+    )
+    assert len({_partition(f"s{n}") for n in range(500)}) > 32
+
+
+def test_state_filename_is_safe_for_any_subject() -> None:
+    assert state_filename(GOLDEN_SUBJECT) == "pith_2023_A2G3QVIG5OIYJVZB5MA4S6VDQP.state.json"
+    for hostile in ["../../etc/passwd", "pith:2023:a2g3", "a/b", "", "\ud800"]:
+        name = state_filename(hostile)
+        assert name.startswith("subject-")
+        assert name.endswith(".state.json")
+        assert "/" not in name
+        assert ".." not in name
+    assert state_filename("a:b") != state_filename("a_b")
+
+
+def test_write_state_writes_the_canonical_bytes(tmp_path: Path) -> None:
+    state = fold_subject(GOLDEN_SUBJECT, [bundle_item(GOLDEN_BUNDLE)], None).state
+    path = write_state(tmp_path, state)
+    assert path.read_bytes() == canonical_json(state)
+    assert decode_state(path.read_bytes()) == state
+    assert [p.name for p in tmp_path.iterdir()] == [path.name]  # no temporary file left behind
+
+
+# --- replay -----------------------------------------------------------------------------------
+
+
+def test_replay_is_the_same_for_every_worker_count(tmp_path: Path) -> None:
+    paths = [GOLDEN_BUNDLE, EXAMPLE_BUNDLE, EXAMPLE_LOG]
+    reports = []
+    for workers in (1, 2):
+        out = tmp_path / f"out{workers}"
+        reports.append(
+            replay(paths, keys=EXAMPLE_KEYS, trusted_keys=EXAMPLE_KEYS, workers=workers, out_dir=out)
+        )
+    assert reports[0] == reports[1]
+    assert report_json(reports[0]) == report_json(reports[1])
+    files = {p.name: p.read_bytes() for p in (tmp_path / "out1").iterdir()}
+    assert files == {p.name: p.read_bytes() for p in (tmp_path / "out2").iterdir()}
+    assert len(files) == len(reports[0].subjects) == 3
+    for row in reports[0].subjects:
+        state = decode_state(files[state_filename(row.subject)])
+        assert state.state_sha256 == row.state_sha256
+        assert state.event_count == row.event_count
+    assert reports[0].ok
+
+
+def test_replay_report_json_has_the_contract_fields() -> None:
+    report = replay([GOLDEN_BUNDLE, EXAMPLE_BUNDLE], workers=1)  # example bundle: untrusted
+    document = json.loads(report_json(report))
+    rows = {row["subject"]: row for row in document["subjects"]}
+    golden = rows[GOLDEN_SUBJECT]
+    assert golden["state_sha256"] == GOLDEN_STATE_SHA256
+    for field in (
+        "event_count",
+        "valid_event_count",
+        "invalid_event_count",
+        "equivocation_count",
+        "state_matches",
+        "bundles",
+        "rejected",
+    ):
+        assert field in golden
+    assert golden["state_matches"] is True
+    assert document["ok"] is False
+    assert [p["code"] for p in document["problems"]] == ["bundle_failed"]
+    assert document["totals"]["subjects"] == 2
+    assert document["totals"]["event_count"] == sum(row["event_count"] for row in document["subjects"])
+
+
+def single_subject_vectors() -> list[str]:
+    """Vectors whose every input is one line naming the vector's subject (so replay == fold)."""
+    names = []
+    for path in CONFORMANCE:
+        vector = load_vector(path.stem)
+        texts = vector["inputs"]
+        if any("\n" in text or "\r" in text for text in texts):
+            continue
+        try:
+            subjects = {msgspec.json.decode(text)["subject_pith_number"] for text in texts}
+        except (msgspec.DecodeError, KeyError, TypeError):
+            continue
+        if subjects == {vector["subject"]}:
+            names.append(path.stem)
+    return names
+
+
+@pytest.mark.parametrize("name", single_subject_vectors())
+def test_replay_of_a_vector_split_over_files_in_any_order(name: str, tmp_path: Path) -> None:
+    vector = load_vector(name)
+    rng = random.Random(name)
+    lines = [text.encode("utf-8") for text in vector["inputs"]]
+    lines += rng.choices(lines, k=len(lines) // 2)
+    rng.shuffle(lines)
+    cut = rng.randrange(len(lines) + 1)
+    (tmp_path / "a.jsonl").write_bytes(b"\n".join(lines[:cut]) + b"\n")
+    (tmp_path / "b.ndjson").write_bytes(b"\n".join(lines[cut:]))
+    report = replay([tmp_path], keys=vector["keys"], workers=1)
+    [row] = report.subjects
+    assert row.state_sha256 == vector["expected"]["state"]["state_sha256"]
+    assert report.problems == ()
+
+
+def test_replay_rejects_a_bad_worker_count() -> None:
+    with pytest.raises(Exception, match="workers must be at least 1"):
+        replay([GOLDEN_BUNDLE], workers=0)
+
+
+# --- the shipped examples ---------------------------------------------------------------------
+
+
+def load_generator() -> Any:
+    spec = importlib.util.spec_from_file_location("make_examples", EXAMPLES / "make_examples.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_examples_are_what_the_generator_makes() -> None:
+    for name, data in load_generator().outputs().items():
+        assert (EXAMPLES / name).read_bytes() == data, f"examples/{name} is stale: run make_examples.py"
+
+
+def test_example_bundle_shows_an_equivocation_and_invalid_events() -> None:
+    report = verify_bundle(EXAMPLE_BUNDLE.read_bytes(), trusted_keys=EXAMPLE_KEYS)
+    assert report.ok
+    assert report.result is not None
+    state = report.result.state
+    assert state.equivocation_count == 1
+    reasons = {str(item.reason) for item in state.invalid_events}
+    assert {
+        "equivocation",
+        "invalid_prev",
+        "unknown_key",
+        "bad_signature",
+        "content_hash_mismatch",
+    } <= reasons
+    assert len(reasons) >= 6
+    assert not verify_bundle(EXAMPLE_BUNDLE.read_bytes(), trusted_keys=REGISTRY_KEYS).ok
+
+
+def test_a_tampered_example_event_breaks_the_bundle() -> None:
+    bundle = json.loads(EXAMPLE_BUNDLE.read_bytes())
+    event = sign_event(
+        TestKey("merge-v1 vector key A", "test-A"),
+        event_type="mirror_hint",
+        subject=bundle["pith_number"],
+        payload={},
+        created_at="2026-01-20T00:00:00Z",
+    )
+    bundle["events"].append(event)  # a valid event, yet not in the signed bundle
+    report = verify_bundle(bundle, trusted_keys=EXAMPLE_KEYS)
+    assert {check.name for check in report.failed} == {"bundle_sha256", "bundle_signature", "state"}

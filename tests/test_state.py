@@ -1,0 +1,161 @@
+"""The state of spec §9 (merge.state): typed, round-trips through canonical JSON, hashes right."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from typing import Any
+
+import msgspec
+import pytest
+
+from merge import (
+    MERGE_VERSION,
+    Current,
+    Entry,
+    InvalidEvent,
+    Reason,
+    Signer,
+    State,
+    canonical_json,
+    decode_state,
+    fold,
+    state_sha256,
+)
+from merge.fold import with_state_sha256
+
+from .conftest import CONFORMANCE, load_vector
+
+NAMES = [path.stem for path in CONFORMANCE]
+
+
+def folded(name: str) -> State:
+    vector = load_vector(name)
+    return fold(vector["inputs"], subject=vector["subject"], keys=vector["keys"], threads=1).state
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_round_trip_through_canonical_json(name: str) -> None:
+    state = folded(name)
+    text = canonical_json(state)
+    again = decode_state(text)
+    assert again == state
+    assert canonical_json(again) == text
+    assert decode_state(text.decode()) == state
+
+
+def test_golden_state_decodes_and_reencodes_byte_for_byte(golden_bundle: dict[str, Any]) -> None:
+    published = canonical_json(golden_bundle["state"])
+    state = decode_state(published)
+    assert canonical_json(state) == published
+    assert state.state_sha256 == golden_bundle["state"]["state_sha256"]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_state_sha256_is_the_hash_of_the_rest(name: str) -> None:
+    state = folded(name)
+    as_json = json.loads(canonical_json(state))
+    assert state.state_sha256 == as_json["state_sha256"] == state_sha256(as_json)
+    rest = canonical_json({k: v for k, v in as_json.items() if k != "state_sha256"})
+    assert state.state_sha256 == hashlib.sha256(rest).hexdigest()
+
+
+def test_with_state_sha256_recomputes_and_ignores_an_old_hash() -> None:
+    state = folded("chain_supersede")
+    stale = msgspec.structs.replace(state, state_sha256="0" * 64)
+    assert with_state_sha256(stale) == state
+    changed = msgspec.structs.replace(state, event_count=state.event_count + 1)
+    assert with_state_sha256(changed).state_sha256 != state.state_sha256
+
+
+def test_an_empty_state_sha256_is_left_out() -> None:
+    """``state_sha256=""`` encodes without the key: exactly what the hash is over (§2)."""
+    state = msgspec.structs.replace(folded("all_types"), state_sha256="")
+    assert b"state_sha256" not in canonical_json(state)
+
+
+def test_the_state_is_typed_and_frozen() -> None:
+    state = folded("every_reason")
+    assert isinstance(state, State)
+    assert isinstance(state.current, Current)
+    assert state.state_type == "pith_open_graph_state"
+    assert state.state_version == "1.0"
+    assert state.merge_version == MERGE_VERSION == "pith-open-graph-merge-v1"
+    assert all(
+        isinstance(item, InvalidEvent) and isinstance(item.reason, Reason) for item in state.invalid_events
+    )
+    record = state.current.record_created
+    assert isinstance(record, Entry)
+    assert isinstance(record.signer, Signer)
+    with pytest.raises(AttributeError):
+        state.event_count = 0  # type: ignore[misc]
+
+
+def test_decoded_reasons_are_the_enum() -> None:
+    state = decode_state(canonical_json(folded("every_reason")))
+    assert all(type(item.reason) is Reason for item in state.invalid_events)
+
+
+def test_key_order_follows_the_spec_via_canonical_json() -> None:
+    """Field order in the Structs does not matter: canonical JSON sorts keys."""
+    as_json = json.loads(canonical_json(folded("all_types")))
+    assert list(as_json) == sorted(as_json)
+    assert list(as_json["current"]) == sorted(as_json["current"])
+    assert set(as_json) == {
+        "state_type",
+        "state_version",
+        "pith_number",
+        "merge_version",
+        "event_count",
+        "valid_event_count",
+        "invalid_event_count",
+        "equivocation_count",
+        "current",
+        "equivocations",
+        "invalid_events",
+        "applied_event_ids",
+        "state_sha256",
+    }
+
+
+@pytest.mark.parametrize("name", ["equivocation_graph", "equivocation_record"])
+def test_equivocations_sorted_by_canonical_bytes(name: str) -> None:
+    state = folded(name)
+    encoded = [canonical_json(item) for item in state.equivocations]
+    assert encoded == sorted(encoded)
+    assert state.equivocation_count == len(encoded) >= 1
+    for item in state.equivocations:
+        assert list(item.event_ids) == sorted(item.event_ids)
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda s: s.pop("current"),
+        lambda s: s.update(event_count="2"),
+        lambda s: s.update(invalid_events=[{"event_id": "x", "reason": "not_a_reason"}]),
+        lambda s: s["current"].update(record_created={"event_id": 1}),
+    ],
+)
+def test_decode_state_says_where_a_state_is_wrong(change: Any, golden_bundle: dict[str, Any]) -> None:
+    state = copy.deepcopy(golden_bundle["state"])
+    change(state)
+    with pytest.raises(msgspec.ValidationError):
+        decode_state(json.dumps(state))
+
+
+@pytest.mark.parametrize("text", [b"", b"{", b"[]"])
+def test_decode_state_refuses_non_states(text: bytes) -> None:
+    with pytest.raises((msgspec.DecodeError, msgspec.ValidationError)):
+        decode_state(text)
+
+
+def test_the_state_as_plain_json_is_the_same_document() -> None:
+    """Encoding the Structs directly gives the bytes the plain-JSON reference path gives."""
+    state = folded("non_ascii")
+    text = canonical_json(state)
+    plain = json.loads(text)
+    assert canonical_json(plain) == text
+    reference = json.dumps(plain, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+    assert reference == text

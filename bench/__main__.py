@@ -49,7 +49,7 @@ class Sizes:
 
 
 FULL = Sizes(20_000, 1_000, 20, 10_000, 500, 1_000, 100, 5_000)
-QUICK = Sizes(300, 20, 20, 200, 20, 20, 20, 100)
+QUICK = Sizes(200, 10, 20, 100, 10, 10, 20, 60)
 
 BENCHMARKS = ("stages", "fold", "merger", "replay", "encoding")
 
@@ -133,8 +133,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     console.log(f"done in {elapsed:.0f} s on {machine}")
     if args.json is not None:
-        document = {"quick": args.quick, "repeat": repeat, "machine": machine, "seconds": elapsed,
-                    "results": [result.as_json() for result in results]}  # fmt: skip
+        document = {
+            "quick": args.quick,
+            "repeat": repeat,
+            "machine": machine,
+            "seconds": elapsed,
+            "results": [result.as_json() for result in results],
+        }
         args.json.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
     return 0
 

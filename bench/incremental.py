@@ -31,9 +31,14 @@ def chain_events(key: TestKey, length: int) -> tuple[str, list[dict[str, Any]]]:
     }
     subject, payload = record_created_payload(key, record, signed_at="2026-06-01T00:00:00Z")
     events = [
-        sign_event(key, event_type="record_created", subject=subject, payload=payload,
-                   created_at=timestamp(1_780_000_000))
-    ]  # fmt: skip
+        sign_event(
+            key,
+            event_type="record_created",
+            subject=subject,
+            payload=payload,
+            created_at=timestamp(1_780_000_000),
+        )
+    ]
     prev: str | None = None
     text = "snapshot of a graph that grows by one claim at a time " * 20  # about 1.5 KB per event
     for number in range(length - 1):

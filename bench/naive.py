@@ -25,11 +25,23 @@ from nacl.signing import VerifyKey
 __all__ = ["naive_fold"]
 
 _REASONS = [
-    "non_canonical_json", "unsupported_schema_version", "malformed", "event_id_mismatch",
-    "content_hash_mismatch", "wrong_subject", "unknown_event_type", "target_mismatch",
-    "unknown_key", "key_mismatch", "unsupported_signature", "bad_signature", "key_expired",
-    "record_not_genesis", "bad_payload", "bad_receipt",
-]  # fmt: skip
+    "non_canonical_json",
+    "unsupported_schema_version",
+    "malformed",
+    "event_id_mismatch",
+    "content_hash_mismatch",
+    "wrong_subject",
+    "unknown_event_type",
+    "target_mismatch",
+    "unknown_key",
+    "key_mismatch",
+    "unsupported_signature",
+    "bad_signature",
+    "key_expired",
+    "record_not_genesis",
+    "bad_payload",
+    "bad_receipt",
+]
 _TYPES = {
     "record_created": ("record", "record_created"),
     "graph_snapshot": ("graph", "graph_snapshots"),
@@ -43,9 +55,19 @@ _TYPES = {
 }
 _EVENT_ID = re.compile(r"sha256:[0-9a-f]{64}")
 _EVENT_KEYS = {
-    "event_type", "subject_pith_number", "target", "payload", "signer", "created_at",
-    "supersedes", "prev_event", "signature", "content_sha256", "schema_version", "event_id",
-}  # fmt: skip
+    "event_type",
+    "subject_pith_number",
+    "target",
+    "payload",
+    "signer",
+    "created_at",
+    "supersedes",
+    "prev_event",
+    "signature",
+    "content_sha256",
+    "schema_version",
+    "event_id",
+}
 
 
 def _cj(value: Any) -> bytes:
@@ -208,8 +230,13 @@ def naive_fold(inputs: list[bytes], subject: str, keys: list[dict[str, Any]]) ->
                 depth[group[0]] = 0 if parent is None else depth[parent] + 1
                 todo.append(group[0])
             else:
-                forks.append({"chain": {"target": target, "key_id": key_id}, "prev_event": parent,
-                              "event_ids": sorted(group)})  # fmt: skip
+                forks.append(
+                    {
+                        "chain": {"target": target, "key_id": key_id},
+                        "prev_event": parent,
+                        "event_ids": sorted(group),
+                    }
+                )
                 for event_id in group:
                     invalid[event_id] = "equivocation"
     # Descendants of what did not apply.
@@ -269,8 +296,11 @@ def _aliases(event: dict[str, Any]) -> list[dict[str, Any]]:
     digest = _b32(event["payload"]["canonical_sha256"])
     pairs = [("pith_short_8", digest[:8]), ("pith_short_12", digest[:12]), ("pith_short_16", digest[:16])]
     if source["kind"] == "arxiv":
-        pairs += [("arxiv", source["id"]), ("arxiv_version", f"{source['id']}v{source['version']}"),
-                  ("doi", f"10.48550/arxiv.{source['id']}")]  # fmt: skip
+        pairs += [
+            ("arxiv", source["id"]),
+            ("arxiv_version", f"{source['id']}v{source['version']}"),
+            ("doi", f"10.48550/arxiv.{source['id']}"),
+        ]
     else:
         pairs.append((source["kind"], source["id"]))
     return [{"alias_kind": k, "alias_value": v, "created_at": event["created_at"]} for k, v in sorted(pairs)]

@@ -176,8 +176,9 @@ def _history(rng: random.Random, keys: list[TestKey], spec: WorkloadSpec, index:
     record = _canonical_record(rng, index)
     created = _BASE_SECONDS + rng.randrange(86_400 * 30)
     subject, payload = record_created_payload(keys[0], record, signed_at=timestamp(created, 123456))
-    genesis = sign_event(keys[0], event_type="record_created", subject=subject, payload=payload,
-                         created_at=timestamp(created))  # fmt: skip
+    genesis = sign_event(
+        keys[0], event_type="record_created", subject=subject, payload=payload, created_at=timestamp(created)
+    )
     events: list[dict[str, Any]] = [genesis]
     # Last event of every chain (target, key_id), for prev_event links.
     tips: dict[tuple[str, str], dict[str, Any]] = {}
@@ -206,8 +207,10 @@ def _history(rng: random.Random, keys: list[TestKey], spec: WorkloadSpec, index:
 
     inputs = [_encode(event) for event in events]
     faults: Counter[str] = Counter()
+    # A fork needs a chain: a history of one event cannot hold an equivocation.
+    kinds = FAULT_KINDS if tips else tuple(kind for kind in FAULT_KINDS if kind != "equivocation")
     for _ in range(round(spec.events_per_subject * spec.fault_rate)):
-        kind = rng.choice(FAULT_KINDS)
+        kind = rng.choice(kinds)
         inputs.append(
             _fault(
                 kind,
@@ -261,10 +264,15 @@ def _fault(
         prev = previous_of[tip["event_id"]]
         chain_key = next(k for k in keys if k.key_id == tip["signer"]["key_id"])
         return _encode(
-            sign_event(chain_key, event_type=tip["event_type"], subject=subject,
-                       payload={"note": f"fork {rng.random()}"}, created_at=tip["created_at"],
-                       prev_event=prev["event_id"] if prev is not None else None)
-        )  # fmt: skip
+            sign_event(
+                chain_key,
+                event_type=tip["event_type"],
+                subject=subject,
+                payload={"note": f"fork {rng.random()}"},
+                created_at=tip["created_at"],
+                prev_event=prev["event_id"] if prev is not None else None,
+            )
+        )
     prev_event: str | None = None
     signer, event_subject = key, subject
     if kind == "missing_prev":
@@ -273,9 +281,14 @@ def _fault(
         signer = _STRANGER
     elif kind == "wrong_subject":
         event_subject = "pith:2026:AAAAAAAAAAAAAAAAAAAAAAAAAA"
-    event = sign_event(signer, event_type="mirror_hint", subject=event_subject,
-                       payload={"url": f"https://mirror.example/{rng.randrange(10**9)}"},
-                       created_at=created, prev_event=prev_event)  # fmt: skip
+    event = sign_event(
+        signer,
+        event_type="mirror_hint",
+        subject=event_subject,
+        payload={"url": f"https://mirror.example/{rng.randrange(10**9)}"},
+        created_at=created,
+        prev_event=prev_event,
+    )
     if kind == "bad_signature":
         event = _tamper(event)
     return _encode(event)

@@ -32,6 +32,7 @@ lost, and a state file is only ever replaced whole.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -62,10 +63,12 @@ if TYPE_CHECKING:
     from distributed import Client
 
 __all__ = [
-    "DEFAULT_BLOCKSIZE",
+    "BLOCKS_PER_THREAD",
     "INSTALL_HINT",
+    "MAX_BLOCKSIZE",
     "MIN_BLOCKSIZE",
     "DaskUnavailableError",
+    "Plan",
     "SchedulerError",
     "Segment",
     "plan_corpus",
@@ -75,8 +78,10 @@ __all__ = [
 
 #: The exact command that installs the optional Dask engine.
 INSTALL_HINT: Final = "pip install 'pith-merge[dask]'"
-#: Largest block a scan task reads (bytes of input); large logs are cut into ranges of this size.
-DEFAULT_BLOCKSIZE: Final = 32 * 1024 * 1024
+#: Largest block the automatic sizing picks (bytes of input). A scan task holds its block's records
+#: in memory; and Dask's task shuffle costs about ``blocks * 32 * stages`` small tasks, so large
+#: corpora want large blocks: 1 TB in 128 MiB blocks is 8,192 blocks.
+MAX_BLOCKSIZE: Final = 128 * 1024 * 1024
 #: Smallest block the automatic sizing picks: below this, task overhead outweighs the work.
 MIN_BLOCKSIZE: Final = 256 * 1024
 #: Blocks per worker thread the automatic sizing aims for, so that every thread gets work.
@@ -105,6 +110,7 @@ class Segment(msgspec.Struct, frozen=True):
 
     ``whole``: the file is read as the local replayer reads it (``start`` is 0, ``end`` unused).
     Otherwise the lines that *start* in ``[start, end)`` (``end`` ``None``: to the end of file).
+    ``size``: the file's size when it was planned (bytes), to pack segments into blocks.
     """
 
     path: str
@@ -169,7 +175,7 @@ def plan_corpus(
     """Cut a corpus into segments and blocks (step 1 of the module docstring).
 
     ``blocksize`` ``None``: about :data:`BLOCKS_PER_THREAD` blocks per thread, between
-    :data:`MIN_BLOCKSIZE` and :data:`DEFAULT_BLOCKSIZE`. Reads metadata only (walks, sizes).
+    :data:`MIN_BLOCKSIZE` and :data:`MAX_BLOCKSIZE`. Reads metadata only (walks, sizes).
     ``out_dir`` is created here, so that a path the workers cannot write fails before any work.
     """
     files: list[tuple[Path, int]] = []
@@ -183,7 +189,7 @@ def plan_corpus(
             files.append((file, size))
     if blocksize is None:
         total = sum(size for _, size in files)
-        blocksize = min(DEFAULT_BLOCKSIZE, max(MIN_BLOCKSIZE, total // max(1, threads * BLOCKS_PER_THREAD)))
+        blocksize = min(MAX_BLOCKSIZE, max(MIN_BLOCKSIZE, total // max(1, threads * BLOCKS_PER_THREAD)))
     segments: list[Segment] = []
     for file, size in files:
         if file.suffix == JSON_SUFFIX or size <= blocksize:
@@ -236,11 +242,12 @@ class _RangeReader:
         self.lines = 0
         position = 0
         if start > 0:
-            # The line running through byte start - 1 belongs to the previous range.
+            # The line running through byte start - 1 belongs to the previous range. Skip it, but
+            # never past this range's end: a range inside one long line reads only itself.
             handle.seek(start - 1)
             position = start - 1
-            while True:
-                chunk = handle.readline(1 << 20)
+            while end is None or position < end:
+                chunk = handle.readline(1 << 16 if end is None else min(1 << 16, end - position))
                 position += len(chunk)
                 if not chunk or chunk.endswith(b"\n"):
                     break
@@ -448,8 +455,15 @@ def run_replay_cli(
         raise InputError(f"workers must be at least 1, not {workers}")
     if scheduler is None:
         count = workers or os.cpu_count() or 1
+        # Its diagnostics server on any free port: another cluster may hold the usual 8787. Its logs
+        # silenced: failures reach us as exceptions, and the race of workers and scheduler closing
+        # would otherwise print tracebacks of heartbeats to a closed scheduler.
         cluster = LocalCluster(  # type: ignore[no-untyped-call]
-            n_workers=count, threads_per_worker=1, processes=True, dashboard_address=None
+            n_workers=count,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=":0",
+            silence_logs=logging.CRITICAL,
         )
         with cluster, Client(cluster) as client:  # type: ignore[no-untyped-call]
             return replay_on_dask(paths, client=client, keys=keys, trusted_keys=trusted_keys, out_dir=out_dir)
@@ -458,6 +472,11 @@ def run_replay_cli(
     except (OSError, TimeoutError, ValueError) as exc:
         raise SchedulerError(scheduler, str(exc) or type(exc).__name__) from exc
     with client:
+        try:
+            # A scheduler without workers would leave the replay waiting for ever.
+            client.wait_for_workers(1, timeout=connect_timeout)  # type: ignore[arg-type]
+        except TimeoutError as exc:
+            raise SchedulerError(scheduler, f"no worker joined it within {connect_timeout}") from exc
         return replay_on_dask(paths, client=client, keys=keys, trusted_keys=trusted_keys, out_dir=out_dir)
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import gc
 import hashlib
-from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, Final
@@ -80,26 +79,47 @@ def fold(
     if not isinstance(subject, str):
         raise InputError(f"subject must be a string, not {type(subject).__name__}")
     key_set = KeySet.parse(keys)
-    copies: dict[str, list[Admitted]] = defaultdict(list)
     rejected: list[Rejection] = []
     # §5: an identical copy gets an identical verdict, so only distinct copies are kept: memory
     # stays bounded by the distinct inputs, however often one is replayed (docs/security.md).
     # A parsed NaN or infinity encodes as the text of its null twin: the float verdict is part
     # of a copy's identity, or the fold would depend on the order of the two.
     distinct: set[tuple[bytes, bool]] = set()
-    with gc_paused():
+    # Checks 1-11 of every distinct copy, per event id, copies in input order (as judge_events).
+    prechecked: dict[str, list[Reason | Candidate]] = {}
+
+    def first_signatures() -> Iterator[SignatureJob]:
+        # Admission and checks 1-11 in one pass over the inputs; each event's first signature
+        # is yielded at once, so the verifier's threads work while this one reads on
+        # (docs/performance.md). The same verdicts as judge_events on the grouped copies.
         for index, item in enumerate(inputs):
             outcome = admit(item, index)
             if isinstance(outcome, Rejection):
                 rejected.append(outcome)
-            elif (identity := (outcome.raw, outcome.non_canonical is not None)) not in distinct:
-                distinct.add(identity)
-                copies[outcome.event_id].append(outcome)
-        verdicts = judge_events(copies, subject, key_set, SignatureVerifier(threads))
+                continue
+            identity = (outcome.raw, outcome.non_canonical is not None)
+            if identity in distinct:
+                continue
+            distinct.add(identity)
+            result = precheck(outcome, subject, key_set)
+            results = prechecked.get(outcome.event_id)
+            if results is not None:
+                results.append(result)
+                continue
+            prechecked[outcome.event_id] = [result]
+            if isinstance(result, Candidate) and (job := result.signature_job) is not None:
+                yield job
+
+    verifier = SignatureVerifier(threads)
+    with gc_paused():
+        verifier.prefetch(first_signatures())
+        verdicts = _settle(prechecked, key_set, verifier)
         state = build_state(subject, verdicts)
         # Free the decoded copies now, by reference counting: the collector resumes at the end
         # of the block and would otherwise walk all of them once before they go.
-        del copies, verdicts, distinct
+        prechecked.clear()
+        distinct.clear()
+        del verdicts
     return FoldResult(state, tuple(rejected))
 
 
@@ -161,6 +181,13 @@ def judge_events(
                 yield job
 
     verifier.prefetch(first_signatures())
+    return _settle(prechecked, keys, verifier)
+
+
+def _settle(
+    prechecked: Mapping[str, list[Reason | Candidate]], keys: KeySet, verifier: SignatureVerifier
+) -> dict[str, Reason | ValidEvent]:
+    """Checks 12-16 on each event's candidates in order, until one passes (§5 copy merging)."""
     verdicts: dict[str, Reason | ValidEvent] = {}
     for event_id, results in prechecked.items():
         furthest: Reason | None = None

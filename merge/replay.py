@@ -17,8 +17,9 @@ How a corpus is read (:func:`scan_corpus`):
 
 How one subject is folded (:func:`fold_subject`): every event of the subject, from every log
 line and every bundle's ``events``, is one input set (the merge does not depend on order or
-repeats, spec §5). The key set is the caller's ``keys`` plus each bundle's ``public_keys`` (the
-keys its producer folded with); a key id carried twice with different keys is a problem and the
+repeats, spec §5). The key set is the caller's ``keys`` plus the ``public_keys`` of each bundle
+signed by a trusted key (the keys its producer folded with; an untrusted bundle's events are still
+folded, but its keys are not used); a key id carried twice with different keys is a problem and the
 first one wins, the caller's before any bundle's. Each bundle is also verified on its own
 (spec §10): ``state_matches`` says whether its published state is what its own events fold into.
 
@@ -96,7 +97,7 @@ class InputProblem(msgspec.Struct, frozen=True):
 
     ``code`` is a :class:`merge.RejectCode` string for inputs that are not admitted (§5), or
     one of ``no_subject``, ``not_a_bundle``, ``unreadable``, ``bundle_failed``,
-    ``bad_bundle_keys``, ``key_conflict``, ``no_keys``.
+    ``bad_bundle_keys``, ``untrusted_bundle_keys``, ``key_conflict``, ``no_keys``.
     """
 
     source: str
@@ -317,10 +318,21 @@ def fold_subject(
     key_list: list[Key] = list(keys.values()) if keys is not None else []
     key_ids = {key.key_id: key for key in key_list}
     bundles = mismatches = 0
-    only_bundle: FoldResult | None = None
+    single: FoldResult | None = None
     has_log_events = False
-    items = list(items)
+    # Identical items fold identically (spec §5), so only one copy of each is kept: memory grows
+    # with the distinct inputs of a subject, not with how often they were repeated. Where a kept
+    # copy is refused, every repeat is reported too, at its own place.
+    first_source: dict[tuple[bytes, str], str] = {}
+    repeats: dict[str, list[str]] = defaultdict(list)
+    distinct = 0
     for item in items:
+        identity = (hashlib.sha256(item.data).digest(), item.kind)
+        if identity in first_source:
+            repeats[first_source[identity]].append(item.source)
+            continue
+        first_source[identity] = item.source
+        distinct += 1
         if item.kind == "event":
             has_log_events = True
             inputs.append(item.data)
@@ -343,6 +355,17 @@ def fold_subject(
         if isinstance(events, list):
             inputs.extend(events)
             sources.extend(f"{item.source}#/events/{index}" for index in range(len(events)))
+        if not report.check("bundle_signature").ok:
+            # Keys inside a bundle are trusted only when a trusted key signed it (§10): else
+            # anyone could slip in a key of their own and have its events applied.
+            problems.append(
+                InputProblem(
+                    item.source,
+                    "untrusted_bundle_keys",
+                    "the bundle is not signed by a trusted key: its public_keys are not used",
+                )
+            )
+            continue
         try:
             carried = KeySet.parse(bundle.get("public_keys") or ())
         except KeySetError as exc:
@@ -361,15 +384,19 @@ def fold_subject(
                         f"key {key.key_id!r} differs from one given earlier; the earlier one is used",
                     )
                 )
-        if len(items) == 1 and keys is None:
-            only_bundle = report.result
+        single = report.result
     if has_log_events and keys is None and not key_list:
         problems.append(
             InputProblem(subject, "no_keys", "log events but no key set: every event is unknown_key")
         )
     # A subject that is exactly one bundle, with no caller keys, folds exactly as §10 did.
-    result = only_bundle or fold(inputs, subject=subject, keys=KeySet(key_list), threads=threads)
+    # A subject that is exactly one trusted bundle, with no caller keys, folds exactly as §10 did.
+    if not (distinct == 1 and keys is None and single is not None):
+        single = fold(inputs, subject=subject, keys=KeySet(key_list), threads=threads)
+    result = single
     problems.extend(InputProblem(sources[r.index], str(r.code), r.detail) for r in result.rejected)
+    if repeats:
+        problems = _with_repeats(problems, repeats)
     state = result.state
     summary = SubjectSummary(
         subject=subject,
@@ -384,6 +411,17 @@ def fold_subject(
         bundle_mismatches=mismatches,
     )
     return SubjectOutcome(summary, state, tuple(problems))
+
+
+def _with_repeats(problems: list[InputProblem], repeats: Mapping[str, list[str]]) -> list[InputProblem]:
+    """Each problem of a kept item, followed by the same problem at every repeat of that item."""
+    expanded: list[InputProblem] = []
+    for problem in problems:
+        expanded.append(problem)
+        base, marker, rest = problem.source.partition("#/events/")
+        for other in repeats.get(base, ()):
+            expanded.append(InputProblem(other + marker + rest, problem.code, problem.detail))
+    return expanded
 
 
 # --- writing states ---------------------------------------------------------------------------
@@ -463,7 +501,7 @@ def _fold_partition(
     with open(path, "rb") as handle:
         offsets = _index(handle)
         for subject in sorted(offsets):
-            items = [_read_item(handle, offset) for offset in offsets[subject]]
+            items = (_read_item(handle, offset) for offset in offsets[subject])
             outcome = fold_subject(subject, items, key_set, trusted_set)
             if out_dir is not None:
                 write_state(out_dir, outcome.state)

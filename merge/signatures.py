@@ -72,10 +72,12 @@ class SignatureVerifier:
         pool: ThreadPoolExecutor | None = None
         submitted: list[tuple[list[SignatureJob], Future[list[bool]]]] = []
         batch: list[SignatureJob] = []
+        queued: set[SignatureJob] = set()  # each triple once, even if given twice
         try:
             for job in jobs:
-                if job in self._cache:
+                if job in self._cache or job in queued:
                     continue
+                queued.add(job)
                 batch.append(job)
                 if len(batch) == PARALLEL_THRESHOLD:
                     # A batch per task, not a signature: a future costs about as much as a verify.

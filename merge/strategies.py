@@ -18,6 +18,7 @@ events that a valid ``supersedes`` removes from ``current``.
 from __future__ import annotations
 
 import base64
+import copy
 import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
@@ -571,7 +572,8 @@ class _Builder:
         self.keys = keys
         self.nodes: list[_Node] = []
         self.faults: list[Fault] = []
-        self.other_subject = "pith:2020:" + "A" * 26 if subject != "pith:2020:" + "A" * 26 else "pith:2020:B"
+        # A near miss: the subject with its last character changed.
+        self.other_subject = subject[:-1] + ("B" if subject.endswith("A") else "A")
 
     def created_at(self, instant_us: int) -> str:
         offset, digits = self.draw(_STYLES)
@@ -594,7 +596,7 @@ class _Builder:
         signer = dict(body["signer"])
         supersedes = tuple(body["supersedes"])
         prev = body["prev_event"]
-        detail = ""
+        detail = "created at or after the key's rotates_at"
         if fault is not None and fault not in CHAIN_FAULTS and fault is not FaultKind.KEY_EXPIRED:
             event, detail = self.break_event(key, body, fault)
         else:
@@ -619,7 +621,7 @@ class _Builder:
     def break_event(self, key: TestKey, body: dict[str, Any], fault: FaultKind) -> tuple[dict[str, Any], str]:
         """Apply a §6 fault; the result fails exactly the check of ``fault`` (and none before it)."""
         draw = self.draw
-        body = json.loads(json.dumps(body))  # our own deep copy
+        body = copy.deepcopy(body)
         is_record = body["event_type"] == "record_created"
         if fault is FaultKind.NON_CANONICAL:
             value = draw(st.sampled_from([0.5, 1e300, -2.0, MAX_SAFE_INTEGER + 1, -(2**64)]))

@@ -7,6 +7,7 @@ order) and the same state files, byte for byte.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import random
@@ -45,20 +46,14 @@ KEY_B = TestKey("merge-v1 vector key B", "test-B")
 STRANGER = TestKey("merge-v1 vector key stranger", "test-stranger")
 KEYS = [KEY_A.key_object(), KEY_B.key_object()]
 
-# Shutting a LocalCluster down (or losing a worker on purpose) can leave asyncio/socket objects to
-# the garbage collector; pytest runs with warnings as errors, so only these are let through here.
-pytestmark = [
-    pytest.mark.filterwarnings("ignore:unclosed:ResourceWarning"),
-    pytest.mark.filterwarnings("ignore:.*leaked semaphore.*:UserWarning"),
-]
-
 
 @pytest.fixture(scope="module")
 def client() -> Iterator[Any]:
     """One real cluster of two worker processes (one thread each) for the whole module."""
     with (
+        # dashboard_address ":0": any free port, as other clusters may run on this machine.
         distributed.LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=40
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0", silence_logs=40
         ) as cluster,
         distributed.Client(cluster) as dask_client,
     ):
@@ -80,7 +75,9 @@ def local_and_dask(
 
 # --- a generated corpus: a few thousand events over hundreds of subjects ------------------------
 
-SUBJECTS = 240
+SUBJECTS = 300
+#: Cuts the generated logs into about 25 ranges (every partition is a task of Dask's shuffle).
+BLOCKSIZE = 128 * 1024
 NOT_ADMITTED = [
     b"not json at all",
     b"\xff\xfe not UTF-8",
@@ -136,7 +133,7 @@ def subject_history(index: int) -> list[dict[str, Any]]:
                 prev_event=first_snapshot["event_id"],
             )
         )
-    if index % 11 == 0:  # a forged copy of a new event: bad_signature
+    if index % 11 == 0:  # a new event carrying another event's signature: bad_signature
         forged = sign_event(
             KEY_A, event_type="mirror_hint", subject=subject, payload={"url": "x"}, created_at=timestamp(12)
         )
@@ -165,13 +162,18 @@ def subject_history(index: int) -> list[dict[str, Any]]:
     return events
 
 
+@functools.cache
+def all_events() -> list[dict[str, Any]]:
+    return [event for index in range(SUBJECTS) for event in subject_history(index)]
+
+
 @pytest.fixture(scope="module")
 def generated(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The signed corpus, written once: four logs (subjects spread over all of them, with repeats,
     blank lines, CRLF endings, inputs that are not admitted, no final newline), and bundles."""
     root = tmp_path_factory.mktemp("generated")
     rng = random.Random(7)
-    lines = [json.dumps(event).encode() for index in range(SUBJECTS) for event in subject_history(index)]
+    lines = [json.dumps(event).encode() for event in all_events()]
     lines += rng.sample(lines, 60)  # repeated copies
     lines += NOT_ADMITTED
     lines += [b"", b"   "] * 3
@@ -198,8 +200,8 @@ def corpus_paths(root: Path) -> list[Path]:
 
 def test_generated_corpus_is_what_the_issue_asks() -> None:
     """A few thousand events over hundreds of subjects, with every kind of fault."""
-    events = [event for index in range(SUBJECTS) for event in subject_history(index)]
-    assert len(events) > 2000
+    events = all_events()
+    assert len(events) >= 3000
     assert len({event["subject_pith_number"] for event in events}) == SUBJECTS
 
 
@@ -207,13 +209,13 @@ def test_generated_corpus_gives_the_local_report_and_states(
     client: Any, generated: Path, tmp_path: Path
 ) -> None:
     paths = corpus_paths(generated)
-    local, on_dask, _ = local_and_dask(client, paths, tmp_path, keys=KEYS, blocksize=48 * 1024)
+    local, on_dask, _ = local_and_dask(client, paths, tmp_path, keys=KEYS, blocksize=BLOCKSIZE)
     assert on_dask == local
     assert report_json(on_dask) == report_json(local)
     totals = local.totals
     # The golden and the example bundle's subjects, and "pith:2025:X" of a line with a bad event_id.
     assert totals["subjects"] == SUBJECTS + 3
-    assert totals["event_count"] > 2000
+    assert totals["event_count"] >= 3000
     assert totals["equivocation_count"] > 0
     assert totals["invalid_event_count"] > totals["equivocation_count"]
     codes = {problem.code for problem in local.problems}
@@ -231,7 +233,7 @@ def test_the_automatic_block_size_gives_the_same_report(client: Any, generated: 
 
 @pytest.mark.parametrize("name", [path.stem for path in CONFORMANCE])
 def test_conformance_vector_gives_the_local_report(client: Any, name: str, tmp_path: Path) -> None:
-    """Each vector as a log (shuffled, with repeats), cut into ranges of 1 KiB: as local, and the
+    """Each vector as a log (shuffled, with repeats), cut into byte ranges: as local, and the
     vector's own state when every input is a line of its subject."""
     vector = load_vector(name)
     rng = random.Random(name)
@@ -240,8 +242,12 @@ def test_conformance_vector_gives_the_local_report(client: Any, name: str, tmp_p
     rng.shuffle(texts)
     corpus = tmp_path / "corpus"
     corpus.mkdir()
-    (corpus / "events.jsonl").write_bytes(b"\n".join(texts) + b"\n")
-    local, on_dask, files = local_and_dask(client, [corpus], tmp_path, keys=vector["keys"], blocksize=1024)
+    log = b"\n".join(texts) + b"\n"
+    (corpus / "events.jsonl").write_bytes(log)
+    blocksize = max(1024, len(log) // 8)  # about eight ranges
+    local, on_dask, files = local_and_dask(
+        client, [corpus], tmp_path, keys=vector["keys"], blocksize=blocksize
+    )
     assert on_dask == local
     expected = vector["expected"]["state"]
     if all(_names_subject(text, vector["subject"]) for text in vector["inputs"]):
@@ -261,8 +267,8 @@ def _names_subject(text: str, subject: str) -> bool:
 # --- inputs that are not admitted: reported exactly as locally -----------------------------------
 
 
-def awkward_log(path: Path) -> None:
-    """Every way a line can fail, including a line over 1 MiB that spans many ranges."""
+def awkward_log(path: Path, *, huge: bool = True) -> None:
+    """Every way a line can fail, including (``huge``) a line over 1 MiB that spans many ranges."""
     good = [json.dumps(event).encode() for event in subject_history(7)]
     body = [
         good[0],
@@ -271,7 +277,7 @@ def awkward_log(path: Path) -> None:
         b'{"x": 1}\r',
         b"\xc3\x28",
         b" " * 50,
-        b'{"event_id": "sha256:' + b"f" * 64 + b'", "pad": "' + b"p" * (1 << 20) + b'"}',
+        b'{"event_id": "sha256:' + b"f" * 64 + b'", "pad": "' + b"p" * ((1 << 20) if huge else 10) + b'"}',
         good[1],
         b'{"subject_pith_number": null, "event_id": "sha256:' + b"1" * 64 + b'"}',
         *good[2:],
@@ -280,11 +286,13 @@ def awkward_log(path: Path) -> None:
     path.write_bytes(b"\n".join(body))  # no final newline
 
 
-@pytest.mark.parametrize("blocksize", [1, 3, 64, 1000, 4096, 300_000])
-def test_byte_ranges_reassemble_the_local_scan(tmp_path: Path, blocksize: int) -> None:
+@pytest.mark.parametrize(
+    ("blocksize", "huge"), [(1, False), (3, False), (64, False), (1000, True), (4096, True), (300_000, True)]
+)
+def test_byte_ranges_reassemble_the_local_scan(tmp_path: Path, blocksize: int, huge: bool) -> None:
     """Without a cluster: planning and scanning by ranges give exactly scan_corpus's items and
     problems, with the same line numbers, for any block size (even one byte)."""
-    awkward_log(tmp_path / "log.jsonl")
+    awkward_log(tmp_path / "log.jsonl", huge=huge)
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "bundle.json").write_bytes(GOLDEN_BUNDLE.read_bytes())
     paths = [str(tmp_path), str(tmp_path / "nothing-here.jsonl")]
@@ -312,19 +320,18 @@ def test_inputs_not_admitted_are_reported_as_locally(client: Any, tmp_path: Path
     awkward_log(tmp_path / "log.jsonl")
     paths = [tmp_path / "log.jsonl", tmp_path / "absent"]
     local = replay(paths, keys=KEYS, workers=1)
-    on_dask = replay_on_dask(paths, client=client, keys=KEYS, blocksize=4096)
+    on_dask = replay_on_dask(paths, client=client, keys=KEYS, blocksize=100_000)  # the long line: 11 ranges
     assert on_dask == local
-    codes = [problem.code for problem in local.problems]
-    assert codes == [
-        "not_json",
-        "not_an_object",
-        "not_utf8",
-        "too_large",
-        "no_subject",
-        "not_an_object",
-        "unreadable",
+    where = [(problem.source.replace(str(tmp_path), ""), problem.code) for problem in local.problems]
+    assert where == [
+        ("/log.jsonl:3", "not_json"),
+        ("/log.jsonl:4", "no_event_id"),
+        ("/log.jsonl:5", "not_utf8"),
+        ("/log.jsonl:7", "too_large"),
+        ("/log.jsonl:9", "no_subject"),
+        ("/log.jsonl:19", "not_an_object"),
+        ("/absent", "unreadable"),
     ]
-    assert local.problems[3].source == f"{tmp_path / 'log.jsonl'}:7"
 
 
 def test_an_empty_corpus_gives_an_empty_report(client: Any, tmp_path: Path) -> None:
@@ -405,7 +412,7 @@ def test_a_worker_killed_mid_run_changes_nothing(client: Any, generated: Path, t
     client.register_plugin(KillOnce(str(marker)), name="kill-once")
     try:
         report = replay_on_dask(
-            paths, client=client, keys=KEYS, out_dir=tmp_path / "dask", blocksize=48 * 1024
+            paths, client=client, keys=KEYS, out_dir=tmp_path / "dask", blocksize=BLOCKSIZE
         )
     finally:
         client.unregister_worker_plugin("kill-once")
@@ -414,3 +421,36 @@ def test_a_worker_killed_mid_run_changes_nothing(client: Any, generated: Path, t
     local_files = {path.name: path.read_bytes() for path in (tmp_path / "local").iterdir()}
     assert {path.name: path.read_bytes() for path in (tmp_path / "dask").iterdir()} == local_files
     client.wait_for_workers(2, timeout=60)  # the nanny brought a new worker up
+
+
+# --- the command line: pith-merge replay --engine dask -----------------------------------------
+
+
+def test_cli_replays_on_a_scheduler(client: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    from merge.cli import main
+
+    address = client.scheduler.address
+    code = main(["replay", "--json", "--engine", "dask", "--scheduler", address, str(GOLDEN_BUNDLE)])
+    assert code == 0
+    assert capsys.readouterr().out.encode() == report_json(replay([GOLDEN_BUNDLE], workers=1))
+
+
+def test_cli_without_dask_prints_the_install_command(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from merge.cli import main
+
+    monkeypatch.setitem(sys.modules, "distributed", None)
+    assert main(["replay", "--engine", "dask", str(GOLDEN_BUNDLE)]) == 2
+    err = capsys.readouterr().err
+    assert INSTALL_HINT in err
+    assert "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_a_scheduler_without_workers_is_a_merge_error(tmp_path: Path) -> None:
+    with (
+        distributed.LocalCluster(n_workers=0, dashboard_address=":0", silence_logs=40) as empty,
+        pytest.raises(SchedulerError, match="no worker joined it within 1s"),
+    ):
+        run_replay_cli([tmp_path], scheduler=empty.scheduler_address, connect_timeout="1s")

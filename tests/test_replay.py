@@ -30,7 +30,7 @@ from merge.replay import (
     state_filename,
     write_state,
 )
-from merge.signing import TestKey, sign_event
+from merge.signing import TestKey, sign_bundle, sign_event
 
 from .conftest import CONFORMANCE, GOLDEN_BUNDLE, load_vector
 
@@ -145,10 +145,64 @@ def test_fold_subject_reports_untrusted_and_mismatched_bundles() -> None:
     outcome = fold_subject(bundle["pith_number"], [item], None)  # trust: the registry key only
     assert outcome.summary.state_matches is False
     assert outcome.summary.bundle_mismatches == 1
-    [problem] = outcome.problems
-    assert problem.code == "bundle_failed"
-    assert "bundle_signature" in problem.detail
-    assert "state" in problem.detail
+    failed, untrusted = outcome.problems
+    assert failed.code == "bundle_failed"
+    assert "bundle_signature" in failed.detail
+    assert "state" in failed.detail
+    assert untrusted.code == "untrusted_bundle_keys"
+
+
+def test_untrusted_bundle_cannot_inject_keys() -> None:
+    """A bundle not signed by a trusted key brings events, never keys (§10: trust is ours)."""
+    golden = json.loads(GOLDEN_BUNDLE.read_bytes())
+    subject = golden["pith_number"]
+    intruder = TestKey("an intruder", "intruder")
+    event = sign_event(
+        intruder,
+        event_type="mirror_hint",
+        subject=subject,
+        payload={"base_url": "https://intruder.example"},
+        created_at="2026-08-01T00:00:00Z",
+    )
+    forged = sign_bundle(
+        intruder,
+        {**golden, "events": [event], "public_keys": [intruder.key_object()]},
+        signed_at="2026-08-01T00:00:00Z",
+    )
+    items = [
+        CorpusItem(subject, "golden.json", "bundle", GOLDEN_BUNDLE.read_bytes()),
+        CorpusItem(subject, "forged.json", "bundle", json.dumps(forged).encode()),
+    ]
+    outcome = fold_subject(subject, items, None)  # trust: the registry key only
+    assert outcome.summary.valid_event_count == 2
+    assert outcome.state.invalid_events[0].event_id == event["event_id"]
+    assert outcome.state.invalid_events[0].reason == "unknown_key"
+    assert [p.code for p in outcome.problems if p.source == "forged.json"] == [
+        "bundle_failed",
+        "untrusted_bundle_keys",
+    ]
+
+
+def test_repeated_items_are_held_once_and_every_refused_copy_is_reported() -> None:
+    bundle = json.loads(EXAMPLE_BUNDLE.read_bytes())
+    subject = bundle["pith_number"]
+    refused = b'{"subject_pith_number": "%s", "event_id": "sha1:x"}' % subject.encode()
+    items = [
+        bundle_item(EXAMPLE_BUNDLE),
+        CorpusItem(subject, "a.jsonl:1", "event", refused),
+        CorpusItem(subject, "a.jsonl:2", "event", refused),
+        CorpusItem(subject, "copy.json", "bundle", EXAMPLE_BUNDLE.read_bytes()),
+        CorpusItem(subject, "b.jsonl:7", "event", refused),
+    ]
+    once = fold_subject(subject, items[:2], None, EXAMPLE_KEYS)
+    repeated = fold_subject(subject, items, None, EXAMPLE_KEYS)
+    assert canonical_json(repeated.state) == canonical_json(once.state)
+    assert repeated.summary.bundles == 1
+    assert [(p.source, p.code) for p in repeated.problems] == [
+        ("a.jsonl:1", "bad_event_id"),
+        ("a.jsonl:2", "bad_event_id"),
+        ("b.jsonl:7", "bad_event_id"),
+    ]
 
 
 def test_fold_subject_reports_key_conflicts_and_missing_keys() -> None:
@@ -271,7 +325,7 @@ def test_replay_report_json_has_the_contract_fields() -> None:
         assert field in golden
     assert golden["state_matches"] is True
     assert document["ok"] is False
-    assert [p["code"] for p in document["problems"]] == ["bundle_failed"]
+    assert [p["code"] for p in document["problems"]] == ["bundle_failed", "untrusted_bundle_keys"]
     assert document["totals"]["subjects"] == 2
     assert document["totals"]["event_count"] == sum(row["event_count"] for row in document["subjects"])
 

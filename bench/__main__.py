@@ -25,6 +25,7 @@ import nacl
 from rich.console import Console
 from rich.table import Table
 
+from .dask_bench import bench_dask
 from .encoding import bench_encoding
 from .folding import bench_fold
 from .incremental import bench_merger
@@ -51,7 +52,7 @@ class Sizes:
 FULL = Sizes(20_000, 1_000, 20, 10_000, 500, 1_000, 100, 5_000)
 QUICK = Sizes(200, 10, 20, 100, 10, 10, 20, 60)
 
-BENCHMARKS = ("stages", "fold", "merger", "replay", "encoding")
+BENCHMARKS = ("stages", "fold", "merger", "replay", "dask", "encoding")
 
 
 def run(names: Sequence[str], sizes: Sizes, repeat: int, log: Callable[[str], None]) -> list[Result]:
@@ -82,6 +83,10 @@ def run(names: Sequence[str], sizes: Sizes, repeat: int, log: Callable[[str], No
         log(f"replay: {sizes.replay_subjects} subjects x {sizes.replay_events} events (child processes)")
         spec = WorkloadSpec(subjects=sizes.replay_subjects, events_per_subject=sizes.replay_events, seed=2)
         results += bench_replay(spec, sizes.replay_big_subject, repeat=min(repeat, 2))
+    if "dask" in names:
+        log(f"dask: {sizes.replay_subjects} subjects x {sizes.replay_events} events on a LocalCluster")
+        spec = WorkloadSpec(subjects=sizes.replay_subjects, events_per_subject=sizes.replay_events, seed=2)
+        results += bench_dask(spec, repeat=min(repeat, 2))
     if "encoding" in names:
         assert single is not None
         log("canonical JSON and state_sha256")

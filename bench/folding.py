@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import os
 
-import msgspec
-
 from merge import KeySet, State, fold
 
 from .bound import signature_jobs, verify_serial, verify_threaded
@@ -119,8 +117,3 @@ def bench_fold(workload: Workload, label: str, *, repeat: int, naive: bool = Tru
             ),
         ]
     return results
-
-
-def state_bytes(states: list[State]) -> int:
-    """Bytes of canonical JSON of ``states`` (for reports)."""
-    return sum(len(msgspec.json.encode(state)) for state in states)

@@ -10,6 +10,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import msgspec
+
+from merge import Merger, fold
 from merge.signing import TestKey, record_created_payload, sign_event
 
 from .bound import signature_jobs, verify_serial
@@ -57,12 +60,6 @@ def chain_events(key: TestKey, length: int) -> tuple[str, list[dict[str, Any]]]:
 
 def bench_merger(length: int, extensions: int, *, repeat: int) -> list[Result]:
     """Time :meth:`merge.engine.Merger.add` on ``extensions`` events after a chain of ``length``."""
-    try:
-        from merge.engine import Merger
-    except ImportError:
-        return [Result("merger: add", float("nan"), "", "merge.engine.Merger is not available")]
-    import msgspec
-
     key = bench_keys()[0]
     subject, events = chain_events(key, length + extensions)
     texts = [msgspec.json.encode(event) for event in events]
@@ -86,8 +83,6 @@ def bench_merger(length: int, extensions: int, *, repeat: int) -> list[Result]:
         best_state = min(best_state, time.perf_counter() - start)
         if merger.state.valid_event_count != length + extensions:
             raise AssertionError("the merger did not apply the whole chain")
-    from merge import fold
-
     if fold(texts, subject=subject, keys=keys, threads=1).state_sha256 != state_sha256:
         raise AssertionError("the merger's state differs from fold's")
     ratio = best_add / best_verify

@@ -44,18 +44,18 @@ from .bundle import REGISTRY_KEYS
 from .errors import InputError, MergeError
 from .keys import KeySet
 
-# _walk, _scan_file and _scan_log: the local replayer's own walking, reading and attribution, so
-# that both engines read a corpus alike (the same items, the same problems, the same words).
+# walk_corpus, scan_file and scan_log: the local replayer's own walking, reading and attribution,
+# so that both engines read a corpus alike (the same items, the same problems, the same words).
 from .replay import (
     JSON_SUFFIX,
     CorpusItem,
     InputProblem,
     ReplayReport,
     SubjectSummary,
-    _scan_file,
-    _scan_log,
-    _walk,
     fold_subject,
+    scan_file,
+    scan_log,
+    walk_corpus,
     write_state,
 )
 
@@ -181,7 +181,7 @@ def plan_corpus(
     files: list[tuple[Path, int]] = []
     for path in paths:
         root = Path(path)
-        for file in _walk(root) if root.is_dir() else (root,):
+        for file in walk_corpus(root) if root.is_dir() else (root,):
             try:
                 size = file.stat().st_size
             except OSError:
@@ -269,7 +269,7 @@ def _scan_block(block: tuple[tuple[int, Segment], ...]) -> Scanned:
     scanned = Scanned([], [], [])
     for number, segment in block:
         if segment.whole:
-            entries = _scan_file(Path(segment.path), explicit=True)
+            entries = scan_file(Path(segment.path))
             for position, entry in enumerate(entries, start=1):
                 _keep(scanned, number, position, entry, in_range=False)
         else:
@@ -291,8 +291,8 @@ def _scan_range(scanned: Scanned, number: int, segment: Segment) -> None:
         reader = _RangeReader(handle, segment.start, segment.end)
         prefix = segment.path + ":"
         last = 0
-        # read_lines (inside _scan_log) only ever calls readline.
-        for entry in _scan_log(cast(IO[bytes], reader), segment.path):
+        # read_lines (inside scan_log) only ever calls readline.
+        for entry in scan_log(cast(IO[bytes], reader), segment.path):
             if entry.source.startswith(prefix):  # "path:line", line counted inside this range
                 last = int(entry.source[len(prefix) :])
                 _keep(scanned, number, last, entry, in_range=True)

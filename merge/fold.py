@@ -90,8 +90,8 @@ def fold(
 
     def first_signatures() -> Iterator[SignatureJob]:
         # Admission and checks 1-11 in one pass over the inputs; each event's first signature
-        # is yielded at once, so the verifier's threads work while this one reads on
-        # (docs/performance.md). The same verdicts as judge_events on the grouped copies.
+        # is yielded at once, so the verifier's threads may work while this one reads on (as
+        # far as the GIL lets them: docs/performance.md). Same verdicts as judge_events.
         for index, item in enumerate(inputs):
             outcome = admit(item, index)
             if isinstance(outcome, Rejection):
@@ -159,7 +159,7 @@ def judge_events(
     prechecked: dict[str, list[Reason | Candidate]] = {}
 
     def first_signatures() -> Iterator[SignatureJob]:
-        # Yield each signature as soon as its event passed checks 1-11: the verifier works
+        # Yield each signature as soon as its event passed checks 1-11: the verifier may work
         # on it on another thread while this one checks the next events (docs/performance.md).
         for event_id, event_copies in copies.items():
             if len(event_copies) == 1:  # the common case, without the set

@@ -68,7 +68,10 @@ __all__ = [
     "replay",
     "report_json",
     "scan_corpus",
+    "scan_file",
+    "scan_log",
     "state_filename",
+    "walk_corpus",
     "write_state",
 ]
 
@@ -186,17 +189,18 @@ def scan_corpus(paths: Iterable[str | os.PathLike[str]]) -> Iterator[CorpusItem 
     """
     for path in paths:
         if os.fspath(path) == "-":
-            yield from _scan_log(sys.stdin.buffer, "-")
+            yield from scan_log(sys.stdin.buffer, "-")
             continue
         root = Path(path)
         if root.is_dir():
-            for file in _walk(root):
-                yield from _scan_file(file, explicit=False)
+            for file in walk_corpus(root):
+                yield from scan_file(file)
         else:
-            yield from _scan_file(root, explicit=True)
+            yield from scan_file(root)
 
 
-def _walk(root: Path) -> Iterator[Path]:
+def walk_corpus(root: Path) -> Iterator[Path]:
+    """The input files under a directory: ``*.json`` and JSON Lines logs, in sorted order."""
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames.sort()
         for name in sorted(filenames):
@@ -205,7 +209,8 @@ def _walk(root: Path) -> Iterator[Path]:
                 yield file
 
 
-def _scan_file(path: Path, *, explicit: bool) -> Iterator[CorpusItem | InputProblem]:
+def scan_file(path: Path) -> Iterator[CorpusItem | InputProblem]:
+    """The items of one file: a ``*.json`` file is one JSON text, anything else JSON Lines."""
     source = str(path)
     try:
         handle = path.open("rb")
@@ -221,7 +226,7 @@ def _scan_file(path: Path, *, explicit: bool) -> Iterator[CorpusItem | InputProb
                 return
             yield _attribute(data, source, whole_file=True)
         else:
-            yield from _scan_log(handle, source)
+            yield from scan_log(handle, source)
 
 
 def read_lines(handle: IO[bytes], limit: int = MAX_INPUT_BYTES) -> Iterator[tuple[int, bytes | None]]:
@@ -249,7 +254,8 @@ def read_lines(handle: IO[bytes], limit: int = MAX_INPUT_BYTES) -> Iterator[tupl
             yield number, text
 
 
-def _scan_log(handle: IO[bytes], name: str) -> Iterator[CorpusItem | InputProblem]:
+def scan_log(handle: IO[bytes], name: str) -> Iterator[CorpusItem | InputProblem]:
+    """The items of a JSON Lines stream, each attributed to its subject (``name:line`` sources)."""
     try:
         for number, line in read_lines(handle):
             source = f"{name}:{number}"

@@ -61,8 +61,9 @@ class SignatureVerifier:
         """Verify many triples ahead of time, in parallel when there are enough of them.
 
         ``jobs`` is consumed lazily and verification starts while it is still being consumed:
-        when ``jobs`` is a generator doing work of its own (the fold's checks 1–11), that work
-        overlaps with the verification of the jobs it has already yielded.
+        when ``jobs`` is a generator doing work of its own (the fold's checks 1–11), the pool
+        may verify the jobs already yielded meanwhile (how much the GIL allows that is
+        measured in docs/performance.md).
         """
         if self.threads <= 1:
             for job in jobs:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis.database import DirectoryBasedExampleDatabase
 
@@ -29,4 +30,17 @@ _COMMON = {
 }
 settings.register_profile("ci", max_examples=40, **_COMMON)
 settings.register_profile("deep", max_examples=2000, **_COMMON)
-settings.load_profile(os.environ.get("PITH_HYPOTHESIS_PROFILE", "ci"))
+PROFILE = os.environ.get("PITH_HYPOTHESIS_PROFILE", "ci")
+settings.load_profile(PROFILE)
+
+HERE = Path(__file__).resolve().parent
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under ``deep``, a property test may run for long: lift pyproject's 600 s per-test timeout
+    (tests with their own timeout marker keep it)."""
+    if PROFILE != "deep":
+        return
+    for item in items:
+        if HERE in Path(str(item.path)).parents and item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(4 * 3600))

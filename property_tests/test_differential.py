@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import json
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from merge import canonical_json
 from merge.strategies import KEY_POOL_SIZE, SWITCHES, History, histories, pool_key
+from merge.timestamps import parse_timestamp
 
 from .helpers import broken_events, run
-from .naive_fold import cj, naive_fold
+from .naive_fold import cj, instant, naive_fold
 
 
 def agree(history: History, inputs: list[bytes]) -> None:
@@ -66,3 +67,26 @@ def test_naive_fold_agrees_on_broken_events(history: History, data: st.DataObjec
     broken = data.draw(st.lists(broken_events(history.subject, keys), min_size=1, max_size=3), label="broken")
     inputs = list(history.inputs) + [json.dumps(event).encode() for event in broken]
     agree(history, inputs)
+
+
+@st.composite
+def timestamp_texts(draw: st.DrawFn) -> str:
+    """Strings shaped like §4 timestamps, every field pushed just past its range now and then."""
+    year, month, day = draw(st.integers(0, 9999)), draw(st.integers(0, 13)), draw(st.integers(0, 32))
+    hour, minute, second = draw(st.integers(0, 24)), draw(st.integers(0, 60)), draw(st.integers(0, 60))
+    separator = draw(st.sampled_from("TTTt "))
+    text = f"{year:04d}-{month:02d}-{day:02d}{separator}{hour:02d}:{minute:02d}:{second:02d}"
+    digits = draw(st.integers(0, 7))
+    if digits:
+        text += "." + "".join(draw(st.lists(st.sampled_from("0123456789"), min_size=digits, max_size=digits)))
+    zone = draw(st.sampled_from(["Z", "Z", "z", "+", "-", ""]))
+    if zone in ("+", "-"):
+        zone += f"{draw(st.integers(0, 24)):02d}:{draw(st.integers(0, 60)):02d}"
+    return text + zone
+
+
+@settings(max_examples=settings().max_examples * 10)
+@given(timestamp_texts())
+def test_timestamps_agree_with_the_naive_reading(text: str) -> None:
+    """§4 timestamps: the engine's instant (or refusal) is the naive datetime-based one."""
+    assert parse_timestamp(text) == instant(text)

@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from merge import EventStatus, Merger, Rejection, canonical_json, fold
 from merge.strategies import History, histories
 
+# The number of examples comes from the profile (property_tests/conftest.py: ci or deep).
 SETTINGS = settings(
-    max_examples=60,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )

@@ -21,12 +21,10 @@ from typing import Any
 
 import pytest
 
-distributed = pytest.importorskip("distributed")  # the optional extra; installed in CI (make test)
-
-from merge.dask_replay import (  # noqa: E402 (after the importorskip above)
+from merge import InputError
+from merge.dask_replay import (
     INSTALL_HINT,
     DaskUnavailableError,
-    InputError,
     SchedulerError,
     _first_lines,
     _scan_block,
@@ -35,10 +33,12 @@ from merge.dask_replay import (  # noqa: E402 (after the importorskip above)
     replay_on_dask,
     run_replay_cli,
 )
-from merge.replay import CorpusItem, InputProblem, ReplayReport, replay, report_json, scan_corpus  # noqa: E402
-from merge.signing import TestKey, record_created_payload, sign_event  # noqa: E402
+from merge.replay import CorpusItem, InputProblem, ReplayReport, replay, report_json, scan_corpus
+from merge.signing import TestKey, record_created_payload, sign_event
 
-from .conftest import CONFORMANCE, GOLDEN_BUNDLE, load_vector  # noqa: E402
+from .conftest import CONFORMANCE, GOLDEN_BUNDLE, load_vector
+
+distributed = pytest.importorskip("distributed")  # the optional extra; installed in CI (make test)
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 KEY_A = TestKey("merge-v1 vector key A", "test-A")

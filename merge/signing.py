@@ -21,9 +21,11 @@ from .keys import Key
 __all__ = [
     "TestKey",
     "record_created_payload",
+    "seal_event",
     "sign_bundle",
     "sign_event",
     "signed_receipt",
+    "unsigned_event",
 ]
 
 
@@ -64,6 +66,43 @@ class TestKey:
         return base64.b64encode(signature).decode("ascii")
 
 
+def unsigned_event(
+    key: TestKey,
+    *,
+    event_type: str,
+    subject: str,
+    payload: Mapping[str, Any],
+    created_at: str,
+    prev_event: str | None = None,
+    supersedes: Sequence[str] = (),
+    target: str | None = None,
+    signer_id: str = "pith.science",
+    signer_type: str = "pith_registry",
+) -> dict[str, Any]:
+    """The body of an event of schema 1.0 (spec §4) signed by ``key``, before :func:`seal_event`.
+
+    ``target`` defaults to the §8 target of ``event_type``.
+    """
+    if target is None:
+        target = EVENT_TYPES[event_type][0] if event_type in EVENT_TYPES else event_type
+    return {
+        "event_type": event_type,
+        "subject_pith_number": subject,
+        "target": target,
+        "payload": dict(payload),
+        "signer": {
+            "signer_id": signer_id,
+            "signer_type": signer_type,
+            "key_id": key.key_id,
+            "public_key_fingerprint": key.fingerprint,
+        },
+        "created_at": created_at,
+        "supersedes": list(supersedes),
+        "prev_event": prev_event,
+        "schema_version": "1.0",
+    }
+
+
 def sign_event(
     key: TestKey,
     *,
@@ -82,24 +121,18 @@ def sign_event(
 
     ``target`` defaults to the §8 target of ``event_type``.
     """
-    if target is None:
-        target = EVENT_TYPES[event_type][0] if event_type in EVENT_TYPES else event_type
-    body: dict[str, Any] = {
-        "event_type": event_type,
-        "subject_pith_number": subject,
-        "target": target,
-        "payload": dict(payload),
-        "signer": {
-            "signer_id": signer_id,
-            "signer_type": signer_type,
-            "key_id": key.key_id,
-            "public_key_fingerprint": key.fingerprint,
-        },
-        "created_at": created_at,
-        "supersedes": list(supersedes),
-        "prev_event": prev_event,
-        "schema_version": "1.0",
-    }
+    body = unsigned_event(
+        key,
+        event_type=event_type,
+        subject=subject,
+        payload=payload,
+        created_at=created_at,
+        prev_event=prev_event,
+        supersedes=supersedes,
+        target=target,
+        signer_id=signer_id,
+        signer_type=signer_type,
+    )
     return seal_event(key, body, signed_at=signed_at or created_at)
 
 

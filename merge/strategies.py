@@ -36,7 +36,7 @@ from .canonical import MAX_DEPTH, MAX_SAFE_INTEGER
 from .checks import EVENT_TYPES
 from .identifiers import event_body, pith_number
 from .reasons import Reason
-from .signing import TestKey, record_created_payload, seal_event, signed_receipt
+from .signing import TestKey, record_created_payload, seal_event, signed_receipt, unsigned_event
 
 __all__ = [
     "CHAIN_FAULTS",
@@ -219,37 +219,6 @@ def _payloads(event_type: str) -> st.SearchStrategy[dict[str, Any]]:
 # --- single events ------------------------------------------------------------------------
 
 
-def _body(
-    key: TestKey,
-    *,
-    event_type: str,
-    subject: str,
-    payload: Mapping[str, Any],
-    created_at: str,
-    prev_event: str | None = None,
-    supersedes: Sequence[str] = (),
-    target: str | None = None,
-    signer_id: str = "pith.science",
-) -> dict[str, Any]:
-    """The body of an event (spec §4), like :func:`merge.signing.sign_event` before sealing."""
-    return {
-        "event_type": event_type,
-        "subject_pith_number": subject,
-        "target": target if target is not None else EVENT_TYPES[event_type][0],
-        "payload": dict(payload),
-        "signer": {
-            "signer_id": signer_id,
-            "signer_type": "pith_registry",
-            "key_id": key.key_id,
-            "public_key_fingerprint": key.fingerprint,
-        },
-        "created_at": created_at,
-        "supersedes": list(supersedes),
-        "prev_event": prev_event,
-        "schema_version": "1.0",
-    }
-
-
 def _seal(key: TestKey, body: Mapping[str, Any]) -> dict[str, Any]:
     """Seal any body, canonical-able or not (a non-canonical one gets the hash of msgspec's encoding)."""
     try:
@@ -296,7 +265,9 @@ def events(draw: st.DrawFn, subject: str | None = None, key: TestKey | None = No
     else:
         event_subject = subject if subject is not None else pith_number(draw(canonical_records()))
         payload = draw(_payloads(event_type))
-    body = _body(signer, event_type=event_type, subject=event_subject, payload=payload, created_at=created_at)
+    body = unsigned_event(
+        signer, event_type=event_type, subject=event_subject, payload=payload, created_at=created_at
+    )
     return seal_event(signer, body, signed_at=created_at)
 
 
@@ -956,7 +927,7 @@ def _record_events(
     if "bad_events" in on:
         options += _RECORD_ONLY
     fault = _maybe_fault(draw, options, [FaultKind.FORK] if "forks" in on else [])
-    body = _body(
+    body = unsigned_event(
         key, event_type="record_created", subject=build.subject, payload=payload, created_at=created_at
     )
     node = build.emit(key, body, created_us, fault)
@@ -966,7 +937,7 @@ def _record_events(
         sibling_at = build.created_at(sibling_us)
         _, sibling_payload = record_created_payload(receipt_key, record, signed_at=sibling_at)
         sibling_payload["attestation_state"] = "recomputed"
-        sibling_body = _body(
+        sibling_body = unsigned_event(
             key,
             event_type="record_created",
             subject=build.subject,
@@ -1026,7 +997,7 @@ def _chain(
             candidates = [node.event_id for node in build.nodes] + [_id_of("never generated")]
             supersedes = draw(st.lists(st.sampled_from(candidates), max_size=2, unique=True))
         payload = draw(_payloads(event_type))
-        body = _body(
+        body = unsigned_event(
             key,
             event_type=event_type,
             subject=build.subject,
@@ -1069,7 +1040,7 @@ def _chain(
             )
         if fault is FaultKind.FORK:
             sibling_us = base_us + draw(st.integers(0, 3_600_000)) * 1000
-            sibling_body = _body(
+            sibling_body = unsigned_event(
                 key,
                 event_type=event_type,
                 subject=build.subject,
@@ -1102,7 +1073,7 @@ def _expiring_chain(build: _Builder, event_type: str) -> None:
             created_us += draw(st.integers(0, 3600)) * _SECOND
         if draw(st.integers(0, 3)) == 0 and (prev is None or prev.created_us <= _ROTATES_AT_US):
             created_us = _ROTATES_AT_US  # exactly at rotates_at: already expired (>=, §6 check 13)
-        body = _body(
+        body = unsigned_event(
             key,
             event_type=event_type,
             subject=build.subject,
@@ -1126,7 +1097,7 @@ def _wrong_chains(build: _Builder, chain_types: list[str]) -> None:
             st.sampled_from([t for t in chain_types if (EVENT_TYPES[t][0], key.key_id) != parent.chain])
         )
         created_us = parent.created_us + draw(st.integers(0, 3600)) * _SECOND
-        body = _body(
+        body = unsigned_event(
             key,
             event_type=event_type,
             subject=build.subject,

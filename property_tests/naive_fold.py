@@ -16,6 +16,7 @@ import binascii
 import hashlib
 import json
 import re
+from collections.abc import Collection
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
@@ -441,6 +442,19 @@ def naive_fold(
             cur = valid[cur]["prev_event"]
         reason[eid] = "missing_prev" if cur == eid else "invalid_prev"
 
+    return state_of(subject, len(copies), valid, applied, depth, reason, forks), rejected
+
+
+def state_of(
+    subject: str,
+    event_count: int,
+    valid: dict[str, dict[str, Any]],
+    applied: Collection[str],
+    depth: dict[str, int],
+    reason: dict[str, str],
+    forks: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """§8-§9 once §7 is decided: the applied order, supersedes, ``current`` and the state."""
     order = sorted(applied, key=lambda eid: (instant(valid[eid]["created_at"]), depth[eid], eid))
     removed = set()
     for eid in order:
@@ -493,7 +507,7 @@ def naive_fold(
         "state_version": "1.0",
         "pith_number": subject,
         "merge_version": "pith-open-graph-merge-v1",
-        "event_count": len(copies),
+        "event_count": event_count,
         "valid_event_count": len(order),
         "invalid_event_count": len(reason),
         "equivocation_count": len(forks),
@@ -503,4 +517,4 @@ def naive_fold(
         "applied_event_ids": order,
     }
     state["state_sha256"] = h(state)
-    return state, rejected
+    return state

@@ -80,45 +80,26 @@ def fold(
         raise InputError(f"subject must be a string, not {type(subject).__name__}")
     key_set = KeySet.parse(keys)
     rejected: list[Rejection] = []
+    copies: dict[str, list[Admitted]] = {}
     # §5: an identical copy gets an identical verdict, so only distinct copies are kept: memory
     # stays bounded by the distinct inputs, however often one is replayed (docs/security.md).
-    # A parsed NaN or infinity encodes as the text of its null twin: the float verdict is part
-    # of a copy's identity, or the fold would depend on the order of the two.
     distinct: set[tuple[bytes, bool]] = set()
-    # Checks 1-11 of every distinct copy, per event id, copies in input order (as judge_events).
-    prechecked: dict[str, list[Reason | Candidate]] = {}
-
-    def first_signatures() -> Iterator[SignatureJob]:
-        # Admission and checks 1-11 in one pass over the inputs; each event's first signature
-        # is yielded at once, so the verifier's threads may work while this one reads on (as
-        # far as the GIL lets them: docs/performance.md). Same verdicts as judge_events.
+    with gc_paused():
         for index, item in enumerate(inputs):
             outcome = admit(item, index)
             if isinstance(outcome, Rejection):
                 rejected.append(outcome)
                 continue
-            identity = (outcome.raw, outcome.non_canonical is not None)
-            if identity in distinct:
-                continue
-            distinct.add(identity)
-            result = precheck(outcome, subject, key_set)
-            results = prechecked.get(outcome.event_id)
-            if results is not None:
-                results.append(result)
-                continue
-            prechecked[outcome.event_id] = [result]
-            if isinstance(result, Candidate) and (job := result.signature_job) is not None:
-                yield job
-
-    verifier = SignatureVerifier(threads)
-    with gc_paused():
-        verifier.prefetch(first_signatures())
-        verdicts = _settle(prechecked, key_set, verifier)
+            identity = copy_identity(outcome)
+            if identity not in distinct:
+                distinct.add(identity)
+                copies.setdefault(outcome.event_id, []).append(outcome)
+        distinct.clear()
+        verdicts = judge_events(copies, subject, key_set, SignatureVerifier(threads))
+        copies.clear()
         state = build_state(subject, verdicts)
         # Free the decoded copies now, by reference counting: the collector resumes at the end
         # of the block and would otherwise walk all of them once before they go.
-        prechecked.clear()
-        distinct.clear()
         del verdicts
     return FoldResult(state, tuple(rejected))
 
@@ -144,6 +125,15 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
+def copy_identity(copy: Admitted) -> tuple[bytes, bool]:
+    """What makes two admitted copies identical, so that one verdict serves both (§5).
+
+    The JSON text, and whether the value held a float: a parsed NaN or infinity encodes as the
+    text of its ``null`` twin, yet one is ``non_canonical_json`` and the other may be valid.
+    """
+    return (copy.raw, copy.non_canonical is not None)
+
+
 def judge_events(
     copies: Mapping[str, list[Admitted]],
     subject: str,
@@ -159,8 +149,8 @@ def judge_events(
     prechecked: dict[str, list[Reason | Candidate]] = {}
 
     def first_signatures() -> Iterator[SignatureJob]:
-        # Yield each signature as soon as its event passed checks 1-11: the verifier may work
-        # on it on another thread while this one checks the next events (docs/performance.md).
+        # Yield each signature as soon as its event passed checks 1-11: the verifier's threads
+        # work on the batches while this one checks on (docs/performance.md).
         for event_id, event_copies in copies.items():
             if len(event_copies) == 1:  # the common case, without the set
                 results = [precheck(event_copies[0], subject, keys)]
@@ -168,11 +158,7 @@ def judge_events(
                 seen: set[tuple[bytes, bool]] = set()
                 results = []
                 for copy in event_copies:
-                    # An identical copy gets an identical verdict. A parsed value holding a NaN
-                    # or an infinity encodes as the JSON text of its null twin, so the text alone
-                    # does not identify the copy: its own float verdict is part of the key.
-                    identity = (copy.raw, copy.non_canonical is not None)
-                    if identity not in seen:
+                    if (identity := copy_identity(copy)) not in seen:
                         seen.add(identity)
                         results.append(precheck(copy, subject, keys))
             prechecked[event_id] = results
@@ -209,7 +195,17 @@ def build_state(subject: str, verdicts: Mapping[str, Reason | ValidEvent]) -> St
     valid = {eid: v for eid, v in verdicts.items() if isinstance(v, ValidEvent)}
     nodes = {eid: Node(eid, v.prev_event, v.chain, v.created_us) for eid, v in valid.items()}
     classification = classify(nodes, verdicts)
-    return with_state_sha256(_assemble(subject, verdicts, valid, classification))
+    return with_state_sha256(assemble_state(subject, verdicts, valid, classification))
+
+
+def with_state_sha256(state: State) -> State:
+    """The state with ``state_sha256`` set to the hash of the rest (§2)."""
+    body = msgspec.structs.replace(state, state_sha256="")
+    digest = hashlib.sha256(encode_canonical_unchecked(body)).hexdigest()
+    return msgspec.structs.replace(state, state_sha256=digest)
+
+
+_STATE_TYPE: Final = "pith_open_graph_state"
 
 
 def assemble_state(
@@ -223,25 +219,6 @@ def assemble_state(
     ``valid`` holds the :class:`ValidEvent` verdicts of ``verdicts``. Shared by :func:`build_state`
     and the incremental :class:`merge.engine.Merger`, so both build the state the same way.
     """
-    return _assemble(subject, verdicts, valid, classification)
-
-
-def with_state_sha256(state: State) -> State:
-    """The state with ``state_sha256`` set to the hash of the rest (§2)."""
-    body = msgspec.structs.replace(state, state_sha256="")
-    digest = hashlib.sha256(encode_canonical_unchecked(body)).hexdigest()
-    return msgspec.structs.replace(state, state_sha256=digest)
-
-
-_STATE_TYPE: Final = "pith_open_graph_state"
-
-
-def _assemble(
-    subject: str,
-    verdicts: Mapping[str, Reason | ValidEvent],
-    valid: Mapping[str, ValidEvent],
-    classification: Classification,
-) -> State:
     applied = classification.applied
     applied_set = set(applied)
     removed: set[str] = set()

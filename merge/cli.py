@@ -323,7 +323,7 @@ def fold_command(events: IO[bytes], subject: str, keys_file: str, out: str | Non
     _err(
         f"{subject}: {state.event_count} events ({state.valid_event_count} valid, "
         f"{state.invalid_event_count} invalid, {state.equivocation_count} equivocations), "
-        f"{len(rejected)} lines rejected; "
+        f"{len(rejected)} line{'' if len(rejected) == 1 else 's'} rejected; "
         f"state_sha256 {state.state_sha256}"
     )
     _exit(EXIT_FAILED if rejected else EXIT_OK)

@@ -31,7 +31,7 @@ from .admission import Admitted, Rejection, admit
 from .chains import ChainKey, Classification, Fork, Node
 from .checks import Candidate, ValidEvent, postcheck, precheck
 from .errors import InputError
-from .fold import FoldResult, assemble_state, with_state_sha256
+from .fold import FoldResult, assemble_state, copy_identity, with_state_sha256
 from .keys import KeySet
 from .reasons import Reason
 from .signatures import SignatureVerifier
@@ -164,9 +164,10 @@ class Merger:
         if isinstance(before, ValidEvent):
             # §5: once a copy passed §6 the event is valid; other copies change nothing.
             return EventStatus(copy.index, event_id, self._chains.reasons.get(event_id), True)
-        # The copy's identity, as fold() has it: its text, and whether the value itself held a
-        # float (a parsed NaN encodes as the text of its null twin).
-        digest = hashlib.sha256(copy.raw).digest() + (b"F" if copy.non_canonical else b"")
+        # The copy's identity, as fold() has it (copy_identity), kept as a digest: the engine
+        # lives for days, so it remembers 33 bytes per distinct copy, not the whole text.
+        raw, held_float = copy_identity(copy)
+        digest = hashlib.sha256(raw).digest() + (b"F" if held_float else b"")
         seen = self._seen.setdefault(event_id, set())
         if digest in seen:
             return EventStatus(copy.index, event_id, self.reason(event_id), True)

@@ -38,6 +38,7 @@ __all__ = [
     "FoldResult",
     "assemble_state",
     "build_state",
+    "copy_identity",
     "fold",
     "gc_paused",
     "judge_events",

@@ -10,10 +10,8 @@ time; the figures are per distinct event.
 
 from __future__ import annotations
 
-import time
 from collections import defaultdict
-from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 import msgspec
 
@@ -26,21 +24,10 @@ from merge.reasons import Reason
 from merge.signatures import SignatureVerifier, verify_signature
 
 from .measure import Result
+from .measure import best_cpu_time as cpu
 from .workload import Workload
 
 __all__ = ["bench_stages"]
-
-T = TypeVar("T")
-
-
-def _cpu(run: Callable[[], T], repeat: int) -> tuple[float, T]:
-    best, value = float("inf"), None
-    for _ in range(repeat):
-        start = time.process_time()
-        value = run()
-        best = min(best, time.process_time() - start)
-    assert value is not None
-    return best, value
 
 
 def bench_stages(workload: Workload, *, repeat: int) -> list[Result]:
@@ -59,19 +46,19 @@ def bench_stages(workload: Workload, *, repeat: int) -> list[Result]:
                     copies[outcome.event_id].append(outcome)
             return copies
 
-        timings["admission (decode, screen)"], copies = _cpu(admit_all, repeat)
+        timings["admission (decode, screen)"], copies = cpu(admit_all, repeat)
         firsts = [event_copies[0] for event_copies in copies.values()]
-        timings["checks 1-11 (schema, content hash)"], checked = _cpu(
+        timings["checks 1-11 (schema, content hash)"], checked = cpu(
             lambda: [precheck(copy, subject, keys) for copy in firsts], repeat
         )
         candidates = [result for result in checked if isinstance(result, Candidate)]
         jobs = [job for result in candidates if (job := result.signature_job) is not None]
-        timings["check 12: verification (bare)"], _ = _cpu(
+        timings["check 12: verification (bare)"], _ = cpu(
             lambda: [verify_signature(*j) for j in jobs], repeat
         )
         verifier = SignatureVerifier(1)
         verifier.prefetch(jobs)
-        timings["checks 12-16, verdicts cached"], judged = _cpu(
+        timings["checks 12-16, verdicts cached"], judged = cpu(
             lambda: [postcheck(candidate, keys, verifier) for candidate in candidates], repeat
         )
         verdicts: dict[str, Reason | ValidEvent] = {}
@@ -86,9 +73,9 @@ def bench_stages(workload: Workload, *, repeat: int) -> list[Result]:
             nodes = {eid: Node(eid, v.prev_event, v.chain, v.created_us) for eid, v in valid.items()}
             return assemble_state(subject, verdicts, valid, classify(nodes, verdicts))
 
-        timings["classify + assemble (§7, §9)"], state = _cpu(classify_and_assemble, repeat)
+        timings["classify + assemble (§7, §9)"], state = cpu(classify_and_assemble, repeat)
         unhashed = msgspec.structs.replace(state, state_sha256="")
-        timings["state_sha256"], _ = _cpu(lambda: with_state_sha256(unhashed), repeat)
+        timings["state_sha256"], _ = cpu(lambda: with_state_sha256(unhashed), repeat)
     events = len(copies)
     verify = timings["check 12: verification (bare)"]
     overhead = sum(timings.values()) - verify

@@ -70,11 +70,17 @@ def classify(nodes: Mapping[str, Node], admitted: Collection[str]) -> Classifica
             reasons[node.event_id] = Reason.MISSING_PREV
             not_applied.append(node.event_id)
 
-    def settle(group: list[Node], prev: str | None, level: int, queue: list[Node]) -> None:
+    # (created_at instant, depth, event_id) of every applied event: sorted, the apply order.
+    order: list[tuple[int, int, str]] = []
+    queue: list[tuple[Node, int]] = []  # applied events whose children are still to be seen
+
+    def settle(group: list[Node], prev: str | None, level: int) -> None:
         # One (chain, prev_event) group of eligible events: alone it applies, else a fork.
         if len(group) == 1:
-            depth[group[0].event_id] = level
-            queue.append(group[0])
+            node = group[0]
+            depth[node.event_id] = level
+            order.append((node.created_us, level, node.event_id))
+            queue.append((node, level))
             return
         ids = tuple(sorted(node.event_id for node in group))
         forks.append(Fork(group[0].chain, prev, ids))
@@ -82,13 +88,15 @@ def classify(nodes: Mapping[str, Node], admitted: Collection[str]) -> Classifica
             reasons[event_id] = Reason.EQUIVOCATION
             not_applied.append(event_id)
 
-    queue: list[Node] = []
     for group in _group_by(children.get(None, ()), lambda node: node.chain).values():
-        settle(group, None, 0, queue)
+        settle(group, None, 0)
     while queue:
-        parent = queue.pop()
+        parent, level = queue.pop()
+        kids = children.get(parent.event_id)
+        if kids is None:
+            continue
         eligible: list[Node] = []
-        for child in children.get(parent.event_id, ()):
+        for child in kids:
             if child.chain != parent.chain:
                 reasons[child.event_id] = Reason.PREV_WRONG_CHAIN
                 not_applied.append(child.event_id)
@@ -98,7 +106,7 @@ def classify(nodes: Mapping[str, Node], admitted: Collection[str]) -> Classifica
             else:
                 eligible.append(child)
         if eligible:
-            settle(eligible, parent.event_id, depth[parent.event_id] + 1, queue)
+            settle(eligible, parent.event_id, level + 1)
 
     # Every descendant of an event that did not apply gets invalid_prev.
     _mark_descendants(not_applied, children, reasons)
@@ -112,7 +120,8 @@ def classify(nodes: Mapping[str, Node], admitted: Collection[str]) -> Classifica
             reasons[event_id] = Reason.MISSING_PREV
         _mark_descendants(sorted(on_cycle), children, reasons)
 
-    applied = sorted(depth, key=lambda event_id: (nodes[event_id].created_us, depth[event_id], event_id))
+    order.sort()
+    applied = [event_id for _, _, event_id in order]
     return Classification(applied, depth, reasons, forks)
 
 

@@ -66,9 +66,11 @@ class SignatureVerifier:
         measured in docs/performance.md).
         """
         if self.threads <= 1:
-            for job in jobs:
-                if job not in self._cache:
-                    self._cache[job] = verify_signature(*job)
+            # Every job first, then every verification in one run: interleaved with the checks
+            # that yield the jobs, each verification would push the checks' data out of the CPU
+            # caches and the other way round (about 4 µs per event; docs/performance.md).
+            pending = list(dict.fromkeys(job for job in jobs if job not in self._cache))
+            self._cache.update(zip(pending, _verify_all(pending), strict=True))
             return
         pool: ThreadPoolExecutor | None = None
         submitted: list[tuple[list[SignatureJob], Future[list[bool]]]] = []

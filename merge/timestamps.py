@@ -8,9 +8,11 @@ from typing import Final
 
 __all__ = ["parse_timestamp"]
 
+# The whole grammar of §4. Everything before the fraction sits at fixed positions, so the
+# date and the time of day are read by slicing (faster than groups; this runs once per event).
 _TIMESTAMP: Final = re.compile(
-    r"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2})"
-    r"(?:\.([0-9]{1,6}))?(?:(Z)|([+-])([0-9]{2}):([0-9]{2}))"
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}"
+    r"(?:\.([0-9]{1,6}))?(?:Z|([+-])([0-9]{2}):([0-9]{2}))"
 )
 _DAYS_IN_MONTH: Final = (31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
 
@@ -30,7 +32,21 @@ def _days_from_civil(year: int, month: int, day: int) -> int:
     return era * 146097 + doe - 719468
 
 
-@lru_cache(maxsize=65536)
+@lru_cache(maxsize=4096)
+def _day_number(date: str) -> int | None:
+    """Days since 1970-01-01 of ``YYYY-MM-DD`` (digits already checked), ``None`` if no such day.
+
+    Cached: the events of a log share few dates, while their times of day are all different.
+    """
+    year, month, day = int(date[0:4]), int(date[5:7]), int(date[8:10])
+    if not 1 <= month <= 12:
+        return None
+    last_day = 29 if month == 2 and _is_leap(year) else _DAYS_IN_MONTH[month - 1]
+    if not 1 <= day <= last_day:
+        return None
+    return _days_from_civil(year, month, day)
+
+
 def parse_timestamp(text: str) -> int | None:
     """Return the instant of an RFC 3339 timestamp as microseconds since 1970-01-01T00:00:00Z.
 
@@ -40,20 +56,18 @@ def parse_timestamp(text: str) -> int | None:
     match = _TIMESTAMP.fullmatch(text)
     if match is None:
         return None
-    year, month, day, hour, minute, second = (int(match[i]) for i in range(1, 7))
-    if not 1 <= month <= 12 or hour > 23 or minute > 59 or second > 59:
+    days = _day_number(text[:10])
+    hour, minute, second = int(text[11:13]), int(text[14:16]), int(text[17:19])
+    if days is None or hour > 23 or minute > 59 or second > 59:
         return None
-    last_day = 29 if month == 2 and _is_leap(year) else _DAYS_IN_MONTH[month - 1]
-    if not 1 <= day <= last_day:
-        return None
-    offset_minutes = 0
-    if match[8] is None:
-        offset_hours, offset_mins = int(match[10]), int(match[11])
-        if offset_hours > 23 or offset_mins > 59:
+    fraction, sign, offset_hours, offset_minutes = match.groups()
+    seconds = days * 86400 + hour * 3600 + minute * 60 + second
+    if sign is not None:
+        hours, minutes = int(offset_hours), int(offset_minutes)
+        if hours > 23 or minutes > 59:
             return None
-        offset_minutes = (offset_hours * 60 + offset_mins) * (1 if match[9] == "+" else -1)
-    fraction = int((match[7] or "").ljust(6, "0"))
-    seconds = (
-        _days_from_civil(year, month, day) * 86400 + hour * 3600 + minute * 60 + second - offset_minutes * 60
-    )
-    return seconds * 1_000_000 + fraction
+        offset = hours * 3600 + minutes * 60
+        seconds -= offset if sign == "+" else -offset
+    if fraction is None:
+        return seconds * 1_000_000
+    return seconds * 1_000_000 + int(fraction.ljust(6, "0"))

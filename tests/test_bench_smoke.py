@@ -81,6 +81,8 @@ def test_quick_run_measures_every_figure(tmp_path: Path) -> None:
     names = " ".join(result["name"] for result in results)
     expected = [
         "stage: everything but verification",
+        "floor: single-thread ceiling of fold / bound",
+        "gil: fold with",
         "bound, 1 thread",
         "fold threads=1 / bound",
         "naive fold",

@@ -9,6 +9,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from merge.timestamps import parse_timestamp
 
@@ -144,3 +146,27 @@ def test_refused(text: str) -> None:
 def test_leap_years() -> None:
     for year, leap in ((2024, True), (2000, True), (2400, True), (2023, False), (1900, False), (2100, False)):
         assert (parse_timestamp(f"{year:04d}-02-29T00:00:00Z") is not None) is leap, year
+
+
+@given(
+    moment=st.datetimes(min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30)),
+    digits=st.integers(min_value=0, max_value=6),
+    offset_minutes=st.one_of(st.none(), st.integers(min_value=-(24 * 60 - 1), max_value=24 * 60 - 1)),
+)
+def test_every_well_formed_timestamp_agrees_with_datetime(
+    moment: datetime, digits: int, offset_minutes: int | None
+) -> None:
+    """The slicing parser against datetime's, over the whole range both share."""
+    # Not strftime: glibc's %Y does not pad years below 1000 to four digits.
+    text = (
+        f"{moment.year:04d}-{moment.month:02d}-{moment.day:02d}"
+        f"T{moment.hour:02d}:{moment.minute:02d}:{moment.second:02d}"
+    )
+    if digits:
+        text += "." + f"{moment.microsecond:06d}"[:digits]
+    if offset_minutes is None:
+        text += "Z"
+    else:
+        sign = "+" if offset_minutes >= 0 else "-"
+        text += f"{sign}{abs(offset_minutes) // 60:02d}:{abs(offset_minutes) % 60:02d}"
+    assert parse_timestamp(text) == reference(text)

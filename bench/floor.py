@@ -1,0 +1,298 @@
+"""The floor: the C-level work merge-v1 cannot avoid per event, and the ceilings it implies.
+
+Whatever Python a fold wraps around it, every distinct event costs at least, in C:
+
+1. **decode** the JSON text with the schema of spec §4 checked during decoding
+   (``msgspec.json.Decoder(WireEvent)``: typed Structs, no dicts, no Python-level checks);
+2. **canonical body**: ``CJ`` of the 9 body fields (spec §2), encoded from a Struct;
+3. **SHA-256** of those bytes (check 5, ``content_sha256``);
+4. **payload**: ``CJ`` of the payload again, inside the state hashed for ``state_sha256`` (§9);
+5. **limits**: nesting ≤ 64 (§5) and safe integers (§1), which no msgspec option checks: the
+   cheapest C-speed test we know is admission's byte screen (``bytes.translate``, a count
+   and a search; :func:`merge.admission._surely_shallow_and_safe`);
+
+plus one Ed25519 verification (check 12), the bound of issue 6 (:mod:`bench.bound`).
+
+The floor is timed as **one pass** over the events, the five steps event by event with
+nothing kept: the most cache-friendly order there is, with one Python call of glue (building
+the body Struct) and none other. It is a *lower bound* on per-event work: no other check of
+§6 (identifiers, timestamps, keys, floats), no classification of chains (§7), no assembly of
+the state, nothing kept for it. Each step is also timed on its own over all the events, its
+results kept as a fold keeps its events; those figures are the breakdown, and their sum
+exceeds the pass by what a working set of 20,000 events costs in caches. So the ceilings
+computed from it are *upper bounds* on what any fold in CPython with msgspec + hashlib +
+PyNaCl can reach on this machine: a fold on one thread cannot exceed ``verify / (verify +
+floor)`` of the bound, and a fold on every core cannot exceed that times the speed-up of
+bare threaded verification, and only with perfect parallelism of the floor work too.
+(msgspec holds the GIL while it decodes and encodes, so in CPython the floor work of one
+process runs on one core at a time; with the floor far below a verification that limit does
+not bind first, but it makes the 2-core ceiling an optimistic one.)
+
+Every figure is CPU time of this process (``time.process_time``), best of ``repeat``, with
+the collector paused (:func:`merge.fold.gc_paused`), in µs per distinct event of the first
+subject of the workload; the threaded speed-up is a ratio of wall times. The floor checks
+that it computes what the fold computes: the body bytes equal
+:func:`merge.canonical.encode_canonical_unchecked` of the dict body, and their SHA-256
+equals every event's ``content_sha256``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import msgspec
+
+from merge.admission import _surely_shallow_and_safe
+from merge.canonical import encode_canonical_unchecked
+from merge.checks import EVENT_KEYS, SIGNATURE_KEYS, SIGNER_KEYS
+from merge.fold import gc_paused
+from merge.identifiers import NOT_IN_BODY
+
+from .bound import signature_jobs, verify_serial, verify_threaded
+from .measure import Result, best_times
+from .measure import best_cpu_time as cpu
+from .workload import Workload
+
+#: ``Encoder.encode``: any value to canonical JSON bytes.
+Encode = Callable[[Any], bytes]
+
+__all__ = ["Body", "Signature", "Signer", "WireEvent", "bench_floor"]
+
+
+class Signer(msgspec.Struct, gc=False, forbid_unknown_fields=True):
+    """The ``signer`` object of spec §4: four strings."""
+
+    signer_id: str
+    signer_type: str
+    key_id: str
+    public_key_fingerprint: str
+
+
+class Signature(msgspec.Struct, gc=False, forbid_unknown_fields=True):
+    """The ``signature`` object of spec §4: seven strings."""
+
+    signature_status: str
+    algorithm: str
+    key_id: str
+    public_key_fingerprint: str
+    signature_b64: str
+    signed_message: str
+    signed_at: str
+
+
+class Body(msgspec.Struct, gc=False):
+    """The body of an event (spec §2): every field but signature, content_sha256 and event_id."""
+
+    event_type: str
+    subject_pith_number: str
+    target: str
+    payload: dict[str, Any]
+    signer: Signer
+    created_at: str
+    supersedes: list[str]
+    prev_event: str | None
+    schema_version: str
+
+
+class WireEvent(Body, gc=False, forbid_unknown_fields=True):
+    """An event as it arrives (spec §4): exactly its 12 fields, typed, checked by msgspec in C."""
+
+    signature: Signature
+    content_sha256: str
+    event_id: str
+
+
+# The Structs are the schema: they may not drift from the fold's (merge/checks.py).
+for _struct, _fields in [
+    (WireEvent, EVENT_KEYS),
+    (Signer, SIGNER_KEYS),
+    (Signature, SIGNATURE_KEYS),
+    (Body, EVENT_KEYS - NOT_IN_BODY),
+]:
+    if set(_struct.__struct_fields__) != _fields:
+        raise AssertionError(f"{_struct.__name__} differs from the schema of merge/checks.py")
+
+
+class _HasFloat(Exception):
+    """Raised by the selecting decoder at the first float (a non-canonical event, §6 check 1)."""
+
+
+def _refuse_float(text: str) -> Any:
+    raise _HasFloat(text)
+
+
+def _body(event: WireEvent) -> Body:
+    return Body(
+        event.event_type,
+        event.subject_pith_number,
+        event.target,
+        event.payload,
+        event.signer,
+        event.created_at,
+        event.supersedes,
+        event.prev_event,
+        event.schema_version,
+    )
+
+
+def _select(inputs: Sequence[bytes]) -> tuple[list[bytes], dict[str, int]]:
+    """The first copy of every distinct event that decodes to a :class:`WireEvent` without floats.
+
+    Also returns how many inputs were skipped, by cause: not JSON or not the §4 schema
+    (``schema``), a float somewhere (``float``: the fold rejects it at check 1, before any
+    hash), or another copy of an event already taken (``copy``).
+    """
+    decoder = msgspec.json.Decoder(WireEvent, float_hook=_refuse_float)
+    chosen: dict[str, bytes] = {}
+    skipped = {"schema": 0, "float": 0, "copy": 0}
+    for text in inputs:
+        try:
+            event = decoder.decode(text)
+        except _HasFloat:
+            skipped["float"] += 1
+            continue
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            skipped["schema"] += 1
+            continue
+        if event.event_id in chosen:
+            skipped["copy"] += 1
+            continue
+        chosen[event.event_id] = text
+    return list(chosen.values()), skipped
+
+
+def _check_same_as_fold(texts: Sequence[bytes], events: Sequence[WireEvent], bodies: Sequence[bytes]) -> None:
+    """The floor computes what the fold computes: the same body bytes, the right content hash."""
+    for text, event, encoded in zip(texts, events, bodies, strict=True):
+        as_dict = msgspec.json.decode(text)
+        body = {key: value for key, value in as_dict.items() if key not in NOT_IN_BODY}
+        if encoded != encode_canonical_unchecked(body):
+            raise AssertionError(f"{event.event_id}: Struct body differs from the fold's canonical body")
+        if hashlib.sha256(encoded).hexdigest() != event.content_sha256:
+            raise AssertionError(f"{event.event_id}: SHA-256 of the body is not its content_sha256")
+
+
+def _one_pass(texts: Sequence[bytes], decode: Callable[[bytes], WireEvent], encode: Encode) -> int:
+    """The floor's five steps, event by event, nothing kept; returns how many events."""
+    for text in texts:
+        _surely_shallow_and_safe(text)
+        event = decode(text)
+        hashlib.sha256(encode(_body(event))).hexdigest()
+        encode(event.payload)
+    return len(texts)
+
+
+def bench_floor(workload: Workload, *, repeat: int) -> list[Result]:
+    """The per-event C floor of a fold of ``workload``'s first subject, and the ceilings it implies."""
+    history = workload.histories[0]
+    texts, skipped = _select(history.inputs)
+    if not texts:
+        raise AssertionError("no event of the workload decodes to the §4 schema")
+    typed = msgspec.json.Decoder(WireEvent)
+    generic = msgspec.json.decode
+    encode = msgspec.json.Encoder(order="sorted").encode
+    sha256 = hashlib.sha256
+    jobs = signature_jobs(texts, workload.keys)
+    if not jobs:
+        raise AssertionError("no event of the workload has a signature to verify")
+    threads = os.cpu_count() or 1
+    timings: dict[str, float] = {}
+    with gc_paused():
+        timings["decode"], events = cpu(lambda: [typed.decode(text) for text in texts], repeat)
+        timings["generic"], _ = cpu(lambda: [generic(text) for text in texts], repeat)
+        timings["build"], body_structs = cpu(lambda: [_body(event) for event in events], repeat)
+        timings["body"], bodies = cpu(lambda: [encode(body) for body in body_structs], repeat)
+        _check_same_as_fold(texts, events, bodies)
+        timings["sha256"], _ = cpu(lambda: [sha256(encoded).hexdigest() for encoded in bodies], repeat)
+        timings["payload"], _ = cpu(lambda: [encode(event.payload) for event in events], repeat)
+        # Timed on every event; the few it cannot clear (a run of 16 digits inside a string)
+        # cost the fold a slower path on top, which the floor leaves out.
+        timings["screen"], _ = cpu(lambda: [_surely_shallow_and_safe(text) for text in texts], repeat)
+        timings["pass"], _ = cpu(lambda: _one_pass(texts, typed.decode, encode), repeat)
+        timings["verify"], good = cpu(lambda: verify_serial(jobs), repeat)
+        wall = best_times(
+            {"serial": lambda: verify_serial(jobs), "threaded": lambda: verify_threaded(jobs, threads)},
+            repeat,
+        )
+    if verify_threaded(jobs, threads) != good:
+        raise AssertionError("threaded verification disagrees with serial verification")
+
+    count = len(texts)
+    per_event = {name: seconds / count * 1e6 for name, seconds in timings.items() if name != "verify"}
+    verify = timings["verify"] / len(jobs) * 1e6
+    floor = per_event["pass"]
+    steps = sum(per_event[step] for step in ("decode", "body", "sha256", "payload", "screen"))
+    single = verify / (verify + floor)
+    speedup = wall["serial"] / wall["threaded"]
+    dropped = ", ".join(f"{n} {cause}" for cause, n in skipped.items() if n)
+    size = sum(len(text) for text in texts) / count
+
+    def share(value: float) -> str:
+        return f"{value / verify:.1%} of a verification"
+
+    return [
+        Result(
+            "floor: decode, typed (§4 schema in C)",
+            per_event["decode"],
+            "µs/event",
+            f"{share(per_event['decode'])}; {count} events, {size:.0f} B avg (skipped: {dropped or 'none'})",
+        ),
+        Result(
+            "floor: decode, generic to dict (not counted)",
+            per_event["generic"],
+            "µs/event",
+            f"{share(per_event['generic'])}; msgspec.json.decode, for comparison",
+        ),
+        Result(
+            "floor: body Struct built (not counted)",
+            per_event["build"],
+            "µs/event",
+            f"{share(per_event['build'])}; Python glue, outside the floor",
+        ),
+        Result("floor: canonical body encoding", per_event["body"], "µs/event", share(per_event["body"])),
+        Result("floor: SHA-256 of the body", per_event["sha256"], "µs/event", share(per_event["sha256"])),
+        Result(
+            "floor: payload encoding for the state",
+            per_event["payload"],
+            "µs/event",
+            share(per_event["payload"]),
+        ),
+        Result(
+            "floor: limits screen (§5 depth, §1 safe integers)",
+            per_event["screen"],
+            "µs/event",
+            share(per_event["screen"]),
+        ),
+        Result(
+            "floor: bare verification",
+            verify,
+            "µs/event",
+            f"{len(jobs)} verifications, {good} good; {1e6 / verify:,.0f} per second",
+        ),
+        Result(
+            "floor: C work per event, one pass (screen, decode typed, body, SHA-256, payload)",
+            floor,
+            "µs/event",
+            f"{share(floor)}; the steps one by one, all events kept: {steps:.2f} µs/event",
+        ),
+        Result(
+            "floor: single-thread ceiling of fold / bound",
+            single,
+            "ratio",
+            "verify / (verify + floor): no fold on one thread can do better",
+            ">= 0.85",
+            single >= 0.85,
+        ),
+        Result(
+            "floor: 2-core ceiling of fold / 1-thread bound",
+            speedup * single,
+            "ratio",
+            f"bound with {threads} threads / 1 thread = {speedup:.2f}, x {single:.3f}; "
+            "perfect parallelism, zero Python",
+            ">= 1.4",
+            speedup * single >= 1.4,
+        ),
+    ]

@@ -3,7 +3,8 @@
 Whatever Python a fold wraps around it, every distinct event costs at least, in C:
 
 1. **decode** the JSON text with the schema of spec §4 checked during decoding
-   (``msgspec.json.Decoder(WireEvent)``: typed Structs, no dicts, no Python-level checks);
+   (``msgspec.json.Decoder(Event)``, the fold's own :class:`merge.schema.Event`: typed Structs,
+   no dicts, no Python-level checks);
 2. **canonical body**: ``CJ`` of the 9 body fields (spec §2), encoded from a Struct;
 3. **SHA-256** of those bytes (check 5, ``content_sha256``);
 4. **payload**: ``CJ`` of the payload again, inside the state hashed for ``state_sha256`` (§9);
@@ -47,9 +48,9 @@ import msgspec
 
 from merge.admission import _surely_shallow_and_safe
 from merge.canonical import encode_canonical_unchecked
-from merge.checks import EVENT_KEYS, SIGNATURE_KEYS, SIGNER_KEYS
 from merge.fold import gc_paused
 from merge.identifiers import NOT_IN_BODY
+from merge.schema import Event, body_of
 
 from .bound import signature_jobs, verify_serial, verify_threaded
 from .measure import Result, best_times
@@ -59,61 +60,7 @@ from .workload import Workload
 #: ``Encoder.encode``: any value to canonical JSON bytes.
 Encode = Callable[[Any], bytes]
 
-__all__ = ["Body", "Signature", "Signer", "WireEvent", "bench_floor"]
-
-
-class Signer(msgspec.Struct, gc=False, forbid_unknown_fields=True):
-    """The ``signer`` object of spec §4: four strings."""
-
-    signer_id: str
-    signer_type: str
-    key_id: str
-    public_key_fingerprint: str
-
-
-class Signature(msgspec.Struct, gc=False, forbid_unknown_fields=True):
-    """The ``signature`` object of spec §4: seven strings."""
-
-    signature_status: str
-    algorithm: str
-    key_id: str
-    public_key_fingerprint: str
-    signature_b64: str
-    signed_message: str
-    signed_at: str
-
-
-class Body(msgspec.Struct, gc=False):
-    """The body of an event (spec §2): every field but signature, content_sha256 and event_id."""
-
-    event_type: str
-    subject_pith_number: str
-    target: str
-    payload: dict[str, Any]
-    signer: Signer
-    created_at: str
-    supersedes: list[str]
-    prev_event: str | None
-    schema_version: str
-
-
-class WireEvent(Body, gc=False, forbid_unknown_fields=True):
-    """An event as it arrives (spec §4): exactly its 12 fields, typed, checked by msgspec in C."""
-
-    signature: Signature
-    content_sha256: str
-    event_id: str
-
-
-# The Structs are the schema: they may not drift from the fold's (merge/checks.py).
-for _struct, _fields in [
-    (WireEvent, EVENT_KEYS),
-    (Signer, SIGNER_KEYS),
-    (Signature, SIGNATURE_KEYS),
-    (Body, EVENT_KEYS - NOT_IN_BODY),
-]:
-    if set(_struct.__struct_fields__) != _fields:
-        raise AssertionError(f"{_struct.__name__} differs from the schema of merge/checks.py")
+__all__ = ["bench_floor"]
 
 
 class _HasFloat(Exception):
@@ -124,28 +71,14 @@ def _refuse_float(text: str) -> Any:
     raise _HasFloat(text)
 
 
-def _body(event: WireEvent) -> Body:
-    return Body(
-        event.event_type,
-        event.subject_pith_number,
-        event.target,
-        event.payload,
-        event.signer,
-        event.created_at,
-        event.supersedes,
-        event.prev_event,
-        event.schema_version,
-    )
-
-
 def _select(inputs: Sequence[bytes]) -> tuple[list[bytes], dict[str, int]]:
-    """The first copy of every distinct event that decodes to a :class:`WireEvent` without floats.
+    """The first copy of every distinct event that decodes to a :class:`Event` without floats.
 
     Also returns how many inputs were skipped, by cause: not JSON or not the §4 schema
     (``schema``), a float somewhere (``float``: the fold rejects it at check 1, before any
     hash), or another copy of an event already taken (``copy``).
     """
-    decoder = msgspec.json.Decoder(WireEvent, float_hook=_refuse_float)
+    decoder = msgspec.json.Decoder(Event, float_hook=_refuse_float)
     chosen: dict[str, bytes] = {}
     skipped = {"schema": 0, "float": 0, "copy": 0}
     for text in inputs:
@@ -164,7 +97,7 @@ def _select(inputs: Sequence[bytes]) -> tuple[list[bytes], dict[str, int]]:
     return list(chosen.values()), skipped
 
 
-def _check_same_as_fold(texts: Sequence[bytes], events: Sequence[WireEvent], bodies: Sequence[bytes]) -> None:
+def _check_same_as_fold(texts: Sequence[bytes], events: Sequence[Event], bodies: Sequence[bytes]) -> None:
     """The floor computes what the fold computes: the same body bytes, the right content hash."""
     for text, event, encoded in zip(texts, events, bodies, strict=True):
         as_dict = msgspec.json.decode(text)
@@ -175,12 +108,12 @@ def _check_same_as_fold(texts: Sequence[bytes], events: Sequence[WireEvent], bod
             raise AssertionError(f"{event.event_id}: SHA-256 of the body is not its content_sha256")
 
 
-def _one_pass(texts: Sequence[bytes], decode: Callable[[bytes], WireEvent], encode: Encode) -> int:
+def _one_pass(texts: Sequence[bytes], decode: Callable[[bytes], Event], encode: Encode) -> int:
     """The floor's five steps, event by event, nothing kept; returns how many events."""
     for text in texts:
         _surely_shallow_and_safe(text)
         event = decode(text)
-        hashlib.sha256(encode(_body(event))).hexdigest()
+        hashlib.sha256(encode(body_of(event))).hexdigest()
         encode(event.payload)
     return len(texts)
 
@@ -191,7 +124,7 @@ def bench_floor(workload: Workload, *, repeat: int) -> list[Result]:
     texts, skipped = _select(history.inputs)
     if not texts:
         raise AssertionError("no event of the workload decodes to the §4 schema")
-    typed = msgspec.json.Decoder(WireEvent)
+    typed = msgspec.json.Decoder(Event)
     generic = msgspec.json.decode
     encode = msgspec.json.Encoder(order="sorted").encode
     sha256 = hashlib.sha256
@@ -203,7 +136,7 @@ def bench_floor(workload: Workload, *, repeat: int) -> list[Result]:
     with gc_paused():
         timings["decode"], events = cpu(lambda: [typed.decode(text) for text in texts], repeat)
         timings["generic"], _ = cpu(lambda: [generic(text) for text in texts], repeat)
-        timings["build"], body_structs = cpu(lambda: [_body(event) for event in events], repeat)
+        timings["build"], body_structs = cpu(lambda: [body_of(event) for event in events], repeat)
         timings["body"], bodies = cpu(lambda: [encode(body) for body in body_structs], repeat)
         _check_same_as_fold(texts, events, bodies)
         timings["sha256"], _ = cpu(lambda: [sha256(encoded).hexdigest() for encoded in bodies], repeat)

@@ -14,6 +14,7 @@ import msgspec
 
 from .canonical import MAX_DEPTH, MAX_SAFE_INTEGER, FloatLiteral, decode_json, scan_json
 from .identifiers import EVENT_ID_PATTERN
+from .schema import Event
 
 __all__ = ["MAX_INPUT_BYTES", "Admitted", "RejectCode", "Rejection", "admit"]
 
@@ -41,6 +42,7 @@ def _refuse_float(text: str) -> Any:
 
 
 _decode_no_float: Final = msgspec.json.Decoder(float_hook=_refuse_float).decode
+_decode_event_no_float: Final = msgspec.json.Decoder(Event, float_hook=_refuse_float).decode
 
 
 def _surely_shallow_and_safe(data: bytes) -> bool:
@@ -82,17 +84,27 @@ class Rejection(msgspec.Struct, frozen=True):
 class Admitted(msgspec.Struct, frozen=True):
     """An admitted input: a JSON object with a well-formed ``event_id``.
 
-    ``value`` is pith-merge's own decoded copy (the caller's objects are never kept), with
-    floats as :class:`merge.canonical.FloatLiteral`. ``raw`` is the JSON text as received
-    (or the encoding of a parsed value); identical ``raw`` means an identical copy.
+    ``decoded`` is pith-merge's own decoded copy (the caller's objects are never kept): an
+    :class:`merge.schema.Event` when the text has exactly the shape of §4 (the common case,
+    decoded and type-checked in C), else the JSON object as a dict, with floats as
+    :class:`merge.canonical.FloatLiteral`. ``raw`` is the JSON text as received (or the
+    encoding of a parsed value); identical ``raw`` means an identical copy.
     ``non_canonical`` is ``(path, problem)`` when the value is not canonical-able (§6 check 1).
     """
 
     index: int
     event_id: str
-    value: dict[str, Any]
+    decoded: Event | dict[str, Any]
     raw: bytes
     non_canonical: tuple[str, str] | None
+
+    @property
+    def value(self) -> dict[str, Any]:
+        """The decoded JSON object as plain dicts and lists (a new one per call for an Event)."""
+        if isinstance(self.decoded, Event):
+            value: dict[str, Any] = msgspec.to_builtins(self.decoded)
+            return value
+        return self.decoded
 
 
 def admit(item: Any, index: int = 0) -> Admitted | Rejection:
@@ -114,9 +126,13 @@ def _admit_text(data: bytes, index: int) -> Admitted | Rejection:
     if _surely_shallow_and_safe(data):
         # Fast path (the common case; docs/performance.md): the bytes alone show that no
         # container nests deeper than 64 and no integer is unsafe, and the decoder refuses
-        # floats, so the value is canonical-able (§1) without a walk over it in Python.
+        # floats, so the value is canonical-able (§1) without a walk over it in Python. An
+        # event of §4's shape decodes straight into an Event; any other JSON into a dict.
         try:
-            return _admit_object(_decode_no_float(data), data, index, None)
+            try:
+                return _admit_event(_decode_event_no_float(data), data, index)
+            except msgspec.ValidationError:
+                return _admit_object(_decode_no_float(data), data, index, None)
         except (_HasFloat, msgspec.DecodeError, msgspec.ValidationError):
             pass  # a float or no JSON at all: the full path below says exactly what
     try:
@@ -159,6 +175,12 @@ def _encode_float_literal(value: Any) -> Any:
     return str(value)
 
 
+def _admit_event(event: Event, data: bytes, index: int) -> Admitted | Rejection:
+    if EVENT_ID_PATTERN.fullmatch(event.event_id) is None:
+        return _bad_event_id(event.event_id, index)
+    return Admitted(index, event.event_id, event, data, None)
+
+
 def _admit_object(
     value: Any, data: bytes, index: int, non_canonical: tuple[str, str] | None
 ) -> Admitted | Rejection:
@@ -168,10 +190,14 @@ def _admit_object(
         return Rejection(index, RejectCode.NO_EVENT_ID, "the object has no key event_id")
     event_id = value["event_id"]
     if type(event_id) is not str or EVENT_ID_PATTERN.fullmatch(event_id) is None:
-        shown = repr(event_id)
-        shown = shown if len(shown) <= 80 else shown[:77] + "..."
-        return Rejection(index, RejectCode.BAD_EVENT_ID, f'event_id {shown} is not "sha256:" + 64 lower hex')
+        return _bad_event_id(event_id, index)
     return Admitted(index, event_id, value, data, non_canonical)
+
+
+def _bad_event_id(event_id: Any, index: int) -> Rejection:
+    shown = repr(event_id)
+    shown = shown if len(shown) <= 80 else shown[:77] + "..."
+    return Rejection(index, RejectCode.BAD_EVENT_ID, f'event_id {shown} is not "sha256:" + 64 lower hex')
 
 
 def _reject_scan(index: int, code: str, found: tuple[str, str]) -> Rejection:

@@ -13,17 +13,19 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final, NamedTuple, TypeGuard
 
+import msgspec
+
 from .admission import Admitted
 from .canonical import encode_canonical_unchecked
 from .identifiers import (
     EVENT_ID_PATTERN,
     HEX32_PATTERN,
     HEX64_PATTERN,
-    NOT_IN_BODY,
     pith_number_from_digest,
 )
 from .keys import Key, KeySet, decode_b64
 from .reasons import Reason
+from .schema import Event, EventSignature, EventSigner, body_of
 from .signatures import SignatureVerifier
 from .timestamps import parse_timestamp
 
@@ -51,34 +53,10 @@ EVENT_TYPES: Final[Mapping[str, tuple[str, str]]] = {
 #: The list keys of ``state.current``, every type but ``record_created``.
 CURRENT_KEYS: Final = tuple(key for _, key in EVENT_TYPES.values() if key != "record_created")
 
-EVENT_KEYS: Final = frozenset(
-    {
-        "event_type",
-        "subject_pith_number",
-        "target",
-        "payload",
-        "signer",
-        "created_at",
-        "supersedes",
-        "prev_event",
-        "signature",
-        "content_sha256",
-        "schema_version",
-        "event_id",
-    }
-)
-SIGNER_KEYS: Final = frozenset({"signer_id", "signer_type", "key_id", "public_key_fingerprint"})
-SIGNATURE_KEYS: Final = frozenset(
-    {
-        "signature_status",
-        "algorithm",
-        "key_id",
-        "public_key_fingerprint",
-        "signature_b64",
-        "signed_message",
-        "signed_at",
-    }
-)
+#: The keys of an event, of its ``signer`` and of its ``signature`` (§4): the Structs' fields.
+EVENT_KEYS: Final = frozenset(Event.__struct_fields__)
+SIGNER_KEYS: Final = frozenset(EventSigner.__struct_fields__)
+SIGNATURE_KEYS: Final = frozenset(EventSignature.__struct_fields__)
 _HEX32: Final = HEX32_PATTERN.fullmatch
 _HEX64: Final = HEX64_PATTERN.fullmatch
 _EVENT_ID: Final = EVENT_ID_PATTERN.fullmatch
@@ -94,7 +72,7 @@ class ValidEvent(NamedTuple):
     created_us: int
     prev_event: str | None
     supersedes: tuple[str, ...]
-    signer: dict[str, str]
+    signer: EventSigner
     payload: dict[str, Any]
 
     @property
@@ -102,13 +80,13 @@ class ValidEvent(NamedTuple):
         """``(target, key_id)``; ``("record", None)`` for ``record_created`` (§7)."""
         if self.event_type == "record_created":
             return ("record", None)
-        return (self.target, self.signer["key_id"])
+        return (self.target, self.signer.key_id)
 
 
 class Candidate(NamedTuple):
     """A copy that passed checks 1–11 and waits for its signature to be verified (check 12)."""
 
-    value: dict[str, Any]
+    event: Event
     key: Key
     digest: bytes
     signature: bytes | None
@@ -124,47 +102,52 @@ class Candidate(NamedTuple):
 
 def precheck(copy: Admitted, subject: str, keys: KeySet) -> Reason | Candidate:
     """Checks 1–11 of §6 on one copy, and the decoding of its signature for check 12."""
-    event = copy.value
     if copy.non_canonical is not None:
         return Reason.NON_CANONICAL_JSON
-    if event.get("schema_version") != "1.0":
+    event = copy.decoded
+    if isinstance(event, dict):
+        # Not decoded as an Event: some key or value type of §4 is off (or the input came by
+        # the slow path). Check 2 looks at schema_version alone, then check 3 at the shape.
+        if event.get("schema_version") != "1.0":
+            return Reason.UNSUPPORTED_SCHEMA_VERSION
+        try:
+            event = msgspec.convert(event, Event)
+        except msgspec.ValidationError:
+            return Reason.MALFORMED
+    elif event.schema_version != "1.0":
         return Reason.UNSUPPORTED_SCHEMA_VERSION
     created_us = _schema_instant(event)
     if created_us is None:
         return Reason.MALFORMED
-    content = event["content_sha256"]
-    if event["event_id"] != "sha256:" + content:
+    content = event.content_sha256
+    if event.event_id != "sha256:" + content:
         return Reason.EVENT_ID_MISMATCH
-    # A C-level copy, then the three keys out (all present: the schema check saw every key).
-    body = dict(event)
-    for name in NOT_IN_BODY:
-        del body[name]
-    if hashlib.sha256(encode_canonical_unchecked(body)).hexdigest() != content:
+    if hashlib.sha256(encode_canonical_unchecked(body_of(event))).hexdigest() != content:
         return Reason.CONTENT_HASH_MISMATCH
-    if event["subject_pith_number"] != subject:
+    if event.subject_pith_number != subject:
         return Reason.WRONG_SUBJECT
-    kind = EVENT_TYPES.get(event["event_type"])
+    kind = EVENT_TYPES.get(event.event_type)
     if kind is None:
         return Reason.UNKNOWN_EVENT_TYPE
-    if event["target"] != kind[0]:
+    if event.target != kind[0]:
         return Reason.TARGET_MISMATCH
-    signer, signature = event["signer"], event["signature"]
-    key = keys.get(signer["key_id"])
+    signer, signature = event.signer, event.signature
+    key = keys.get(signer.key_id)
     if key is None:
         return Reason.UNKNOWN_KEY
     if (
-        signature["key_id"] != signer["key_id"]
-        or signer["public_key_fingerprint"] != key.fingerprint_hex
-        or signature["public_key_fingerprint"] != key.fingerprint_hex
+        signature.key_id != signer.key_id
+        or signer.public_key_fingerprint != key.fingerprint_hex
+        or signature.public_key_fingerprint != key.fingerprint_hex
     ):
         return Reason.KEY_MISMATCH
     if (
-        signature["algorithm"] != "ed25519"
-        or signature["signed_message"] != "open_graph_event_sha256_bytes"
-        or signature["signature_status"] != "signed_v1"
+        signature.algorithm != "ed25519"
+        or signature.signed_message != "open_graph_event_sha256_bytes"
+        or signature.signature_status != "signed_v1"
     ):
         return Reason.UNSUPPORTED_SIGNATURE
-    raw_signature = decode_b64(signature["signature_b64"])
+    raw_signature = decode_b64(signature.signature_b64)
     if raw_signature is not None and len(raw_signature) != 64:
         raw_signature = None
     return Candidate(event, key, bytes.fromhex(content), raw_signature, created_us)
@@ -175,35 +158,30 @@ def postcheck(candidate: Candidate, keys: KeySet, verifier: SignatureVerifier) -
     job = candidate.signature_job
     if job is None or not verifier.verify(*job):
         return Reason.BAD_SIGNATURE
-    event, key = candidate.value, candidate.key
+    event, key = candidate.event, candidate.key
     if key.rotates_at_us is not None and candidate.created_us >= key.rotates_at_us:
         return Reason.KEY_EXPIRED
-    event_type, payload = event["event_type"], event["payload"]
+    event_type, payload = event.event_type, event.payload
     if event_type == "record_created":
-        if event["prev_event"] is not None or event["supersedes"]:
+        if event.prev_event is not None or event.supersedes:
             return Reason.RECORD_NOT_GENESIS
-        if not _record_payload_ok(payload, event["subject_pith_number"]):
+        if not _record_payload_ok(payload, event.subject_pith_number):
             return Reason.BAD_PAYLOAD
         if not _receipt_ok(payload, keys, verifier):
             return Reason.BAD_RECEIPT
     elif event_type == "graph_snapshot" and not isinstance(payload.get("graph_snapshot"), dict):
         return Reason.BAD_PAYLOAD
     return ValidEvent(
-        event_id=event["event_id"],
-        event_type=event_type,
-        target=event["target"],
-        created_at=event["created_at"],
-        created_us=candidate.created_us,
-        prev_event=event["prev_event"],
-        supersedes=tuple(event["supersedes"]),
-        signer=event["signer"],
-        payload=payload,
+        event.event_id,
+        event_type,
+        event.target,
+        event.created_at,
+        candidate.created_us,
+        event.prev_event,
+        tuple(event.supersedes),
+        event.signer,
+        payload,
     )
-
-
-_ONLY_STR: Final = frozenset({str})
-# The top-level fields of §4 that must be strings (exactly str: a FloatLiteral is a number).
-_STRING_FIELDS: Final = ("event_type", "subject_pith_number", "target", "content_sha256", "created_at")
 
 
 def _is_str(value: Any) -> TypeGuard[str]:
@@ -211,37 +189,20 @@ def _is_str(value: Any) -> TypeGuard[str]:
     return type(value) is str
 
 
-def _schema_instant(event: dict[str, Any]) -> int | None:
-    """Return the ``created_at`` instant when every rule of §4 holds, else ``None``."""
-    if event.keys() != EVENT_KEYS:
+def _schema_instant(event: Event) -> int | None:
+    """The ``created_at`` instant when the rules of §4 that no type says hold, else ``None``."""
+    if not (_HEX32(event.signer.public_key_fingerprint) and _HEX64(event.content_sha256)):
         return None
-    signer, signature = event["signer"], event["signature"]
-    # Type tests inline and in C (map, issuperset): this runs once per event (docs/performance.md).
-    if not (
-        type(signer) is dict
-        and type(signature) is dict
-        and type(event["payload"]) is dict
-        and signer.keys() == SIGNER_KEYS
-        and signature.keys() == SIGNATURE_KEYS
-        and _ONLY_STR.issuperset(map(type, signer.values()))
-        and _ONLY_STR.issuperset(map(type, signature.values()))
-        and _ONLY_STR.issuperset(map(type, map(event.__getitem__, _STRING_FIELDS)))
-        and _HEX32(signer["public_key_fingerprint"])
-        and _HEX64(event["content_sha256"])
-    ):
+    prev = event.prev_event
+    if prev is not None and not _EVENT_ID(prev):
         return None
-    prev = event["prev_event"]
-    if prev is not None and not (_is_str(prev) and _EVENT_ID(prev)):
-        return None
-    supersedes = event["supersedes"]
-    if type(supersedes) is not list:
-        return None
+    supersedes = event.supersedes
     if supersedes:
-        if not all(_is_str(item) and _EVENT_ID(item) for item in supersedes):
+        if not all(_EVENT_ID(item) for item in supersedes):
             return None
-        if len(set(supersedes)) != len(supersedes) or event["event_id"] in supersedes:
+        if len(set(supersedes)) != len(supersedes) or event.event_id in supersedes:
             return None
-    return parse_timestamp(event["created_at"])
+    return parse_timestamp(event.created_at)
 
 
 def _record_payload_ok(payload: dict[str, Any], subject: str) -> bool:

@@ -240,7 +240,7 @@ def assemble_state(
             event_id=event_id,
             target=event.target,
             created_at=event.created_at,
-            signer=Signer(**event.signer),
+            signer=Signer(**msgspec.structs.asdict(event.signer)),
             payload=event.payload,
         )
         if event.event_type == "record_created":

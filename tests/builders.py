@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from merge import canonical_json, fold
+from merge.canonical import canonical_problem
 from merge.fold import FoldResult
 from merge.reasons import Reason
 from merge.signing import TestKey, record_created_payload, seal_event, sign_event
@@ -90,13 +91,25 @@ def run(inputs: Iterable[Any], *, keys: Any = None, subject: str = SUBJECT) -> F
 
 
 def reason_of(target: dict[str, Any], *others: Any, subject: str = SUBJECT) -> Reason | None:
-    """The reason ``target`` gets when folded with ``others``; ``None`` when it applied."""
-    result = run([target, *others], subject=subject)
+    """The reason ``target`` gets when folded with ``others``; ``None`` when it applied.
+
+    Asked twice when ``target`` is canonical-able: as a parsed value (checked as a dict) and as
+    its JSON text (decoded straight into :class:`merge.schema.Event` when it has §4's shape);
+    both must give the same verdict.
+    """
+    given = [target] if canonical_problem(target) is not None else [target, to_text(target)]
+    verdicts = {_verdict(item, target["event_id"], others, subject) for item in given}
+    assert len(verdicts) == 1, verdicts
+    return verdicts.pop()
+
+
+def _verdict(item: Any, event_id: str, others: tuple[Any, ...], subject: str) -> Reason | None:
+    result = run([item, *others], subject=subject)
     assert not result.rejected, result.rejected
     reasons = result.reasons
-    if target["event_id"] in reasons:
-        return reasons[target["event_id"]]
-    assert target["event_id"] in result.state.applied_event_ids
+    if event_id in reasons:
+        return reasons[event_id]
+    assert event_id in result.state.applied_event_ids
     return None
 
 

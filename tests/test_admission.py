@@ -17,6 +17,7 @@ from merge import MAX_INPUT_BYTES, RejectCode, Rejection
 from merge.admission import Admitted, admit
 from merge.canonical import FloatLiteral
 from merge.reasons import Reason
+from merge.schema import Event
 
 from .builders import event, run, to_text
 
@@ -278,3 +279,18 @@ def test_every_reject_code_is_documented() -> None:
     text = (Path(__file__).resolve().parent.parent / "docs" / "reason-codes.md").read_text("utf-8")
     for code in RejectCode:
         assert f"| `{code}` |" in text, code
+
+
+def test_an_event_of_section_4_shape_is_decoded_into_the_typed_struct() -> None:
+    made = event()
+    outcome = admitted(to_text(made))
+    assert isinstance(outcome.decoded, Event)
+    assert outcome.value == made  # as plain JSON again, on demand
+    assert outcome.value is not outcome.value  # a new copy per call: callers may change theirs
+
+
+def test_other_objects_and_parsed_values_stay_dicts() -> None:
+    made = event()
+    made["extra"] = 1
+    assert type(admitted(to_text(made)).decoded) is dict
+    assert type(admitted(event()).decoded) is dict  # a parsed value: checked as a dict (§6 check 3)

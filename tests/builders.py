@@ -25,6 +25,33 @@ KEY_EXPIRING = TestKey("merge-v1 vector key expiring", "test-expiring", rotates_
 KEY_STRANGER = TestKey("merge-v1 vector key stranger", "test-stranger")
 KEYS: list[dict[str, Any]] = [key.key_object() for key in (KEY_A, KEY_B, KEY_EXPIRING)]
 
+#: The keys of §4, restated from the spec rather than imported from merge: tests hold the code to them.
+SPEC_EVENT_KEYS = {
+    "event_type",
+    "subject_pith_number",
+    "target",
+    "payload",
+    "signer",
+    "created_at",
+    "supersedes",
+    "prev_event",
+    "signature",
+    "content_sha256",
+    "schema_version",
+    "event_id",
+}
+SPEC_SIGNER_KEYS = {"signer_id", "signer_type", "key_id", "public_key_fingerprint"}
+SPEC_SIGNATURE_KEYS = {
+    "signature_status",
+    "algorithm",
+    "key_id",
+    "public_key_fingerprint",
+    "signature_b64",
+    "signed_message",
+    "signed_at",
+}
+
+
 RECORD: dict[str, Any] = {
     "source": {"id": "2405.00001", "kind": "arxiv", "version": 1},
     "metadata": {

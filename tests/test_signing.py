@@ -13,7 +13,7 @@ from merge import KeySet, bundle_sha256, canonical_json, event_id, fingerprint_h
 from merge.signatures import verify_signature
 from merge.signing import TestKey, record_created_payload, seal_event, sign_bundle, sign_event, signed_receipt
 
-from .builders import KEY_A, KEYS, RECORD, SUBJECT, reason_of, run
+from .builders import KEY_A, KEYS, RECORD, SPEC_EVENT_KEYS, SUBJECT, reason_of, run
 from .conftest import load_vector
 
 
@@ -46,20 +46,7 @@ def test_sign_event_makes_a_valid_event() -> None:
     made = sign_event(
         KEY_A, event_type="mirror_hint", subject=SUBJECT, payload={"u": 1}, created_at="2026-07-05T06:00:00Z"
     )
-    assert set(made) == {
-        "event_type",
-        "subject_pith_number",
-        "target",
-        "payload",
-        "signer",
-        "created_at",
-        "supersedes",
-        "prev_event",
-        "signature",
-        "content_sha256",
-        "schema_version",
-        "event_id",
-    }
+    assert set(made) == SPEC_EVENT_KEYS
     assert made["target"] == "mirror"
     assert made["event_id"] == event_id(made) == "sha256:" + made["content_sha256"]
     assert made["signature"]["signed_at"] == made["created_at"]

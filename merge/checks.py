@@ -25,7 +25,7 @@ from .identifiers import (
 )
 from .keys import Key, KeySet, decode_b64
 from .reasons import Reason
-from .schema import Event, EventSignature, EventSigner, body_of
+from .schema import Event, EventSigner, body_of
 from .signatures import SignatureVerifier
 from .timestamps import parse_timestamp
 
@@ -53,10 +53,6 @@ EVENT_TYPES: Final[Mapping[str, tuple[str, str]]] = {
 #: The list keys of ``state.current``, every type but ``record_created``.
 CURRENT_KEYS: Final = tuple(key for _, key in EVENT_TYPES.values() if key != "record_created")
 
-#: The keys of an event, of its ``signer`` and of its ``signature`` (§4): the Structs' fields.
-EVENT_KEYS: Final = frozenset(Event.__struct_fields__)
-SIGNER_KEYS: Final = frozenset(EventSigner.__struct_fields__)
-SIGNATURE_KEYS: Final = frozenset(EventSignature.__struct_fields__)
 _HEX32: Final = HEX32_PATTERN.fullmatch
 _HEX64: Final = HEX64_PATTERN.fullmatch
 _EVENT_ID: Final = EVENT_ID_PATTERN.fullmatch

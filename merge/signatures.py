@@ -60,10 +60,10 @@ class SignatureVerifier:
     def prefetch(self, jobs: Iterable[SignatureJob]) -> None:
         """Verify many triples ahead of time, in parallel when there are enough of them.
 
-        ``jobs`` is consumed lazily and verification starts while it is still being consumed:
-        when ``jobs`` is a generator doing work of its own (the fold's checks 1–11), the pool
-        may verify the jobs already yielded meanwhile (how much the GIL allows that is
-        measured in docs/performance.md).
+        With a pool, ``jobs`` is consumed lazily and verification starts while it is still
+        being consumed: when ``jobs`` is a generator doing work of its own (the fold's checks
+        1–11), the pool may verify the jobs already yielded meanwhile (how much the GIL allows
+        that is measured in docs/performance.md). On one thread, every job is gathered first.
         """
         if self.threads <= 1:
             # Every job first, then every verification in one run: interleaved with the checks

@@ -46,10 +46,10 @@ from typing import Any
 
 import msgspec
 
-from merge.admission import _surely_shallow_and_safe
+from merge.admission import _decode_event_no_float, _HasFloat, _surely_shallow_and_safe
 from merge.canonical import encode_canonical_unchecked
 from merge.fold import gc_paused
-from merge.identifiers import NOT_IN_BODY
+from merge.identifiers import event_body
 from merge.schema import Event, body_of
 
 from .bound import signature_jobs, verify_serial, verify_threaded
@@ -63,14 +63,6 @@ Encode = Callable[[Any], bytes]
 __all__ = ["bench_floor"]
 
 
-class _HasFloat(Exception):
-    """Raised by the selecting decoder at the first float (a non-canonical event, §6 check 1)."""
-
-
-def _refuse_float(text: str) -> Any:
-    raise _HasFloat(text)
-
-
 def _select(inputs: Sequence[bytes]) -> tuple[list[bytes], dict[str, int]]:
     """The first copy of every distinct event that decodes to a :class:`Event` without floats.
 
@@ -78,12 +70,11 @@ def _select(inputs: Sequence[bytes]) -> tuple[list[bytes], dict[str, int]]:
     (``schema``), a float somewhere (``float``: the fold rejects it at check 1, before any
     hash), or another copy of an event already taken (``copy``).
     """
-    decoder = msgspec.json.Decoder(Event, float_hook=_refuse_float)
     chosen: dict[str, bytes] = {}
     skipped = {"schema": 0, "float": 0, "copy": 0}
     for text in inputs:
         try:
-            event = decoder.decode(text)
+            event = _decode_event_no_float(text)  # admission's own fast-path decoder
         except _HasFloat:
             skipped["float"] += 1
             continue
@@ -101,8 +92,7 @@ def _check_same_as_fold(texts: Sequence[bytes], events: Sequence[Event], bodies:
     """The floor computes what the fold computes: the same body bytes, the right content hash."""
     for text, event, encoded in zip(texts, events, bodies, strict=True):
         as_dict = msgspec.json.decode(text)
-        body = {key: value for key, value in as_dict.items() if key not in NOT_IN_BODY}
-        if encoded != encode_canonical_unchecked(body):
+        if encoded != encode_canonical_unchecked(event_body(as_dict)):
             raise AssertionError(f"{event.event_id}: Struct body differs from the fold's canonical body")
         if hashlib.sha256(encoded).hexdigest() != event.content_sha256:
             raise AssertionError(f"{event.event_id}: SHA-256 of the body is not its content_sha256")

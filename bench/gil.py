@@ -25,7 +25,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from unittest import mock
 
 from merge import KeySet, State, fold
-from merge.signatures import SignatureJob, SignatureVerifier, verify_signature
+from merge.signatures import SignatureJob, SignatureVerifier, _verify_all, verify_signature
 
 from .bound import Job, signature_jobs, verify_serial
 from .measure import Result, best_times
@@ -35,10 +35,6 @@ __all__ = ["bench_gil"]
 
 #: Jobs per task sent to a worker process: a few ms of work against ~0.1 ms of pickling.
 _BATCH = 256
-
-
-def _verify_batch(jobs: list[SignatureJob]) -> list[bool]:
-    return [verify_signature(*job) for job in jobs]
 
 
 class _ProcessVerifier(SignatureVerifier):
@@ -56,10 +52,10 @@ class _ProcessVerifier(SignatureVerifier):
                 continue
             batch.append(job)
             if len(batch) == _BATCH:
-                submitted.append((batch, self._pool.submit(_verify_batch, batch)))
+                submitted.append((batch, self._pool.submit(_verify_all, batch)))
                 batch = []
         if batch:
-            submitted.append((batch, self._pool.submit(_verify_batch, batch)))
+            submitted.append((batch, self._pool.submit(_verify_all, batch)))
         for chunk, future in submitted:
             self._cache.update(zip(chunk, future.result(), strict=True))
 
@@ -111,7 +107,7 @@ def bench_gil(workload: Workload, *, repeat: int, seconds: float = 1.0) -> list[
 
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        list(pool.map(_verify_batch, [jobs[:1]] * workers))  # start the workers before timing
+        list(pool.map(_verify_all, [jobs[:1]] * workers))  # start the workers before timing
         if fold_once(_ProcessVerifier(pool)) != fold_once():
             raise AssertionError("fold with verifier processes differs from fold(threads=1)")
         best = best_times(

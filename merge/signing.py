@@ -136,9 +136,15 @@ def sign_event(
     return seal_event(key, body, signed_at=signed_at or created_at)
 
 
-def seal_event(key: TestKey, body: Mapping[str, Any], *, signed_at: str) -> dict[str, Any]:
-    """Add ``signature``, ``content_sha256`` and ``event_id`` to an event body (spec §2)."""
-    content = canonical_sha256_hex(event_body(body))
+def seal_event(
+    key: TestKey, body: Mapping[str, Any], *, signed_at: str, content_sha256: str | None = None
+) -> dict[str, Any]:
+    """Add ``signature``, ``content_sha256`` and ``event_id`` to an event body (spec §2).
+
+    ``content_sha256``: the hash to claim and sign instead of ``H(body)``; for making events
+    whose body is not canonical-able (``H`` is then undefined) or whose claim is wrong.
+    """
+    content = canonical_sha256_hex(event_body(body)) if content_sha256 is None else content_sha256
     event = dict(event_body(body))
     event["signature"] = {
         "signature_status": "signed_v1",

@@ -225,19 +225,7 @@ def _seal(key: TestKey, body: Mapping[str, Any]) -> dict[str, Any]:
         return seal_event(key, body, signed_at=str(body.get("created_at")))
     except (ValueError, TypeError):
         digest = hashlib.sha256(_encode(event_body(body))).hexdigest()
-        event = dict(event_body(body))
-        event["signature"] = {
-            "signature_status": "signed_v1",
-            "algorithm": "ed25519",
-            "key_id": key.key_id,
-            "public_key_fingerprint": key.fingerprint,
-            "signature_b64": key.sign_digest(digest),
-            "signed_message": "open_graph_event_sha256_bytes",
-            "signed_at": str(body.get("created_at")),
-        }
-        event["content_sha256"] = digest
-        event["event_id"] = "sha256:" + digest
-        return event
+        return seal_event(key, body, signed_at=str(body.get("created_at")), content_sha256=digest)
 
 
 def _encode(value: Any) -> bytes:

@@ -11,7 +11,7 @@ import msgspec
 import pytest
 
 from merge.canonical import canonical_json
-from merge.identifiers import NOT_IN_BODY
+from merge.identifiers import NOT_IN_BODY, event_body
 from merge.schema import Event, EventBody, EventSignature, EventSigner, body_of
 
 from .builders import SPEC_EVENT_KEYS, SPEC_SIGNATURE_KEYS, SPEC_SIGNER_KEYS, event
@@ -38,7 +38,7 @@ def test_registry_events_decode_and_their_body_hashes_to_content_sha256(index: i
     assert msgspec.to_builtins(decoded) == given
     body = canonical_json(body_of(decoded))
     assert hashlib.sha256(body).hexdigest() == decoded.content_sha256
-    assert body == canonical_json({key: value for key, value in given.items() if key not in NOT_IN_BODY})
+    assert body == canonical_json(event_body(given))
 
 
 @pytest.mark.parametrize(

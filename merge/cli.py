@@ -659,8 +659,8 @@ def diff(state_a: str, state_b: str, as_json: bool) -> None:
 def _load_state(path: str) -> State:
     try:
         return decode_state(Path(path).read_bytes())
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-        raise InputError(f"not a merge-v1 state: {exc}", source=path) from exc
+    except InputError as exc:
+        raise InputError(exc.problem, source=path) from None
 
 
 def state_diff(before: State, after: State) -> dict[str, Any]:

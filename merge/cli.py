@@ -593,14 +593,9 @@ def _story(event_id: str, events: Mapping[str, dict[str, Any]], result: FoldResu
         for other in (supersedes if isinstance(supersedes, list) else [])
         if isinstance(other, str)
     ]
-    story["superseded_by"] = []
-    if story["fate"] == "superseded":
-        story["superseded_by"] = [
-            _fate(other, result)
-            for other in state.applied_event_ids
-            if event_id in (_field(events[other], "supersedes") or ())
-            and _field(events[other], "signer") == signer
-        ]
+    # Who removed it from current is the fold's own finding (§7), never re-derived here.
+    removed_by = {item.event_id: item.superseded_by for item in result.superseded or ()}
+    story["superseded_by"] = [_fate(other, result) for other in removed_by.get(event_id, ())]
     return story
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 from typing import Any
 
@@ -42,10 +43,24 @@ def test_vector_shuffled_with_repeats(name: str, seed: int) -> None:
     assert rejected == vector["expected"]["rejected_indexes"]
 
 
+def parsed(text: str) -> Any:
+    """The input as a caller that parsed it first would pass it (texts that are no JSON stay texts)."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
 @pytest.mark.parametrize("name", NAMES)
-def test_vector_inputs_as_str_and_parsed_values(name: str) -> None:
-    """str inputs behave as their UTF-8 bytes; the state's own hash is the vector's."""
+@pytest.mark.parametrize("form", ["str", "parsed"])
+def test_vector_inputs_as_str_and_parsed_values(name: str, form: str) -> None:
+    """str inputs behave as their UTF-8 bytes, and parsed values as their texts (§5): the
+    same state, its own hash the vector's, and the same inputs rejected."""
     vector = load_vector(name)
-    result = fold(vector["inputs"], subject=vector["subject"], keys=vector["keys"])
+    inputs = vector["inputs"] if form == "str" else [parsed(text) for text in vector["inputs"]]
+    if form == "parsed":
+        assert any(isinstance(item, dict) for item in inputs)
+    result = fold(inputs, subject=vector["subject"], keys=vector["keys"])
     assert canonical_json(result.state) == canonical_json(vector["expected"]["state"])
     assert result.state_sha256 == vector["expected"]["state"]["state_sha256"]
+    assert sorted(r.index for r in result.rejected) == vector["expected"]["rejected_indexes"]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import random
 from typing import Any
 
@@ -10,7 +9,7 @@ import pytest
 
 from merge import canonical_json, fold
 
-from .conftest import CONFORMANCE, load_vector
+from .conftest import CONFORMANCE, load_vector, parsed_input
 
 NAMES = [path.stem for path in CONFORMANCE]
 
@@ -43,21 +42,13 @@ def test_vector_shuffled_with_repeats(name: str, seed: int) -> None:
     assert rejected == vector["expected"]["rejected_indexes"]
 
 
-def parsed(text: str) -> Any:
-    """The input as a caller that parsed it first would pass it (texts that are no JSON stay texts)."""
-    try:
-        return json.loads(text)
-    except ValueError:
-        return text
-
-
 @pytest.mark.parametrize("name", NAMES)
 @pytest.mark.parametrize("form", ["str", "parsed"])
 def test_vector_inputs_as_str_and_parsed_values(name: str, form: str) -> None:
     """str inputs behave as their UTF-8 bytes, and parsed values as their texts (§5): the
     same state, its own hash the vector's, and the same inputs rejected."""
     vector = load_vector(name)
-    inputs = vector["inputs"] if form == "str" else [parsed(text) for text in vector["inputs"]]
+    inputs = vector["inputs"] if form == "str" else [parsed_input(text) for text in vector["inputs"]]
     if form == "parsed":
         assert any(isinstance(item, dict) for item in inputs)
     result = fold(inputs, subject=vector["subject"], keys=vector["keys"])

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import functools
 import os
+import shutil
+import subprocess
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -24,15 +26,17 @@ from typing import IO, Any, Final, NoReturn, ParamSpec, TypeVar
 import click
 import msgspec
 
-from .admission import MAX_INPUT_BYTES, RejectCode, Rejection, admit
+from .admission import MAX_INPUT_BYTES, RejectCode
 from .bundle import REGISTRY_KEYS, BundleReport, verify_bundle
 from .canonical import canonical_json, decode_json
 from .errors import InputError, MergeError
 from .fold import FoldResult, fold
+from .graph import event_values, log_graph, to_dot, to_mermaid
 from .keys import Key, KeySet
 from .reasons import Reason
 from .replay import read_lines, replay, report_json
 from .state import Entry, State, decode_state
+from .store import SQLiteStore
 
 __all__ = ["EXIT_FAILED", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "REASON_RULES", "cli", "main"]
 
@@ -479,6 +483,21 @@ def explain(  # noqa: PLR0917 (click passes every option positionally)
     whether the event applied, its reason code and spec section if not, and the related
     events: its prev, its children, its fork siblings, what it supersedes and what superseded it.
     """
+    inputs, subject, keys = _gather_inputs(bundle_file, events_file, subject, keys_file)
+    result = fold(inputs, subject=subject, keys=keys)
+    events = _admitted_events(inputs)
+    target = _resolve(event_id, events)
+    story = _story(target, events, result)
+    if as_json:
+        _json_out(story)
+    else:
+        _print_story(story)
+
+
+def _gather_inputs(
+    bundle_file: str | None, events_file: IO[bytes] | None, subject: str | None, keys_file: str | None
+) -> tuple[list[Any], str, KeySet]:
+    """The inputs, subject and keys of --bundle and/or --events, --subject, --keys (explain, graph)."""
     if bundle_file is None and events_file is None:
         raise click.UsageError("give --bundle BUNDLE and/or --events EVENTS")
     inputs: list[Any] = []
@@ -501,24 +520,13 @@ def explain(  # noqa: PLR0917 (click passes every option positionally)
         raise click.UsageError("give --subject (no bundle names it)")
     if not keys:
         raise click.UsageError("give --keys (no bundle carries any)")
-    result = fold(inputs, subject=subject, keys=keys)
-    events = _admitted_events(inputs)
-    target = _resolve(event_id, events)
-    story = _story(target, events, result)
-    if as_json:
-        _json_out(story)
-    else:
-        _print_story(story)
+    return inputs, subject, keys
 
 
 def _admitted_events(inputs: Iterable[Any]) -> dict[str, dict[str, Any]]:
-    """event_id → the first admitted copy's value (what the event says about itself)."""
-    events: dict[str, dict[str, Any]] = {}
-    for index, item in enumerate(inputs):
-        outcome = admit(item, index)
-        if not isinstance(outcome, Rejection):
-            events.setdefault(outcome.event_id, outcome.value)
-    return events
+    """event_id → what the event says about itself (of several copies, the one whose body
+    hashes to the id; the choice never depends on the inputs' order: :func:`merge.graph.event_values`)."""
+    return event_values(inputs)
 
 
 def _resolve(wanted: str, events: Mapping[str, Any]) -> str:
@@ -790,6 +798,88 @@ def keys_show(keys_file: str, as_json: bool) -> None:
         b32 = document["fingerprint_sha256_b32_first128bits"]
         _out(f"{key.key_id}: ed25519 {key.fingerprint_hex} ({b32}){rotates}")
     _out(f"{len(key_set)} key(s), all checked (§3)")
+
+
+# --- graph ------------------------------------------------------------------------------------
+
+_GRAPHVIZ_HINT: Final = "install Graphviz (apt-get install graphviz) or use --format dot"
+
+
+@cli.command()
+@click.option("--bundle", "bundle_file", type=click.Path(exists=True, dir_okay=False), help="A bundle.")
+@click.option("--events", "events_file", type=click.File("rb"), help="JSON Lines events (- for stdin).")
+@click.option("--store", help="An event store (an SQLite file) holding the subject's events.")
+@click.option("--subject", help="The merge's subject (default: the bundle's pith_number).")
+@click.option(
+    "--keys",
+    "keys_file",
+    type=click.Path(exists=True, dir_okay=False),
+    help="Key file (default: the bundle's public_keys; with both, these come first).",
+)
+@click.option(
+    "--format",
+    "form",
+    type=click.Choice(["dot", "mermaid", "svg", "png"]),
+    default="dot",
+    show_default=True,
+    help="Graphviz DOT, a Mermaid flowchart, or SVG/PNG drawn by Graphviz's dot program.",
+)
+@click.option(
+    "-o", "--output", type=click.Path(dir_okay=False, writable=True), help="Write here, not stdout."
+)
+@_input_errors
+def graph(  # noqa: PLR0917 (click passes every option positionally)
+    bundle_file: str | None,
+    events_file: IO[bytes] | None,
+    store: str | None,
+    subject: str | None,
+    keys_file: str | None,
+    form: str,
+    output: str | None,
+) -> None:
+    """Draw the prev_event DAG of a subject's log: one lane per chain.
+
+    Give a bundle (--bundle), an event log (--events with --keys and --subject), or a store
+    (--store with --subject and --keys). Applied events are filled, superseded ones struck,
+    invalid ones outlined in the colour of their reason and labelled with its code, forks
+    boxed, missing prevs dashed. The same state always gives the same bytes. svg and png need
+    Graphviz's dot program.
+    """
+    if store is not None:
+        if bundle_file is not None or events_file is not None:
+            raise click.UsageError("give --store, or --bundle and/or --events, not both")
+        if subject is None or keys_file is None:
+            raise click.UsageError("--store needs --subject and --keys")
+        inputs, keys = _store_events(store, subject), load_keys(keys_file)
+    else:
+        inputs, subject, keys = _gather_inputs(bundle_file, events_file, subject, keys_file)
+    dot_program = shutil.which("dot") if form in ("svg", "png") else None
+    if form in ("svg", "png") and dot_program is None:
+        _err(f"the dot program is not installed: {_GRAPHVIZ_HINT}")
+        _exit(EXIT_USAGE)
+    picture = log_graph(fold(inputs, subject=subject, keys=keys), _admitted_events(inputs))
+    text = to_mermaid(picture) if form == "mermaid" else to_dot(picture)
+    data = text.encode("utf-8")
+    if dot_program is not None:
+        drawn = subprocess.run(
+            [dot_program, f"-T{form}"], input=data, capture_output=True, check=False, timeout=300
+        )
+        if drawn.returncode != 0:
+            problem = drawn.stderr.decode("utf-8", "replace").strip().splitlines()
+            raise InputError(f"dot failed (exit code {drawn.returncode}): {problem[0] if problem else ''}")
+        data = drawn.stdout
+    if output is not None:
+        Path(output).write_bytes(data)
+    else:
+        click.echo(data, nl=False)
+
+
+def _store_events(path: str, subject: str) -> list[bytes]:
+    """The subject's stored inputs, as received (a missing file is an error, not a new store)."""
+    if not Path(path).is_file():
+        raise InputError("no such store (an SQLite file)", source=path)
+    with SQLiteStore(path) as store:
+        return list(store.events(subject))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -37,5 +37,12 @@ test: lint typecheck
 bench: $(VENV)/.installed-dev
 	$(BIN)/python -m bench $(BENCH_ARGS)
 
+# The pictures of docs/cli.md (`pith-merge graph`; needs Graphviz's dot).
+.PHONY: docs-images
+docs-images: $(VENV)/.installed
+	mkdir -p docs/images
+	$(BIN)/pith-merge graph --bundle tests/vectors/golden/pith-2303.04759.bundle.json --format svg -o docs/images/golden.svg
+	$(BIN)/pith-merge graph --bundle examples/example.bundle.json --format svg -o docs/images/equivocation.svg
+
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -808,7 +808,7 @@ _GRAPHVIZ_HINT: Final = "install Graphviz (apt-get install graphviz) or use --fo
 @cli.command()
 @click.option("--bundle", "bundle_file", type=click.Path(exists=True, dir_okay=False), help="A bundle.")
 @click.option("--events", "events_file", type=click.File("rb"), help="JSON Lines events (- for stdin).")
-@click.option("--store", help="An event store (an SQLite file) holding the subject's events.")
+@click.option("--store", metavar="PATH", help="An event store (an SQLite file) holding the subject's events.")
 @click.option("--subject", help="The merge's subject (default: the bundle's pith_number).")
 @click.option(
     "--keys",

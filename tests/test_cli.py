@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +14,9 @@ from typing import Any
 import pytest
 
 from merge import canonical_json, decode_state, fold
+from merge.graph import LogGraph, event_values, log_graph, to_dot, to_mermaid
 from merge.signing import TestKey, sign_event
+from merge.store import SQLiteStore
 
 from .conftest import GOLDEN_BUNDLE
 
@@ -26,7 +30,9 @@ EXAMPLE = json.loads(EXAMPLE_BUNDLE.read_bytes())
 LOG_SUBJECT = json.loads(EXAMPLE_LOG.read_bytes().splitlines()[0])["subject_pith_number"]
 
 
-def run(*args: Any, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+def run(
+    *args: Any, stdin: bytes | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[bytes]:
     result = subprocess.run(
         [sys.executable, "-m", "merge", *map(str, args)],
         input=stdin if stdin is not None else b"",
@@ -34,6 +40,7 @@ def run(*args: Any, stdin: bytes | None = None) -> subprocess.CompletedProcess[b
         cwd=ROOT,
         timeout=120,
         check=False,
+        env=env,
     )
     # Whatever happens, the user never sees a traceback.
     assert b"Traceback" not in result.stderr, result.stderr.decode()
@@ -52,7 +59,8 @@ def err(result: subprocess.CompletedProcess[bytes]) -> str:
 
 
 @pytest.mark.parametrize(
-    "command", [[], ["verify"], ["fold"], ["replay"], ["explain"], ["diff"], ["keys"], ["keys", "show"]]
+    "command",
+    [[], ["verify"], ["fold"], ["replay"], ["explain"], ["diff"], ["keys"], ["keys", "show"], ["graph"]],
 )
 def test_help_for_every_command(command: list[str]) -> None:
     result = run(*command, "--help")
@@ -504,6 +512,119 @@ def test_keys_show_bad_files(tmp_path: Path) -> None:
     not_json.write_bytes(b"\xff")
     assert run("keys", "show", not_json).returncode == 2
     assert run("keys", "show", tmp_path / "missing.json").returncode == 2
+
+
+# --- graph ------------------------------------------------------------------------------------
+
+GRAPHVIZ = shutil.which("dot")
+needs_dot = pytest.mark.skipif(
+    GRAPHVIZ is None, reason="Graphviz's dot is not installed (apt-get install graphviz)"
+)
+DOCS_IMAGES = {"golden.svg": GOLDEN_BUNDLE, "equivocation.svg": EXAMPLE_BUNDLE}
+
+
+def picture_of(inputs: list[Any], subject: str, keys: Any) -> LogGraph:
+    return log_graph(fold(inputs, subject=subject, keys=keys), event_values(inputs))
+
+
+def test_graph_of_a_bundle_a_log_and_a_store(tmp_path: Path) -> None:
+    bundle = run("graph", "--bundle", EXAMPLE_BUNDLE)
+    assert bundle.returncode == 0, err(bundle)
+    assert out(bundle) == to_dot(
+        picture_of(EXAMPLE["events"], EXAMPLE["pith_number"], EXAMPLE["public_keys"])
+    )
+    keys = json.loads(KEYS.read_bytes())
+    lines = EXAMPLE_LOG.read_bytes().splitlines()
+    log = run(
+        "graph", "--events", EXAMPLE_LOG, "--keys", KEYS, "--subject", LOG_SUBJECT, "--format", "mermaid"
+    )
+    assert log.returncode == 0, err(log)
+    assert out(log) == to_mermaid(picture_of(lines, LOG_SUBJECT, keys))
+    with SQLiteStore(tmp_path / "events.db") as store:
+        store.append_many(lines)
+        stored = list(store.events(LOG_SUBJECT))
+    assert stored
+    from_store = run("graph", "--store", tmp_path / "events.db", "--subject", LOG_SUBJECT, "--keys", KEYS)
+    assert from_store.returncode == 0, err(from_store)
+    assert out(from_store) == to_dot(picture_of(stored, LOG_SUBJECT, keys))
+    # The store holds the subject's events alone: the log's event of another subject is not there.
+    assert out(from_store) != out(
+        run("graph", "--events", EXAMPLE_LOG, "--keys", KEYS, "--subject", LOG_SUBJECT)
+    )
+
+
+def test_graph_output_file_holds_the_same_bytes(tmp_path: Path) -> None:
+    target = tmp_path / "log.dot"
+    written = run("graph", "--bundle", EXAMPLE_BUNDLE, "-o", target)
+    assert written.returncode == 0
+    assert written.stdout == b""
+    assert target.read_bytes() == run("graph", "--bundle", EXAMPLE_BUNDLE).stdout
+
+
+@needs_dot
+@pytest.mark.parametrize(("form", "magic"), [("svg", b"<?xml"), ("png", b"\x89PNG\r\n\x1a\n")])
+def test_graph_svg_and_png_are_drawn_by_dot(form: str, magic: bytes, tmp_path: Path) -> None:
+    drawn = run("graph", "--bundle", EXAMPLE_BUNDLE, "--format", form)
+    assert drawn.returncode == 0, err(drawn)
+    assert drawn.stdout.startswith(magic)
+    assert drawn.stderr == b""
+    target = tmp_path / f"log.{form}"
+    assert run("graph", "--bundle", EXAMPLE_BUNDLE, "--format", form, "-o", target).returncode == 0
+    assert target.read_bytes() == drawn.stdout
+    if form == "svg":
+        for event_id in json.loads(EXAMPLE_BUNDLE.read_bytes())["state"]["applied_event_ids"]:
+            assert f"<title>{event_id}</title>".encode() in drawn.stdout
+
+
+def test_graph_without_dot_says_how_to_get_it(tmp_path: Path) -> None:
+    env = {**os.environ, "PATH": str(tmp_path)}  # a directory without dot
+    for form in ("svg", "png"):
+        result = run("graph", "--bundle", EXAMPLE_BUNDLE, "--format", form, env=env)
+        assert result.returncode == 2
+        assert result.stdout == b""
+        assert err(result).count("\n") == 1
+        assert "install Graphviz (apt-get install graphviz) or use --format dot" in err(result)
+    assert run("graph", "--bundle", EXAMPLE_BUNDLE, env=env).returncode == 0  # dot is DOT: no program
+
+
+def test_graph_errors(tmp_path: Path) -> None:
+    assert run("graph").returncode == 2  # no input at all
+    both = run(
+        "graph", "--bundle", EXAMPLE_BUNDLE, "--store", tmp_path / "x.db", "--subject", "s", "--keys", KEYS
+    )
+    assert both.returncode == 2
+    assert "not both" in err(both)
+    half = run("graph", "--store", tmp_path / "x.db", "--keys", KEYS)
+    assert half.returncode == 2
+    assert "--store needs --subject and --keys" in err(half)
+    missing = run("graph", "--store", tmp_path / "x.db", "--subject", LOG_SUBJECT, "--keys", KEYS)
+    assert missing.returncode == 2
+    assert "no such store" in err(missing)
+    assert not (tmp_path / "x.db").exists()  # never created by looking
+    assert run("graph", "--bundle", EXAMPLE_BUNDLE, "--format", "jpeg").returncode == 2
+    not_a_bundle = run("graph", "--bundle", KEYS)
+    assert not_a_bundle.returncode == 2
+    assert "not a bundle" in err(not_a_bundle)
+
+
+@pytest.mark.parametrize("name", sorted(DOCS_IMAGES))
+def test_docs_images_are_the_pictures_of_their_bundles(name: str) -> None:
+    """docs/images/*.svg (`make docs-images`) draw their bundles: every event is a node; with the
+    Graphviz that made them, they are byte for byte what the command draws now."""
+    image = (ROOT / "docs" / "images" / name).read_bytes()
+    bundle = DOCS_IMAGES[name]
+    events = json.loads(bundle.read_bytes())["events"]
+    for event_id in {item["event_id"] for item in events}:
+        assert f"<title>{event_id}</title>".encode() in image
+    assert f"images/{name}" in (ROOT / "docs" / "cli.md").read_text("utf-8")
+    if GRAPHVIZ is None:
+        pytest.skip("Graphviz's dot is not installed: the image was not redrawn")
+    version = subprocess.run([GRAPHVIZ, "-V"], capture_output=True, check=True, timeout=60).stderr
+    made_by = re.search(rb"Generated by graphviz version (\S+)", image)
+    assert made_by is not None
+    if made_by.group(1) not in version:
+        pytest.skip(f"docs/images/{name} was drawn by Graphviz {made_by.group(1).decode()}, not this one")
+    assert run("graph", "--bundle", bundle, "--format", "svg").stdout == image, "run make docs-images"
 
 
 # --- the demo ---------------------------------------------------------------------------------

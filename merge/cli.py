@@ -802,8 +802,6 @@ def keys_show(keys_file: str, as_json: bool) -> None:
 
 # --- graph ------------------------------------------------------------------------------------
 
-_GRAPHVIZ_HINT: Final = "install Graphviz (apt-get install graphviz) or use --format dot"
-
 
 @cli.command()
 @click.option("--bundle", "bundle_file", type=click.Path(exists=True, dir_okay=False), help="A bundle.")
@@ -853,10 +851,14 @@ def graph(  # noqa: PLR0917 (click passes every option positionally)
         inputs, keys = _store_events(store, subject), load_keys(keys_file)
     else:
         inputs, subject, keys = _gather_inputs(bundle_file, events_file, subject, keys_file)
-    dot_program = shutil.which("dot") if form in ("svg", "png") else None
-    if form in ("svg", "png") and dot_program is None:
-        _err(f"the dot program is not installed: {_GRAPHVIZ_HINT}")
-        _exit(EXIT_USAGE)
+    dot_program = None
+    if form in ("svg", "png"):
+        dot_program = shutil.which("dot")
+        if dot_program is None:
+            raise InputError(
+                "the dot program is not installed: install Graphviz (apt-get install graphviz) "
+                "or use --format dot"
+            )
     picture = log_graph(fold(inputs, subject=subject, keys=keys), _admitted_events(inputs))
     text = to_mermaid(picture) if form == "mermaid" else to_dot(picture)
     data = text.encode("utf-8")

@@ -36,6 +36,7 @@ from .timestamps import parse_timestamp
 
 __all__ = [
     "REASON_COLOURS",
+    "EdgeKind",
     "Fate",
     "ForkBox",
     "GraphEdge",
@@ -48,7 +49,9 @@ __all__ = [
     "to_mermaid",
 ]
 
+#: What became of an admitted event: applied and in ``current``, applied then superseded, invalid.
 Fate = Literal["applied", "superseded", "invalid"]
+#: What an arrow says (see :class:`GraphEdge`).
 EdgeKind = Literal["prev", "missing_prev", "supersedes"]
 
 #: The colour of each reason code: families of hues by the rule that decided it (§6 encoding
@@ -88,8 +91,8 @@ _LANE_LINE: Final = "#ced4da"
 _FORK_LINE: Final = REASON_COLOURS[Reason.EQUIVOCATION]
 _TEXT: Final = "#212529"
 
-#: Hex digits of an event id shown in a label (the full id is the node's name and tooltip).
-SHORT_HEX: Final = 12
+# Hex digits of an event id shown in a label (the full id is the node's name and tooltip).
+_SHORT_HEX: Final = 12
 #: Longest untrusted text (an event type, a target, a key id) shown in a label.
 _MAX_TEXT: Final = 32
 _MAX_SUBJECT: Final = 80
@@ -317,7 +320,7 @@ def _shown(text: str | None, limit: int = _MAX_TEXT) -> str:
 
 
 def _short(event_id: str) -> str:
-    return event_id.removeprefix("sha256:")[:SHORT_HEX]
+    return event_id.removeprefix("sha256:")[:_SHORT_HEX]
 
 
 def _title(graph: LogGraph) -> str:

@@ -456,17 +456,29 @@ def _print_table(rows: Sequence[Any], totals: Mapping[str, int]) -> None:
 # --- explain ----------------------------------------------------------------------------------
 
 
+_SUBJECT_LOG_OPTIONS: Final = (
+    click.option("--bundle", "bundle_file", type=click.Path(exists=True, dir_okay=False), help="A bundle."),
+    click.option("--events", "events_file", type=click.File("rb"), help="JSON Lines events (- for stdin)."),
+    click.option("--subject", help="The merge's subject (default: the bundle's pith_number)."),
+    click.option(
+        "--keys",
+        "keys_file",
+        type=click.Path(exists=True, dir_okay=False),
+        help="Key file (default: the bundle's public_keys; with both, these come first).",
+    ),
+)
+
+
+def _subject_log_options(command: Callable[P, R]) -> Callable[P, R]:
+    """--bundle, --events, --subject, --keys: a subject's events, as :func:`_gather_inputs` reads them."""
+    for option in reversed(_SUBJECT_LOG_OPTIONS):
+        command = option(command)
+    return command
+
+
 @cli.command()
 @click.argument("event_id")
-@click.option("--bundle", "bundle_file", type=click.Path(exists=True, dir_okay=False), help="A bundle.")
-@click.option("--events", "events_file", type=click.File("rb"), help="JSON Lines events (- for stdin).")
-@click.option("--subject", help="The merge's subject (default: the bundle's pith_number).")
-@click.option(
-    "--keys",
-    "keys_file",
-    type=click.Path(exists=True, dir_okay=False),
-    help="Key file (default: the bundle's public_keys; with both, these come first).",
-)
+@_subject_log_options
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of text.")
 @_input_errors
 def explain(  # noqa: PLR0917 (click passes every option positionally)
@@ -804,16 +816,8 @@ def keys_show(keys_file: str, as_json: bool) -> None:
 
 
 @cli.command()
-@click.option("--bundle", "bundle_file", type=click.Path(exists=True, dir_okay=False), help="A bundle.")
-@click.option("--events", "events_file", type=click.File("rb"), help="JSON Lines events (- for stdin).")
+@_subject_log_options
 @click.option("--store", metavar="PATH", help="An event store (an SQLite file) holding the subject's events.")
-@click.option("--subject", help="The merge's subject (default: the bundle's pith_number).")
-@click.option(
-    "--keys",
-    "keys_file",
-    type=click.Path(exists=True, dir_okay=False),
-    help="Key file (default: the bundle's public_keys; with both, these come first).",
-)
 @click.option(
     "--format",
     "form",
@@ -829,9 +833,9 @@ def keys_show(keys_file: str, as_json: bool) -> None:
 def graph(  # noqa: PLR0917 (click passes every option positionally)
     bundle_file: str | None,
     events_file: IO[bytes] | None,
-    store: str | None,
     subject: str | None,
     keys_file: str | None,
+    store: str | None,
     form: str,
     output: str | None,
 ) -> None:

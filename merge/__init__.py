@@ -4,7 +4,13 @@ The core is pure: :func:`fold` turns events into the state of spec §9, byte for
 registry's; :func:`verify_bundle` checks a registry bundle (§10). Untrusted input never
 raises: it becomes a :class:`Reason` (invalid event) or a :class:`Rejection` (not admitted).
 Caller mistakes raise subclasses of :class:`MergeError`.
+
+The import name ``merge`` is generic (an unrelated ``merge`` on PyPI installs a module of that
+name); :mod:`pith_merge` is the same API under an unambiguous name.
 """
+
+#: This package's version (the only place it is written; pyproject.toml reads it from here).
+__version__ = "0.2.0"
 
 from .admission import MAX_INPUT_BYTES, RejectCode, Rejection
 from .bundle import BUNDLE_CHECKS, REGISTRY_KEYS, BundleCheck, BundleReport, verify_bundle

@@ -196,8 +196,7 @@ def _snapshot(
         for index, item in enumerate(events):
             outcome = admit(item, index)
             if isinstance(outcome, Admitted):
-                raw, non_canonical = copy_identity(outcome)
-                digest = hashlib.sha256(raw).digest() + bytes([non_canonical])
+                digest = _copy_digest(outcome)
                 if digest not in copies[outcome.event_id]:
                     copies[outcome.event_id].add(digest)
                     admitted[outcome.event_id].append(outcome)
@@ -209,6 +208,18 @@ def _snapshot(
         {eid: frozenset(c) for eid, c in copies.items()},
         {eid: tuple(a) for eid, a in admitted.items()},
     )
+
+
+def _copy_digest(copy: Admitted) -> bytes:
+    """What makes two copies one across snapshots: the same JSON value (§5 judges values).
+
+    Of the canonical bytes when canonical-able, so a copy is the same whatever key order or
+    spacing a registry wrote it with; else of the text as :func:`merge.fold.copy_identity` has it.
+    """
+    if copy.non_canonical is None:
+        return hashlib.sha256(encode_canonical_unchecked(copy.decoded)).digest()
+    raw, non_canonical = copy_identity(copy)
+    return hashlib.sha256(raw).digest() + bytes([non_canonical])
 
 
 def _as_snapshot(item: Snapshot | bytes | str | Mapping[str, Any], trusted: KeySet, label: str) -> Snapshot:

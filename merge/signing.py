@@ -11,9 +11,8 @@ import hashlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from nacl.signing import SigningKey
-
 import msgspec
+from nacl.signing import SigningKey
 
 from .canonical import canonical_sha256_hex, encode_canonical_unchecked
 from .checks import EVENT_TYPES

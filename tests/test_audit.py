@@ -299,7 +299,7 @@ def test_a_history_is_ordered_by_signed_at_then_by_hash() -> None:
     # v3 is signed at the same instant as v2 (an offset, compared as an instant): tie by hash.
     later = sorted(b["bundle_signature"]["bundle_sha256"] for b in (v2, v3))
     assert hashes == [v1["bundle_signature"]["bundle_sha256"], *later]
-    assert [info.label for info in subject.snapshots][0] == "#2"
+    assert subject.snapshots[0].label == "#2"
     assert [p.verdict for p in subject.pairs] == ["extension", "extension"]
     assert subject.pairs[1].identical
     assert report.ok

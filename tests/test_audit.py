@@ -16,6 +16,7 @@ from merge import InputError, canonical_json, verify_bundle
 from merge.audit import (
     ABSENT,
     Cause,
+    KeyChanges,
     PairAudit,
     audit,
     audit_history,
@@ -354,3 +355,15 @@ def test_snapshot_of_bundle_reads_text_and_values_alike() -> None:
     from_value = snapshot_of_bundle(published, trusted_keys=TRUST)
     assert from_text.info == from_value.info
     assert from_text.copies == from_value.copies
+
+
+def test_a_changed_key_is_a_rewrite() -> None:
+    """Same key id, other material (here a rotates_at): OLD's history is no longer reproducible."""
+    by_b = event("timestamp_anchor", KEY_B, created_at="2026-07-05T11:00:00Z")
+    rotated = {**KEY_B.key_object(), "rotates_at": "2026-07-05T10:00:00Z"}
+    result = pair(bundle([*BASE, by_b], T1), bundle([*BASE, by_b], T2, keys=[KEY_A.key_object(), rotated]))
+    assert result.verdict == "rewrite"
+    assert result.keys == KeyChanges(added=(), dropped=("test-expiring",), changed=("test-B",))
+    [change] = result.changed
+    assert (change.was, change.now) == ("applied", "key_expired")
+    assert change.causes == (Cause("keys", key_ids=("test-expiring", "test-B")),)

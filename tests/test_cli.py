@@ -55,7 +55,8 @@ def err(result: subprocess.CompletedProcess[bytes]) -> str:
 
 
 @pytest.mark.parametrize(
-    "command", [[], ["verify"], ["fold"], ["replay"], ["explain"], ["diff"], ["keys"], ["keys", "show"]]
+    "command",
+    [[], ["verify"], ["fold"], ["replay"], ["explain"], ["diff"], ["audit"], ["keys"], ["keys", "show"]],
 )
 def test_help_for_every_command(command: list[str]) -> None:
     result = run(*command, "--help")

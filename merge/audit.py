@@ -250,6 +250,11 @@ def fates(state: State) -> dict[str, str]:
 _STATELESS: Final = frozenset(str(reason) for reason in CHECK_ORDER)
 
 
+def _applied(fate: str) -> str:
+    """A fate with ``superseded`` read as ``applied``: superseded events stay applied (§7)."""
+    return "applied" if fate == "superseded" else fate
+
+
 # --- reports ----------------------------------------------------------------------------------
 
 
@@ -259,10 +264,10 @@ class Cause(msgspec.Struct, frozen=True):
     ``kind``: ``copy`` (NEW holds a copy of the event OLD lacked, or lacks one OLD held: §5),
     ``keys`` (the key set changed: ``key_ids``), or a neighbour whose fate changed (``was`` ->
     ``now``; ``absent`` when not held): ``prev`` (its ``prev_event``), ``fork_sibling`` (an event
-    of its ``equivocations`` entry), ``supersedes`` (an event naming it in ``supersedes``).
+    of its ``equivocations`` entry), ``superseder`` (an event naming it in ``supersedes``).
     """
 
-    kind: Literal["copy", "keys", "prev", "fork_sibling", "supersedes"]
+    kind: Literal["copy", "keys", "prev", "fork_sibling", "superseder"]
     event_id: str | None = None
     was: str | None = None
     now: str | None = None
@@ -555,8 +560,10 @@ def _changes(  # noqa: PLR0917 (the facts of one pair)
     key_ids = keys.added + keys.dropped + keys.changed
 
     def fate_change(eid: str) -> tuple[str, str] | None:
+        # What a neighbour's fate means to its prev's children, fork siblings and the events it
+        # names in supersedes is whether it applied (§7): being superseded changes nothing there.
         was, now = old_fates.get(eid, ABSENT), new_fates.get(eid, ABSENT)
-        return (was, now) if was != now else None
+        return (was, now) if _applied(was) != _applied(now) else None
 
     changed = sorted(eid for eid in old_fates.keys() & new_fates.keys() if old_fates[eid] != new_fates[eid])
     causes: dict[str, list[Cause]] = {}
@@ -569,12 +576,12 @@ def _changes(  # noqa: PLR0917 (the facts of one pair)
                 found.append(Cause("copy", eid))
             if key_ids:
                 found.append(Cause("keys", key_ids=key_ids))
-        neighbours: list[tuple[Literal["prev", "fork_sibling", "supersedes"], str]] = []
+        neighbours: list[tuple[Literal["prev", "fork_sibling", "superseder"], str]] = []
         if (link := prev.get(eid)) is not None:
             neighbours.append(("prev", link))
         siblings = set(forks_old.get(eid, ())) | set(forks_new.get(eid, ()))
         neighbours += [("fork_sibling", other) for other in sorted(siblings - {eid})]
-        neighbours += [("supersedes", other) for other in sorted(named_by.get(eid, ()))]
+        neighbours += [("superseder", other) for other in sorted(named_by.get(eid, ()))]
         for kind, other in neighbours:
             if (moved := fate_change(other)) is not None:
                 found.append(Cause(kind, other, *moved))

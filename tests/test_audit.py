@@ -99,7 +99,7 @@ def test_a_supersede_and_a_late_prev_are_causes() -> None:
     changes = {c.event_id: c for c in result.changed}
     assert (changes[G1["event_id"]].was, changes[G1["event_id"]].now) == ("applied", "superseded")
     assert changes[G1["event_id"]].causes == (
-        Cause("supersedes", superseding["event_id"], ABSENT, "applied"),
+        Cause("superseder", superseding["event_id"], ABSENT, "applied"),
     )
     assert (changes[child["event_id"]].was, changes[child["event_id"]].now) == ("missing_prev", "applied")
     assert changes[child["event_id"]].causes == (Cause("prev", orphan["event_id"], ABSENT, "applied"),)
@@ -367,3 +367,23 @@ def test_a_changed_key_is_a_rewrite() -> None:
     [change] = result.changed
     assert (change.was, change.now) == ("applied", "key_expired")
     assert change.causes == (Cause("keys", key_ids=("test-expiring", "test-B")),)
+
+
+def test_a_superseded_event_is_current_again_when_its_superseder_is_forked() -> None:
+    """Being superseded is still being applied (§7): it is no cause for the prev's children."""
+    a1 = event("author_attestation", created_at="2026-07-05T10:00:00Z")
+    a2 = event(
+        "author_attestation",
+        created_at="2026-07-05T11:00:00Z",
+        prev_event=a1["event_id"],
+        supersedes=[a1["event_id"]],
+    )
+    a2b = event(
+        "author_attestation", created_at="2026-07-05T12:00:00Z", prev_event=a1["event_id"], payload={"n": 2}
+    )
+    result = pair(bundle([*BASE, a1, a2], T1), bundle([*BASE, a1, a2, a2b], T2))
+    assert result.append_only is True
+    changes = {c.event_id: c for c in result.changed}
+    assert (changes[a1["event_id"]].was, changes[a1["event_id"]].now) == ("superseded", "applied")
+    assert changes[a1["event_id"]].causes == (Cause("superseder", a2["event_id"], "applied", "equivocation"),)
+    assert changes[a2["event_id"]].causes == (Cause("fork_sibling", a2b["event_id"], ABSENT, "equivocation"),)

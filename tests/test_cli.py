@@ -588,3 +588,34 @@ def test_audit_unverified_and_usage_errors(tmp_path: Path) -> None:
     different = run("audit", "--trust", KEYS, files["golden"], files["v1"])
     assert different.returncode == 2
     assert "snapshots of different subjects cannot be compared" in err(different)
+
+
+def test_audit_the_example_history(tmp_path: Path) -> None:
+    """examples/make_history.py writes the history docs/cli.md audits: each verdict as documented."""
+    made = subprocess.run(
+        [sys.executable, EXAMPLES / "make_history.py", tmp_path], capture_output=True, check=True, cwd=ROOT
+    )
+    assert made.stdout.decode().count("wrote ") == 3
+    v2, v3, other = (tmp_path / f"{name}.bundle.json" for name in ("v2", "v3", "other"))
+    assert run("audit", "--trust", KEYS, EXAMPLE_BUNDLE, v2).returncode == 0
+    result = run("audit", "--json", "--history", "--trust", KEYS, v3, EXAMPLE_BUNDLE, v2, other)
+    assert result.returncode == 1
+    document = json.loads(result.stdout)
+    [subject] = document["subjects"]
+    assert [Path(s["label"]).name for s in subject["snapshots"]] == [
+        "example.bundle.json",
+        *sorted(
+            ["v2.bundle.json", "other.bundle.json"],
+            key=lambda name: json.loads((tmp_path / name).read_bytes())["bundle_signature"]["bundle_sha256"],
+        ),
+        "v3.bundle.json",
+    ]
+    # v3 drops the fork of v2 (a rollback, not a split view); "other" has a mirror hint neither has.
+    assert [pair["verdict"] for pair in subject["pairs"]][-1] == "rewrite"
+    views = {
+        frozenset(Path(v[side]["label"]).name for side in ("first", "second")) for v in subject["split_views"]
+    }
+    assert views == {
+        frozenset({"v2.bundle.json", "other.bundle.json"}),
+        frozenset({"v3.bundle.json", "other.bundle.json"}),
+    }

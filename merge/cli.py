@@ -25,7 +25,17 @@ import click
 import msgspec
 
 from .admission import MAX_INPUT_BYTES, RejectCode, Rejection, admit
-from .audit import AuditReport, PairAudit, SnapshotInfo, SplitView, SubjectAudit, audit, audit_history
+from .audit import (
+    AuditReport,
+    PairAudit,
+    Snapshot,
+    SnapshotInfo,
+    SplitView,
+    SubjectAudit,
+    audit,
+    audit_history,
+    snapshot_of_bundle,
+)
 from .audit_store import LastBundles
 from .bundle import REGISTRY_KEYS, BundleReport, verify_bundle
 from .canonical import canonical_json, decode_json
@@ -846,8 +856,7 @@ def audit_command(
     notes: list[str] = []
     kept: list[str] = []
     if history:
-        report = audit_history([Path(p).read_bytes() for p in paths], trusted_keys=anchors)
-        report = _relabel(report, paths)
+        report = audit_history(_snapshots(paths, anchors), trusted_keys=anchors)
     elif state_dir is not None:
         store = LastBundles(state_dir)
         pairs: list[PairAudit] = []
@@ -868,8 +877,8 @@ def audit_command(
                 notes.append(f"not kept: {path}; {store.path(str(info.subject))} stays the reference")
         report = _report_of_pairs(pairs, unverified)
     else:
-        old, new = (Path(p).read_bytes() for p in paths)
-        report = _report_of_pairs([_labelled(audit(old, new, trusted_keys=anchors), *paths)], [])
+        old, new = _snapshots(paths, anchors)
+        report = _report_of_pairs([audit(old, new)], [])
     if as_json:
         document = msgspec.to_builtins(report)
         document["ok"] = report.ok
@@ -883,42 +892,9 @@ def audit_command(
     _exit(EXIT_OK if report.ok else EXIT_FAILED)
 
 
-def _labelled(pair: PairAudit, old: str, new: str) -> PairAudit:
-    """The pair with its snapshots named by their paths (the core calls them OLD and NEW)."""
-    return msgspec.structs.replace(
-        pair,
-        old=msgspec.structs.replace(pair.old, label=old),
-        new=msgspec.structs.replace(pair.new, label=new),
-    )
-
-
-def _relabel(report: AuditReport, paths: Sequence[str]) -> AuditReport:
-    """Snapshots given as data are labelled ``#<position>``: name them by their paths."""
-
-    def name(info: SnapshotInfo) -> SnapshotInfo:
-        index = int(info.label.removeprefix("#"))
-        return msgspec.structs.replace(info, label=paths[index])
-
-    def split(view: SplitView) -> SplitView:
-        return msgspec.structs.replace(view, first=name(view.first), second=name(view.second))
-
-    def pair(item: PairAudit) -> PairAudit:
-        view = split(item.split_view) if item.split_view else None
-        return msgspec.structs.replace(item, old=name(item.old), new=name(item.new), split_view=view)
-
-    return AuditReport(
-        subjects=tuple(
-            SubjectAudit(
-                s.subject,
-                tuple(name(i) for i in s.snapshots),
-                tuple(pair(p) for p in s.pairs),
-                tuple(split(v) for v in s.split_views),
-            )
-            for s in report.subjects
-        ),
-        unverified=tuple(name(i) for i in report.unverified),
-        unordered=tuple(name(i) for i in report.unordered),
-    )
+def _snapshots(paths: Sequence[str], trusted: KeySet) -> list[Snapshot]:
+    """Each bundle file as a verified snapshot, named by its path."""
+    return [snapshot_of_bundle(Path(p).read_bytes(), label=p, trusted_keys=trusted) for p in paths]
 
 
 def _report_of_pairs(pairs: Sequence[PairAudit], unverified: Sequence[SnapshotInfo]) -> AuditReport:

@@ -918,7 +918,7 @@ def _print_audit(report: AuditReport) -> None:
         for pair in subject.pairs:
             _print_pair(pair)
         for view in subject.split_views:
-            if all(view is not pair.split_view for pair in subject.pairs):
+            if all(view != pair.split_view for pair in subject.pairs):  # not shown with its pair
                 _print_split(view)
     for info in report.unverified:
         _out(f"UNVERIFIED  {info.label}: not compared; {'; '.join(info.problems)}")

@@ -619,3 +619,5 @@ def test_audit_the_example_history(tmp_path: Path) -> None:
         frozenset({"v2.bundle.json", "other.bundle.json"}),
         frozenset({"v3.bundle.json", "other.bundle.json"}),
     }
+    text = run("audit", "--history", "--trust", KEYS, v3, EXAMPLE_BUNDLE, v2, other)
+    assert out(text).count("SPLIT VIEW signed by test-A:") == 2  # each split view once

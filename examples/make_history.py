@@ -9,8 +9,10 @@ holds the events of ``examples/example.bundle.json`` plus:
   the successor that superseded it becomes ``equivocation``, so the first one is current again)
   and a new mirror hint;
 - ``v3.bundle.json``: v2 without the new successor (the registry dropped it, a rewrite);
-- ``other.bundle.json``: the mirror hint of v2 and a different one, not the fork: beside v2, a
-  split view (each holds events the other lacks, both signed by ``A``).
+- ``other.bundle.json``: another mirror hint instead of v2's fork and hint, signed at the same
+  time as v2: beside v2 (and v3), a split view (each holds events the other lacks, both signed
+  by ``A``). Had one monitor been shown v2 and another this one, each would see its mirror hint
+  applied; together they fork the mirror chain.
 
 Deterministic: run it again, same bytes.
 """

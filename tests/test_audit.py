@@ -387,3 +387,11 @@ def test_a_superseded_event_is_current_again_when_its_superseder_is_forked() -> 
     assert (changes[a1["event_id"]].was, changes[a1["event_id"]].now) == ("superseded", "applied")
     assert changes[a1["event_id"]].causes == (Cause("superseder", a2["event_id"], "applied", "equivocation"),)
     assert changes[a2["event_id"]].causes == (Cause("fork_sibling", a2b["event_id"], ABSENT, "equivocation"),)
+
+
+def test_a_predated_rollback_reads_as_an_extension_in_a_history() -> None:
+    """The documented limit (docs/security.md §4): a history trusts signed_at, which is not signed."""
+    later, predated = bundle([*BASE, X2], T2), bundle(BASE, "2026-07-01T00:00:00Z")
+    [subject] = audit_history([later, predated], trusted_keys=TRUST).subjects
+    assert [p.verdict for p in subject.pairs] == ["extension"]
+    assert pair(later, predated).verdict == "rewrite"  # in the order a monitor downloaded them

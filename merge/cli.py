@@ -34,6 +34,7 @@ from .audit import (
     SubjectAudit,
     audit,
     audit_history,
+    fates,
     snapshot_of_bundle,
 )
 from .audit_store import LastBundles
@@ -147,6 +148,16 @@ def _union(first: KeySet, more: Iterable[Key]) -> KeySet:
     return KeySet(keys)
 
 
+#: ``--trust KEYS.json`` (repeatable): the trust anchors of bundle signatures (spec §10).
+_trust_option = click.option(
+    "--trust",
+    "trust_files",
+    multiple=True,
+    type=click.Path(exists=True, dir_okay=False),
+    help="Key file of trusted bundle signers; replaces the built-in registry key. Repeatable.",
+)
+
+
 def _json_out(value: Any) -> None:
     data = msgspec.json.format(msgspec.json.encode(value, order="sorted"), indent=2)
     _out(data.decode("utf-8"))
@@ -168,13 +179,7 @@ def cli() -> None:
 
 @cli.command()
 @click.argument("bundles", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
-@click.option(
-    "--trust",
-    "trust_files",
-    multiple=True,
-    type=click.Path(exists=True, dir_okay=False),
-    help="Key file of trusted bundle signers; replaces the built-in registry key. Repeatable.",
-)
+@_trust_option
 @click.option(
     "--trust-bundle-keys",
     is_flag=True,
@@ -352,13 +357,7 @@ def fold_command(events: IO[bytes], subject: str, keys_file: str, out: str | Non
     type=click.Path(exists=True, dir_okay=False),
     help="Key file for events of JSON Lines logs (bundles carry their own keys).",
 )
-@click.option(
-    "--trust",
-    "trust_files",
-    multiple=True,
-    type=click.Path(exists=True, dir_okay=False),
-    help="Key file of trusted bundle signers; replaces the built-in registry key. Repeatable.",
-)
+@_trust_option
 @click.option("--workers", type=click.IntRange(min=1), help="Processes to fold with (default: all cores).")
 @click.option("--out", type=click.Path(file_okay=False), help="Write each subject's state to this directory.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of the table.")
@@ -553,24 +552,8 @@ def _fate(event_id: str, result: FoldResult) -> dict[str, Any]:
         return {"event_id": event_id, "fate": "invalid", "reason": str(reason), "section": reason.section}
     if event_id not in state.applied_event_ids:
         return {"event_id": event_id, "fate": "not admitted", "reason": None, "section": "§5"}
-    current = event_id in _current_ids(state)
-    return {
-        "event_id": event_id,
-        "fate": "applied" if current else "superseded",
-        "reason": None,
-        "section": "§7",
-    }
-
-
-def _current_ids(state: State) -> set[str]:
-    ids = set()
-    for name in state.current.__struct_fields__:
-        value = getattr(state.current, name)
-        if isinstance(value, Entry):
-            ids.add(value.event_id)
-        elif isinstance(value, tuple):
-            ids.update(entry.event_id for entry in value if isinstance(entry, Entry))
-    return ids
+    # Applied: "applied" while in current, else "superseded" (§7).
+    return {"event_id": event_id, "fate": fates(state)[event_id], "reason": None, "section": "§7"}
 
 
 def _field(event: Mapping[str, Any] | None, name: str) -> Any:
@@ -826,13 +809,7 @@ def keys_show(keys_file: str, as_json: bool) -> None:
     help="Audit each PATH (a new download) against the last bundle of its subject kept in this "
     "directory, and keep it there when it is an extension (or the first one seen).",
 )
-@click.option(
-    "--trust",
-    "trust_files",
-    multiple=True,
-    type=click.Path(exists=True, dir_okay=False),
-    help="Key file of trusted bundle signers; replaces the built-in registry key. Repeatable.",
-)
+@_trust_option
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of text.")
 @_input_errors
 def audit_command(

@@ -8,7 +8,7 @@ snapshots of one subject are compared by what they hold:
 - **extension** (``append_only``): every input of OLD is among NEW's, NEW's state is the fold of
   the union (it is NEW's own inputs, with OLD's keys too), and every fate that changed has a
   cause in what NEW adds: a new event or copy, a key, or a neighbour (its prev, a fork sibling,
-  an event naming it in ``supersedes``) whose fate changed for such a cause;
+  an event that superseded it) whose fate changed for such a cause;
 - **rewrite**: OLD holds inputs NEW lacks (dropped), a key changed or went, or a change has no
   cause; the fold of the union shows what NEW's state would be had nothing been dropped;
 - **split view**: both are bundles signed by the same trusted key and each holds inputs the
@@ -101,7 +101,7 @@ class Snapshot(msgspec.Struct, frozen=True):
     result: FoldResult | None
     #: event_id -> digests of its distinct admitted copies (§5: what makes two copies one).
     copies: Mapping[str, frozenset[bytes]]
-    #: event_id -> one admitted copy, for its ``prev_event`` and ``supersedes``.
+    #: event_id -> its distinct admitted copies, for its ``prev_event``.
     admitted: Mapping[str, tuple[Admitted, ...]]
 
 
@@ -264,7 +264,8 @@ class Cause(msgspec.Struct, frozen=True):
     ``kind``: ``copy`` (NEW holds a copy of the event OLD lacked, or lacks one OLD held: §5),
     ``keys`` (the key set changed: ``key_ids``), or a neighbour whose fate changed (``was`` ->
     ``now``; ``absent`` when not held): ``prev`` (its ``prev_event``), ``fork_sibling`` (an event
-    of its ``equivocations`` entry), ``superseder`` (an event naming it in ``supersedes``).
+    of its ``equivocations`` entry), ``superseder`` (an event that removed it from ``current``
+    in OLD's or NEW's fold, §7).
     """
 
     kind: Literal["copy", "keys", "prev", "fork_sibling", "superseder"]
@@ -501,28 +502,32 @@ def _key_changes(old: KeySet, new: KeySet) -> KeyChanges:
     )
 
 
-def _links(snapshots: Sequence[Snapshot]) -> tuple[dict[str, str | None], dict[str, set[str]]]:
-    """``prev_event`` of each event, and event_id -> the events naming it in ``supersedes``.
+def _prev_links(snapshots: Sequence[Snapshot]) -> dict[str, str | None]:
+    """``prev_event`` of each event, read from a copy whose body hashes to its id.
 
-    Read from a copy whose body hashes to its id: the hash binds the body (§2), so that is what
-    every valid copy says. Events with no such copy failed §6 and have no links that count.
+    The hash binds the body (§2), so that is what every valid copy says. Events with no such
+    copy failed §6 and have no prev that counts.
     """
     prev: dict[str, str | None] = {}
-    named_by: dict[str, set[str]] = defaultdict(set)
     for snapshot in snapshots:
         for eid, copies in snapshot.admitted.items():
             if eid in prev:
                 continue
             value = _bound_value(eid, copies)
-            if value is None:
-                continue
-            link = value.get("prev_event")
-            prev[eid] = link if isinstance(link, str) else None
-            supersedes = value.get("supersedes")
-            for target in supersedes if isinstance(supersedes, list) else ():
-                if isinstance(target, str):
-                    named_by[target].add(eid)
-    return prev, named_by
+            if value is not None:
+                link = value.get("prev_event")
+                prev[eid] = link if isinstance(link, str) else None
+    return prev
+
+
+def _superseders(*results: FoldResult) -> dict[str, set[str]]:
+    """event_id -> the applied events that removed it from ``current`` in any of ``results``
+    (§7, as each fold decided it: :attr:`merge.FoldResult.superseded`)."""
+    removed_by: dict[str, set[str]] = defaultdict(set)
+    for result in results:
+        for item in result.superseded or ():  # None only for a store checkpoint, never here
+            removed_by[item.event_id].update(item.superseded_by)
+    return removed_by
 
 
 def _bound_value(eid: str, copies: Sequence[Admitted]) -> dict[str, Any] | None:
@@ -555,7 +560,8 @@ def _changes(  # noqa: PLR0917 (the facts of one pair)
     """Each fate that changed, with its causes; then which of them lead back to NEW's inputs."""
     assert old.result is not None
     assert new.result is not None
-    prev, named_by = _links([new, old])
+    prev = _prev_links([new, old])
+    removed_by = _superseders(old.result, new.result)
     forks_old, forks_new = _forks(old.result.state), _forks(new.result.state)
     key_ids = keys.added + keys.dropped + keys.changed
 
@@ -581,7 +587,7 @@ def _changes(  # noqa: PLR0917 (the facts of one pair)
             neighbours.append(("prev", link))
         siblings = set(forks_old.get(eid, ())) | set(forks_new.get(eid, ()))
         neighbours += [("fork_sibling", other) for other in sorted(siblings - {eid})]
-        neighbours += [("superseder", other) for other in sorted(named_by.get(eid, ()))]
+        neighbours += [("superseder", other) for other in sorted(removed_by.get(eid, ()))]
         for kind, other in neighbours:
             if (moved := fate_change(other)) is not None:
                 found.append(Cause(kind, other, *moved))

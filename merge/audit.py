@@ -117,8 +117,8 @@ def snapshot_of_bundle(
     if isinstance(bundle, (bytes, str)):
         try:
             parsed = decode_json(bundle)
-        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
-            parsed = None
+        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError, UnicodeEncodeError):
+            parsed = None  # verification reported it (a lone surrogate in a str is no JSON text)
     parsed = parsed if isinstance(parsed, Mapping) else {}
     signature = parsed.get("bundle_signature")
     signature = signature if isinstance(signature, Mapping) else {}

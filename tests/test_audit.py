@@ -395,3 +395,11 @@ def test_a_predated_rollback_reads_as_an_extension_in_a_history() -> None:
     [subject] = audit_history([later, predated], trusted_keys=TRUST).subjects
     assert [p.verdict for p in subject.pairs] == ["extension"]
     assert pair(later, predated).verdict == "rewrite"  # in the order a monitor downloaded them
+
+
+@pytest.mark.parametrize("garbage", ["\ud800", '{"a": "\ud800"}', b"\xff", b"[]", "{}", 5, None])
+def test_garbage_is_an_unverified_snapshot_never_an_exception(garbage: Any) -> None:
+    snapshot = snapshot_of_bundle(garbage, trusted_keys=TRUST)
+    assert not snapshot.info.verified
+    assert snapshot.info.problems
+    assert pair(bundle(BASE, T1), garbage).verdict == "unverified"

@@ -446,7 +446,7 @@ def _audit_pair(old: Snapshot, new: Snapshot) -> PairAudit:
 
     changed = _changes(old, new, old_fates, new_fates, set(added_ids), copy_added | copy_dropped, keys)
     masked = tuple(
-        MaskedFate(eid, new_fates.get(eid, ABSENT), fate)
+        MaskedFate(eid, new_fates[eid], fate)
         for eid, fate in sorted(union_fates.items())
         if eid in new_fates and new_fates[eid] != fate
     )

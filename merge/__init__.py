@@ -1,7 +1,8 @@
 """pith-merge: a deterministic merge engine for Pith's signed event logs (merge-v1).
 
 The core is pure: :func:`fold` turns events into the state of spec §9, byte for byte the
-registry's; :func:`verify_bundle` checks a registry bundle (§10). Untrusted input never
+registry's; :func:`verify_bundle` checks a registry bundle (§10); :func:`audit` tells whether a newer
+bundle extends an older one (or the registry rewrote or split its history). Untrusted input never
 raises: it becomes a :class:`Reason` (invalid event) or a :class:`Rejection` (not admitted).
 Caller mistakes raise subclasses of :class:`MergeError`.
 
@@ -13,6 +14,15 @@ name); :mod:`pith_merge` is the same API under an unambiguous name.
 __version__ = "0.2.0"
 
 from .admission import MAX_INPUT_BYTES, RejectCode, Rejection
+from .audit import (
+    AuditReport,
+    PairAudit,
+    Snapshot,
+    audit,
+    audit_history,
+    snapshot_of_bundle,
+    snapshot_of_events,
+)
 from .bundle import BUNDLE_CHECKS, REGISTRY_KEYS, BundleCheck, BundleReport, verify_bundle
 from .canonical import MAX_DEPTH, MAX_SAFE_INTEGER, canonical_json
 from .engine import AddResult, EventStatus, Merger
@@ -53,6 +63,7 @@ __all__ = [
     "MERGE_VERSION",
     "REGISTRY_KEYS",
     "AddResult",
+    "AuditReport",
     "BundleCheck",
     "BundleReport",
     "Chain",
@@ -69,14 +80,18 @@ __all__ = [
     "MergeError",
     "Merger",
     "NotCanonicalError",
+    "PairAudit",
     "Reason",
     "RecordError",
     "RejectCode",
     "Rejection",
     "Signer",
+    "Snapshot",
     "SourceAlias",
     "State",
     "Supersession",
+    "audit",
+    "audit_history",
     "b32",
     "bundle_sha256",
     "canonical_json",
@@ -89,6 +104,8 @@ __all__ = [
     "fold",
     "pith_number",
     "short_pith_number",
+    "snapshot_of_bundle",
+    "snapshot_of_events",
     "state_sha256",
     "verify_bundle",
 ]

@@ -14,8 +14,9 @@ from typing import Any, Final
 import msgspec
 
 from .canonical import MAX_DEPTH, MAX_SAFE_INTEGER, FloatLiteral, decode_json, scan_json
-from .errors import InputError
+from .errors import InputError, MergeError
 from .identifiers import EVENT_ID_PATTERN
+from .identifiers import event_id as body_event_id
 from .schema import Event
 
 __all__ = ["MAX_INPUT_BYTES", "Admitted", "RejectCode", "Rejection", "admit", "require_inputs"]
@@ -107,6 +108,20 @@ class Admitted(msgspec.Struct, frozen=True):
             value: dict[str, Any] = msgspec.to_builtins(self.decoded)
             return value
         return self.decoded
+
+    @property
+    def bound(self) -> bool:
+        """True when the copy's body hashes to its ``event_id`` (§2, §6 checks 4 and 5).
+
+        Every valid copy of an event is bound, and bound copies agree on the whole body, so a
+        bound copy says what the event is (its type, chain, ``prev_event``, ``created_at``).
+        """
+        if self.non_canonical is not None:
+            return False
+        try:
+            return body_event_id(self.value) == self.event_id
+        except MergeError:
+            return False
 
 
 def require_inputs(inputs: Iterable[Any]) -> Iterable[Any]:

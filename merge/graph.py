@@ -27,10 +27,9 @@ from typing import Any, Final, Literal
 import msgspec
 
 from .admission import Admitted, Rejection, admit
-from .errors import InputError, NotCanonicalError
+from .errors import InputError
 from .fold import FoldResult
 from .identifiers import EVENT_ID_PATTERN
-from .identifiers import event_id as computed_event_id
 from .reasons import Reason
 from .timestamps import parse_timestamp
 
@@ -186,19 +185,10 @@ def event_values(inputs: Iterable[Any]) -> dict[str, dict[str, Any]]:
         known = best.get(outcome.event_id)
         if known is not None and known[1].raw == outcome.raw:
             continue  # an identical copy (§5)
-        rank = (not _bound(outcome), outcome.raw)
+        rank = (not outcome.bound, outcome.raw)
         if known is None or rank < known[0]:
             best[outcome.event_id] = (rank, outcome)
     return {event_id: best[event_id][1].value for event_id in sorted(best)}
-
-
-def _bound(copy: Admitted) -> bool:
-    if copy.non_canonical is not None:
-        return False
-    try:
-        return computed_event_id(copy.value) == copy.event_id
-    except NotCanonicalError:
-        return False
 
 
 def log_graph(result: FoldResult, events: Mapping[str, Mapping[str, Any]]) -> LogGraph:

@@ -25,12 +25,13 @@ import click
 import msgspec
 
 from .admission import MAX_INPUT_BYTES, RejectCode, Rejection, admit
-from .bundle import REGISTRY_KEYS, BundleReport, verify_bundle
+from .bundle import REGISTRY_KEYS, BundleReport, CheckedReport, verify_bundle
 from .canonical import canonical_json, decode_json
 from .errors import InputError, MergeError
 from .fold import FoldResult, fold
 from .keys import Key, KeySet
 from .reasons import Reason
+from .record import RecordReport, document_kind, verify_record
 from .replay import read_lines, replay, report_json
 from .state import Entry, State, decode_state
 
@@ -155,13 +156,13 @@ def cli() -> None:
 
 
 @cli.command()
-@click.argument("bundles", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@click.argument("documents", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
 @click.option(
     "--trust",
     "trust_files",
     multiple=True,
     type=click.Path(exists=True, dir_okay=False),
-    help="Key file of trusted bundle signers; replaces the built-in registry key. Repeatable.",
+    help="Key file of trusted signers (bundles, receipts); replaces the built-in registry key. Repeatable.",
 )
 @click.option(
     "--trust-bundle-keys",
@@ -172,40 +173,132 @@ def cli() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of text.")
 @_input_errors
 def verify(
-    bundles: tuple[str, ...],
+    documents: tuple[str, ...],
     trust_files: tuple[str, ...],
     trust_bundle_keys: bool,
     verbose: bool,
     as_json: bool,
 ) -> None:
-    """Verify bundles: every check of spec §10, one line per bundle.
+    """Verify bundles (spec §10) and pith number records (§11), one line per document.
 
-    The bundle signature must verify with a trusted key: by default the Pith registry key
-    pith-v1-2026-05 (built in). Exits 0 only when every bundle passes every check.
+    Each file is recognised by its bundle_type or record_type. A bundle's signature and a
+    record's receipt must verify with a trusted key: by default the Pith registry key
+    pith-v1-2026-05 (built in). Exits 0 only when every document passes every check.
     """
     anchors, origin = _trust_anchors(trust_files)
-    documents = []
-    failed = 0
-    for path in bundles:
-        data = Path(path).read_bytes()
-        trusted = anchors
-        if trust_bundle_keys:
-            trusted = _union(anchors, _carried_keys(data))
-        report = verify_bundle(data, trusted_keys=trusted, threads=None)
-        failed += not report.ok
-        signer = report.trusted_key_id
-        trust = None
-        if signer is not None:
-            trust = origin if signer in anchors else "carried in the bundle, trusted by --trust-bundle-keys"
-        if as_json:
-            documents.append(_bundle_document(path, report, signer, trust))
-        else:
-            _print_bundle(path, report, signer, trust, verbose)
+    entries = []
+    for path in documents:
+        entry, facts = _verify_document(path, anchors, origin, trust_bundle_keys)
+        entries.append(entry)
+        if not as_json:
+            _print_document(entry, facts, verbose)
+    failed = sum(not entry["ok"] for entry in entries)
     if as_json:
-        _json_out({"ok": failed == 0, "bundles": documents})
-    elif len(bundles) > 1:
-        _out(f"{len(bundles) - failed} of {len(bundles)} bundles verified")
+        # "bundles": the bundle entries alone, as before records were verified too.
+        bundles = [entry for entry in entries if entry["kind"] == "bundle"]
+        _json_out({"ok": failed == 0, "documents": entries, "bundles": bundles})
+    elif len(documents) > 1:
+        kinds = {entry["kind"] for entry in entries} - {None}
+        noun = {frozenset({"bundle"}): "bundles", frozenset({"record"}): "records"}.get(
+            frozenset(kinds), "documents"
+        )
+        _out(f"{len(documents) - failed} of {len(documents)} {noun} verified")
     _exit(EXIT_FAILED if failed else EXIT_OK)
+
+
+def _verify_document(
+    path: str, anchors: KeySet, origin: str, trust_bundle_keys: bool
+) -> tuple[dict[str, Any], str]:
+    """Verify one file as what it is (§10 or §11): its ``--json`` entry, and what an OK line says."""
+    data = Path(path).read_bytes()
+    try:
+        document = decode_json(data)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as exc:
+        return _neither(path, f"not JSON: {exc}"), ""
+    kind = document_kind(document)
+    if kind is None:
+        kinds: dict[type, str] = {
+            dict: "an object with neither bundle_type nor record_type",
+            list: "an array",
+        }
+        return _neither(path, kinds.get(type(document), "a JSON scalar")), ""
+    trusted = anchors
+    if kind == "bundle" and trust_bundle_keys:
+        trusted = _union(anchors, _carried_keys(document))
+    report: BundleReport | RecordReport
+    if kind == "bundle":
+        report = verify_bundle(document, trusted_keys=trusted, threads=None)
+    else:
+        report = verify_record(document, trusted_keys=trusted)
+    signer = report.trusted_key_id
+    trust = None
+    if signer is not None:
+        trust = origin if signer in anchors else "carried in the bundle, trusted by --trust-bundle-keys"
+    if isinstance(report, BundleReport):
+        return _bundle_document(
+            path, report, signer, trust
+        ), f"{_bundle_facts(report)}signed by {signer} ({trust})"
+    subject = document.get("pith_number")
+    entry = {
+        "path": path,
+        "kind": "record",
+        "ok": report.ok,
+        "subject": subject if isinstance(subject, str) else None,
+        "trusted_key_id": signer,
+        "trust": trust,
+        "title_note": report.title_note,
+        "checks": _checks_json(report),
+    }
+    return entry, f"record {subject}, receipt signed by {signer} ({trust})"
+
+
+def _neither(path: str, why: str) -> dict[str, Any]:
+    return {
+        "path": path,
+        "kind": None,
+        "ok": False,
+        "problem": f"not a bundle or record: {why}",
+        "checks": [],
+    }
+
+
+def _bundle_facts(report: BundleReport) -> str:
+    if report.result is None:
+        return ""
+    state = report.result.state
+    return (
+        f"{state.pith_number}, {_plural(state.event_count, 'event')} ({state.valid_event_count} valid, "
+        f"{state.invalid_event_count} invalid, {_plural(state.equivocation_count, 'equivocation')}), "
+    )
+
+
+def _checks_json(report: CheckedReport) -> list[dict[str, Any]]:
+    return [{"name": c.name, "ok": c.ok, "detail": c.detail} for c in report.checks]
+
+
+#: The §11 title note, in words (informative: it never fails a record).
+TITLE_NOTES: Final[Mapping[bool, str]] = {
+    True: "the shown paper.title matches canonical_record.metadata.title_canon_sha256",
+    False: "the shown paper.title is not the one canonical_record.metadata.title_canon_sha256 was made from",
+}
+
+
+def _print_document(entry: Mapping[str, Any], facts: str, verbose: bool) -> None:
+    path, kind, checks = entry["path"], entry["kind"], entry["checks"]
+    if kind is None:
+        _out(f"FAILED  {path}: {entry['problem']}")
+        return
+    if not entry["ok"]:
+        failed = sum(not check["ok"] for check in checks)
+        _out(f"FAILED  {path}: {kind}, {failed} of {len(checks)} checks failed")
+    else:
+        _out(f"OK      {path}: {facts}")
+    for check in checks:
+        if verbose or not check["ok"]:
+            _out(f"  {'pass' if check['ok'] else 'FAIL'}  {check['name']}: {check['detail']}")
+    note = entry.get("title_note")
+    if note is not None and (verbose or note is False):
+        _out(f"  note  title: {TITLE_NOTES[note]} (informative, §11)")
 
 
 def _trust_anchors(trust_files: Sequence[str]) -> tuple[KeySet, str]:
@@ -223,34 +316,12 @@ def _trust_anchors(trust_files: Sequence[str]) -> tuple[KeySet, str]:
     return KeySet(keys), f"from --trust {', '.join(trust_files)}"
 
 
-def _carried_keys(data: bytes) -> list[Key]:
+def _carried_keys(bundle: Mapping[str, Any]) -> list[Key]:
     """The keys a bundle carries, when they parse (if not, its public_keys check fails anyway)."""
     try:
-        bundle = decode_json(data)
         return list(KeySet.parse(bundle.get("public_keys") or ()).values())
-    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError, AttributeError, MergeError):
+    except MergeError:
         return []
-
-
-def _print_bundle(
-    path: str, report: BundleReport, signer: str | None, trust: str | None, verbose: bool
-) -> None:
-    result = report.result
-    facts = []
-    if result is not None:
-        state = result.state
-        facts.append(
-            f"{state.pith_number}, {_plural(state.event_count, 'event')} ({state.valid_event_count} valid, "
-            f"{state.invalid_event_count} invalid, {_plural(state.equivocation_count, 'equivocation')})"
-        )
-    if report.ok:
-        facts.append(f"signed by {signer} ({trust})")
-        _out(f"OK      {path}: " + ", ".join(facts))
-    else:
-        _out(f"FAILED  {path}: {len(report.failed)} of {len(report.checks)} checks failed")
-    for check in report.checks:
-        if verbose or not check.ok:
-            _out(f"  {'pass' if check.ok else 'FAIL'}  {check.name}: {check.detail}")
 
 
 def _plural(count: int, noun: str) -> str:
@@ -263,12 +334,13 @@ def _bundle_document(
     state = report.result.state if report.result is not None else None
     return {
         "path": path,
+        "kind": "bundle",
         "ok": report.ok,
         "subject": state.pith_number if state else None,
         "state_sha256": state.state_sha256 if state else None,
         "trusted_key_id": signer,
         "trust": trust,
-        "checks": [{"name": c.name, "ok": c.ok, "detail": c.detail} for c in report.checks],
+        "checks": _checks_json(report),
     }
 
 

@@ -172,8 +172,11 @@ def test_verify_bad_files(tmp_path: Path) -> None:
     array.write_bytes(b"[]")
     result = run("verify", not_json, empty, array)
     assert result.returncode == 1
-    assert out(result).count("FAIL  bundle_type:") == 3
-    assert "not JSON" in out(result)
+    # Neither a bundle nor a record: one clear failure each, not the checks of §10.
+    assert out(result).count(": not a bundle or record: ") == 3
+    assert "not a bundle or record: not JSON" in out(result)
+    assert "FAIL  bundle_type" not in out(result)
+    assert out(result).splitlines()[-1] == "0 of 3 documents verified"
 
     missing = run("verify", tmp_path / "missing.json")
     assert missing.returncode == 2

@@ -484,7 +484,18 @@ def replay_command(  # noqa: PLR0917 (click passes every option positionally)
 
 
 def _print_table(rows: Sequence[Any], totals: Mapping[str, int]) -> None:
-    header = ("subject", "events", "valid", "invalid", "equivoc.", "bundles", "state", "rejected")
+    header = (
+        "subject",
+        "events",
+        "valid",
+        "invalid",
+        "equivoc.",
+        "bundles",
+        "state",
+        "rejected",
+        "records",
+        "record",
+    )
     body = [
         (
             row.subject,
@@ -495,9 +506,12 @@ def _print_table(rows: Sequence[Any], totals: Mapping[str, int]) -> None:
             str(row.bundles),
             {None: "-", True: "match", False: "MISMATCH"}[row.state_matches],
             str(row.rejected),
+            str(row.records),
+            _record_cell(row.record_ok, row.record_agrees),
         )
         for row in rows
     ]
+    bad_records = sum(row.record_ok is False or row.record_agrees is False for row in rows)
     total = (
         f"total: {totals['subjects']} subjects",
         str(totals["event_count"]),
@@ -507,6 +521,8 @@ def _print_table(rows: Sequence[Any], totals: Mapping[str, int]) -> None:
         str(totals["bundles"]),
         f"{totals['bundle_mismatches']} bad" if totals["bundle_mismatches"] else "ok",
         str(totals["rejected"]),
+        str(totals["records"]),
+        f"{bad_records} bad" if bad_records else "ok",
     )
     table = [header, *body, total]
     widths = [max(len(line[i]) for line in table) for i in range(len(header))]
@@ -519,6 +535,15 @@ def _print_table(rows: Sequence[Any], totals: Mapping[str, int]) -> None:
         _out("  ".join(cells).rstrip())
     if totals["problems"]:
         _out(f"{totals['problems']} input problem(s), listed on stderr")
+
+
+def _record_cell(record_ok: bool | None, record_agrees: bool | None) -> str:
+    """The replay table's record column: its records pass §11 and agree with the state (§11)?"""
+    if record_ok is None:
+        return "-"
+    if not record_ok:
+        return "FAILED"
+    return {None: "ok", True: "agrees", False: "DIFFERS"}[record_agrees]
 
 
 # --- explain ----------------------------------------------------------------------------------

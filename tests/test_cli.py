@@ -357,10 +357,12 @@ def test_replay_table() -> None:
         "bundles",
         "state",
         "rejected",
+        "records",
+        "record",
     ]
     rows = {line.split()[0]: line.split()[1:] for line in table[1:4]}
-    assert rows[GOLDEN["pith_number"]] == ["2", "2", "0", "0", "1", "match", "0"]
-    assert rows[LOG_SUBJECT][-2:] == ["-", "0"]
+    assert rows[GOLDEN["pith_number"]] == ["2", "2", "0", "0", "1", "match", "0", "0", "-"]
+    assert rows[LOG_SUBJECT][-4:] == ["-", "0", "0", "-"]
     assert table[-1].startswith("total: 3 subjects")
     assert err(result) == ""  # piped: no progress bar, no problems
 

@@ -14,6 +14,7 @@ import pytest
 from merge import canonical_json, decode_state, fold
 
 from .builders import KEYS as TEST_KEYS
+from .builders import record_of_bundle
 from .conftest import GOLDEN_BUNDLE, GOLDEN_RECORD, VECTORS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -424,6 +425,31 @@ def test_replay_empty_and_missing_inputs(tmp_path: Path) -> None:
     code, document = replay_json("-")  # empty stdin
     assert code == 0
     assert document["subjects"] == []
+
+
+def test_replay_reports_records(tmp_path: Path) -> None:
+    """The golden bundle's subject with its record, another subject's record, and a tampered one."""
+    (tmp_path / "a.record.json").write_text(
+        json.dumps(record_of_bundle(GOLDEN, json.loads(GOLDEN_RECORD.read_bytes())))
+    )
+    tampered = GOLDEN_RECORD.read_bytes().replace(b'"version":3}', b'"version":2}', 1)
+    assert tampered != GOLDEN_RECORD.read_bytes()
+    (tmp_path / "b.record.json").write_bytes(tampered)
+    result = run("replay", GOLDEN_BUNDLE, tmp_path)
+    assert result.returncode == 1
+    rows = {line.split()[0]: line.split()[1:] for line in out(result).splitlines()[1:3]}
+    assert rows == {
+        GOLDEN["pith_number"]: ["2", "2", "0", "0", "1", "match", "0", "1", "agrees"],
+        "pith:2021:G5J4JR47F5GAEBTKNJTCT3AK6W": ["0", "0", "0", "0", "0", "-", "0", "1", "FAILED"],
+    }
+    assert out(result).splitlines()[4].split()[-3:] == ["2", "1", "bad"]
+    source_differs = "record_failed: failed: source (differs from canonical_record.source)"
+    assert err(result) == f"{tmp_path / 'b.record.json'}: {source_differs}\n"
+    code, document = replay_json(GOLDEN_BUNDLE, tmp_path)
+    assert code == 1
+    golden = next(row for row in document["subjects"] if row["subject"] == GOLDEN["pith_number"])
+    assert (golden["records"], golden["record_ok"], golden["record_agrees"]) == (1, True, True)
+    assert document["totals"]["records"] == 2
 
 
 def test_replay_engines_give_the_same_document() -> None:

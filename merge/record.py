@@ -121,9 +121,11 @@ def _verify(record: Mapping[str, Any], trusted: KeySet) -> RecordReport:
         checks.append(Check(name, not problems, "; ".join(problems) if problems else success))
         return not problems
 
-    def differs(field: str, want: Any) -> list[str]:
-        stated = record.get(field)  # exactly a str: a FloatLiteral is a number (all wants are str)
-        return [] if type(stated) is str and stated == want else [f"{field} is {stated!r}, not {want!r}"]
+    def differs(field: str, want: str, source: str = "") -> list[str]:
+        stated = record.get(field)  # exactly a str: a FloatLiteral is a number
+        if type(stated) is str and stated == want:
+            return []
+        return [f"{field} is {stated!r}, " + (f"{source} is {want}" if source else f"not {want!r}")]
 
     check(
         "record_type",
@@ -139,7 +141,9 @@ def _verify(record: Mapping[str, Any], trusted: KeySet) -> RecordReport:
         content_addressed = check("canonical_sha256", [f"canonical_record is {why}"], "")
     else:
         content_addressed = check(
-            "canonical_sha256", differs("canonical_sha256", digest), f"H(canonical_record) is {digest}"
+            "canonical_sha256",
+            differs("canonical_sha256", digest, "H(canonical_record)"),
+            f"H(canonical_record) is {digest}",
         )
 
     year = pith_year(canonical_record)
@@ -150,7 +154,9 @@ def _verify(record: Mapping[str, Any], trusted: KeySet) -> RecordReport:
         check("pith_number", [f"no pith number derives: {why}"], "")
     else:
         want, want_short = pith_number_from_digest(digest, year), short_pith_number(digest)
-        problems = differs("pith_number", want) + differs("short_pith_number", want_short)
+        problems = differs("pith_number", want, "the derived one") + differs(
+            "short_pith_number", want_short, "the derived one"
+        )
         check("pith_number", problems, f"derived {want} and {want_short}")
 
     source = canonical_record.get("source") if isinstance(canonical_record, Mapping) else None
@@ -206,12 +212,13 @@ def _alias_problems(aliases: Any, derived: list[tuple[str, str]] | None) -> list
     if derived is None:
         problems.append("no aliases derive: canonical_record.source or H(canonical_record) is wrong")
         return problems
-    repeated = sorted({pair for pair in pairs if pairs.count(pair) > 1})
-    problems += [f"{kind} {value!r} appears more than once" for kind, value in repeated]
-    problems += [f"{kind} {value!r} is missing" for kind, value in derived if (kind, value) not in pairs]
-    problems += [
-        f"{kind} {value!r} does not derive (§9)" for kind, value in sorted(set(pairs) - set(derived))
-    ]
+    for what, found in (
+        ("repeated", sorted({pair for pair in pairs if pairs.count(pair) > 1})),
+        ("missing", [pair for pair in derived if pair not in pairs]),
+        ("not derived by §9", sorted(set(pairs) - set(derived))),
+    ):
+        if found:
+            problems.append(f"{what}: " + ", ".join(f"{kind} {value}" for kind, value in found))
     return problems
 
 

@@ -3,8 +3,9 @@
 Exit codes (stable; other tools rely on them):
 
 - ``0`` all good;
-- ``1`` verification failed: a bundle failed a check of §10, an input line was not admitted
-  (§5), a key set failed §3 (``keys show``), two states differ (``diff``);
+- ``1`` verification failed: a bundle failed a check of §10 or a record one of §11, a file is
+  neither, a replayed record disagrees with its state, an input line was not admitted (§5), a
+  key set failed §3 (``keys show``), two states differ (``diff``);
 - ``2`` usage or input error: a bad option, a missing or unreadable file, a key file or state
   that is not what it must be. One line on standard error, never a traceback;
 - ``130`` interrupted (Ctrl-C).
@@ -144,10 +145,10 @@ def _json_out(value: Any) -> None:
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(package_name="pith-merge", prog_name="pith-merge")
 def cli() -> None:
-    """Verify, fold and replay Pith registry bundles and event logs (merge-v1).
+    """Verify, fold and replay Pith registry bundles, records and event logs (merge-v1).
 
-    Exit codes: 0 all good; 1 verification failed (a bundle check, a rejected input line,
-    differing states); 2 usage or input error (bad option, missing or unreadable file, bad
+    Exit codes: 0 all good; 1 verification failed (a bundle or record check, a rejected input
+    line, differing states); 2 usage or input error (bad option, missing or unreadable file, bad
     key file). Invalid events never change the exit code.
     """
 
@@ -162,7 +163,7 @@ def cli() -> None:
     "trust_files",
     multiple=True,
     type=click.Path(exists=True, dir_okay=False),
-    help="Key file of trusted signers (bundles, receipts); replaces the built-in registry key. Repeatable.",
+    help="Key file of trusted bundle and receipt signers; replaces the built-in registry key. Repeatable.",
 )
 @click.option(
     "--trust-bundle-keys",
@@ -417,7 +418,7 @@ def fold_command(events: IO[bytes], subject: str, keys_file: str, out: str | Non
     "trust_files",
     multiple=True,
     type=click.Path(exists=True, dir_okay=False),
-    help="Key file of trusted bundle signers; replaces the built-in registry key. Repeatable.",
+    help="Key file of trusted bundle and receipt signers; replaces the built-in registry key. Repeatable.",
 )
 @click.option("--workers", type=click.IntRange(min=1), help="Processes to fold with (default: all cores).")
 @click.option("--out", type=click.Path(file_okay=False), help="Write each subject's state to this directory.")
@@ -449,11 +450,13 @@ def replay_command(  # noqa: PLR0917 (click passes every option positionally)
     engine: str,
     scheduler: str | None,
 ) -> None:
-    """Replay PATHs: directories or files of bundles (*.json) and JSON Lines logs (*.jsonl).
+    """Replay PATHs: directories or files of bundles, records (*.json) and logs (*.jsonl).
 
-    Groups every event by subject, folds each subject, verifies every bundle, and prints one row
-    per subject. The result is identical for every --workers. Exits 1 when a bundle fails
-    verification or an input could not be used (each is listed on stderr).
+    Groups every event by subject, folds each subject, verifies every bundle (§10) and every pith
+    number record (§11), and prints one row per subject; a record adds no events or keys, and its
+    row says whether it agrees with the folded state. The result is identical for every
+    --workers. Exits 1 when a bundle or record fails verification, a record disagrees with its
+    subject's state, or an input could not be used (each is listed on stderr).
     """
     keys = load_keys(keys_file) if keys_file else None
     anchors, _ = _trust_anchors(trust_files)

@@ -163,7 +163,8 @@ def cli() -> None:
     "trust_files",
     multiple=True,
     type=click.Path(exists=True, dir_okay=False),
-    help="Key file of trusted bundle and receipt signers; replaces the built-in registry key. Repeatable.",
+    help="Key file of the signers trusted for bundles and receipts; replaces the built-in registry key. "
+    "Repeatable.",
 )
 @click.option(
     "--trust-bundle-keys",
@@ -418,7 +419,8 @@ def fold_command(events: IO[bytes], subject: str, keys_file: str, out: str | Non
     "trust_files",
     multiple=True,
     type=click.Path(exists=True, dir_okay=False),
-    help="Key file of trusted bundle and receipt signers; replaces the built-in registry key. Repeatable.",
+    help="Key file of the signers trusted for bundles and receipts; replaces the built-in registry key. "
+    "Repeatable.",
 )
 @click.option("--workers", type=click.IntRange(min=1), help="Processes to fold with (default: all cores).")
 @click.option("--out", type=click.Path(file_okay=False), help="Write each subject's state to this directory.")

@@ -349,18 +349,8 @@ def test_replay_table() -> None:
     result = run("replay", "--keys", KEYS, "--trust", KEYS, GOLDEN_BUNDLE, EXAMPLE_BUNDLE, EXAMPLE_LOG)
     assert result.returncode == 0
     table = out(result).splitlines()
-    assert table[0].split() == [
-        "subject",
-        "events",
-        "valid",
-        "invalid",
-        "equivoc.",
-        "bundles",
-        "state",
-        "rejected",
-        "records",
-        "record",
-    ]
+    header = "subject events valid invalid equivoc. bundles state rejected records record"
+    assert " ".join(table[0].split()) == header
     rows = {line.split()[0]: line.split()[1:] for line in table[1:4]}
     assert rows[GOLDEN["pith_number"]] == ["2", "2", "0", "0", "1", "match", "0", "0", "-"]
     assert rows[LOG_SUBJECT][-4:] == ["-", "0", "0", "-"]

@@ -316,14 +316,13 @@ def test_a_record_beside_its_bundle_agrees_and_adds_nothing() -> None:
     record = golden_subject_record()
     record["events"] = [{"event_id": "sha256:" + "0" * 64}]  # ignored: a record carries no events
     record["public_keys"] = [KEY_A.key_object()]  # ignored: nor keys
-    outcome = fold_subject(GOLDEN_SUBJECT, [bundle_item(GOLDEN_BUNDLE), record_item(record)], None)
-    assert outcome.summary.state_sha256 == GOLDEN_STATE_SHA256
-    assert outcome.problems == ()
-    assert (outcome.summary.records, outcome.summary.record_ok, outcome.summary.record_agrees) == (
-        1,
-        True,
-        True,
-    )
+    items = [bundle_item(GOLDEN_BUNDLE), record_item(record)]
+    for keys in (None, KeySet.parse([KEY_A.key_object()])):  # with keys: a fold of all its inputs
+        outcome = fold_subject(GOLDEN_SUBJECT, items, keys)
+        assert outcome.summary.state_sha256 == GOLDEN_STATE_SHA256
+        assert outcome.problems == ()
+        summary = outcome.summary
+        assert (summary.records, summary.record_ok, summary.record_agrees) == (1, True, True)
 
 
 def test_a_record_alone_verifies_with_nothing_to_agree_with() -> None:

@@ -17,10 +17,8 @@ import hashlib
 from collections.abc import Iterable, Mapping
 from typing import Any, Final, Literal
 
-import msgspec
-
-from .bundle import REGISTRY_KEYS, Check, CheckedReport
-from .canonical import decode_json, hash_if_canonical, same_json
+from .bundle import REGISTRY_KEYS, Check, CheckedReport, parse_document
+from .canonical import hash_if_canonical, same_json
 from .checks import receipt_check
 from .errors import InputError
 from .identifiers import pith_number_from_digest, pith_year, short_pith_number, source_alias_pairs
@@ -90,12 +88,9 @@ def verify_record(
     :class:`merge.KeySetError`.
     """
     trusted = KeySet.parse(trusted_keys)
-    parsed: Any = record
-    if isinstance(record, (bytes, bytearray, memoryview, str)):
-        try:
-            parsed = decode_json(record if isinstance(record, str) else bytes(record))
-        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as exc:
-            return _not_a_record(f"not JSON: {exc}")
+    parsed, not_json = parse_document(record)
+    if not_json is not None:
+        return _not_a_record(not_json)
     if not isinstance(parsed, Mapping):
         return _not_a_record(f"a record is a JSON object, not {_json_kind(parsed)}")
     return _verify(parsed, trusted)

@@ -153,6 +153,7 @@ ODD_DOCUMENTS: list[Any] = [
     b"\xff",
     b"[" * 5000,
     "null",
+    '{"record_type": "pith_number_record", "x": "\ud800"}',  # a str with a lone surrogate: no JSON text
     3,
     2.5,
     None,

@@ -123,14 +123,9 @@ def verify_bundle(
     def record(name: str, ok: bool, detail: str) -> None:
         checks[name] = Check(name, ok, detail)
 
-    parsed: Any = bundle
-    if isinstance(bundle, (bytes, bytearray, memoryview, str)):
-        try:
-            parsed = decode_json(bytes(bundle) if not isinstance(bundle, str) else bundle)
-        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError, UnicodeEncodeError) as exc:
-            # UnicodeEncodeError: a str holding a lone surrogate is no JSON text (§5).
-            parsed = None
-            record("bundle_type", False, f"not JSON: {exc}")
+    parsed, not_json = parse_document(bundle)
+    if not_json is not None:
+        record("bundle_type", False, not_json)
     if not isinstance(parsed, Mapping):
         if "bundle_type" not in checks:
             record("bundle_type", False, "a bundle is a JSON object")
@@ -145,6 +140,18 @@ def verify_bundle(
     record("merge_version", merge_version == MERGE_VERSION, f"merge_version is {merge_version!r}")
     result = _check_state(bundle, subject, threads, record)
     return _finish(checks, result, trusted_key_id)
+
+
+def parse_document(document: Any) -> tuple[Any, str | None]:
+    """A registry document (§10, §11) given as a JSON text parsed, else as given; and, when the
+    text is not JSON, why (the document is then ``None``). Never raises."""
+    if not isinstance(document, (bytes, bytearray, memoryview, str)):
+        return document, None
+    try:
+        return decode_json(document if isinstance(document, str) else bytes(document)), None
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError, UnicodeEncodeError) as exc:
+        # UnicodeEncodeError: a str holding a lone surrogate is no JSON text (§5).
+        return None, f"not JSON: {exc}"
 
 
 def _finish(checks: dict[str, Check], result: FoldResult | None, trusted_key_id: str | None) -> BundleReport:

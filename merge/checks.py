@@ -234,16 +234,18 @@ def _record_payload_ok(payload: dict[str, Any], subject: str) -> bool:
 class SignedCheck(NamedTuple):
     """The verdict of a signature object (a receipt, a bundle signature) over a digest.
 
-    ``problems`` is empty when it holds; ``key`` is the key of ``key_id`` when the key set has it.
+    ``problems`` is empty when it holds; ``key`` is the key of ``key_id`` when the key set has
+    it; ``unknown_key``: the object names a ``key_id`` the key set does not hold.
     """
 
     problems: tuple[str, ...]
     key: Key | None
+    unknown_key: bool = False
 
     @property
     def untrusted_only(self) -> bool:
         """It fails only because its ``key_id`` is not in the key set (§11, ``pith_receipt``)."""
-        return self.key is None and len(self.problems) == 1
+        return self.unknown_key and len(self.problems) == 1
 
 
 def signed_check(
@@ -274,7 +276,7 @@ def signed_check(
     if key is None:
         # Without the key neither fingerprint nor signature can be judged.
         problems.append(f"key {key_id!r} is not a trusted key")
-        return SignedCheck(tuple(problems), None)
+        return SignedCheck(tuple(problems), None, unknown_key=True)
     if signed.get("public_key_fingerprint") != key.fingerprint_hex:
         problems.append("public_key_fingerprint is not the trusted key's")
     encoded = signed.get("signature_b64")
@@ -309,7 +311,7 @@ def receipt_check(
     elif receipt.get("canonical_sha256") != digest:
         problems.append(f"canonical_sha256 is not {digest}")
     signed = signed_check(receipt, "canonical_sha256_bytes", digest, keys, verify, what="canonical_sha256")
-    return SignedCheck((*problems, *signed.problems), signed.key)
+    return SignedCheck((*problems, *signed.problems), signed.key, signed.unknown_key)
 
 
 def _receipt_ok(payload: dict[str, Any], keys: KeySet, verifier: SignatureVerifier) -> bool:

@@ -108,6 +108,11 @@ def test_pith_receipt_is_judged_unless_the_key_is_merely_untrusted() -> None:
         record["receipt"]["kind"] = "pith_receipt_v2"  # untrusted, and broken besides: judged
         failed = verdict(verify_record(record, trusted_keys=only_b))["failed"]
         assert failed == (["receipt", "verification_status"] if claimed else ["receipt"])
+    for receipt in (None, "a receipt", {}):  # no key_id at all: judged
+        record = copy.deepcopy(case["record"])
+        record["receipt"] = receipt
+        failed = verdict(verify_record(record, trusted_keys=only_b))["failed"]
+        assert failed == ["receipt", "verification_status"], receipt
     record = copy.deepcopy(case["record"])
     record["verification_status"]["pith_receipt"] = "true"  # not judged, but still a boolean
     assert verdict(verify_record(record, trusted_keys=only_b))["failed"] == ["receipt", "verification_status"]

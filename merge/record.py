@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Final, Literal
 
 from .bundle import REGISTRY_KEYS, Check, CheckedReport, parse_document
-from .canonical import hash_if_canonical, same_json
+from .canonical import FloatLiteral, hash_if_canonical, same_json
 from .checks import receipt_check
 from .errors import InputError
 from .identifiers import pith_number_from_digest, pith_year, short_pith_number, source_alias_pairs
@@ -102,11 +102,8 @@ def _not_a_record(why: str) -> RecordReport:
 
 
 def _json_kind(value: Any) -> str:
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, str):
-        return "a string"
-    return "null" if value is None else f"a {type(value).__name__}"
+    kinds = {list: "an array", str: "a string", bool: "a boolean", int: "a number", FloatLiteral: "a number"}
+    return "null" if value is None else kinds.get(type(value), f"a {type(value).__name__}")
 
 
 def _verify(record: Mapping[str, Any], trusted: KeySet) -> RecordReport:
@@ -144,9 +141,9 @@ def _verify(record: Mapping[str, Any], trusted: KeySet) -> RecordReport:
     year = pith_year(canonical_record)
     if digest is None or year is None:
         why = (
-            "canonical_record has no hash" if digest is None else "metadata.submitted_at is not 4+ characters"
+            "there is no H(canonical_record)" if digest is None else "submitted_at is not 4+ characters long"
         )
-        check("pith_number", [f"no pith number derives: {why}"], "")
+        check("pith_number", [f"no pith number derives: {why} (§2)"], "")
     else:
         want, want_short = pith_number_from_digest(digest, year), short_pith_number(digest)
         problems = differs("pith_number", want, "the derived one") + differs(

@@ -51,7 +51,7 @@ from typing import IO, Any, Final, Literal
 import msgspec
 
 from .admission import MAX_INPUT_BYTES, Rejection, admit
-from .bundle import REGISTRY_KEYS, CheckedReport, verify_bundle
+from .bundle import REGISTRY_KEYS, CheckedReport, parse_document, verify_bundle
 from .canonical import canonical_json, decode_json
 from .errors import InputError, KeySetError
 from .fold import FoldResult, fold
@@ -464,11 +464,10 @@ def _verify_record_item(
     item: CorpusItem, trusted: KeySet, problems: list[InputProblem]
 ) -> tuple[str, Any, bool]:
     """Verify a record of the corpus (§11); a failure is a ``record_failed`` problem."""
-    record = decode_json(item.data)  # attributed as an object already (scan_corpus)
-    report = verify_record(record, trusted_keys=trusted)
+    report = verify_record(item.data, trusted_keys=trusted)
     if not report.ok:
         problems.append(InputProblem(item.source, "record_failed", _failed_checks(report)))
-    return item.source, record, report.ok
+    return item.source, parse_document(item.data)[0], report.ok
 
 
 def _failed_checks(report: CheckedReport) -> str:

@@ -354,6 +354,13 @@ def test_a_record_alone_verifies_with_nothing_to_agree_with() -> None:
     ]
 
 
+def test_a_record_item_that_is_no_json_is_a_failed_record() -> None:
+    outcome = fold_subject(GOLDEN_SUBJECT, [CorpusItem(GOLDEN_SUBJECT, "x.json", "record", b"{")], None)
+    assert (outcome.summary.records, outcome.summary.record_ok) == (1, False)
+    assert [p.code for p in outcome.problems] == ["record_failed"]
+    assert "not JSON" in outcome.problems[0].detail
+
+
 def test_a_record_and_a_state_that_disagree_are_reported() -> None:
     golden = json.loads(GOLDEN_BUNDLE.read_bytes())
     [snapshot] = [e for e in golden["events"] if e["event_type"] == "graph_snapshot"]

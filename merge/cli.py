@@ -26,7 +26,7 @@ import click
 import msgspec
 
 from .admission import MAX_INPUT_BYTES, RejectCode, Rejection, admit
-from .bundle import REGISTRY_KEYS, BundleReport, CheckedReport, verify_bundle
+from .bundle import REGISTRY_KEYS, BundleReport, CheckedReport, parse_document, verify_bundle
 from .canonical import canonical_json, decode_json
 from .errors import InputError, MergeError
 from .fold import FoldResult, fold
@@ -212,18 +212,11 @@ def _verify_document(
     path: str, anchors: KeySet, origin: str, trust_bundle_keys: bool
 ) -> tuple[dict[str, Any], str]:
     """Verify one file as what it is (§10 or §11): its ``--json`` entry, and what an OK line says."""
-    data = Path(path).read_bytes()
-    try:
-        document = decode_json(data)
-    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as exc:
-        return _neither(path, f"not JSON: {exc}"), ""
+    document, not_json = parse_document(Path(path).read_bytes())
     kind = document_kind(document)
     if kind is None:
-        kinds: dict[type, str] = {
-            dict: "an object with neither bundle_type nor record_type",
-            list: "an array",
-        }
-        return _neither(path, kinds.get(type(document), "a JSON scalar")), ""
+        what: dict[type, str] = {dict: "an object with neither bundle_type nor record_type", list: "an array"}
+        return _neither(path, not_json or what.get(type(document), "a JSON scalar")), ""
     trusted = anchors
     if kind == "bundle" and trust_bundle_keys:
         trusted = _union(anchors, _carried_keys(document))
@@ -237,9 +230,8 @@ def _verify_document(
     if signer is not None:
         trust = origin if signer in anchors else "carried in the bundle, trusted by --trust-bundle-keys"
     if isinstance(report, BundleReport):
-        return _bundle_document(
-            path, report, signer, trust
-        ), f"{_bundle_facts(report)}signed by {signer} ({trust})"
+        facts = f"{_bundle_facts(report)}signed by {signer} ({trust})"
+        return _bundle_document(path, report, signer, trust), facts
     subject = document.get("pith_number")
     entry = {
         "path": path,

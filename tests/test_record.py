@@ -171,6 +171,11 @@ ODD_DOCUMENTS: list[Any] = [
 ]
 
 
+CYCLE: dict[str, Any] = {}
+CYCLE["self"] = CYCLE
+ODD_DOCUMENTS.append({"canonical_record": CYCLE, "source": CYCLE, "aliases": [CYCLE], "paper": CYCLE})
+
+
 @pytest.mark.parametrize("document", ODD_DOCUMENTS, ids=range(len(ODD_DOCUMENTS)))
 def test_never_raises_and_fails(document: Any) -> None:
     report = verify_record(document, trusted_keys=KEYS)

@@ -12,7 +12,7 @@ from .bundle import BUNDLE_CHECKS, REGISTRY_KEYS, BundleCheck, BundleReport, Che
 from .canonical import MAX_DEPTH, MAX_SAFE_INTEGER, canonical_json
 from .engine import AddResult, EventStatus, Merger
 from .errors import InputError, KeySetError, MergeError, NotCanonicalError, RecordError
-from .fold import FoldResult, fold
+from .fold import FoldResult, Supersession, fold
 from .identifiers import (
     b32,
     bundle_sha256,
@@ -82,6 +82,7 @@ __all__ = [
     "Signer",
     "SourceAlias",
     "State",
+    "Supersession",
     "b32",
     "bundle_sha256",
     "canonical_json",

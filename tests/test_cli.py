@@ -319,6 +319,15 @@ def test_fold_reports_every_rejected_line(tmp_path: Path) -> None:
     assert state.event_count == 2  # the two good lines still fold
 
 
+def test_fold_a_subject_that_is_not_utf8_is_a_usage_error() -> None:
+    """A subject the shell passes as bytes that are not UTF-8 is the caller's mistake (exit 2)."""
+    command = [sys.executable, "-m", "merge", "fold", "--subject", b"pith:\xff", "--keys", KEYS, EXAMPLE_LOG]
+    result = subprocess.run(command, capture_output=True, cwd=ROOT, timeout=120, check=False)
+    assert result.returncode == 2
+    assert b"Traceback" not in result.stderr
+    assert "lone surrogate" in err(result)
+
+
 def test_fold_empty_input() -> None:
     result = run("fold", "--subject", LOG_SUBJECT, "--keys", KEYS, "-", stdin=b"")
     assert result.returncode == 0

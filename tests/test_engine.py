@@ -374,6 +374,10 @@ def test_rejections_have_fold_positions_and_never_raise() -> None:
 def test_caller_mistakes_raise_merge_errors() -> None:
     with pytest.raises(InputError):
         Merger(subject=None, keys=KEYS)  # type: ignore[arg-type]
+    with pytest.raises(InputError, match="lone surrogate"):
+        Merger(subject="pith:\udc80", keys=KEYS)
+    with pytest.raises(InputError, match="not one bytes"):
+        Merger(subject=SUBJECT, keys=KEYS).extend(text(graph(0)))
     with pytest.raises(KeySetError):
         Merger(subject=SUBJECT, keys=[{"key_id": "x"}])
     with pytest.raises(KeyError):

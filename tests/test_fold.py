@@ -502,6 +502,18 @@ def test_a_subject_must_be_a_string(subject: Any) -> None:
         fold([], subject=subject, keys=KEYS)
 
 
+def test_a_subject_with_a_lone_surrogate_is_a_caller_mistake() -> None:
+    with pytest.raises(InputError, match="lone surrogate"):
+        fold([event()], subject="pith:2024:\ud800", keys=KEYS)
+
+
+@pytest.mark.parametrize("one", [b'{"event_id": "x"}', '{"event_id": "x"}', {"event_id": "x"}])
+def test_one_input_where_a_collection_is_due_is_a_caller_mistake(one: Any) -> None:
+    """A single text or object would be iterated byte by byte (or key by key) into rejections."""
+    with pytest.raises(InputError, match="inputs must be a collection of inputs"):
+        fold(one, subject=SUBJECT, keys=KEYS)
+
+
 def test_a_subject_nobody_writes_to_is_fine() -> None:
     made = event()
     result = fold([made], subject="pith:0000:NOTHING", keys=KEYS, threads=1)

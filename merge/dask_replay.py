@@ -36,7 +36,7 @@ import logging
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Final, Literal, NamedTuple, cast
+from typing import IO, TYPE_CHECKING, Any, Final, NamedTuple, cast
 
 import msgspec
 
@@ -50,6 +50,7 @@ from .replay import (
     JSON_SUFFIX,
     CorpusItem,
     InputProblem,
+    ItemKind,
     ReplayReport,
     SubjectSummary,
     fold_subject,
@@ -139,7 +140,7 @@ class Record(NamedTuple):
     position: int
     in_range: bool
     source: str
-    kind: Literal["event", "bundle"]
+    kind: ItemKind
     data: bytes
 
 

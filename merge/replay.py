@@ -5,14 +5,14 @@ This is an adapter (it reads and writes files); it builds only on the pure core
 
 How a corpus is read (:func:`scan_corpus`):
 
-- a directory is walked recursively, in sorted order; its ``*.json`` files are bundles (or single
-  events) and its ``*.jsonl`` / ``*.ndjson`` files are JSON Lines event logs; other files are
-  not inputs and are skipped;
+- a directory is walked recursively, in sorted order; its ``*.json`` files are bundles, pith number
+  records (or single events) and its ``*.jsonl`` / ``*.ndjson`` files are JSON Lines event logs;
+  other files are not inputs and are skipped;
 - a file named explicitly is a single JSON text when it ends in ``.json``, JSON Lines otherwise;
   ``-`` is JSON Lines on standard input;
 - every line of a log is one JSON text (blank lines are skipped, line numbers still count);
-  an event line belongs to the subject named by its ``subject_pith_number``, a bundle to its
-  ``pith_number``. What cannot be attributed to a subject (not JSON, no subject, over 1 MiB) is an
+  an event line belongs to the subject named by its ``subject_pith_number``, a bundle or a record
+  to its ``pith_number``. What cannot be attributed to a subject (not JSON, no subject, over 1 MiB) is an
   :class:`InputProblem`, reported, never dropped silently.
 
 How one subject is folded (:func:`fold_subject`): every event of the subject, from every log
@@ -22,6 +22,8 @@ signed by a trusted key (the keys its producer folded with; an untrusted bundle'
 folded, but its keys are not used); a key id carried twice with different keys is a problem and the
 first one wins, the caller's before any bundle's. Each bundle is also verified on its own
 (spec §10): ``state_matches`` says whether its published state is what its own events fold into.
+A record carries no events and no keys: it is verified on its own (§11, ``record_ok``) and compared
+with the subject's folded state (``record_agrees``).
 
 How memory stays bounded (:func:`replay`): items are spilled to :data:`PARTITIONS` temporary files
 by SHA-256 of the subject, then each partition is folded subject by subject, reading only that
@@ -49,17 +51,19 @@ from typing import IO, Any, Final, Literal
 import msgspec
 
 from .admission import MAX_INPUT_BYTES, Rejection, admit
-from .bundle import REGISTRY_KEYS, verify_bundle
+from .bundle import REGISTRY_KEYS, CheckedReport, parse_document, verify_bundle
 from .canonical import canonical_json, decode_json
 from .errors import InputError, KeySetError
 from .fold import FoldResult, fold
 from .keys import Key, KeySet
+from .record import record_disagreement, verify_record
 from .state import MERGE_VERSION, State
 
 __all__ = [
     "PARTITIONS",
     "CorpusItem",
     "InputProblem",
+    "ItemKind",
     "ReplayReport",
     "SubjectOutcome",
     "SubjectSummary",
@@ -83,6 +87,10 @@ LOG_SUFFIXES: Final = frozenset({".jsonl", ".ndjson"})
 JSON_SUFFIX: Final = ".json"
 
 
+#: What a corpus item is: an event line, a bundle or a pith number record (a whole ``*.json`` file).
+ItemKind = Literal["event", "bundle", "record"]
+
+
 class CorpusItem(msgspec.Struct, frozen=True):
     """One JSON text of a corpus (an event line or a whole bundle) and where it came from.
 
@@ -91,7 +99,7 @@ class CorpusItem(msgspec.Struct, frozen=True):
 
     subject: str
     source: str
-    kind: Literal["event", "bundle"]
+    kind: ItemKind
     data: bytes
 
 
@@ -100,7 +108,8 @@ class InputProblem(msgspec.Struct, frozen=True):
 
     ``code`` is a :class:`merge.RejectCode` string for inputs that are not admitted (§5), or
     one of ``no_subject``, ``not_a_bundle``, ``unreadable``, ``bundle_failed``,
-    ``bad_bundle_keys``, ``untrusted_bundle_keys``, ``key_conflict``, ``no_keys``.
+    ``bad_bundle_keys``, ``untrusted_bundle_keys``, ``key_conflict``, ``no_keys``, ``record_failed``
+    (a record fails §11), ``record_disagrees`` (a record and the folded state disagree, §11).
     """
 
     source: str
@@ -117,6 +126,9 @@ class SubjectSummary(msgspec.Struct, frozen=True):
     ``state_matches`` is ``None`` when the subject has no bundle, else whether every bundle's
     published state equals the fold of its own events (§10); ``bundle_mismatches`` counts the
     bundles whose state did not. ``rejected`` counts inputs that were not admitted (§5).
+    ``records`` counts the subject's pith number records; ``record_ok`` is ``None`` without one,
+    else whether every one passes §11; ``record_agrees`` is ``None`` without a record or without
+    events, else whether every record agrees with the folded state (§11).
     """
 
     subject: str
@@ -129,6 +141,9 @@ class SubjectSummary(msgspec.Struct, frozen=True):
     state_matches: bool | None
     rejected: int
     bundle_mismatches: int = 0
+    records: int = 0
+    record_ok: bool | None = None
+    record_agrees: bool | None = None
 
 
 class SubjectOutcome(msgspec.Struct, frozen=True):
@@ -158,6 +173,10 @@ class ReplayReport(msgspec.Struct, frozen=True):
             "bundles": sum(row.bundles for row in rows),
             "bundle_mismatches": sum(row.bundle_mismatches for row in rows),
             "rejected": sum(row.rejected for row in rows),
+            "records": sum(row.records for row in rows),
+            # Subjects, not records: a subject with a record that fails §11 / disagrees with its state.
+            "record_failures": sum(row.record_ok is False for row in rows),
+            "record_disagreements": sum(row.record_agrees is False for row in rows),
             "problems": len(self.problems),
         }
 
@@ -177,6 +196,8 @@ class _Attribution(msgspec.Struct):
     pith_number: Any = None
     bundle_type: Any = None
     event_id: Any = None
+    # UNSET, not None: a document with a record_type key is a record, whatever its value (§11).
+    record_type: Any = msgspec.UNSET
 
 
 _attribution_decoder: Final = msgspec.json.Decoder(_Attribution)
@@ -283,8 +304,14 @@ def _attribute(data: bytes, source: str, *, whole_file: bool) -> CorpusItem | In
         if type(found.pith_number) is not str:
             return InputProblem(source, "no_subject", "the bundle has no string pith_number")
         return CorpusItem(found.pith_number, source, "bundle", data)
+    if whole_file and found.record_type is not msgspec.UNSET:
+        if type(found.pith_number) is not str:
+            return InputProblem(source, "no_subject", "the record has no string pith_number")
+        return CorpusItem(found.pith_number, source, "record", data)
     if whole_file and found.event_id is None:
-        return InputProblem(source, "not_a_bundle", "a JSON object with neither bundle_type nor event_id")
+        return InputProblem(
+            source, "not_a_bundle", "a JSON object with neither bundle_type, record_type nor event_id"
+        )
     if type(found.subject_pith_number) is not str:
         outcome = admit(data)
         if isinstance(outcome, Rejection):
@@ -299,7 +326,7 @@ def _not_a_bundle(data: bytes, source: str) -> InputProblem:
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as exc:
         return InputProblem(source, "not_json", f"the file is not one JSON text: {exc}")
     kind = "an array" if isinstance(value, list) else "not an object"
-    return InputProblem(source, "not_a_bundle", f"JSON, but {kind}: neither a bundle nor an event")
+    return InputProblem(source, "not_a_bundle", f"JSON, but {kind}: neither a bundle, a record nor an event")
 
 
 # --- folding one subject ----------------------------------------------------------------------
@@ -313,10 +340,11 @@ def fold_subject(
     *,
     threads: int | None = 1,
 ) -> SubjectOutcome:
-    """Fold every event of one subject (log lines and bundles' events) and verify its bundles.
+    """Fold every event of one subject (log lines and bundles' events), verify its bundles and
+    its records, and compare each record with the folded state.
 
     ``keys``: the caller's key set for log events (``None``: only the bundles' keys).
-    ``trusted_keys``: the anchors bundle signatures are checked against (§10).
+    ``trusted_keys``: the anchors bundle signatures (§10) and record receipts (§11) are checked against.
     """
     trusted = KeySet.parse(trusted_keys)
     inputs: list[Any] = []
@@ -333,12 +361,17 @@ def fold_subject(
     first_source: dict[tuple[bytes, str], str] = {}
     repeats: dict[str, list[str]] = defaultdict(list)
     distinct = 0
+    records: list[tuple[str, Any, bool]] = []  # (source, the record, whether it passes §11)
     for item in items:
         identity = (hashlib.sha256(item.data).digest(), item.kind)
         if identity in first_source:
             repeats[first_source[identity]].append(item.source)
             continue
         first_source[identity] = item.source
+        if item.kind == "record":
+            # A record never contributes events or keys (§11): it is only verified and compared.
+            records.append(_verify_record_item(item, trusted, problems))
+            continue
         distinct += 1
         if item.kind == "event":
             has_log_events = True
@@ -356,8 +389,7 @@ def fold_subject(
         if not report.check("state").ok:
             mismatches += 1
         if not report.ok:
-            failed = ", ".join(f"{check.name} ({check.detail})" for check in report.failed)
-            problems.append(InputProblem(item.source, "bundle_failed", f"failed: {failed}"))
+            problems.append(InputProblem(item.source, "bundle_failed", _failed_checks(report)))
         events = bundle.get("events") if isinstance(bundle, dict) else None
         if isinstance(events, list):
             inputs.extend(events)
@@ -405,6 +437,11 @@ def fold_subject(
     if repeats:
         problems = _with_repeats(problems, repeats)
     state = result.state
+    record_agrees = None
+    if records and state.event_count:  # without events there is no state to compare with
+        disagreements = [(source, record_disagreement(record, state)) for source, record, _ in records]
+        problems.extend(InputProblem(source, "record_disagrees", why) for source, why in disagreements if why)
+        record_agrees = not any(why for _, why in disagreements)
     summary = SubjectSummary(
         subject=subject,
         state_sha256=state.state_sha256,
@@ -416,8 +453,25 @@ def fold_subject(
         state_matches=None if bundles == 0 else mismatches == 0,
         rejected=len(result.rejected),
         bundle_mismatches=mismatches,
+        records=len(records),
+        record_ok=all(ok for _, _, ok in records) if records else None,
+        record_agrees=record_agrees,
     )
     return SubjectOutcome(summary, state, tuple(problems))
+
+
+def _verify_record_item(
+    item: CorpusItem, trusted: KeySet, problems: list[InputProblem]
+) -> tuple[str, Any, bool]:
+    """Verify a record of the corpus (§11); a failure is a ``record_failed`` problem."""
+    report = verify_record(item.data, trusted_keys=trusted)
+    if not report.ok:
+        problems.append(InputProblem(item.source, "record_failed", _failed_checks(report)))
+    return item.source, parse_document(item.data)[0], report.ok
+
+
+def _failed_checks(report: CheckedReport) -> str:
+    return "failed: " + ", ".join(f"{check.name} ({check.detail})" for check in report.failed)
 
 
 def _with_repeats(problems: list[InputProblem], repeats: Mapping[str, list[str]]) -> list[InputProblem]:

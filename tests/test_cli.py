@@ -14,9 +14,9 @@ import pytest
 from merge import canonical_json, decode_state, fold
 from merge.signing import TestKey, make_bundle, sign_event
 
-from .builders import KEY_A, RECORD, event
+from .builders import KEY_A, RECORD, event, record_of_bundle
 from .builders import KEYS as TEST_KEYS
-from .conftest import GOLDEN_BUNDLE
+from .conftest import GOLDEN_BUNDLE, GOLDEN_RECORD, VECTORS
 from .test_audit import BASE, T1, T2, T3, X2
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -26,6 +26,7 @@ EXAMPLE_LOG = EXAMPLES / "example-events.jsonl"
 KEYS = EXAMPLES / "keys.json"
 GOLDEN = json.loads(GOLDEN_BUNDLE.read_bytes())
 EXAMPLE = json.loads(EXAMPLE_BUNDLE.read_bytes())
+RECORD_VECTORS = sorted((VECTORS / "records").glob("*.json"))
 LOG_SUBJECT = json.loads(EXAMPLE_LOG.read_bytes().splitlines()[0])["subject_pith_number"]
 
 
@@ -177,8 +178,11 @@ def test_verify_bad_files(tmp_path: Path) -> None:
     array.write_bytes(b"[]")
     result = run("verify", not_json, empty, array)
     assert result.returncode == 1
-    assert out(result).count("FAIL  bundle_type:") == 3
-    assert "not JSON" in out(result)
+    # Neither a bundle nor a record: one clear failure each, not the checks of §10.
+    assert out(result).count(": not a bundle or record: ") == 3
+    assert "not a bundle or record: not JSON" in out(result)
+    assert "FAIL  bundle_type" not in out(result)
+    assert out(result).splitlines()[-1] == "0 of 3 documents verified"
 
     missing = run("verify", tmp_path / "missing.json")
     assert missing.returncode == 2
@@ -194,6 +198,84 @@ def test_verify_bad_files(tmp_path: Path) -> None:
     result = run("verify", "--trust", not_json, GOLDEN_BUNDLE)
     assert result.returncode == 2
     assert "the key file is not JSON" in err(result)
+
+
+def test_verify_every_record_vector(tmp_path: Path) -> None:
+    """Each records/ vector through `verify --json --trust` of its trusted_keys: its failed checks."""
+    runs: dict[str, list[tuple[dict[str, Any], Path]]] = {}
+    for path in RECORD_VECTORS:
+        case = json.loads(path.read_text("utf-8"))
+        document = tmp_path / path.name
+        document.write_text(json.dumps(case["record"], ensure_ascii=False), "utf-8")
+        runs.setdefault(json.dumps(case["trusted_keys"]), []).append((case, document))
+    for number, (trusted, cases) in enumerate(runs.items()):  # one run per trusted key set
+        trust = tmp_path / f"trust-{number}.keys"
+        trust.write_text(trusted)
+        result = run("verify", "--json", "--trust", trust, *(document for _, document in cases))
+        entries = json.loads(result.stdout)["documents"]
+        assert len(entries) == len(cases)
+        assert result.returncode == (0 if all(case["expected"]["ok"] for case, _ in cases) else 1)
+        for (case, document), entry in zip(cases, entries, strict=True):
+            assert entry["path"] == str(document)
+            assert entry["ok"] is case["expected"]["ok"], case["name"]
+            if not isinstance(case["record"], dict) or "record_type" not in case["record"]:
+                assert entry["kind"] is None, case["name"]  # not a record: only the verdict
+                continue
+            assert entry["kind"] == "record"
+            failed = sorted(check["name"] for check in entry["checks"] if not check["ok"])
+            assert failed == case["expected"]["failed"], case["name"]
+            assert entry["title_note"] == case["expected"]["title_note"], case["name"]
+
+
+def test_verify_the_golden_record_and_a_tampered_one(tmp_path: Path) -> None:
+    golden = run("verify", GOLDEN_RECORD)
+    assert golden.returncode == 0
+    assert out(golden) == (
+        f"OK      {GOLDEN_RECORD}: record pith:2021:G5J4JR47F5GAEBTKNJTCT3AK6W, "
+        "receipt signed by pith-v1-2026-05 (the built-in registry key)\n"
+    )
+    test_keys = tmp_path / "test.keys"
+    test_keys.write_text(json.dumps(TEST_KEYS))
+    untrusted = run("verify", "--trust", test_keys, GOLDEN_RECORD)
+    assert untrusted.returncode == 1
+    assert out(untrusted).splitlines() == [
+        f"FAILED  {GOLDEN_RECORD}: record, 1 of 7 checks failed",
+        "  FAIL  receipt: key 'pith-v1-2026-05' is not a trusted key",
+    ]
+    tampered = tmp_path / "tampered.record.json"
+    tampered.write_bytes(
+        GOLDEN_RECORD.read_bytes().replace(b'"license":"http://arxiv', b'"license":"https://arxiv')
+    )
+    result = run("verify", tampered)
+    assert result.returncode == 1
+    assert out(result).splitlines()[0] == f"FAILED  {tampered}: record, 4 of 7 checks failed"
+    failed = [line.split(":")[0].strip() for line in out(result).splitlines()[1:]]
+    assert failed == [
+        "FAIL  canonical_sha256",
+        "FAIL  pith_number",
+        "FAIL  aliases",
+        "FAIL  verification_status",
+    ]
+
+
+def test_verify_mixed_documents_in_one_run(tmp_path: Path) -> None:
+    neither = tmp_path / "neither.json"
+    neither.write_text('{"pith_number": "pith:2021:G5J4JR47F5GAEBTKNJTCT3AK6W"}')
+    result = run("verify", "--json", GOLDEN_BUNDLE, GOLDEN_RECORD, neither)
+    assert result.returncode == 1
+    document = json.loads(result.stdout)
+    assert document["ok"] is False
+    kinds = [(entry["kind"], entry["ok"]) for entry in document["documents"]]
+    assert kinds == [("bundle", True), ("record", True), (None, False)]
+    assert document["documents"][2]["problem"] == (
+        "not a bundle or record: an object with neither bundle_type nor record_type"
+    )
+    assert [entry["path"] for entry in document["bundles"]] == [str(GOLDEN_BUNDLE)]  # as before records
+    text = run("verify", GOLDEN_BUNDLE, GOLDEN_RECORD, neither)
+    assert out(text).splitlines()[-2:] == [
+        f"FAILED  {neither}: not a bundle or record: an object with neither bundle_type nor record_type",
+        "2 of 3 documents verified",
+    ]
 
 
 # --- fold -------------------------------------------------------------------------------------
@@ -279,19 +361,11 @@ def test_replay_table() -> None:
     result = run("replay", "--keys", KEYS, "--trust", KEYS, GOLDEN_BUNDLE, EXAMPLE_BUNDLE, EXAMPLE_LOG)
     assert result.returncode == 0
     table = out(result).splitlines()
-    assert table[0].split() == [
-        "subject",
-        "events",
-        "valid",
-        "invalid",
-        "equivoc.",
-        "bundles",
-        "state",
-        "rejected",
-    ]
+    header = "subject events valid invalid equivoc. bundles state rejected records record"
+    assert " ".join(table[0].split()) == header
     rows = {line.split()[0]: line.split()[1:] for line in table[1:4]}
-    assert rows[GOLDEN["pith_number"]] == ["2", "2", "0", "0", "1", "match", "0"]
-    assert rows[LOG_SUBJECT][-2:] == ["-", "0"]
+    assert rows[GOLDEN["pith_number"]] == ["2", "2", "0", "0", "1", "match", "0", "0", "-"]
+    assert rows[LOG_SUBJECT][-4:] == ["-", "0", "0", "-"]
     assert table[-1].startswith("total: 3 subjects")
     assert err(result) == ""  # piped: no progress bar, no problems
 
@@ -353,6 +427,31 @@ def test_replay_empty_and_missing_inputs(tmp_path: Path) -> None:
     code, document = replay_json("-")  # empty stdin
     assert code == 0
     assert document["subjects"] == []
+
+
+def test_replay_reports_records(tmp_path: Path) -> None:
+    """The golden bundle's subject with its record, another subject's record, and a tampered one."""
+    (tmp_path / "a.record.json").write_text(
+        json.dumps(record_of_bundle(GOLDEN, json.loads(GOLDEN_RECORD.read_bytes())))
+    )
+    tampered = GOLDEN_RECORD.read_bytes().replace(b'"version":3}', b'"version":2}', 1)
+    assert tampered != GOLDEN_RECORD.read_bytes()
+    (tmp_path / "b.record.json").write_bytes(tampered)
+    result = run("replay", GOLDEN_BUNDLE, tmp_path)
+    assert result.returncode == 1
+    rows = {line.split()[0]: line.split()[1:] for line in out(result).splitlines()[1:3]}
+    assert rows == {
+        GOLDEN["pith_number"]: ["2", "2", "0", "0", "1", "match", "0", "1", "agrees"],
+        "pith:2021:G5J4JR47F5GAEBTKNJTCT3AK6W": ["0", "0", "0", "0", "0", "-", "0", "1", "FAILED"],
+    }
+    assert out(result).splitlines()[4].split()[-3:] == ["2", "1", "bad"]
+    source_differs = "record_failed: failed: source (differs from canonical_record.source)"
+    assert err(result) == f"{tmp_path / 'b.record.json'}: {source_differs}\n"
+    code, document = replay_json(GOLDEN_BUNDLE, tmp_path)
+    assert code == 1
+    golden = next(row for row in document["subjects"] if row["subject"] == GOLDEN["pith_number"])
+    assert (golden["records"], golden["record_ok"], golden["record_agrees"]) == (1, True, True)
+    assert document["totals"]["records"] == 2
 
 
 def test_replay_engines_give_the_same_document() -> None:

@@ -36,7 +36,8 @@ from merge.dask_replay import (
 from merge.replay import CorpusItem, InputProblem, ReplayReport, replay, report_json, scan_corpus
 from merge.signing import TestKey, record_created_payload, sign_event
 
-from .conftest import CONFORMANCE, EDGES, GOLDEN_BUNDLE, load_edge_vector, load_vector
+from .builders import record_of_bundle
+from .conftest import CONFORMANCE, EDGES, GOLDEN_BUNDLE, GOLDEN_RECORD, VECTORS, load_edge_vector, load_vector
 
 distributed = pytest.importorskip("distributed")  # the optional extra; installed in CI (make test)
 
@@ -226,6 +227,28 @@ def test_generated_corpus_gives_the_local_report_and_states(
 def test_the_automatic_block_size_gives_the_same_report(client: Any, generated: Path) -> None:
     paths = corpus_paths(generated)
     assert replay_on_dask(paths, client=client, keys=KEYS) == replay(paths, keys=KEYS, workers=1)
+
+
+def test_bundles_and_records_give_the_local_report(client: Any, tmp_path: Path) -> None:
+    """Records (§11) travel through the cluster as the local replay takes them: the same rows."""
+    golden = json.loads(GOLDEN_BUNDLE.read_bytes())
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "a.bundle.json").write_bytes(GOLDEN_BUNDLE.read_bytes())
+    (corpus / "a.record.json").write_text(
+        json.dumps(record_of_bundle(golden, json.loads(GOLDEN_RECORD.read_bytes())))
+    )
+    (corpus / "b.record.json").write_bytes(GOLDEN_RECORD.read_bytes())
+    test_signed = json.loads((VECTORS / "records" / "arxiv_v2.json").read_text("utf-8"))["record"]
+    (corpus / "c.record.json").write_text(json.dumps(test_signed))
+    local, on_dask, _ = local_and_dask(client, [corpus], tmp_path)
+    assert on_dask == local
+    assert report_json(on_dask) == report_json(local)
+    assert [(row.records, row.record_ok, row.record_agrees) for row in on_dask.subjects] == [
+        (1, True, None),
+        (1, True, True),
+        (1, False, None),
+    ]
 
 
 # --- the conformance vectors ----------------------------------------------------------------------

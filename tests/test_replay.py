@@ -32,7 +32,8 @@ from merge.replay import (
 )
 from merge.signing import TestKey, sign_bundle, sign_event
 
-from .conftest import CONFORMANCE, GOLDEN_BUNDLE, load_vector
+from .builders import KEY_A, record_of_bundle
+from .conftest import CONFORMANCE, GOLDEN_BUNDLE, GOLDEN_RECORD, VECTORS, load_vector
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 EXAMPLE_BUNDLE = EXAMPLES / "example.bundle.json"
@@ -289,6 +290,122 @@ def test_write_state_writes_the_canonical_bytes(tmp_path: Path) -> None:
     assert path.read_bytes() == canonical_json(state)
     assert decode_state(path.read_bytes()) == state
     assert [p.name for p in tmp_path.iterdir()] == [path.name]  # no temporary file left behind
+
+
+# --- records (§11) ----------------------------------------------------------------------------
+
+GOLDEN_RECORD_SUBJECT = "pith:2021:G5J4JR47F5GAEBTKNJTCT3AK6W"
+
+
+def golden_subject_record() -> dict[str, Any]:
+    """The record of the golden bundle's subject, made from the bundle (registry receipt)."""
+    return record_of_bundle(json.loads(GOLDEN_BUNDLE.read_bytes()), json.loads(GOLDEN_RECORD.read_bytes()))
+
+
+def record_item(record: Any, source: str = "r.record.json") -> CorpusItem:
+    return CorpusItem(record["pith_number"], source, "record", json.dumps(record).encode())
+
+
+def test_scan_attributes_records_by_pith_number(tmp_path: Path) -> None:
+    (tmp_path / "golden.record.json").write_bytes(GOLDEN_RECORD.read_bytes())
+    (tmp_path / "null-type.json").write_text('{"record_type": null, "pith_number": "pith:2021:X"}')
+    (tmp_path / "no-subject.json").write_text('{"record_type": "pith_number_record", "pith_number": 7}')
+    items, problems = items_of([tmp_path])
+    assert [(Path(i.source).name, i.kind, i.subject) for i in items] == [
+        ("golden.record.json", "record", GOLDEN_RECORD_SUBJECT),
+        ("null-type.json", "record", "pith:2021:X"),  # a record_type key makes a record (§11)
+    ]
+    assert [(Path(p.source).name, p.code) for p in problems] == [("no-subject.json", "no_subject")]
+
+
+def test_a_record_beside_its_bundle_agrees_and_adds_nothing() -> None:
+    """A record never contributes events or keys: the state is the bundle's, byte for byte."""
+    record = golden_subject_record()
+    record["events"] = [{"event_id": "sha256:" + "0" * 64}]  # ignored: a record carries no events
+    record["public_keys"] = [KEY_A.key_object()]  # ignored: nor keys
+    items = [bundle_item(GOLDEN_BUNDLE), record_item(record)]
+    for keys in (None, KeySet.parse([KEY_A.key_object()])):  # with keys: a fold of all its inputs
+        outcome = fold_subject(GOLDEN_SUBJECT, items, keys)
+        assert outcome.summary.state_sha256 == GOLDEN_STATE_SHA256
+        assert outcome.problems == ()
+        summary = outcome.summary
+        assert (summary.records, summary.record_ok, summary.record_agrees) == (1, True, True)
+
+
+def test_a_record_alone_verifies_with_nothing_to_agree_with() -> None:
+    outcome = fold_subject(GOLDEN_RECORD_SUBJECT, [record_item(json.loads(GOLDEN_RECORD.read_bytes()))], None)
+    summary = outcome.summary
+    assert (summary.event_count, summary.records, summary.record_ok, summary.record_agrees) == (
+        0,
+        1,
+        True,
+        None,
+    )
+    assert outcome.problems == ()
+    untrusted = fold_subject(
+        GOLDEN_RECORD_SUBJECT,
+        [record_item(json.loads(GOLDEN_RECORD.read_bytes()))],
+        None,
+        [KEY_A.key_object()],
+    )
+    assert untrusted.summary.record_ok is False
+    assert [(p.code, p.detail) for p in untrusted.problems] == [
+        ("record_failed", "failed: receipt (key 'pith-v1-2026-05' is not a trusted key)")
+    ]
+
+
+def test_a_record_item_that_is_no_json_is_a_failed_record() -> None:
+    outcome = fold_subject(GOLDEN_SUBJECT, [CorpusItem(GOLDEN_SUBJECT, "x.json", "record", b"{")], None)
+    assert (outcome.summary.records, outcome.summary.record_ok) == (1, False)
+    assert [p.code for p in outcome.problems] == ["record_failed"]
+    assert "not JSON" in outcome.problems[0].detail
+
+
+def test_a_record_and_a_state_that_disagree_are_reported() -> None:
+    golden = json.loads(GOLDEN_BUNDLE.read_bytes())
+    [snapshot] = [e for e in golden["events"] if e["event_type"] == "graph_snapshot"]
+    line = CorpusItem(GOLDEN_SUBJECT, "log:1", "event", json.dumps(snapshot).encode())
+    outcome = fold_subject(
+        GOLDEN_SUBJECT, [line, record_item(golden_subject_record())], KeySet.parse(REGISTRY_KEYS)
+    )
+    assert (outcome.summary.record_ok, outcome.summary.record_agrees) == (True, False)
+    assert [(p.source, p.code) for p in outcome.problems] == [("r.record.json", "record_disagrees")]
+    assert "no applied record_created" in outcome.problems[0].detail
+
+
+def test_replay_of_bundles_and_records(tmp_path: Path) -> None:
+    """The golden bundle's subject with its record, other subjects' records, a repeated one."""
+    (tmp_path / "a.bundle.json").write_bytes(GOLDEN_BUNDLE.read_bytes())
+    (tmp_path / "a.record.json").write_text(json.dumps(golden_subject_record()))
+    (tmp_path / "b.record.json").write_bytes(GOLDEN_RECORD.read_bytes())
+    (tmp_path / "c.record.json").write_bytes(GOLDEN_RECORD.read_bytes())  # a repeat: held once
+    test_signed = json.loads((VECTORS / "records" / "arxiv_v2.json").read_text("utf-8"))["record"]
+    (tmp_path / "d.record.json").write_text(json.dumps(test_signed))
+    tampered = golden_subject_record()
+    tampered["aliases"].pop()
+    (tmp_path / "e.record.json").write_text(json.dumps(tampered))
+    report = replay([tmp_path], workers=1)
+    rows = {row.subject: row for row in report.subjects}
+    assert set(rows) == {GOLDEN_SUBJECT, GOLDEN_RECORD_SUBJECT, test_signed["pith_number"]}
+    cells = {subject: (r.records, r.record_ok, r.record_agrees) for subject, r in rows.items()}
+    assert cells == {
+        GOLDEN_SUBJECT: (2, False, False),  # its record agrees; the tampered one fails and differs
+        GOLDEN_RECORD_SUBJECT: (1, True, None),
+        test_signed["pith_number"]: (1, False, None),  # signed by test-A: untrusted here
+    }
+    assert rows[GOLDEN_SUBJECT].state_sha256 == GOLDEN_STATE_SHA256
+    assert rows[GOLDEN_SUBJECT].state_matches is True
+    assert [(Path(p.source).name, p.code) for p in report.problems] == [
+        ("e.record.json", "record_failed"),
+        ("e.record.json", "record_disagrees"),
+        ("d.record.json", "record_failed"),
+    ]
+    assert not report.ok
+    totals = report.totals
+    assert (totals["records"], totals["record_failures"], totals["record_disagreements"]) == (4, 2, 1)
+    assert replay([tmp_path], workers=2) == report
+    document = json.loads(report_json(report))
+    assert {row["subject"]: row["record_agrees"] for row in document["subjects"]}[GOLDEN_SUBJECT] is False
 
 
 # --- replay -----------------------------------------------------------------------------------

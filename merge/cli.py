@@ -7,7 +7,9 @@ Exit codes (stable; other tools rely on them):
   (§5), a key set failed §3 (``keys show``), two states differ (``diff``);
 - ``2`` usage or input error: a bad option, a missing or unreadable file, a key file or state
   that is not what it must be. One line on standard error, never a traceback;
-- ``130`` interrupted (Ctrl-C).
+- ``130`` interrupted (Ctrl-C);
+- ``141`` standard output was closed by its reader (``pith-merge replay … | head``): the
+  command stops quietly, as a tool killed by ``SIGPIPE`` does (128 + 13).
 
 Invalid events never change the exit code: they are the merge's ordinary business (§6, §7).
 """
@@ -34,12 +36,23 @@ from .reasons import Reason
 from .replay import read_lines, replay, report_json
 from .state import Entry, State, decode_state
 
-__all__ = ["EXIT_FAILED", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "REASON_RULES", "cli", "main"]
+__all__ = [
+    "EXIT_BROKEN_PIPE",
+    "EXIT_FAILED",
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "REASON_RULES",
+    "cli",
+    "main",
+]
 
 EXIT_OK: Final = 0
 EXIT_FAILED: Final = 1
 EXIT_USAGE: Final = 2
 EXIT_INTERRUPTED: Final = 130
+#: 128 + SIGPIPE: what a shell reports for a tool whose reader went away (``yes | head``).
+EXIT_BROKEN_PIPE: Final = 141
 
 #: What each reason code means, in the words of the spec (§6 table, §7 rules).
 REASON_RULES: Final[Mapping[Reason, str]] = {
@@ -85,11 +98,20 @@ def _input_errors(command: Callable[P, R]) -> Callable[P, R]:
             return command(*args, **kwargs)
         except MergeError as exc:
             raise InputFailure(str(exc)) from exc
+        except BrokenPipeError:
+            # Our reader went away: not an input error. Click would exit 1 (it catches EPIPE).
+            _silence_stdout()
+            raise click.exceptions.Exit(EXIT_BROKEN_PIPE) from None
         except OSError as exc:
             where = f"{exc.filename}: " if exc.filename else ""
             raise InputFailure(f"{where}{exc.strerror or exc}") from exc
 
     return wrapper
+
+
+def _silence_stdout() -> None:
+    """Point standard output at /dev/null, so that the flush at exit cannot fail again."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 def _out(text: str = "") -> None:
@@ -810,7 +832,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         exc.show()
         return exc.exit_code
     except BrokenPipeError:
-        # The reader went away (`| head`): not an error of ours; silence the flush at exit.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return EXIT_FAILED
+        # The reader went away (`| head`): not an error of ours.
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
     return code if isinstance(code, int) else EXIT_OK

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -12,6 +13,7 @@ from typing import Any
 import pytest
 
 from merge import canonical_json, decode_state, fold
+from merge.cli import EXIT_BROKEN_PIPE
 
 from .conftest import GOLDEN_BUNDLE
 
@@ -486,3 +488,35 @@ def test_demo_runs_verify_and_replay(tmp_path: Path) -> None:
     assert "$ pith-merge replay" in text
     assert text.count("(exit code 0)") == 4
     assert len(list(tmp_path.iterdir())) == 3
+
+
+# --- faults: a reader that goes away ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["replay", EXAMPLES, "--keys", KEYS, "--workers", "1"],
+        ["replay", EXAMPLES, "--keys", KEYS, "--workers", "1", "--json"],
+        ["verify", EXAMPLE_BUNDLE, "--json"],
+        ["fold", EXAMPLE_LOG, "--subject", LOG_SUBJECT, "--keys", KEYS],
+    ],
+)
+def test_a_closed_stdout_is_a_quiet_exit_141(command: list[Any]) -> None:
+    # `pith-merge replay … | head -2`: the reader left before the output was written. Like a
+    # well-behaved Unix tool, stop quietly with 128 + SIGPIPE (docs/cli.md, exit codes).
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # every write now fails with EPIPE
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "merge", *map(str, command)],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            cwd=ROOT,
+            timeout=120,
+            check=False,
+        )
+    finally:
+        os.close(write_end)
+    assert result.stderr == b""
+    assert result.returncode == EXIT_BROKEN_PIPE == 141

@@ -14,6 +14,7 @@ or a damaged file raise :class:`~merge.store.StoreError` naming the path, never 
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from os import PathLike
@@ -111,18 +112,17 @@ class SQLiteStore(EventStore):
         if missing_tables:
             missing = ", ".join(sorted(missing_tables))
             raise StoreError(f"damaged event store: table {missing} is missing", path=str(self.path))
-        conn.execute("PRAGMA journal_mode = WAL")
+        self._use_wal(conn)
         # FULL: in WAL mode, every commit is fsync'ed before it returns (NORMAL would survive a
         # killed process but not a power cut); an acknowledged append is durable.
         conn.execute("PRAGMA synchronous = FULL")
 
     def _create(self, conn: sqlite3.Connection) -> None:
-        """Make an empty database a store; refuse another program's database."""
-        if conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
-            raise StoreError(
-                "not a pith-merge event store (an SQLite database with other tables)", path=str(self.path)
-            )
-        conn.execute("PRAGMA journal_mode = WAL")  # persistent; must be set outside a transaction
+        """Make an empty database a store; refuse another program's database.
+
+        Everything is decided under the write lock: other processes may be creating the same
+        store at this moment, and what one sees before taking the lock may be half made.
+        """
         conn.execute("BEGIN IMMEDIATE")
         try:
             # Another process may have created the store while this one waited for the lock.
@@ -141,6 +141,26 @@ class SQLiteStore(EventStore):
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise
+
+    def _use_wal(self, conn: sqlite3.Connection) -> None:
+        """Switch the file to WAL (persistent), waiting up to ``timeout`` for the other processes.
+
+        The switch needs the database to itself, and SQLite does not wait for it (no busy
+        handler): it fails at once while another process reads, so it is retried here.
+        """
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                if conn.execute("PRAGMA journal_mode = WAL").fetchone()[0] == "wal":
+                    return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) and "busy" not in str(exc):
+                    raise
+            if time.monotonic() >= deadline:
+                raise StoreError(
+                    f"database is locked by another process (waited {self.timeout:g} s)", path=str(self.path)
+                )
+            time.sleep(0.005)
 
     # -- primitives ----------------------------------------------------------------------
 

@@ -10,6 +10,7 @@ import io
 import itertools
 import json
 import math
+import multiprocessing
 import os
 import signal
 import subprocess
@@ -418,3 +419,38 @@ def test_two_processes_append_concurrently_and_both_land_everything(
     assert (both[0].new_flags + both[1].new_flags).count("1") == len(inputs)
     assert folded(store, S1) == expected_fold(list(history(1, 90)), S1)
     assert folded(store, S2) == expected_fold(list(history(2, 90)), S2)
+
+
+def _open_when_all_are_ready(adapter: str, location: str, ready: Any, errors: Any) -> None:
+    """In a child process: wait for the others, then open (create) the store and close it."""
+    ready.wait()
+    try:
+        open_store(adapter, location).close()
+    except BaseException as exc:  # reported to the test, which fails on it
+        errors.put(f"{type(exc).__name__}: {exc}")
+
+
+def test_processes_creating_one_new_store_at_once_all_succeed(adapter: str, tmp_path: Path) -> None:
+    # Before the fix, 1 open in 8 failed with 4 processes: "not a pith-merge event store" (the
+    # loser read the winner's half-made schema) or "database is locked" at once.
+    context = multiprocessing.get_context("fork")
+    errors = context.Queue()
+    processes = 4
+    for attempt in range(12):
+        (tmp_path / str(attempt)).mkdir()
+        location = new_location(adapter, tmp_path / str(attempt))
+        ready = context.Barrier(processes)
+        children = [
+            context.Process(target=_open_when_all_are_ready, args=(adapter, location, ready, errors))
+            for _ in range(processes)
+        ]
+        for child in children:
+            child.start()
+        for child in children:
+            child.join(timeout=60)
+        assert [child.exitcode for child in children] == [0] * processes
+        failures = [errors.get() for _ in range(errors.qsize())]
+        assert failures == [], f"attempt {attempt}: {failures}"
+        with open_store(adapter, location) as store:
+            store.check()
+            assert store.subjects() == []

@@ -70,6 +70,7 @@ class SQLiteStore(EventStore):
     ) -> None:
         super().__init__(threads=threads, cache_size=cache_size)
         self.path = Path(path)
+        self.location = str(self.path)
         self.timeout = timeout
         self._connection: sqlite3.Connection | None = None
         if self.path.is_dir():
@@ -231,22 +232,31 @@ class SQLiteStore(EventStore):
 
     def _save_checkpoint(self, subject: str, context: str, checkpoint: Checkpoint) -> None:
         with self._errors():
-            # Never let a fold that read less overwrite a newer checkpoint of another process.
+            # Never let a fold that read less overwrite a newer checkpoint of another process;
+            # one of the same seq folded the same inputs (and may be the damaged one it replaces).
             self._conn().execute(
                 "INSERT INTO checkpoints (subject, context, seq, state) VALUES (?, ?, ?, ?) "
                 "ON CONFLICT (subject, context) DO UPDATE SET seq = excluded.seq, state = excluded.state "
-                "WHERE excluded.seq > checkpoints.seq",
+                "WHERE excluded.seq >= checkpoints.seq",
                 (subject, context, checkpoint.seq, checkpoint.state),
             )
 
-    def check(self) -> None:
+    def _check_storage(self) -> list[str]:
         with self._errors():
             problems = [row[0] for row in self._conn().execute("PRAGMA integrity_check")]
-        if problems != ["ok"]:
-            shown = "; ".join(problems[:3]) + (
-                f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
-            )
-            raise StoreError(f"damaged database: {shown}", path=str(self.path))
+        return [] if problems == ["ok"] else [f"database: {problem}" for problem in problems]
+
+    def _rows(self) -> Iterator[tuple[str, int, bytes, bytes]]:
+        with self._errors():
+            for subject, seq, digest, raw in self._conn().execute(
+                "SELECT subject, seq, digest, raw FROM inputs ORDER BY seq"
+            ):
+                yield subject, int(seq), bytes(digest), bytes(raw)
+
+    def _checkpoints(self) -> Iterator[tuple[str, Checkpoint]]:
+        with self._errors():
+            for subject, seq, state in self._conn().execute("SELECT subject, seq, state FROM checkpoints"):
+                yield subject, Checkpoint(int(seq), bytes(state))
 
     def close(self) -> None:
         if self._connection is not None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import itertools
 import json
+import logging
 import math
 import multiprocessing
 import os
@@ -19,13 +20,14 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from merge import MergeError, Merger, Reason, RejectCode, canonical_json, fold
 from merge.admission import MAX_INPUT_BYTES
 from merge.store import NO_SUBJECT, NOT_JSON_TEXT, EventStore, Refused, Stored, StoreError
 
-from .adapters import new_location, open_store
+from .adapters import flip_bit_in_input, new_location, open_store, replace_checkpoint_state
 from .events import KEY_A, KEYS, history, subject_of
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -454,3 +456,55 @@ def test_processes_creating_one_new_store_at_once_all_succeed(adapter: str, tmp_
         with open_store(adapter, location) as store:
             store.check()
             assert store.subjects() == []
+
+
+# --- damage inside rows: check() finds it, fold() never serves it ------------------------------
+
+
+def test_check_finds_a_flipped_bit_inside_a_stored_input(
+    adapter: str, location: str, connect: Callable[[], EventStore]
+) -> None:
+    store = connect()
+    store.append_many(history(1, 20))
+    store.check()
+    seq = [seq for seq, _ in store.read(S1)][7]
+    flip_bit_in_input(adapter, location, seq, bit=8 * 40 + 1)  # inside the event, still one line
+    with pytest.raises(StoreError, match=f"input {seq} of {S1}: its bytes do not match") as caught:
+        connect().check()
+    assert caught.value.path == store.location
+    assert "\n" not in str(caught.value)
+
+
+def _tampered_states(store: EventStore) -> list[bytes]:
+    """States a damaged checkpoint of S1 may hold, none of whose state_sha256 verifies."""
+    state = store.fold(S1, keys=KEYS).state
+    older = fold(history(1, 20)[:10], subject=S1, keys=KEYS).state
+    stale = msgspec.structs.replace(older, state_sha256=state.state_sha256)  # old body, new hash
+    garbled = canonical_json(state).replace(b'"event_count":', b'"event_count":1', 1)
+    return [
+        canonical_json(stale),
+        garbled,
+        canonical_json(state)[:-20],  # truncated
+        canonical_json(msgspec.structs.replace(state, pith_number=S2)),  # another subject's
+    ]
+
+
+@pytest.mark.parametrize("damage", range(4))
+def test_a_damaged_checkpoint_is_never_served(
+    adapter: str,
+    location: str,
+    connect: Callable[[], EventStore],
+    caplog: pytest.LogCaptureFixture,
+    damage: int,
+) -> None:
+    store = connect()
+    store.append_many(history(1, 20))
+    expected = folded(store, S1)
+    assert replace_checkpoint_state(adapter, location, S1, _tampered_states(store)[damage]) == 1
+    with pytest.raises(StoreError, match=f"checkpoint of {S1}: its state does not match"):
+        connect().check()
+    reader = connect()  # no engine in memory: the checkpoint is what it would serve
+    with caplog.at_level(logging.WARNING, logger="merge.store"):
+        assert folded(reader, S1) == expected == expected_fold(list(history(1, 20)), S1)
+    assert f"the checkpoint of {S1} does not verify; folding again" in caplog.text
+    connect().check()  # the fold replaced the damaged checkpoint

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import threading
 from pathlib import Path
@@ -163,3 +164,20 @@ def test_a_store_object_belongs_to_one_thread(tmp_path: Path) -> None:
     assert len(errors) == 1
     assert isinstance(errors[0], StoreError)
     assert "one thread" in str(errors[0])
+
+
+def test_a_flipped_bit_in_the_file_inside_an_input_is_found_by_check(tmp_path: Path) -> None:
+    # SQLite keeps no checksum of its pages: a bit flipped inside a stored event passes its
+    # integrity_check; only the row's digest tells.
+    path = tmp_path / "events.db"
+    make_store(path, 40)
+    data = bytearray(path.read_bytes())  # closed: the WAL was checkpointed into the file
+    signature = json.loads(history(1, 40)[30])["signature"]["signature_b64"].encode()
+    offset = data.index(signature)
+    assert data.count(signature) == 1
+    data[offset + 10] ^= 0x02
+    path.write_bytes(bytes(data))
+    with SQLiteStore(path) as store:
+        assert [row[0] for row in store._conn().execute("PRAGMA integrity_check")] == ["ok"]
+        with pytest.raises(StoreError, match=r"damaged: input \d+ of pith:.*do not match their SHA-256"):
+            store.check()

@@ -291,7 +291,10 @@ class EventStore(ABC):
 
         An unchanged subject costs a lookup (its checkpoint); a changed one is brought up to
         date incrementally when its engine is still in memory, else folded from its inputs.
-        Every fold leaves a checkpoint. ``rejected`` is always empty: the store keeps only
+        Every fold leaves a checkpoint when the store can write one (not read-only, disk not
+        full; else it warns on the ``merge.store`` logger and returns the fold all the same).
+        A checkpoint whose ``state_sha256`` does not verify is never served: the subject is
+        folded again (with a warning). ``rejected`` is always empty: the store keeps only
         admitted inputs.
         """
         key_set = KeySet.parse(keys)
@@ -313,8 +316,20 @@ class EventStore(ABC):
             self._engines.popitem(last=False)
         if live.seq < head:
             live.seq = self._load(live.merger, live.seq)
-            self._save_checkpoint(subject, context, Checkpoint(live.seq, canonical_json(live.merger.state)))
+            self._keep_checkpoint(subject, context, Checkpoint(live.seq, canonical_json(live.merger.state)))
         return live.merger.result
+
+    def _keep_checkpoint(self, subject: str, context: str, checkpoint: Checkpoint) -> None:
+        """Save a checkpoint if the store can: one that cannot be written is only a lost shortcut.
+
+        A full disk, a read-only file: the fold is right without it, so it is returned anyway.
+        """
+        try:
+            self._save_checkpoint(subject, context, checkpoint)
+        except StoreError as exc:
+            log.warning(
+                "%s: no checkpoint of %s saved (%s); the fold is not affected", self.location, subject, exc
+            )
 
     def _load(self, merger: Merger, after: int) -> int:
         """Feed the inputs after ``after`` to ``merger`` in batches; return the last seq read."""

@@ -13,6 +13,7 @@ or a damaged file raise :class:`~merge.store.StoreError` naming the path, never 
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
 from collections.abc import Callable, Iterator
@@ -57,6 +58,8 @@ class SQLiteStore(EventStore):
     """An :class:`~merge.store.EventStore` in one SQLite file, created when missing or empty.
 
     ``timeout``: seconds to wait for another process's write lock before :class:`StoreError`.
+    ``read_only``: open without writing (appends raise :class:`StoreError`; folds keep no
+    checkpoint). By default, a file this process may not write is opened read-only.
     ``threads``, ``cache_size``: see :class:`~merge.store.EventStore`.
     """
 
@@ -67,6 +70,7 @@ class SQLiteStore(EventStore):
         timeout: float = 30.0,
         threads: int | None = 1,
         cache_size: int = 8,
+        read_only: bool | None = None,
     ) -> None:
         super().__init__(threads=threads, cache_size=cache_size)
         self.path = Path(path)
@@ -75,8 +79,17 @@ class SQLiteStore(EventStore):
         self._connection: sqlite3.Connection | None = None
         if self.path.is_dir():
             raise StoreError("is a directory, not an SQLite file", path=str(self.path))
+        if read_only is None:
+            read_only = self.path.exists() and not os.access(self.path, os.W_OK)
+        self.read_only = read_only
+        if read_only and (not self.path.is_file() or self.path.stat().st_size == 0):
+            raise StoreError(
+                "no store here, and cannot create a store in read-only mode", path=str(self.path)
+            )
         try:
-            self._connection = sqlite3.connect(self.path, timeout=timeout, isolation_level=None)
+            # mode=ro: SQLite itself refuses every write, whatever the file's permissions.
+            where = f"{self.path.absolute().as_uri()}?mode=ro" if read_only else str(self.path)
+            self._connection = sqlite3.connect(where, timeout=timeout, isolation_level=None, uri=read_only)
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open: {exc}", path=str(self.path)) from exc
         try:
@@ -113,7 +126,8 @@ class SQLiteStore(EventStore):
         if missing_tables:
             missing = ", ".join(sorted(missing_tables))
             raise StoreError(f"damaged event store: table {missing} is missing", path=str(self.path))
-        self._use_wal(conn)
+        if not self.read_only:  # (a read-only file cannot be switched; it was when created)
+            self._use_wal(conn)
         # FULL: in WAL mode, every commit is fsync'ed before it returns (NORMAL would survive a
         # killed process but not a power cut); an acknowledged append is durable.
         conn.execute("PRAGMA synchronous = FULL")
@@ -231,6 +245,8 @@ class SQLiteStore(EventStore):
         return None if row is None else Checkpoint(int(row[0]), bytes(row[1]))
 
     def _save_checkpoint(self, subject: str, context: str, checkpoint: Checkpoint) -> None:
+        if self.read_only:
+            return  # a checkpoint is a shortcut: a read-only store folds without one
         with self._errors():
             # Never let a fold that read less overwrite a newer checkpoint of another process;
             # one of the same seq folded the same inputs (and may be the damaged one it replaces).
@@ -289,6 +305,8 @@ def _explain(exc: sqlite3.Error, timeout: float) -> str:
         return "not an SQLite database (not an event store, or damaged beyond its header)"
     if "malformed" in message:
         return f"damaged database ({message})"
+    if "readonly" in message:
+        return f"the store is open read-only ({message})"
     if "locked" in message or "busy" in message:
         return f"database is locked by another process (waited {timeout:g} s)"
     if isinstance(exc, sqlite3.ProgrammingError) and "thread" in message:

@@ -508,3 +508,22 @@ def test_a_damaged_checkpoint_is_never_served(
         assert folded(reader, S1) == expected == expected_fold(list(history(1, 20)), S1)
     assert f"the checkpoint of {S1} does not verify; folding again" in caplog.text
     connect().check()  # the fold replaced the damaged checkpoint
+
+
+# --- a store that cannot take a checkpoint -----------------------------------------------------
+
+
+def test_fold_without_room_for_its_checkpoint_still_folds(
+    store: EventStore, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    inputs = list(history(1, 30))
+    store.append_many(inputs)
+
+    def disk_full(*args: Any) -> None:
+        raise StoreError("database or disk is full", path=store.location)
+
+    monkeypatch.setattr(store, "_save_checkpoint", disk_full)
+    with caplog.at_level(logging.WARNING, logger="merge.store"):
+        assert folded(store, S1) == expected_fold(inputs, S1)
+    assert f"no checkpoint of {S1} saved (" in caplog.text
+    assert "database or disk is full" in caplog.text

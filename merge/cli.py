@@ -33,7 +33,7 @@ from .errors import InputError, MergeError
 from .fold import FoldResult, fold
 from .keys import Key, KeySet
 from .reasons import Reason
-from .replay import read_lines, replay, report_json
+from .replay import display_name, read_lines, replay, report_json
 from .state import Entry, State, decode_state
 
 __all__ = [
@@ -219,10 +219,11 @@ def verify(
         trust = None
         if signer is not None:
             trust = origin if signer in anchors else "carried in the bundle, trusted by --trust-bundle-keys"
+        shown = display_name(path)  # a file name need not be UTF-8
         if as_json:
-            documents.append(_bundle_document(path, report, signer, trust))
+            documents.append(_bundle_document(shown, report, signer, trust))
         else:
-            _print_bundle(path, report, signer, trust, verbose)
+            _print_bundle(shown, report, signer, trust, verbose)
     if as_json:
         _json_out({"ok": failed == 0, "bundles": documents})
     elif len(bundles) > 1:

@@ -63,6 +63,7 @@ __all__ = [
     "ReplayReport",
     "SubjectOutcome",
     "SubjectSummary",
+    "display_name",
     "fold_subject",
     "read_lines",
     "replay",
@@ -209,9 +210,18 @@ def walk_corpus(root: Path) -> Iterator[Path]:
                 yield file
 
 
+def display_name(path: str | bytes | os.PathLike[str] | os.PathLike[bytes]) -> str:
+    """A path as reports show it: always valid UTF-8, whatever bytes the file system holds.
+
+    POSIX file names are bytes; one that is not UTF-8 would abort any JSON or terminal output,
+    so its undecodable bytes are shown escaped (``log-\\xff.jsonl``). The file is still read.
+    """
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
+
+
 def scan_file(path: Path) -> Iterator[CorpusItem | InputProblem]:
     """The items of one file: a ``*.json`` file is one JSON text, anything else JSON Lines."""
-    source = str(path)
+    source = display_name(path)
     try:
         handle = path.open("rb")
     except OSError as exc:

@@ -520,3 +520,18 @@ def test_a_closed_stdout_is_a_quiet_exit_141(command: list[Any]) -> None:
         os.close(write_end)
     assert result.stderr == b""
     assert result.returncode == EXIT_BROKEN_PIPE == 141
+
+
+def test_file_names_that_are_not_utf8_are_shown_escaped(tmp_path: Path) -> None:
+    bundle = os.fsdecode(os.path.join(os.fsencode(tmp_path), b"golden-\xff.json"))
+    Path(bundle).write_bytes(GOLDEN_BUNDLE.read_bytes())
+    Path(os.fsdecode(os.path.join(os.fsencode(tmp_path), b"log-\xfe.jsonl"))).write_bytes(b"{broken\n")
+    shown = f"{tmp_path}/golden-\\xff.json"
+    result = run("verify", "--json", bundle)
+    assert result.returncode == 0
+    assert json.loads(out(result))["bundles"][0]["path"] == shown
+    result = run("verify", bundle)
+    assert (result.returncode, out(result).split(":")[0]) == (0, f"OK      {shown}")
+    result = run("replay", tmp_path, "--json")
+    assert result.returncode == 1
+    assert [p["source"] for p in json.loads(out(result))["problems"]] == [f"{tmp_path}/log-\\xfe.jsonl:1"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import io
 import json
+import os
 import random
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from merge.replay import (
     _partition,
     _read_item,
     _spill,
+    display_name,
     fold_subject,
     read_lines,
     replay,
@@ -415,3 +417,30 @@ def test_a_tampered_example_event_breaks_the_bundle() -> None:
     bundle["events"].append(event)  # a valid event, yet not in the signed bundle
     report = verify_bundle(bundle, trusted_keys=EXAMPLE_KEYS)
     assert {check.name for check in report.failed} == {"bundle_sha256", "bundle_signature", "state"}
+
+
+# --- faults: names, special files, lost workers, signals, many bad lines -------------------------
+
+
+def test_file_names_that_are_not_utf8_are_read_and_shown_escaped(tmp_path: Path) -> None:
+    odd = tmp_path / "odd"
+    odd.mkdir()
+    log = os.fsdecode(os.path.join(os.fsencode(odd), b"log-\xff.jsonl"))
+    bundle = os.fsdecode(os.path.join(os.fsencode(odd), b"bundle-\xfe.json"))
+    Path(log).write_bytes(EXAMPLE_LOG.read_bytes() + b"{broken\n")
+    Path(bundle).write_bytes(EXAMPLE_BUNDLE.read_bytes())
+    lines = len(EXAMPLE_LOG.read_bytes().splitlines())
+    (tmp_path / "plain").mkdir()  # the same files under UTF-8 names: the same report
+    (tmp_path / "plain" / "log.jsonl").write_bytes(Path(log).read_bytes())
+    (tmp_path / "plain" / "bundle.json").write_bytes(EXAMPLE_BUNDLE.read_bytes())
+    plain = replay([tmp_path / "plain"], keys=EXAMPLE_KEYS, workers=1)
+    for workers in (1, 2):
+        report = replay([odd], keys=EXAMPLE_KEYS, workers=workers)
+        sources = {problem.source for problem in report.problems}
+        assert f"{odd}/log-\\xff.jsonl:{lines + 1}" in sources  # the broken line, escaped
+        assert f"{odd}/bundle-\\xfe.json" in sources  # its key is not trusted: reported
+        assert report.subjects == plain.subjects
+        assert [p.code for p in report.problems] == [p.code for p in plain.problems]
+        json.loads(report_json(report))  # encodes: every source is UTF-8
+    assert display_name(log) == f"{odd}/log-\\xff.jsonl"
+    assert display_name(Path(log)) == display_name(os.fsencode(log)) == display_name(log)

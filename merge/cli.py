@@ -33,7 +33,7 @@ from .errors import InputError, MergeError
 from .fold import FoldResult, fold
 from .keys import Key, KeySet
 from .reasons import Reason
-from .replay import display_name, read_lines, replay, report_json
+from .replay import display_name, read_document, read_lines, replay, report_json
 from .state import Entry, State, decode_state
 
 __all__ = [
@@ -126,8 +126,14 @@ def _exit(code: int) -> NoReturn:
     raise click.exceptions.Exit(code)
 
 
+def _read_file(path: str) -> bytes:
+    """A file read whole, within :data:`merge.replay.MAX_DOCUMENT_BYTES` (InputError beyond)."""
+    with open(path, "rb") as handle:
+        return read_document(handle, display_name(path))
+
+
 def _read_json(path: str, what: str) -> Any:
-    data = Path(path).read_bytes()
+    data = _read_file(path)
     try:
         return decode_json(data)
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as exc:
@@ -209,7 +215,7 @@ def verify(
     documents = []
     failed = 0
     for path in bundles:
-        data = Path(path).read_bytes()
+        data = _read_file(path)
         trusted = anchors
         if trust_bundle_keys:
             trusted = _union(anchors, _carried_keys(data))
@@ -681,7 +687,7 @@ def diff(state_a: str, state_b: str, as_json: bool) -> None:
 
 def _load_state(path: str) -> State:
     try:
-        return decode_state(Path(path).read_bytes())
+        return decode_state(_read_file(path))
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
         raise InputError(f"not a merge-v1 state: {exc}", source=path) from exc
 

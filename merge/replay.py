@@ -36,6 +36,7 @@ import hashlib
 import multiprocessing
 import os
 import re
+import stat
 import struct
 import sys
 import tempfile
@@ -57,6 +58,7 @@ from .keys import Key, KeySet
 from .state import MERGE_VERSION, State
 
 __all__ = [
+    "MAX_DOCUMENT_BYTES",
     "PARTITIONS",
     "CorpusItem",
     "InputProblem",
@@ -65,6 +67,7 @@ __all__ = [
     "SubjectSummary",
     "display_name",
     "fold_subject",
+    "read_document",
     "read_lines",
     "replay",
     "report_json",
@@ -82,6 +85,11 @@ PARTITIONS: Final = 64
 LOG_SUFFIXES: Final = frozenset({".jsonl", ".ndjson"})
 #: Suffix of single JSON texts (bundles, or one event) inside directories.
 JSON_SUFFIX: Final = ".json"
+#: Largest file read whole (a bundle, a key file, a state): 256 MiB. A larger one is refused,
+#: so that a wrong path (``/dev/zero``, a runaway file) costs bounded memory, not the machine.
+MAX_DOCUMENT_BYTES: Final = 256 * 1024 * 1024
+#: How much of a file :func:`read_document` asks for at once.
+_CHUNK: Final = 1 << 20
 
 
 class CorpusItem(msgspec.Struct, frozen=True):
@@ -100,7 +108,7 @@ class InputProblem(msgspec.Struct, frozen=True):
     """An input (line, file, bundle, key) that could not be used as it is, and why.
 
     ``code`` is a :class:`merge.RejectCode` string for inputs that are not admitted (§5), or
-    one of ``no_subject``, ``not_a_bundle``, ``unreadable``, ``bundle_failed``,
+    one of ``no_subject``, ``not_a_bundle``, ``unreadable``, ``not_a_regular_file``, ``bundle_failed``,
     ``bad_bundle_keys``, ``untrusted_bundle_keys``, ``key_conflict``, ``no_keys``.
     """
 
@@ -195,7 +203,14 @@ def scan_corpus(paths: Iterable[str | os.PathLike[str]]) -> Iterator[CorpusItem 
         root = Path(path)
         if root.is_dir():
             for file in walk_corpus(root):
-                yield from scan_file(file)
+                if _special(file):
+                    # A FIFO would block the replay forever, a device (/dev/zero) never end:
+                    # inside a directory only regular files are inputs. Named, they are streamed.
+                    yield InputProblem(
+                        display_name(file), "not_a_regular_file", "a FIFO, device or socket: not read"
+                    )
+                else:
+                    yield from scan_file(file)
         else:
             yield from scan_file(root)
 
@@ -208,6 +223,29 @@ def walk_corpus(root: Path) -> Iterator[Path]:
             file = Path(dirpath) / name
             if file.suffix == JSON_SUFFIX or file.suffix in LOG_SUFFIXES:
                 yield file
+
+
+def _special(path: Path) -> bool:
+    """Whether ``path`` (followed if a symlink) exists and is not a regular file."""
+    try:
+        return not stat.S_ISREG(path.stat().st_mode)
+    except OSError:
+        return False  # missing or unreachable: opening it says why (an ``unreadable`` problem)
+
+
+def read_document(handle: IO[bytes], source: str, limit: int | None = None) -> bytes:
+    """All of a file read whole, at most ``limit`` bytes (:data:`MAX_DOCUMENT_BYTES`).
+
+    Read in chunks, so that a larger file (or an endless one) costs ``limit`` bytes of memory
+    before :class:`InputError` says so.
+    """
+    limit = MAX_DOCUMENT_BYTES if limit is None else limit
+    data = bytearray()
+    while chunk := handle.read(min(_CHUNK, limit + 1 - len(data))):
+        data += chunk
+        if len(data) > limit:
+            raise InputError(f"larger than {limit} bytes, the limit of a file read whole", source=source)
+    return bytes(data)
 
 
 def display_name(path: str | bytes | os.PathLike[str] | os.PathLike[bytes]) -> str:
@@ -230,9 +268,12 @@ def scan_file(path: Path) -> Iterator[CorpusItem | InputProblem]:
     with handle:
         if path.suffix == JSON_SUFFIX:
             try:
-                data = handle.read()
+                data = read_document(handle, source)
             except OSError as exc:
                 yield InputProblem(source, "unreadable", exc.strerror or str(exc))
+                return
+            except InputError as exc:
+                yield InputProblem(source, "too_large", exc.problem)
                 return
             yield _attribute(data, source, whole_file=True)
         else:

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from merge import canonical_json, decode_state, fold
-from merge.cli import EXIT_BROKEN_PIPE
+from merge.cli import EXIT_BROKEN_PIPE, main
 
 from .conftest import GOLDEN_BUNDLE
 
@@ -535,3 +535,25 @@ def test_file_names_that_are_not_utf8_are_shown_escaped(tmp_path: Path) -> None:
     result = run("replay", tmp_path, "--json")
     assert result.returncode == 1
     assert [p["source"] for p in json.loads(out(result))["problems"]] == [f"{tmp_path}/log-\\xfe.jsonl:1"]
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["verify", "/dev/zero"],
+        ["keys", "show", "/dev/zero"],
+        ["diff", "/dev/zero", "/dev/zero"],
+        ["explain", "sha256:00", "--bundle", "/dev/zero"],
+        ["replay", "--keys", "/dev/zero", str(EXAMPLE_LOG)],
+    ],
+)
+def test_every_file_read_whole_has_a_cap(
+    command: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Before: `verify /dev/zero` read until memory ran out (5.7 GB). In-process, with a small cap.
+    monkeypatch.setattr("merge.replay.MAX_DOCUMENT_BYTES", 1 << 20)
+    assert main(command) == 2
+    assert (
+        capsys.readouterr().err
+        == f"Error: /dev/zero: larger than {1 << 20} bytes, the limit of a file read whole\n"
+    )

@@ -7,6 +7,7 @@ import io
 import json
 import os
 import random
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ import pytest
 
 from merge import canonical_json, decode_state, fold, verify_bundle
 from merge.bundle import REGISTRY_KEYS
+from merge.errors import InputError
 from merge.keys import KeySet
 from merge.replay import (
     CorpusItem,
@@ -25,6 +27,7 @@ from merge.replay import (
     _spill,
     display_name,
     fold_subject,
+    read_document,
     read_lines,
     replay,
     report_json,
@@ -444,3 +447,51 @@ def test_file_names_that_are_not_utf8_are_read_and_shown_escaped(tmp_path: Path)
         json.loads(report_json(report))  # encodes: every source is UTF-8
     assert display_name(log) == f"{odd}/log-\\xff.jsonl"
     assert display_name(Path(log)) == display_name(os.fsencode(log)) == display_name(log)
+
+
+@pytest.mark.timeout(60)
+def test_only_regular_files_are_read_from_directories(tmp_path: Path) -> None:
+    # Before: a FIFO named *.jsonl blocked the replay forever, /dev/zero never ended.
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (tmp_path / "real.jsonl").write_bytes(EXAMPLE_LOG.read_bytes())
+    (corpus / "events.jsonl").symlink_to(tmp_path / "real.jsonl")  # a symlink to a file is read
+    os.mkfifo(corpus / "pipe.jsonl")
+    (corpus / "zero.jsonl").symlink_to("/dev/zero")
+    (corpus / "zero.json").symlink_to("/dev/zero")
+    report = replay([corpus], keys=EXAMPLE_KEYS, workers=1)
+    assert [(p.source, p.code) for p in report.problems] == [
+        (str(corpus / name), "not_a_regular_file") for name in ("pipe.jsonl", "zero.json", "zero.jsonl")
+    ]
+    assert report.subjects == replay([EXAMPLE_LOG], keys=EXAMPLE_KEYS, workers=1).subjects
+
+
+@pytest.mark.timeout(60)
+def test_a_fifo_named_explicitly_is_streamed(tmp_path: Path) -> None:
+    fifo = tmp_path / "events.jsonl"
+    os.mkfifo(fifo)
+
+    def feed() -> None:
+        with open(fifo, "wb") as pipe:
+            for line in EXAMPLE_LOG.read_bytes().splitlines(keepends=True):
+                pipe.write(line)
+
+    writer = threading.Thread(target=feed)
+    writer.start()
+    report = replay([fifo], keys=EXAMPLE_KEYS, workers=1)
+    writer.join()
+    assert report.subjects == replay([EXAMPLE_LOG], keys=EXAMPLE_KEYS, workers=1).subjects
+
+
+def test_a_file_read_whole_has_a_cap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("merge.replay.MAX_DOCUMENT_BYTES", 4096)
+    big = tmp_path / "big.json"
+    big.write_bytes(b" " * 4097)
+    items, problems = items_of([big])
+    assert items == []
+    assert problems == [
+        InputProblem(str(big), "too_large", "larger than 4096 bytes, the limit of a file read whole")
+    ]
+    with open("/dev/zero", "rb") as zero, pytest.raises(InputError, match="larger than 4096 bytes"):
+        read_document(zero, "/dev/zero")
+    assert read_document(io.BytesIO(b"x" * 4096), "exact") == b"x" * 4096

@@ -435,9 +435,17 @@ def replay_command(  # noqa: PLR0917 (click passes every option positionally)
         _print_table(report.subjects, report.totals)
         for problem in report.problems:
             _err(f"{problem.source}: {problem.code}: {problem.detail}")
+        _print_unlisted(report.totals["problems"] - len(report.problems), report.counts)
         if out is not None:
             _err(f"wrote {len(report.subjects)} state file(s) to {out}")
     _exit(EXIT_OK if report.ok else EXIT_FAILED)
+
+
+def _print_unlisted(unlisted: int, counts: Mapping[str, int]) -> None:
+    """After the listed problems: how many more there were, by code (a replay lists the first)."""
+    if unlisted > 0:
+        by_code = ", ".join(f"{code} {count}" for code, count in counts.items())
+        _err(f"... and {unlisted} more problem(s) not listed; all problems by code: {by_code}")
 
 
 def _print_table(rows: Sequence[Any], totals: Mapping[str, int]) -> None:

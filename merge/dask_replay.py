@@ -50,6 +50,7 @@ from .replay import (
     JSON_SUFFIX,
     CorpusItem,
     InputProblem,
+    ProblemLog,
     ReplayReport,
     SubjectSummary,
     fold_subject,
@@ -425,10 +426,7 @@ def replay_on_dask(
     rows: list[tuple[SubjectSummary, tuple[InputProblem, ...]]] = rows_future.result()
     problems: list[InputProblem] = problems_future.result()
     # As the local replay: problems of the scan in corpus order, then each subject's, by subject.
-    rows.sort(key=lambda row: row[0].subject)
-    for _, found in rows:
-        problems.extend(found)
-    return ReplayReport(tuple(row[0] for row in rows), tuple(problems))
+    return ProblemLog(problems).report(rows)
 
 
 def run_replay_cli(

@@ -60,8 +60,10 @@ from .state import MERGE_VERSION, State
 __all__ = [
     "MAX_DOCUMENT_BYTES",
     "PARTITIONS",
+    "PROBLEM_SAMPLE",
     "CorpusItem",
     "InputProblem",
+    "ProblemLog",
     "ReplayReport",
     "SubjectOutcome",
     "SubjectSummary",
@@ -81,6 +83,8 @@ __all__ = [
 
 #: Number of spill partitions (fixed, so partitioning never depends on ``workers``).
 PARTITIONS: Final = 64
+#: How many problems a replay report lists with their place (the first ones); all are counted.
+PROBLEM_SAMPLE: Final = 1000
 #: Suffixes of JSON Lines event logs inside directories.
 LOG_SUFFIXES: Final = frozenset({".jsonl", ".ndjson"})
 #: Suffix of single JSON texts (bundles, or one event) inside directories.
@@ -149,14 +153,28 @@ class SubjectOutcome(msgspec.Struct, frozen=True):
 
 
 class ReplayReport(msgspec.Struct, frozen=True):
-    """The result of a replay: one summary per subject (sorted by subject) and every problem."""
+    """The result of a replay: one summary per subject (sorted by subject) and the problems.
+
+    ``problems``: the first :data:`PROBLEM_SAMPLE` problems, with their place (the scan's in
+    corpus order, then each subject's, by subject). ``problem_counts``: every problem's code →
+    how many there were, listed or not (by default, those of ``problems``). A corpus of ten
+    million bad lines costs a replay the same memory as one of a thousand.
+    """
 
     subjects: tuple[SubjectSummary, ...]
     problems: tuple[InputProblem, ...]
+    problem_counts: dict[str, int] = msgspec.field(default_factory=dict)
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """``problem_counts``, or the counts of ``problems`` when none were given."""
+        if self.problem_counts or not self.problems:
+            return self.problem_counts
+        return ProblemLog(self.problems).counts
 
     @property
     def totals(self) -> dict[str, int]:
-        """Sums over the subjects, and the number of problems."""
+        """Sums over the subjects, and the number of problems (listed or not)."""
         rows = self.subjects
         return {
             "subjects": len(rows),
@@ -167,13 +185,57 @@ class ReplayReport(msgspec.Struct, frozen=True):
             "bundles": sum(row.bundles for row in rows),
             "bundle_mismatches": sum(row.bundle_mismatches for row in rows),
             "rejected": sum(row.rejected for row in rows),
-            "problems": len(self.problems),
+            "problems": sum(self.counts.values()),
         }
 
     @property
     def ok(self) -> bool:
         """True when every input was usable and every bundle verified (invalid events are fine)."""
         return not self.problems and all(row.state_matches is not False for row in self.subjects)
+
+
+class ProblemLog:
+    """Problems as a replay keeps them: all counted by code, the first ``sample`` kept whole.
+
+    Memory stays flat whatever the number of problems (each kept one costs ~300 bytes).
+    """
+
+    def __init__(self, problems: Iterable[InputProblem] = (), *, sample: int | None = None) -> None:
+        self.sample = PROBLEM_SAMPLE if sample is None else sample
+        self.kept: list[InputProblem] = []
+        self.counts: dict[str, int] = {}
+        for problem in problems:
+            self.add(problem)
+
+    def add(self, problem: InputProblem) -> None:
+        """Count a problem, and keep it while fewer than ``sample`` are kept."""
+        self.counts[problem.code] = self.counts.get(problem.code, 0) + 1
+        if len(self.kept) < self.sample:
+            self.kept.append(problem)
+
+    def merge(self, kept: Iterable[InputProblem], counts: Mapping[str, int]) -> None:
+        """Take in another log's kept problems (in order, while there is room) and its counts."""
+        for problem in kept:
+            if len(self.kept) >= self.sample:
+                break
+            self.kept.append(problem)
+        for code, count in counts.items():
+            self.counts[code] = self.counts.get(code, 0) + count
+
+    def report(self, rows: Sequence[tuple[SubjectSummary, Sequence[InputProblem]]]) -> ReplayReport:
+        """The report of a replay: its scan's problems (this log) then the subjects', by subject.
+
+        ``rows``: one summary and its problems per subject, every problem of every subject.
+        """
+        ordered = sorted(rows, key=lambda row: row[0].subject)
+        for _, found in ordered:
+            for problem in found:
+                self.add(problem)
+        return self._report(ordered)
+
+    def _report(self, ordered: Sequence[tuple[SubjectSummary, Any]]) -> ReplayReport:
+        counts = dict(sorted(self.counts.items()))
+        return ReplayReport(tuple(row[0] for row in ordered), tuple(self.kept), counts)
 
 
 # --- reading a corpus -------------------------------------------------------------------------
@@ -545,16 +607,24 @@ def _read_item(handle: IO[bytes], offset: int) -> CorpusItem:
     return CorpusItem(subject, source, kind, handle.read(data_size))
 
 
+_Rows = list[tuple[SubjectSummary, tuple[InputProblem, ...]]]
+
+
 def _fold_partition(
     path: str,
     keys: list[dict[str, Any]] | None,
     trusted: list[dict[str, Any]],
     out_dir: str | None,
-) -> list[tuple[SubjectSummary, tuple[InputProblem, ...]]]:
-    """Fold one spill partition, one subject at a time (runs in a worker process)."""
+) -> tuple[_Rows, dict[str, int]]:
+    """Fold one spill partition, one subject at a time (runs in a worker process).
+
+    Returns the rows (each subject's summary with the problems kept of it: the partition keeps
+    at most :data:`PROBLEM_SAMPLE`, the first in subject order) and the counts of all problems.
+    """
     key_set = KeySet.parse(keys) if keys is not None else None
     trusted_set = KeySet.parse(trusted)
     results = []
+    log = ProblemLog()
     with open(path, "rb") as handle:
         offsets = _index(handle)
         for subject in sorted(offsets):
@@ -562,8 +632,11 @@ def _fold_partition(
             outcome = fold_subject(subject, items, key_set, trusted_set)
             if out_dir is not None:
                 write_state(out_dir, outcome.state)
-            results.append((outcome.summary, outcome.problems))
-    return results
+            kept = len(log.kept)
+            for problem in outcome.problems:
+                log.add(problem)
+            results.append((outcome.summary, tuple(log.kept[kept:])))
+    return results, log.counts
 
 
 def replay(
@@ -592,8 +665,9 @@ def replay(
             Path(out).mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise InputError(f"cannot create the output directory: {exc.strerror}", source=out) from exc
-    problems: list[InputProblem] = []
-    rows: list[tuple[SubjectSummary, tuple[InputProblem, ...]]] = []
+    log = ProblemLog()  # the scan's problems, then the partitions' (bounded: see ProblemLog)
+    rows: _Rows = []
+    counts: list[dict[str, int]] = []
     with ExitStack() as stack:
         spill_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="pith-merge-"))
         bar = stack.enter_context(_Progress(progress))
@@ -601,7 +675,7 @@ def replay(
         with ExitStack() as files:
             for entry in bar.track_scan(scan_corpus(paths)):
                 if isinstance(entry, InputProblem):
-                    problems.append(entry)
+                    log.add(entry)
                     continue
                 number = _partition(entry.subject)
                 if number not in used:
@@ -611,7 +685,9 @@ def replay(
         bar.start_fold(len(parts))
         if workers == 1 or len(parts) <= 1:
             for part in parts:
-                rows.extend(_fold_partition(part, key_json, trusted_json, out))
+                found, counted = _fold_partition(part, key_json, trusted_json, out)
+                rows.extend(found)
+                counts.append(counted)
                 bar.advance()
         else:
             # "spawn": a fresh interpreter per worker. Forking a process that may run threads (the
@@ -620,12 +696,17 @@ def replay(
             with ProcessPoolExecutor(max_workers=min(workers, len(parts)), mp_context=context) as pool:
                 futures = [pool.submit(_fold_partition, part, key_json, trusted_json, out) for part in parts]
                 for future in as_completed(futures):
-                    rows.extend(future.result())
+                    found, counted = future.result()
+                    rows.extend(found)
+                    counts.append(counted)
                     bar.advance()
     rows.sort(key=lambda row: row[0].subject)
-    for _, found in rows:
-        problems.extend(found)
-    return ReplayReport(tuple(row[0] for row in rows), tuple(problems))
+    # Each partition kept its first problems in subject order: together, in subject order, they
+    # hold the first PROBLEM_SAMPLE of the whole report, which is what the log keeps.
+    log.merge((problem for _, found in rows for problem in found), {})
+    for counted in counts:
+        log.merge((), counted)
+    return log._report(rows)
 
 
 class _Progress:
@@ -673,13 +754,17 @@ class _Progress:
 def report_json(report: ReplayReport) -> bytes:
     """The ``replay --json`` document (UTF-8, keys sorted, indented, ends with a newline)::
 
-    {"merge_version", "ok", "subjects": [SubjectSummary…], "problems": [InputProblem…], "totals"}
+    {"merge_version", "ok", "subjects": [SubjectSummary…], "problems": [InputProblem…],
+     "problem_counts": {code: count}, "totals"}
+
+    ``problems`` lists the first :data:`PROBLEM_SAMPLE`; ``totals.problems`` counts them all.
     """
     document = {
         "merge_version": MERGE_VERSION,
         "ok": report.ok,
         "subjects": report.subjects,
         "problems": report.problems,
+        "problem_counts": report.counts,
         "totals": report.totals,
     }
     return msgspec.json.format(msgspec.json.encode(document, order="sorted"), indent=2) + b"\n"

@@ -557,3 +557,14 @@ def test_every_file_read_whole_has_a_cap(
         capsys.readouterr().err
         == f"Error: /dev/zero: larger than {1 << 20} bytes, the limit of a file read whole\n"
     )
+
+
+def test_replay_lists_the_first_thousand_problems_and_counts_the_rest(tmp_path: Path) -> None:
+    (tmp_path / "bad.jsonl").write_bytes(b"not json\n" * 1005)
+    result = run("replay", tmp_path / "bad.jsonl")
+    assert result.returncode == 1
+    lines = err(result).splitlines()
+    assert len(lines) == 1001
+    assert lines[999].startswith(f"{tmp_path}/bad.jsonl:1000: not_json: ")
+    assert lines[1000] == "... and 5 more problem(s) not listed; all problems by code: not_json 1005"
+    assert "1005 input problem(s), listed on stderr" in out(result)

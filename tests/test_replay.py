@@ -8,6 +8,7 @@ import json
 import os
 import random
 import threading
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from merge.bundle import REGISTRY_KEYS
 from merge.errors import InputError
 from merge.keys import KeySet
 from merge.replay import (
+    PROBLEM_SAMPLE,
     CorpusItem,
     InputProblem,
     _index,
@@ -495,3 +497,41 @@ def test_a_file_read_whole_has_a_cap(tmp_path: Path, monkeypatch: pytest.MonkeyP
     with open("/dev/zero", "rb") as zero, pytest.raises(InputError, match="larger than 4096 bytes"):
         read_document(zero, "/dev/zero")
     assert read_document(io.BytesIO(b"x" * 4096), "exact") == b"x" * 4096
+
+
+def test_bad_lines_are_counted_and_the_first_thousand_listed_for_every_worker_count(tmp_path: Path) -> None:
+    lines = [b"not json"] * 600  # scan problems: no subject can be read
+    lines += [
+        b'{"subject_pith_number": "s%02d", "event_id": "bad", "n": %d}' % (i % 50, i) for i in range(1500)
+    ]
+    (tmp_path / "bad.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+    scan = [f"{tmp_path}/bad.jsonl:{n}" for n in range(1, 601)]
+    by_subject = sorted(range(1500), key=lambda i: (i % 50, i))  # each subject's, by subject
+    expected = scan + [f"{tmp_path}/bad.jsonl:{601 + i}" for i in by_subject]
+    reports = [replay([tmp_path], keys=EXAMPLE_KEYS, workers=workers) for workers in (1, 3)]
+    assert reports[0] == reports[1]
+    report = reports[0]
+    assert [problem.source for problem in report.problems] == expected[:PROBLEM_SAMPLE]
+    assert report.problem_counts == {"bad_event_id": 1500, "not_json": 600}
+    assert report.totals["problems"] == 2100
+    assert report.totals["rejected"] == 1500
+    document = json.loads(report_json(report))
+    assert (len(document["problems"]), document["problem_counts"]) == (1000, report.problem_counts)
+
+
+@pytest.mark.slow
+def test_memory_stays_flat_whatever_the_number_of_bad_lines(tmp_path: Path) -> None:
+    # Before: ~310 bytes kept per bad line (10M lines: 3.1 GB). Now: the first 1,000 and counts.
+    def peak(count: int) -> int:
+        log = tmp_path / f"bad-{count}.jsonl"
+        log.write_bytes(b"not json\n" * count)
+        tracemalloc.start()
+        try:
+            report = replay([log], workers=1)
+            return tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+            assert report.totals["problems"] == count
+
+    small, large = peak(2_000), peak(100_000)
+    assert large < small + 2 * 1024 * 1024  # 98,000 more bad lines: < 2 MiB more (not 30 MB)

@@ -7,6 +7,8 @@ Exit codes (stable; other tools rely on them):
   (§5), a key set failed §3 (``keys show``), two states differ (``diff``);
 - ``2`` usage or input error: a bad option, a missing or unreadable file, a key file or state
   that is not what it must be. One line on standard error, never a traceback;
+- ``3`` a replay worker process died twice on the same partition (killed, out of memory):
+  the replay is incomplete and no report is printed;
 - ``130`` interrupted (Ctrl-C);
 - ``141`` standard output was closed by its reader (``pith-merge replay … | head``): the
   command stops quietly, as a tool killed by ``SIGPIPE`` does (128 + 13).
@@ -33,7 +35,7 @@ from .errors import InputError, MergeError
 from .fold import FoldResult, fold
 from .keys import Key, KeySet
 from .reasons import Reason
-from .replay import display_name, read_document, read_lines, replay, report_json
+from .replay import ReplayWorkerError, display_name, read_document, read_lines, replay, report_json
 from .state import Entry, State, decode_state
 
 __all__ = [
@@ -42,6 +44,7 @@ __all__ = [
     "EXIT_INTERRUPTED",
     "EXIT_OK",
     "EXIT_USAGE",
+    "EXIT_WORKER_LOST",
     "REASON_RULES",
     "cli",
     "main",
@@ -50,6 +53,7 @@ __all__ = [
 EXIT_OK: Final = 0
 EXIT_FAILED: Final = 1
 EXIT_USAGE: Final = 2
+EXIT_WORKER_LOST: Final = 3
 EXIT_INTERRUPTED: Final = 130
 #: 128 + SIGPIPE: what a shell reports for a tool whose reader went away (``yes | head``).
 EXIT_BROKEN_PIPE: Final = 141
@@ -87,6 +91,12 @@ class InputFailure(click.ClickException):
     """A caller's input that cannot be used: one line on stderr, exit code 2."""
 
     exit_code = EXIT_USAGE
+
+
+class WorkerLost(click.ClickException):
+    """A replay worker died twice on one partition: one line on stderr, exit code 3."""
+
+    exit_code = EXIT_WORKER_LOST
 
 
 def _input_errors(command: Callable[P, R]) -> Callable[P, R]:
@@ -426,9 +436,12 @@ def replay_command(  # noqa: PLR0917 (click passes every option positionally)
         if scheduler is not None:
             raise click.UsageError("--scheduler needs --engine dask")
         show_progress = sys.stderr.isatty() if progress is None else progress
-        report = replay(
-            paths, keys=keys, trusted_keys=anchors, workers=workers, out_dir=out, progress=show_progress
-        )
+        try:
+            report = replay(
+                paths, keys=keys, trusted_keys=anchors, workers=workers, out_dir=out, progress=show_progress
+            )
+        except ReplayWorkerError as exc:
+            raise WorkerLost(str(exc)) from exc
     if as_json:
         click.echo(report_json(report), nl=False)
     else:

@@ -32,18 +32,23 @@ and results are sorted by subject, so the report is identical for every ``worker
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
+import logging
 import multiprocessing
 import os
 import re
+import signal
 import stat
 import struct
 import sys
 import tempfile
+import threading
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from contextlib import ExitStack
+from concurrent.futures.process import BrokenProcessPool
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import IO, Any, Final, Literal
 
@@ -52,7 +57,7 @@ import msgspec
 from .admission import MAX_INPUT_BYTES, Rejection, admit
 from .bundle import REGISTRY_KEYS, verify_bundle
 from .canonical import canonical_json, decode_json
-from .errors import InputError, KeySetError
+from .errors import InputError, KeySetError, MergeError
 from .fold import FoldResult, fold
 from .keys import Key, KeySet
 from .state import MERGE_VERSION, State
@@ -65,6 +70,7 @@ __all__ = [
     "InputProblem",
     "ProblemLog",
     "ReplayReport",
+    "ReplayWorkerError",
     "SubjectOutcome",
     "SubjectSummary",
     "display_name",
@@ -83,6 +89,8 @@ __all__ = [
 
 #: Number of spill partitions (fixed, so partitioning never depends on ``workers``).
 PARTITIONS: Final = 64
+#: Where a replay says what it did instead of failing (a lost partition folded again): warnings.
+logger: Final = logging.getLogger("merge.replay")
 #: How many problems a replay report lists with their place (the first ones); all are counted.
 PROBLEM_SAMPLE: Final = 1000
 #: Suffixes of JSON Lines event logs inside directories.
@@ -94,6 +102,20 @@ JSON_SUFFIX: Final = ".json"
 MAX_DOCUMENT_BYTES: Final = 256 * 1024 * 1024
 #: How much of a file :func:`read_document` asks for at once.
 _CHUNK: Final = 1 << 20
+
+
+class ReplayWorkerError(MergeError):
+    """A worker process died twice folding one partition (killed, out of memory): no report.
+
+    ``partition`` is its number (a spill file holds the subjects whose SHA-256 fall in it).
+    """
+
+    def __init__(self, partition: str) -> None:
+        self.partition = partition
+        super().__init__(
+            f"a replay worker died twice folding partition {partition} (killed, or out of memory?); "
+            "the replay is incomplete"
+        )
 
 
 class CorpusItem(msgspec.Struct, frozen=True):
@@ -669,6 +691,7 @@ def replay(
     rows: _Rows = []
     counts: list[dict[str, int]] = []
     with ExitStack() as stack:
+        stack.enter_context(_stopped_by_signals())  # first in, last out: after the cleanup below
         spill_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="pith-merge-"))
         bar = stack.enter_context(_Progress(progress))
         used: dict[int, IO[bytes]] = {}
@@ -690,16 +713,10 @@ def replay(
                 counts.append(counted)
                 bar.advance()
         else:
-            # "spawn": a fresh interpreter per worker. Forking a process that may run threads (the
-            # progress bar's refresher, a caller's) can deadlock the child.
-            context = multiprocessing.get_context("spawn")
-            with ProcessPoolExecutor(max_workers=min(workers, len(parts)), mp_context=context) as pool:
-                futures = [pool.submit(_fold_partition, part, key_json, trusted_json, out) for part in parts]
-                for future in as_completed(futures):
-                    found, counted = future.result()
-                    rows.extend(found)
-                    counts.append(counted)
-                    bar.advance()
+            for found, counted in _fold_in_workers(parts, (key_json, trusted_json, out), workers):
+                rows.extend(found)
+                counts.append(counted)
+                bar.advance()
     rows.sort(key=lambda row: row[0].subject)
     # Each partition kept its first problems in subject order: together, in subject order, they
     # hold the first PROBLEM_SAMPLE of the whole report, which is what the log keeps.
@@ -707,6 +724,109 @@ def replay(
     for counted in counts:
         log.merge((), counted)
     return log._report(rows)
+
+
+def _fold_in_workers(
+    parts: Sequence[str], args: tuple[Any, ...], workers: int
+) -> Iterator[tuple[_Rows, dict[str, int]]]:
+    """Fold the partitions in worker processes; what each returns, as they finish.
+
+    A worker that dies (SIGKILL, the kernel's OOM killer) breaks the whole pool: every
+    partition not finished is lost, and each is folded again once, alone in a fresh process,
+    so that a second death names its partition (:class:`ReplayWorkerError`).
+    """
+    lost: list[str] = []
+    with _pool(min(workers, len(parts))) as pool:
+        futures = {pool.submit(_fold_partition, part, *args): part for part in parts}
+        for future in as_completed(futures):
+            try:
+                yield future.result()
+            except BrokenProcessPool:
+                lost.append(futures[future])
+    if lost:
+        names = ", ".join(Path(part).stem for part in sorted(lost))
+        logger.warning("replay: a worker process died; partitions lost: %s; folding each again once", names)
+    for start in range(0, len(lost), workers):
+        batch = sorted(lost)[start : start + workers]
+        with ExitStack() as stack:
+            alone = [(part, stack.enter_context(_pool(1))) for part in batch]
+            retries = [(part, pool.submit(_fold_partition, part, *args)) for part, pool in alone]
+            for part, future in retries:
+                try:
+                    yield future.result()
+                except BrokenProcessPool:
+                    raise ReplayWorkerError(Path(part).stem) from None
+
+
+@contextmanager
+def _pool(workers: int) -> Iterator[ProcessPoolExecutor]:
+    """A pool of spawned workers that never outlive the replay, whatever ends it."""
+    # "spawn": a fresh interpreter per worker. Forking a process that may run threads (the
+    # progress bar's refresher, a caller's) can deadlock the child.
+    context = multiprocessing.get_context("spawn")
+    pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_worker_init, initargs=(os.getpid(),))
+    try:
+        yield pool
+    except BaseException:
+        # Interrupted (Ctrl-C, SIGTERM, an error): stop the workers now rather than wait for
+        # their partitions. ``_processes`` is the only handle before Python 3.14's kill_workers.
+        for process in list(getattr(pool, "_processes", {}).values()):
+            process.kill()
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
+
+
+def _worker_init(parent: int) -> None:
+    """In each worker: die with the replay, and leave Ctrl-C to it (no worker tracebacks)."""
+    # Ctrl-C reaches the whole process group; the replay stops its workers itself.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if sys.platform == "linux":
+        # PR_SET_PDEATHSIG (1): the kernel kills this worker when the replay dies, even by SIGKILL.
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)
+    if os.getppid() != parent:  # the replay died before the line above took effect
+        os._exit(1)
+
+
+class _Signalled(BaseException):
+    """SIGTERM or SIGHUP arrived: unwinds the replay (its cleanup runs), then the signal is re-sent."""
+
+    def __init__(self, signum: int) -> None:
+        self.signum = signum
+        super().__init__(signum)
+
+
+@contextmanager
+def _stopped_by_signals() -> Iterator[None]:
+    """While replaying: SIGTERM and SIGHUP end the replay cleanly, then take their usual effect.
+
+    By default they kill a process on the spot, leaving its workers running and its spill files
+    in TMPDIR. Here they unwind the replay (workers killed, spill files removed) and are then
+    delivered again under the handler that was there before (by default: the process ends,
+    killed by that signal). A signal the process ignores (``nohup``) stays ignored.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread may handle signals
+        return
+
+    def stop(signum: int, frame: Any) -> None:
+        raise _Signalled(signum)
+
+    previous = {}
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(signum) is not signal.SIG_IGN:
+            previous[signum] = signal.signal(signum, stop)
+    try:
+        yield
+    except _Signalled as caught:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        previous = {}
+        os.kill(os.getpid(), caught.signum)  # the previous handler's turn (default: exit)
+        raise KeyboardInterrupt from None  # a handler that returned: the replay is still stopped
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 class _Progress:

@@ -5,15 +5,18 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from merge import canonical_json, decode_state, fold
-from merge.cli import EXIT_BROKEN_PIPE, main
+from merge.cli import EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, EXIT_WORKER_LOST, main
+from merge.replay import _partition
 
 from .conftest import GOLDEN_BUNDLE
 
@@ -568,3 +571,96 @@ def test_replay_lists_the_first_thousand_problems_and_counts_the_rest(tmp_path: 
     assert lines[999].startswith(f"{tmp_path}/bad.jsonl:1000: not_json: ")
     assert lines[1000] == "... and 5 more problem(s) not listed; all problems by code: not_json 1005"
     assert "1005 input problem(s), listed on stderr" in out(result)
+
+
+# --- faults: lost workers, signals --------------------------------------------------------------
+
+
+def faulty_replay(
+    tmp_path: Path, fault: str, *args: Any, session: bool = False
+) -> tuple[subprocess.Popen[bytes], Path, Path]:
+    """`pith-merge replay` of a 200-subject corpus with a fault in its partition folds."""
+    corpus, faults, spill = tmp_path / "corpus", tmp_path / "faults", tmp_path / "tmp"
+    for where in (corpus, faults, spill):
+        where.mkdir()
+    event = json.loads(EXAMPLE_LOG.read_bytes().splitlines()[0])
+    lines = [json.dumps(dict(event, subject_pith_number=f"s{n:03d}")) for n in range(200)]
+    (corpus / "events.jsonl").write_text("\n".join(lines) + "\n", "utf-8")
+    environment = dict(
+        os.environ, TMPDIR=str(spill), PITH_FAULT_DIR=str(faults), PITH_FAULT=fault, PITH_FAULT_PARTITION="07"
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tests.replay_faults", "replay", str(corpus), "--keys", str(KEYS), *args],
+        cwd=ROOT,
+        env=environment,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=session,
+    )
+    return process, faults, spill
+
+
+def alive(pid: int) -> bool:
+    """Whether the process runs (a zombie, dead but not yet reaped by init, does not)."""
+    try:
+        return " (Z)" not in Path(f"/proc/{pid}/stat").read_text().split(")", 1)[1][:4]
+    except FileNotFoundError:
+        return False
+
+
+def test_replay_exits_3_with_one_line_when_a_worker_dies_twice(tmp_path: Path) -> None:
+    process, _, _ = faulty_replay(tmp_path, "die", "--workers", "2")
+    stdout, stderr = process.communicate(timeout=120)
+    assert process.returncode == EXIT_WORKER_LOST == 3
+    assert stdout == b""
+    lines = stderr.decode().splitlines()
+    assert lines[0].startswith("replay: a worker process died; partitions lost: ")
+    assert lines[1:] == [
+        "Error: a replay worker died twice folding partition 07 (killed, or out of memory?); "
+        "the replay is incomplete"
+    ]
+
+
+def started_workers(faults: Path) -> set[int]:
+    """The workers' pids, once one hangs in partition 07 and the other is idle (the rest done)."""
+    partitions = {_partition(f"s{n:03d}") for n in range(200)}  # the subjects of faulty_replay
+    assert 7 in partitions
+    deadline = time.monotonic() + 60
+    while len(list(faults.iterdir())) < len(partitions) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.2)  # the last one's fold returns
+    workers = {int(mark.name.split("-")[1]) for mark in faults.iterdir()}
+    assert len(workers) == 2
+    return workers
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
+def test_a_stopped_replay_leaves_no_workers_and_no_spill_files(tmp_path: Path, signum: int) -> None:
+    # SIGINT goes to the whole process group, as Ctrl-C in a terminal does.
+    process, faults, spill = faulty_replay(tmp_path, "hang", "--workers", "2", session=True)
+    try:
+        workers = started_workers(faults)
+        assert list(spill.iterdir())  # the spill directory, while folding
+        if signum == signal.SIGINT:
+            os.killpg(process.pid, signum)
+        else:
+            process.send_signal(signum)
+        _, stderr = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+    assert process.returncode == (EXIT_INTERRUPTED if signum == signal.SIGINT else -signum)
+    assert b"Traceback" not in stderr, stderr.decode()
+    assert not [pid for pid in workers if alive(pid)]
+    assert list(spill.iterdir()) == []
+
+
+def test_workers_die_with_a_killed_replay(tmp_path: Path) -> None:
+    process, faults, _ = faulty_replay(tmp_path, "hang", "--workers", "2")
+    workers = started_workers(faults)
+    process.kill()
+    process.communicate(timeout=30)
+    deadline = time.monotonic() + 10
+    while [pid for pid in workers if alive(pid)] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not [pid for pid in workers if alive(pid)]

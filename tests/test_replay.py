@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import io
 import json
+import logging
 import os
 import random
 import threading
@@ -23,6 +24,7 @@ from merge.replay import (
     PROBLEM_SAMPLE,
     CorpusItem,
     InputProblem,
+    ReplayWorkerError,
     _index,
     _partition,
     _read_item,
@@ -39,6 +41,7 @@ from merge.replay import (
 )
 from merge.signing import TestKey, sign_bundle, sign_event
 
+from . import replay_faults
 from .conftest import CONFORMANCE, GOLDEN_BUNDLE, load_vector
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -535,3 +538,50 @@ def test_memory_stays_flat_whatever_the_number_of_bad_lines(tmp_path: Path) -> N
 
     small, large = peak(2_000), peak(100_000)
     assert large < small + 2 * 1024 * 1024  # 98,000 more bad lines: < 2 MiB more (not 30 MB)
+
+
+def many_subjects_corpus(tmp_path: Path) -> Path:
+    """A log of events of many subjects, so that they spread over many partitions."""
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    event = json.loads(EXAMPLE_LOG.read_bytes().splitlines()[0])
+    lines = [json.dumps(dict(event, subject_pith_number=f"s{n:03d}")) for n in range(200)]
+    (corpus / "events.jsonl").write_text("\n".join(lines) + "\n", "utf-8")
+    return corpus
+
+
+@pytest.fixture
+def faults(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    where = tmp_path / "faults"
+    where.mkdir()
+    monkeypatch.setenv("PITH_FAULT_DIR", str(where))
+    monkeypatch.setattr("merge.replay._fold_partition", replay_faults.faulty_fold)
+    return where
+
+
+def test_a_dead_worker_s_partitions_are_folded_again_once(
+    tmp_path: Path, faults: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    corpus = many_subjects_corpus(tmp_path)
+    expected = replay([corpus], keys=EXAMPLE_KEYS, workers=1)
+    for mark in faults.iterdir():  # that fold (in this process) ran no fault but left marks
+        mark.unlink()
+    monkeypatch.setenv("PITH_FAULT", "die-once")
+    monkeypatch.setenv("PITH_FAULT_PARTITION", "07")
+    with caplog.at_level(logging.WARNING, logger="merge.replay"):
+        assert replay([corpus], keys=EXAMPLE_KEYS, workers=2) == expected
+    assert "a worker process died; partitions lost: " in caplog.text
+    assert "07" in caplog.text.split("partitions lost: ")[1]
+    assert len(list(faults.glob("started-*-07"))) == 2  # killed once, folded the second time
+
+
+def test_a_partition_that_kills_its_worker_twice_is_named(
+    tmp_path: Path, faults: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    corpus = many_subjects_corpus(tmp_path)
+    monkeypatch.setenv("PITH_FAULT", "die")
+    monkeypatch.setenv("PITH_FAULT_PARTITION", "07")
+    with pytest.raises(ReplayWorkerError, match="died twice folding partition 07") as caught:
+        replay([corpus], keys=EXAMPLE_KEYS, workers=2)
+    assert caught.value.partition == "07"
+    assert len(list(faults.glob("started-*-07"))) == 2

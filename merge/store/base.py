@@ -25,11 +25,12 @@ from typing import IO, Any, Final
 
 import msgspec
 
-from ..admission import Rejection, admit
-from ..canonical import canonical_json, canonical_sha256_hex
+from ..admission import Rejection, admit, require_inputs
+from ..canonical import canonical_sha256_hex
 from ..engine import Merger
 from ..errors import InputError, MergeError
 from ..fold import FoldResult, with_state_sha256
+from ..identifiers import require_subject
 from ..keys import KeySet
 from ..state import MERGE_VERSION, State, decode_state
 
@@ -250,11 +251,11 @@ class EventStore(ABC):
         ``items`` is consumed inside the transaction, which holds the database's write lock:
         pass a list, not a slow generator. Results are in the order of ``items``.
         """
-        if subject is not None and not isinstance(subject, str):
-            raise InputError(f"subject must be a string, not {type(subject).__name__}")
+        if subject is not None:
+            subject = require_subject(subject)
         results: list[Stored | Refused] = []
         with self._transaction() as insert:
-            for index, item in enumerate(items):
+            for index, item in enumerate(require_inputs(items)):
                 prepared = prepare(item, subject, index)
                 if isinstance(prepared, Refused):
                     results.append(prepared)
@@ -297,6 +298,7 @@ class EventStore(ABC):
         folded again (with a warning). ``rejected`` is always empty: the store keeps only
         admitted inputs.
         """
+        subject = require_subject(subject)
         key_set = KeySet.parse(keys)
         context = fold_context(key_set)
         head = self.head(subject)
@@ -306,7 +308,7 @@ class EventStore(ABC):
             if checkpoint is not None and checkpoint.seq == head:
                 state = _verified(checkpoint, subject)
                 if state is not None:
-                    return FoldResult(state, ())
+                    return FoldResult(state, (), None)
                 # A damaged checkpoint is only a lost shortcut: fold again (and replace it).
                 log.warning("%s: the checkpoint of %s does not verify; folding again", self.location, subject)
             live = _Live(Merger(subject=subject, keys=key_set, threads=self.threads), 0)
@@ -316,7 +318,7 @@ class EventStore(ABC):
             self._engines.popitem(last=False)
         if live.seq < head:
             live.seq = self._load(live.merger, live.seq)
-            self._keep_checkpoint(subject, context, Checkpoint(live.seq, canonical_json(live.merger.state)))
+            self._keep_checkpoint(subject, context, Checkpoint(live.seq, live.merger.state_json))
         return live.merger.result
 
     def _keep_checkpoint(self, subject: str, context: str, checkpoint: Checkpoint) -> None:
@@ -361,7 +363,7 @@ def _verified(checkpoint: Checkpoint, subject: str) -> State | None:
     """The checkpoint's state when it reads, is the subject's and its ``state_sha256`` verifies."""
     try:
         state = decode_state(checkpoint.state)
-    except (msgspec.DecodeError, msgspec.ValidationError):
+    except InputError:
         return None
     if state.pith_number != subject or with_state_sha256(state).state_sha256 != state.state_sha256:
         return None

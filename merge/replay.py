@@ -253,9 +253,10 @@ class ProblemLog:
         for _, found in ordered:
             for problem in found:
                 self.add(problem)
-        return self._report(ordered)
+        return self.as_report(ordered)
 
-    def _report(self, ordered: Sequence[tuple[SubjectSummary, Any]]) -> ReplayReport:
+    def as_report(self, ordered: Sequence[tuple[SubjectSummary, Any]]) -> ReplayReport:
+        """The report of these rows (sorted by subject) with the problems of this log alone."""
         counts = dict(sorted(self.counts.items()))
         return ReplayReport(tuple(row[0] for row in ordered), tuple(self.kept), counts)
 
@@ -724,7 +725,7 @@ def replay(
     log.merge((problem for _, found in rows for problem in found), {})
     for counted in counts:
         log.merge((), counted)
-    return log._report(rows)
+    return log.as_report(rows)
 
 
 def _fold_in_workers(
@@ -744,11 +745,12 @@ def _fold_in_workers(
                 yield future.result()
             except BrokenProcessPool:
                 lost.append(futures[future])
+    lost.sort()
     if lost:
-        names = ", ".join(Path(part).stem for part in sorted(lost))
+        names = ", ".join(Path(part).stem for part in lost)
         logger.warning("replay: a worker process died; partitions lost: %s; folding each again once", names)
     for start in range(0, len(lost), workers):
-        batch = sorted(lost)[start : start + workers]
+        batch = lost[start : start + workers]
         with ExitStack() as stack:
             alone = [(part, stack.enter_context(_pool(1))) for part in batch]
             retries = [(part, pool.submit(_fold_partition, part, *args)) for part, pool in alone]

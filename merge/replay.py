@@ -82,6 +82,7 @@ __all__ = [
     "scan_corpus",
     "scan_file",
     "scan_log",
+    "scan_walked",
     "state_filename",
     "walk_corpus",
     "write_state",
@@ -288,14 +289,7 @@ def scan_corpus(paths: Iterable[str | os.PathLike[str]]) -> Iterator[CorpusItem 
         root = Path(path)
         if root.is_dir():
             for file in walk_corpus(root):
-                if _special(file):
-                    # A FIFO would block the replay forever, a device (/dev/zero) never end:
-                    # inside a directory only regular files are inputs. Named, they are streamed.
-                    yield InputProblem(
-                        display_name(file), "not_a_regular_file", "a FIFO, device or socket: not read"
-                    )
-                else:
-                    yield from scan_file(file)
+                yield from scan_walked(file)
         else:
             yield from scan_file(root)
 
@@ -308,6 +302,18 @@ def walk_corpus(root: Path) -> Iterator[Path]:
             file = Path(dirpath) / name
             if file.suffix == JSON_SUFFIX or file.suffix in LOG_SUFFIXES:
                 yield file
+
+
+def scan_walked(file: Path) -> Iterator[CorpusItem | InputProblem]:
+    """:func:`scan_file` for a file found in a directory: only a regular file is read.
+
+    A FIFO would block the replay forever, a device (``/dev/zero``) never end: found in a
+    directory, they are a ``not_a_regular_file`` problem. Named explicitly, they are streamed.
+    """
+    if _special(file):
+        yield InputProblem(display_name(file), "not_a_regular_file", "a FIFO, device or socket: not read")
+    else:
+        yield from scan_file(file)
 
 
 def _special(path: Path) -> bool:

@@ -1,7 +1,10 @@
 """The EventStore contract, written once and run on every adapter (see adapters.py).
 
 Guarantees tested for real: durability of acknowledged appends across SIGKILL of a writer
-process in the middle of a batch, and two processes appending to one store concurrently.
+process in the middle of a batch, two processes appending to one store concurrently, four
+processes creating one new store at once, and damage inside rows (a flipped bit in an input,
+damaged checkpoints: found by check(), never served by fold()). The long crash test is
+soak.py (``make stress``).
 """
 
 from __future__ import annotations

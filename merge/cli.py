@@ -8,7 +8,11 @@ Exit codes (stable; other tools rely on them):
   key set failed §3 (``keys show``), two states differ (``diff``);
 - ``2`` usage or input error: a bad option, a missing or unreadable file, a key file or state
   that is not what it must be. One line on standard error, never a traceback;
-- ``130`` interrupted (Ctrl-C).
+- ``3`` a replay worker process died twice on the same partition (killed, out of memory):
+  the replay is incomplete and no report is printed;
+- ``130`` interrupted (Ctrl-C);
+- ``141`` standard output was closed by its reader (``pith-merge replay … | head``): the
+  command stops quietly, as a tool killed by ``SIGPIPE`` does (128 + 13).
 
 Invalid events never change the exit code: they are the merge's ordinary business (§6, §7).
 """
@@ -46,15 +50,28 @@ from .fold import FoldResult, fold
 from .keys import Key, KeySet
 from .reasons import Reason
 from .record import RecordReport, document_kind, verify_record
-from .replay import read_lines, replay, report_json
+from .replay import ReplayWorkerError, display_name, read_document, read_lines, replay, report_json
 from .state import Entry, State, decode_state
 
-__all__ = ["EXIT_FAILED", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "REASON_RULES", "cli", "main"]
+__all__ = [
+    "EXIT_BROKEN_PIPE",
+    "EXIT_FAILED",
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "EXIT_WORKER_LOST",
+    "REASON_RULES",
+    "cli",
+    "main",
+]
 
 EXIT_OK: Final = 0
 EXIT_FAILED: Final = 1
 EXIT_USAGE: Final = 2
+EXIT_WORKER_LOST: Final = 3
 EXIT_INTERRUPTED: Final = 130
+#: 128 + SIGPIPE: what a shell reports for a tool whose reader went away (``yes | head``).
+EXIT_BROKEN_PIPE: Final = 141
 
 #: What each reason code means, in the words of the spec (§6 table, §7 rules).
 REASON_RULES: Final[Mapping[Reason, str]] = {
@@ -91,6 +108,12 @@ class InputFailure(click.ClickException):
     exit_code = EXIT_USAGE
 
 
+class WorkerLost(click.ClickException):
+    """A replay worker died twice on one partition: one line on stderr, exit code 3."""
+
+    exit_code = EXIT_WORKER_LOST
+
+
 def _input_errors(command: Callable[P, R]) -> Callable[P, R]:
     """Turn caller errors (:class:`MergeError`, unreadable files) into one line and exit code 2."""
 
@@ -100,11 +123,20 @@ def _input_errors(command: Callable[P, R]) -> Callable[P, R]:
             return command(*args, **kwargs)
         except MergeError as exc:
             raise InputFailure(str(exc)) from exc
+        except BrokenPipeError:
+            # Our reader went away: not an input error. Click would exit 1 (it catches EPIPE).
+            _silence_stdout()
+            raise click.exceptions.Exit(EXIT_BROKEN_PIPE) from None
         except OSError as exc:
             where = f"{exc.filename}: " if exc.filename else ""
             raise InputFailure(f"{where}{exc.strerror or exc}") from exc
 
     return wrapper
+
+
+def _silence_stdout() -> None:
+    """Point standard output at /dev/null, so that the flush at exit cannot fail again."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 def _out(text: str = "") -> None:
@@ -119,8 +151,14 @@ def _exit(code: int) -> NoReturn:
     raise click.exceptions.Exit(code)
 
 
+def _read_file(path: str) -> bytes:
+    """A file read whole, within :data:`merge.replay.MAX_DOCUMENT_BYTES` (InputError beyond)."""
+    with open(path, "rb") as handle:
+        return read_document(handle, display_name(path))
+
+
 def _read_json(path: str, what: str) -> Any:
-    data = Path(path).read_bytes()
+    data = _read_file(path)
     try:
         return decode_json(data)
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as exc:
@@ -173,7 +211,8 @@ def cli() -> None:
 
     Exit codes: 0 all good; 1 verification failed (a bundle or record check, a rejected input
     line, differing states); 2 usage or input error (bad option, missing or unreadable file, bad
-    key file). Invalid events never change the exit code.
+    key file); 3 a replay worker died twice; 130 interrupted; 141 the reader of stdout went
+    away. Invalid events never change the exit code.
     """
 
 
@@ -229,7 +268,8 @@ def _verify_document(
     path: str, anchors: KeySet, origin: str, trust_bundle_keys: bool
 ) -> tuple[dict[str, Any], str]:
     """Verify one file as what it is (§10 or §11): its ``--json`` entry, and what an OK line says."""
-    document, not_json = parse_document(Path(path).read_bytes())
+    document, not_json = parse_document(_read_file(path))
+    path = display_name(path)  # a file name need not be UTF-8
     kind = document_kind(document)
     if kind is None:
         what: dict[type, str] = {dict: "an object with neither bundle_type nor record_type", list: "an array"}
@@ -476,18 +516,29 @@ def replay_command(  # noqa: PLR0917 (click passes every option positionally)
         if scheduler is not None:
             raise click.UsageError("--scheduler needs --engine dask")
         show_progress = sys.stderr.isatty() if progress is None else progress
-        report = replay(
-            paths, keys=keys, trusted_keys=anchors, workers=workers, out_dir=out, progress=show_progress
-        )
+        try:
+            report = replay(
+                paths, keys=keys, trusted_keys=anchors, workers=workers, out_dir=out, progress=show_progress
+            )
+        except ReplayWorkerError as exc:
+            raise WorkerLost(str(exc)) from exc
     if as_json:
         click.echo(report_json(report), nl=False)
     else:
         _print_table(report.subjects, report.totals)
         for problem in report.problems:
             _err(f"{problem.source}: {problem.code}: {problem.detail}")
+        _print_unlisted(report.totals["problems"] - len(report.problems), report.counts)
         if out is not None:
             _err(f"wrote {len(report.subjects)} state file(s) to {out}")
     _exit(EXIT_OK if report.ok else EXIT_FAILED)
+
+
+def _print_unlisted(unlisted: int, counts: Mapping[str, int]) -> None:
+    """After the listed problems: how many more there were, by code (a replay lists the first)."""
+    if unlisted > 0:
+        by_code = ", ".join(f"{code} {count}" for code, count in counts.items())
+        _err(f"... and {unlisted} more problem(s) not listed; all problems by code: {by_code}")
 
 
 def _print_table(rows: Sequence[Any], totals: Mapping[str, int]) -> None:
@@ -740,8 +791,9 @@ def diff(state_a: str, state_b: str, as_json: bool) -> None:
 
 
 def _load_state(path: str) -> State:
+    data = _read_file(path)
     try:
-        return decode_state(Path(path).read_bytes())
+        return decode_state(data)
     except InputError as exc:
         raise InputError(exc.problem, source=path) from None
 
@@ -1064,7 +1116,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         exc.show()
         return exc.exit_code
     except BrokenPipeError:
-        # The reader went away (`| head`): not an error of ours; silence the flush at exit.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return EXIT_FAILED
+        # The reader went away (`| head`): not an error of ours.
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
     return code if isinstance(code, int) else EXIT_OK

@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from merge import canonical_json, decode_state, fold
+from merge.cli import EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, EXIT_WORKER_LOST, main
+from merge.replay import _partition
 from merge.signing import TestKey, make_bundle, sign_event
 
 from .builders import KEY_A, RECORD, event, record_of_bundle
@@ -756,3 +761,176 @@ def test_audit_the_example_history(tmp_path: Path) -> None:
     }
     text = run("audit", "--history", "--trust", KEYS, v3, EXAMPLE_BUNDLE, v2, other)
     assert out(text).count("SPLIT VIEW signed by test-A:") == 2  # each split view once
+
+
+# --- faults: a reader that goes away ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["replay", EXAMPLES, "--keys", KEYS, "--workers", "1"],
+        ["replay", EXAMPLES, "--keys", KEYS, "--workers", "1", "--json"],
+        ["verify", EXAMPLE_BUNDLE, "--json"],
+        ["fold", EXAMPLE_LOG, "--subject", LOG_SUBJECT, "--keys", KEYS],
+    ],
+)
+def test_a_closed_stdout_is_a_quiet_exit_141(command: list[Any]) -> None:
+    # `pith-merge replay … | head -2`: the reader left before the output was written. Like a
+    # well-behaved Unix tool, stop quietly with 128 + SIGPIPE (docs/cli.md, exit codes).
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # every write now fails with EPIPE
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "merge", *map(str, command)],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            cwd=ROOT,
+            timeout=120,
+            check=False,
+        )
+    finally:
+        os.close(write_end)
+    assert result.stderr == b""
+    assert result.returncode == EXIT_BROKEN_PIPE == 141
+
+
+def test_file_names_that_are_not_utf8_are_shown_escaped(tmp_path: Path) -> None:
+    bundle = os.fsdecode(os.path.join(os.fsencode(tmp_path), b"golden-\xff.json"))
+    Path(bundle).write_bytes(GOLDEN_BUNDLE.read_bytes())
+    Path(os.fsdecode(os.path.join(os.fsencode(tmp_path), b"log-\xfe.jsonl"))).write_bytes(b"{broken\n")
+    shown = f"{tmp_path}/golden-\\xff.json"
+    result = run("verify", "--json", bundle)
+    assert result.returncode == 0
+    assert json.loads(out(result))["bundles"][0]["path"] == shown
+    result = run("verify", bundle)
+    assert (result.returncode, out(result).split(":")[0]) == (0, f"OK      {shown}")
+    result = run("replay", tmp_path, "--json")
+    assert result.returncode == 1
+    assert [p["source"] for p in json.loads(out(result))["problems"]] == [f"{tmp_path}/log-\\xfe.jsonl:1"]
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["verify", "/dev/zero"],
+        ["keys", "show", "/dev/zero"],
+        ["diff", "/dev/zero", "/dev/zero"],
+        ["explain", "sha256:00", "--bundle", "/dev/zero"],
+        ["replay", "--keys", "/dev/zero", str(EXAMPLE_LOG)],
+    ],
+)
+def test_every_file_read_whole_has_a_cap(
+    command: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Before: `verify /dev/zero` read until memory ran out (5.7 GB). In-process, with a small cap.
+    monkeypatch.setattr("merge.replay.MAX_DOCUMENT_BYTES", 1 << 20)
+    assert main(command) == 2
+    assert (
+        capsys.readouterr().err
+        == f"Error: /dev/zero: larger than {1 << 20} bytes, the limit of a file read whole\n"
+    )
+
+
+def test_replay_lists_the_first_thousand_problems_and_counts_the_rest(tmp_path: Path) -> None:
+    (tmp_path / "bad.jsonl").write_bytes(b"not json\n" * 1005)
+    result = run("replay", tmp_path / "bad.jsonl")
+    assert result.returncode == 1
+    lines = err(result).splitlines()
+    assert len(lines) == 1001
+    assert lines[999].startswith(f"{tmp_path}/bad.jsonl:1000: not_json: ")
+    assert lines[1000] == "... and 5 more problem(s) not listed; all problems by code: not_json 1005"
+    assert "1005 input problem(s), listed on stderr" in out(result)
+
+
+# --- faults: lost workers, signals --------------------------------------------------------------
+
+
+def faulty_replay(
+    tmp_path: Path, fault: str, *args: Any, session: bool = False
+) -> tuple[subprocess.Popen[bytes], Path, Path]:
+    """`pith-merge replay` of a 200-subject corpus with a fault in its partition folds."""
+    corpus, faults, spill = tmp_path / "corpus", tmp_path / "faults", tmp_path / "tmp"
+    for where in (corpus, faults, spill):
+        where.mkdir()
+    event = json.loads(EXAMPLE_LOG.read_bytes().splitlines()[0])
+    lines = [json.dumps(dict(event, subject_pith_number=f"s{n:03d}")) for n in range(200)]
+    (corpus / "events.jsonl").write_text("\n".join(lines) + "\n", "utf-8")
+    environment = dict(
+        os.environ, TMPDIR=str(spill), PITH_FAULT_DIR=str(faults), PITH_FAULT=fault, PITH_FAULT_PARTITION="07"
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tests.replay_faults", "replay", str(corpus), "--keys", str(KEYS), *args],
+        cwd=ROOT,
+        env=environment,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=session,
+    )
+    return process, faults, spill
+
+
+def alive(pid: int) -> bool:
+    """Whether the process runs (a zombie, dead but not yet reaped by init, does not)."""
+    try:
+        return " (Z)" not in Path(f"/proc/{pid}/stat").read_text().split(")", 1)[1][:4]
+    except FileNotFoundError:
+        return False
+
+
+def test_replay_exits_3_with_one_line_when_a_worker_dies_twice(tmp_path: Path) -> None:
+    process, _, _ = faulty_replay(tmp_path, "die", "--workers", "2")
+    stdout, stderr = process.communicate(timeout=120)
+    assert process.returncode == EXIT_WORKER_LOST == 3
+    assert stdout == b""
+    lines = stderr.decode().splitlines()
+    assert lines[0].startswith("replay: a worker process died; partitions lost: ")
+    assert lines[1:] == [
+        "Error: a replay worker died twice folding partition 07 (killed, or out of memory?); "
+        "the replay is incomplete"
+    ]
+
+
+def started_workers(faults: Path) -> set[int]:
+    """The workers' pids, once one hangs in partition 07 and the other is idle (the rest done)."""
+    partitions = {_partition(f"s{n:03d}") for n in range(200)}  # the subjects of faulty_replay
+    assert 7 in partitions
+    deadline = time.monotonic() + 60
+    while len(list(faults.iterdir())) < len(partitions) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.2)  # the last one's fold returns
+    workers = {int(mark.name.split("-")[1]) for mark in faults.iterdir()}
+    assert len(workers) == 2
+    return workers
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
+def test_a_stopped_replay_leaves_no_workers_and_no_spill_files(tmp_path: Path, signum: int) -> None:
+    # SIGINT goes to the whole process group, as Ctrl-C in a terminal does.
+    process, faults, spill = faulty_replay(tmp_path, "hang", "--workers", "2", session=True)
+    try:
+        workers = started_workers(faults)
+        assert list(spill.iterdir())  # the spill directory, while folding
+        if signum == signal.SIGINT:
+            os.killpg(process.pid, signum)
+        else:
+            process.send_signal(signum)
+        _, stderr = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+    assert process.returncode == (EXIT_INTERRUPTED if signum == signal.SIGINT else -signum)
+    assert b"Traceback" not in stderr, stderr.decode()
+    assert not [pid for pid in workers if alive(pid)]
+    assert list(spill.iterdir()) == []
+
+
+def test_workers_die_with_a_killed_replay(tmp_path: Path) -> None:
+    process, faults, _ = faulty_replay(tmp_path, "hang", "--workers", "2")
+    workers = started_workers(faults)
+    process.kill()
+    process.communicate(timeout=30)
+    deadline = time.monotonic() + 10
+    while [pid for pid in workers if alive(pid)] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not [pid for pid in workers if alive(pid)]

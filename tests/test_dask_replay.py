@@ -495,3 +495,18 @@ def test_a_scheduler_without_workers_is_a_merge_error(tmp_path: Path) -> None:
         pytest.raises(SchedulerError, match="no worker joined it within 1s"),
     ):
         run_replay_cli([tmp_path], scheduler=empty.scheduler_address, connect_timeout="1s")
+
+
+@pytest.mark.timeout(120)
+def test_special_files_in_a_directory_are_problems_as_locally(client: Any, tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    awkward_log(corpus / "log.jsonl", huge=False)
+    os.mkfifo(corpus / "pipe.jsonl")  # read, it would block the scan forever
+    (corpus / "zero.jsonl").symlink_to("/dev/zero")  # read, it would never end
+    local = replay([corpus], keys=KEYS, workers=1)
+    assert replay_on_dask([corpus], client=client, keys=KEYS, blocksize=1000) == local
+    assert [(p.source, p.code) for p in local.problems if p.code == "not_a_regular_file"] == [
+        (str(corpus / "pipe.jsonl"), "not_a_regular_file"),
+        (str(corpus / "zero.jsonl"), "not_a_regular_file"),
+    ]

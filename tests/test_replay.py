@@ -5,7 +5,11 @@ from __future__ import annotations
 import importlib.util
 import io
 import json
+import logging
+import os
 import random
+import threading
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -16,13 +20,17 @@ from merge import InputError, canonical_json, decode_state, fold, verify_bundle
 from merge.bundle import REGISTRY_KEYS
 from merge.keys import KeySet
 from merge.replay import (
+    PROBLEM_SAMPLE,
     CorpusItem,
     InputProblem,
+    ReplayWorkerError,
     _index,
     _partition,
     _read_item,
     _spill,
+    display_name,
     fold_subject,
+    read_document,
     read_lines,
     replay,
     report_json,
@@ -32,6 +40,7 @@ from merge.replay import (
 )
 from merge.signing import TestKey, sign_bundle, sign_event
 
+from . import replay_faults
 from .builders import KEY_A, record_of_bundle
 from .conftest import CONFORMANCE, GOLDEN_BUNDLE, GOLDEN_RECORD, VECTORS, load_vector
 
@@ -539,3 +548,163 @@ def test_a_tampered_example_event_breaks_the_bundle() -> None:
     bundle["events"].append(event)  # a valid event, yet not in the signed bundle
     report = verify_bundle(bundle, trusted_keys=EXAMPLE_KEYS)
     assert {check.name for check in report.failed} == {"bundle_sha256", "bundle_signature", "state"}
+
+
+# --- faults: names, special files, lost workers, signals, many bad lines -------------------------
+
+
+def test_file_names_that_are_not_utf8_are_read_and_shown_escaped(tmp_path: Path) -> None:
+    odd = tmp_path / "odd"
+    odd.mkdir()
+    log = os.fsdecode(os.path.join(os.fsencode(odd), b"log-\xff.jsonl"))
+    bundle = os.fsdecode(os.path.join(os.fsencode(odd), b"bundle-\xfe.json"))
+    Path(log).write_bytes(EXAMPLE_LOG.read_bytes() + b"{broken\n")
+    Path(bundle).write_bytes(EXAMPLE_BUNDLE.read_bytes())
+    lines = len(EXAMPLE_LOG.read_bytes().splitlines())
+    (tmp_path / "plain").mkdir()  # the same files under UTF-8 names: the same report
+    (tmp_path / "plain" / "log.jsonl").write_bytes(Path(log).read_bytes())
+    (tmp_path / "plain" / "bundle.json").write_bytes(EXAMPLE_BUNDLE.read_bytes())
+    plain = replay([tmp_path / "plain"], keys=EXAMPLE_KEYS, workers=1)
+    for workers in (1, 2):
+        report = replay([odd], keys=EXAMPLE_KEYS, workers=workers)
+        sources = {problem.source for problem in report.problems}
+        assert f"{odd}/log-\\xff.jsonl:{lines + 1}" in sources  # the broken line, escaped
+        assert f"{odd}/bundle-\\xfe.json" in sources  # its key is not trusted: reported
+        assert report.subjects == plain.subjects
+        assert [p.code for p in report.problems] == [p.code for p in plain.problems]
+        json.loads(report_json(report))  # encodes: every source is UTF-8
+    assert display_name(log) == f"{odd}/log-\\xff.jsonl"
+    assert display_name(Path(log)) == display_name(os.fsencode(log)) == display_name(log)
+
+
+@pytest.mark.timeout(60)
+def test_only_regular_files_are_read_from_directories(tmp_path: Path) -> None:
+    # Before: a FIFO named *.jsonl blocked the replay forever, /dev/zero never ended.
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (tmp_path / "real.jsonl").write_bytes(EXAMPLE_LOG.read_bytes())
+    (corpus / "events.jsonl").symlink_to(tmp_path / "real.jsonl")  # a symlink to a file is read
+    os.mkfifo(corpus / "pipe.jsonl")
+    (corpus / "zero.jsonl").symlink_to("/dev/zero")
+    (corpus / "zero.json").symlink_to("/dev/zero")
+    report = replay([corpus], keys=EXAMPLE_KEYS, workers=1)
+    assert [(p.source, p.code) for p in report.problems] == [
+        (str(corpus / name), "not_a_regular_file") for name in ("pipe.jsonl", "zero.json", "zero.jsonl")
+    ]
+    assert report.subjects == replay([EXAMPLE_LOG], keys=EXAMPLE_KEYS, workers=1).subjects
+
+
+@pytest.mark.timeout(60)
+def test_a_fifo_named_explicitly_is_streamed(tmp_path: Path) -> None:
+    fifo = tmp_path / "events.jsonl"
+    os.mkfifo(fifo)
+
+    def feed() -> None:
+        with open(fifo, "wb") as pipe:
+            for line in EXAMPLE_LOG.read_bytes().splitlines(keepends=True):
+                pipe.write(line)
+
+    writer = threading.Thread(target=feed)
+    writer.start()
+    report = replay([fifo], keys=EXAMPLE_KEYS, workers=1)
+    writer.join()
+    assert report.subjects == replay([EXAMPLE_LOG], keys=EXAMPLE_KEYS, workers=1).subjects
+
+
+def test_a_file_read_whole_has_a_cap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("merge.replay.MAX_DOCUMENT_BYTES", 4096)
+    big = tmp_path / "big.json"
+    big.write_bytes(b" " * 4097)
+    items, problems = items_of([big])
+    assert items == []
+    assert problems == [
+        InputProblem(str(big), "too_large", "larger than 4096 bytes, the limit of a file read whole")
+    ]
+    with open("/dev/zero", "rb") as zero, pytest.raises(InputError, match="larger than 4096 bytes"):
+        read_document(zero, "/dev/zero")
+    assert read_document(io.BytesIO(b"x" * 4096), "exact") == b"x" * 4096
+
+
+def test_bad_lines_are_counted_and_the_first_thousand_listed_for_every_worker_count(tmp_path: Path) -> None:
+    lines = [b"not json"] * 600  # scan problems: no subject can be read
+    lines += [
+        b'{"subject_pith_number": "s%02d", "event_id": "bad", "n": %d}' % (i % 50, i) for i in range(1500)
+    ]
+    (tmp_path / "bad.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+    scan = [f"{tmp_path}/bad.jsonl:{n}" for n in range(1, 601)]
+    by_subject = sorted(range(1500), key=lambda i: (i % 50, i))  # each subject's, by subject
+    expected = scan + [f"{tmp_path}/bad.jsonl:{601 + i}" for i in by_subject]
+    reports = [replay([tmp_path], keys=EXAMPLE_KEYS, workers=workers) for workers in (1, 3)]
+    assert reports[0] == reports[1]
+    report = reports[0]
+    assert [problem.source for problem in report.problems] == expected[:PROBLEM_SAMPLE]
+    assert report.problem_counts == {"bad_event_id": 1500, "not_json": 600}
+    assert report.totals["problems"] == 2100
+    assert report.totals["rejected"] == 1500
+    document = json.loads(report_json(report))
+    assert (len(document["problems"]), document["problem_counts"]) == (1000, report.problem_counts)
+
+
+@pytest.mark.slow
+def test_memory_stays_flat_whatever_the_number_of_bad_lines(tmp_path: Path) -> None:
+    # Before: ~310 bytes kept per bad line (10M lines: 3.1 GB). Now: the first 1,000 and counts.
+    def peak(count: int) -> int:
+        log = tmp_path / f"bad-{count}.jsonl"
+        log.write_bytes(b"not json\n" * count)
+        tracemalloc.start()
+        try:
+            report = replay([log], workers=1)
+            return tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+            assert report.totals["problems"] == count
+
+    small, large = peak(2_000), peak(100_000)
+    assert large < small + 2 * 1024 * 1024  # 98,000 more bad lines: < 2 MiB more (not 30 MB)
+
+
+def many_subjects_corpus(tmp_path: Path) -> Path:
+    """A log of events of many subjects, so that they spread over many partitions."""
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    event = json.loads(EXAMPLE_LOG.read_bytes().splitlines()[0])
+    lines = [json.dumps(dict(event, subject_pith_number=f"s{n:03d}")) for n in range(200)]
+    (corpus / "events.jsonl").write_text("\n".join(lines) + "\n", "utf-8")
+    return corpus
+
+
+@pytest.fixture
+def faults(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    where = tmp_path / "faults"
+    where.mkdir()
+    monkeypatch.setenv("PITH_FAULT_DIR", str(where))
+    monkeypatch.setattr("merge.replay._fold_partition", replay_faults.faulty_fold)
+    return where
+
+
+def test_a_dead_worker_s_partitions_are_folded_again_once(
+    tmp_path: Path, faults: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    corpus = many_subjects_corpus(tmp_path)
+    expected = replay([corpus], keys=EXAMPLE_KEYS, workers=1)
+    for mark in faults.iterdir():  # that fold (in this process) ran no fault but left marks
+        mark.unlink()
+    monkeypatch.setenv("PITH_FAULT", "die-once")
+    monkeypatch.setenv("PITH_FAULT_PARTITION", "07")
+    with caplog.at_level(logging.WARNING, logger="merge.replay"):
+        assert replay([corpus], keys=EXAMPLE_KEYS, workers=2) == expected
+    assert "a worker process died; partitions lost: " in caplog.text
+    assert "07" in caplog.text.split("partitions lost: ")[1]
+    assert len(list(faults.glob("started-*-07"))) == 2  # killed once, folded the second time
+
+
+def test_a_partition_that_kills_its_worker_twice_is_named(
+    tmp_path: Path, faults: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    corpus = many_subjects_corpus(tmp_path)
+    monkeypatch.setenv("PITH_FAULT", "die")
+    monkeypatch.setenv("PITH_FAULT_PARTITION", "07")
+    with pytest.raises(ReplayWorkerError, match="died twice folding partition 07") as caught:
+        replay([corpus], keys=EXAMPLE_KEYS, workers=2)
+    assert caught.value.partition == "07"
+    assert len(list(faults.glob("started-*-07"))) == 2

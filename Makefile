@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint typecheck check bench clean
+.PHONY: demo test lint typecheck check bench stress clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -43,6 +43,11 @@ docs-images: $(VENV)/.installed
 	mkdir -p docs/images
 	$(BIN)/pith-merge graph --bundle tests/vectors/golden/pith-2303.04759.bundle.json --format svg -o docs/images/golden.svg
 	$(BIN)/pith-merge graph --bundle examples/example.bundle.json --format svg -o docs/images/equivocation.svg
+
+# The long crash test of the store (docs/security.md), never part of `make test`:
+# `make stress STRESS_ARGS="--kills 1000 --seconds 1800"`.
+stress: $(VENV)/.installed-dev
+	$(BIN)/python -m tests.store.soak $(STRESS_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

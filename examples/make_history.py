@@ -19,7 +19,6 @@ Deterministic: run it again, same bytes.
 
 from __future__ import annotations
 
-import os
 import runpy
 import sys
 from pathlib import Path
@@ -63,11 +62,11 @@ def history() -> dict[str, dict[str, Any]]:
 
 
 def main(argv: list[str]) -> int:
-    out = Path(argv[0]) if argv else HERE.parent / "out" / "history"
+    out = Path(argv[0]) if argv else Path("out") / "history"  # under the working directory
     out.mkdir(parents=True, exist_ok=True)
     for name, bundle in history().items():
         (out / name).write_bytes(canonical_json(bundle))
-        print(f"wrote {os.path.relpath(out / name)}")  # as docs/cli.md shows it, run from the checkout
+        print(f"wrote {out / name}")
     return 0
 
 

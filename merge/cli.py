@@ -1021,10 +1021,8 @@ def graph(  # noqa: PLR0917 (click passes every option positionally)
 
 
 def _store_events(path: str, subject: str) -> list[bytes]:
-    """The subject's stored inputs, as received (a missing file is an error, not a new store)."""
-    if not Path(path).is_file():
-        raise InputError("no such store (an SQLite file)", source=path)
-    with SQLiteStore(path) as store:
+    """The subject's stored inputs, as received; read-only: a picture never writes (nor creates) a store."""
+    with SQLiteStore(path, read_only=True) as store:
         return list(store.events(subject))
 
 

@@ -661,8 +661,10 @@ def test_graph_of_a_bundle_a_log_and_a_store(tmp_path: Path) -> None:
         store.append_many(lines)
         stored = list(store.events(LOG_SUBJECT))
     assert stored
+    before = {path.name: path.read_bytes() for path in tmp_path.iterdir()}
     from_store = run("graph", "--store", tmp_path / "events.db", "--subject", LOG_SUBJECT, "--keys", KEYS)
     assert from_store.returncode == 0, err(from_store)
+    assert {path.name: path.read_bytes() for path in tmp_path.iterdir()} == before  # read-only
     assert out(from_store) == to_dot(picture_of(stored, LOG_SUBJECT, keys))
     # The store holds the subject's events alone: the log's event of another subject is not there.
     assert out(from_store) != out(
@@ -716,7 +718,7 @@ def test_graph_errors(tmp_path: Path) -> None:
     assert "--store needs --subject and --keys" in err(half)
     missing = run("graph", "--store", tmp_path / "x.db", "--subject", LOG_SUBJECT, "--keys", KEYS)
     assert missing.returncode == 2
-    assert "no such store" in err(missing)
+    assert "no store here" in err(missing)
     assert not (tmp_path / "x.db").exists()  # never created by looking
     assert run("graph", "--bundle", EXAMPLE_BUNDLE, "--format", "jpeg").returncode == 2
     not_a_bundle = run("graph", "--bundle", KEYS)

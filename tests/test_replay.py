@@ -8,6 +8,7 @@ import json
 import logging
 import os
 import random
+import shutil
 import threading
 import tracemalloc
 from pathlib import Path
@@ -708,3 +709,19 @@ def test_a_partition_that_kills_its_worker_twice_is_named(
         replay([corpus], keys=EXAMPLE_KEYS, workers=2)
     assert caught.value.partition == "07"
     assert len(list(faults.glob("started-*-07"))) == 2
+
+
+def test_a_key_file_in_a_directory_is_no_input_and_named_explicitly_is_a_problem(tmp_path: Path) -> None:
+    """examples/keys.json beside the bundles (the README's replay): passed over, as any file that is
+    no input; named on its own it is reported, with what to do with it."""
+    shutil.copy(EXAMPLES / "keys.json", tmp_path / "keys.json")
+    shutil.copy(EXAMPLE_BUNDLE, tmp_path / "b.json")
+    (tmp_path / "not-keys.json").write_text('[{"key_id": "x"}]')  # no key set: still a problem
+    report = replay([tmp_path], trusted_keys=json.loads((EXAMPLES / "keys.json").read_bytes()), workers=1)
+    assert [(p.source, p.code) for p in report.problems] == [
+        (str(tmp_path / "not-keys.json"), "not_a_bundle")
+    ]
+    alone = replay([tmp_path / "keys.json"], workers=1)
+    [problem] = alone.problems
+    assert problem.code == "key_file"
+    assert "give it as --keys or --trust" in problem.detail

@@ -1007,9 +1007,7 @@ def graph(  # noqa: PLR0917 (click passes every option positionally)
     text = to_mermaid(picture) if form == "mermaid" else to_dot(picture)
     data = text.encode("utf-8")
     if dot_program is not None:
-        drawn = subprocess.run(
-            [dot_program, f"-T{form}"], input=data, capture_output=True, check=False, timeout=300
-        )
+        drawn = subprocess.run([dot_program, f"-T{form}"], input=data, capture_output=True, check=False)
         if drawn.returncode != 0:
             problem = drawn.stderr.decode("utf-8", "replace").strip().splitlines()
             raise InputError(f"dot failed (exit code {drawn.returncode}): {problem[0] if problem else ''}")

@@ -477,7 +477,9 @@ def _not_a_bundle(data: bytes, source: str) -> InputProblem:
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as exc:
         return InputProblem(source, "not_json", f"the file is not one JSON text: {exc}")
     if _is_key_set(value):
-        return InputProblem(source, KEY_FILE, "a key set (spec §3), not an input: give it as --keys or --trust")
+        return InputProblem(
+            source, KEY_FILE, "a key set (spec §3), not an input: give it as --keys or --trust"
+        )
     kind = "an array" if isinstance(value, list) else "not an object"
     return InputProblem(source, "not_a_bundle", f"JSON, but {kind}: neither a bundle, a record nor an event")
 
@@ -779,28 +781,31 @@ def replay(
         spill_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="pith-merge-"))
         bar = stack.enter_context(_Progress(progress))
         used: dict[int, IO[bytes]] = {}
+        subjects: set[str] = set()  # for the progress bar's total
         with ExitStack() as files:
             for entry in bar.track_scan(scan_corpus(paths)):
                 if isinstance(entry, InputProblem):
                     log.add(entry)
                     continue
+                subjects.add(entry.subject)
                 number = _partition(entry.subject)
                 if number not in used:
                     used[number] = files.enter_context(open(Path(spill_dir) / f"{number:02d}.spill", "wb"))
                 _spill(used[number], entry)
         parts = [str(Path(spill_dir) / f"{number:02d}.spill") for number in sorted(used)]
-        bar.start_fold(len(parts))
+        bar.start_fold(len(subjects))  # the bar counts subjects, not spill partitions
+        subjects.clear()
         if workers == 1 or len(parts) <= 1:
             for part in parts:
                 found, counted = _fold_partition(part, key_json, trusted_json, out)
                 rows.extend(found)
                 counts.append(counted)
-                bar.advance()
+                bar.advance(len(found))
         else:
             for found, counted in _fold_in_workers(parts, (key_json, trusted_json, out), workers):
                 rows.extend(found)
                 counts.append(counted)
-                bar.advance()
+                bar.advance(len(found))
     rows.sort(key=lambda row: row[0].subject)
     # Each partition kept its first problems in subject order: together, in subject order, they
     # hold the first PROBLEM_SAMPLE of the whole report, which is what the log keeps.
@@ -951,9 +956,9 @@ class _Progress:
         if self._progress is not None:
             self._task = self._progress.add_task("folding subjects", total=total)
 
-    def advance(self) -> None:
+    def advance(self, subjects: int) -> None:
         if self._progress is not None:
-            self._progress.advance(self._task)
+            self._progress.advance(self._task, subjects)
 
 
 def report_json(report: ReplayReport) -> bytes:

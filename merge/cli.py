@@ -497,8 +497,8 @@ def fold_command(events: IO[bytes], subject: str, keys_file: str, out: str | Non
     wrong = sum(item.reason is Reason.WRONG_SUBJECT for item in state.invalid_events)
     if wrong and not state.valid_event_count:
         # Nothing applied and events name another subject: almost surely a mistyped --subject.
-        events = f"{wrong} of {state.event_count}"
-        _err(f"{name}: no event applied; {events} name another subject: is --subject right?")
+        share = f"{wrong} of {state.event_count}"
+        _err(f"{name}: no event applied; {share} name another subject: is --subject right?")
     _exit(EXIT_FAILED if rejected else EXIT_OK)
 
 

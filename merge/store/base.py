@@ -19,8 +19,9 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager
 from functools import cache
 from importlib import metadata
+from os import PathLike
 from types import TracebackType
-from typing import IO, Any, Final
+from typing import IO, Any, Final, TypeAlias
 
 import msgspec
 
@@ -35,6 +36,7 @@ from ..state import MERGE_VERSION, decode_state
 __all__ = [
     "NOT_JSON_TEXT",
     "NO_SUBJECT",
+    "BackupRow",
     "Checkpoint",
     "EventStore",
     "PreparedInput",
@@ -48,6 +50,8 @@ __all__ = [
 NO_SUBJECT: Final = "no_subject"
 #: :attr:`Refused.code` of a parsed value that no JSON text represents (it holds NaN or Infinity).
 NOT_JSON_TEXT: Final = "not_json_text"
+#: One stored input as a backup copies it: ``(seq, subject, event_id, digest, raw)``.
+BackupRow: TypeAlias = tuple[int, str, str, bytes, bytes]
 #: How many stored inputs a fold hands to :meth:`merge.Merger.extend` at once.
 LOAD_BATCH: Final = 1024
 
@@ -184,6 +188,17 @@ class EventStore(ABC):
     @abstractmethod
     def check(self) -> None:
         """Check that the stored data is intact; raise :class:`StoreError` when it is not."""
+
+    @abstractmethod
+    def backup(self, dest: str | PathLike[str]) -> int:
+        """Copy the whole store, as one consistent snapshot, to ``dest``: a new SQLite store file.
+
+        Writers may go on meanwhile; the copy holds what was committed when it began, inputs
+        (with their sequence numbers) and checkpoints. ``dest`` must not exist; the file
+        appears under its name only once complete. Open it with :class:`~merge.store.SQLiteStore`,
+        or restore it into any store with ``pith-merge store import --from-store``. Returns the
+        number of inputs copied.
+        """
 
     @abstractmethod
     def close(self) -> None:

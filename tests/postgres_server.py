@@ -1,0 +1,131 @@
+"""A real, throwaway PostgreSQL server for the tests: started once per session, on demand.
+
+``server()`` runs ``initdb`` into a temporary folder and starts ``postgres`` on a Unix socket
+in that folder (no TCP port), fast and unsafe (``fsync=off``: the tests kill clients and
+restart the server, never the machine). As root, both run as the ``postgres`` system user
+(they refuse to run as root). Without the server binaries the calling test is skipped with
+the way to install them. ``stop()`` (at the end of the session) removes everything.
+"""
+
+from __future__ import annotations
+
+import glob
+import itertools
+import os
+import pwd
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+INSTALL_HINT = (
+    "PostgreSQL server binaries not found (initdb, pg_ctl): install them to run the PostgreSQL "
+    "store tests, e.g. `apt-get install postgresql` (Debian/Ubuntu) or `brew install postgresql`"
+)
+SUPERUSER = "pith_test"
+
+
+def _bindir() -> Path | None:
+    candidates = []
+    found = shutil.which("pg_config")
+    if found:
+        result = subprocess.run([found, "--bindir"], capture_output=True, text=True, check=False)
+        candidates.append(result.stdout.strip())
+    candidates += sorted(glob.glob("/usr/lib/postgresql/*/bin"), reverse=True)
+    found = shutil.which("initdb")
+    if found:
+        candidates.append(str(Path(found).parent))
+    for candidate in candidates:
+        if candidate and (Path(candidate) / "initdb").exists() and (Path(candidate) / "pg_ctl").exists():
+            return Path(candidate)
+    return None
+
+
+class Server:
+    """One running server: ``dsn(dbname)`` reaches a database; ``create()`` makes a new one."""
+
+    def __init__(self, bindir: Path) -> None:
+        self.bindir = bindir
+        self.root = Path(tempfile.mkdtemp(prefix="pith-pg-"))
+        self.data = self.root / "data"
+        self.run_as: list[str] = []
+        if os.geteuid() == 0:
+            user = pwd.getpwnam("postgres")
+            os.chown(self.root, user.pw_uid, user.pw_gid)
+            self.run_as = ["runuser", "-u", "postgres", "--"]
+        self._names = itertools.count(1)
+        self._pg("initdb", "-D", str(self.data), "-U", SUPERUSER, "-A", "trust", "-E", "UTF8", "--no-sync")
+        self.start()
+
+    def _pg(self, program: str, *args: str) -> None:
+        result = subprocess.run(
+            [*self.run_as, str(self.bindir / program), *args],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=120,
+            cwd=self.root,
+        )
+        if result.returncode != 0:
+            raise RuntimeError(f"{program} failed ({result.returncode}): {result.stdout}{result.stderr}")
+
+    def start(self) -> None:
+        options = (
+            f"-c listen_addresses='' -c unix_socket_directories='{self.root}' -c fsync=off "
+            "-c full_page_writes=off -c synchronous_commit=off -c max_connections=60"
+        )
+        log = str(self.root / "server.log")
+        self._pg("pg_ctl", "start", "-w", "-D", str(self.data), "-l", log, "-o", options)
+
+    def stop(self, mode: str = "fast") -> None:
+        self._pg("pg_ctl", "stop", "-w", "-m", mode, "-D", str(self.data))
+
+    def restart(self) -> None:
+        """Stop the server the hard way (every connection is cut) and start it again."""
+        self.stop("immediate")
+        self.start()
+
+    def dsn(self, dbname: str = "postgres") -> str:
+        return f"host={self.root} dbname={dbname} user={SUPERUSER}"
+
+    def url(self, dbname: str) -> str:
+        return f"postgresql:///{dbname}?host={self.root}&user={SUPERUSER}"
+
+    def create(self) -> str:
+        """A new, empty database; its name."""
+        import psycopg
+
+        name = f"store_{os.getpid()}_{next(self._names)}"
+        with psycopg.connect(self.dsn(), autocommit=True) as conn:
+            conn.execute(f"CREATE DATABASE {name}")
+        return name
+
+    def remove(self) -> None:
+        try:
+            self.stop()
+        finally:
+            shutil.rmtree(self.root, ignore_errors=True)
+
+
+_server: Server | None = None
+
+
+def server() -> Server:
+    """The session's server, started at the first call (the calling test skips without binaries)."""
+    global _server  # noqa: PLW0603 (one server per test session)
+    if _server is None:
+        bindir = _bindir()
+        if bindir is None:
+            pytest.skip(INSTALL_HINT)
+        _server = Server(bindir)
+    return _server
+
+
+def stop() -> None:
+    """Stop and remove the session's server, if one was started."""
+    global _server  # noqa: PLW0603
+    if _server is not None:
+        _server.remove()
+        _server = None

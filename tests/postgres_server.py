@@ -1,8 +1,8 @@
 """A real, throwaway PostgreSQL server for the tests: started once per session, on demand.
 
 ``server()`` runs ``initdb`` into a temporary folder and starts ``postgres`` on a Unix socket
-in that folder (no TCP port), fast and unsafe (``fsync=off``: the tests kill clients and
-restart the server, never the machine). As root, both run as the ``postgres`` system user
+in that folder (no TCP port), fast and unsafe for the machine (``fsync=off``: the tests kill
+clients and the server, never the machine; commits still reach the WAL before they return). As root, both run as the ``postgres`` system user
 (they refuse to run as root). Without the server binaries the calling test is skipped with
 the way to install them. ``stop()`` (at the end of the session) removes everything.
 """
@@ -74,7 +74,7 @@ class Server:
     def start(self) -> None:
         options = (
             f"-c listen_addresses='' -c unix_socket_directories='{self.root}' -c fsync=off "
-            "-c full_page_writes=off -c synchronous_commit=off -c max_connections=60"
+            "-c full_page_writes=off -c max_connections=60"
         )
         log = str(self.root / "server.log")
         self._pg("pg_ctl", "start", "-w", "-D", str(self.data), "-l", log, "-o", options)

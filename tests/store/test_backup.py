@@ -11,8 +11,12 @@ import pytest
 from merge.store import EventStore, SQLiteStore, StoreError
 
 from .events import history, subject_of
-from .test_contract import Writer, expected_fold, folded
-from .test_contract import writers  # noqa: F401 (the fixture, for the test that runs a writer)
+from .test_contract import (
+    Writer,
+    expected_fold,
+    folded,
+    writers,  # noqa: F401 (the fixture, for the test that runs a writer)
+)
 
 S1, S2 = subject_of(1), subject_of(2)
 

@@ -4,7 +4,8 @@
 in that folder (no TCP port), fast and unsafe for the machine (``fsync=off``: the tests kill
 clients and the server, never the machine; commits still reach the WAL before they return). As root, both run as the ``postgres`` system user
 (they refuse to run as root). Without the server binaries the calling test is skipped with
-the way to install them. ``stop()`` (at the end of the session) removes everything.
+the way to install them, except under CI (``CI`` set), where they must be there (.ci/run installs
+them) and the test fails instead: a green CI never hides skipped PostgreSQL tests. ``stop()`` (at the end of the session) removes everything.
 """
 
 from __future__ import annotations
@@ -118,6 +119,8 @@ def server() -> Server:
     if _server is None:
         bindir = _bindir()
         if bindir is None:
+            if os.environ.get("CI"):
+                pytest.fail(f"CI must run the PostgreSQL tests: {INSTALL_HINT}")
             pytest.skip(INSTALL_HINT)
         _server = Server(bindir)
     return _server

@@ -2,10 +2,11 @@
 
 ``server()`` runs ``initdb`` into a temporary folder and starts ``postgres`` on a Unix socket
 in that folder (no TCP port), fast and unsafe for the machine (``fsync=off``: the tests kill
-clients and the server, never the machine; commits still reach the WAL before they return). As root, both run as the ``postgres`` system user
-(they refuse to run as root). Without the server binaries the calling test is skipped with
-the way to install them, except under CI (``CI`` set), where they must be there (.ci/run installs
-them) and the test fails instead: a green CI never hides skipped PostgreSQL tests. ``stop()`` (at the end of the session) removes everything.
+clients and the server, never the machine; commits still reach the WAL before they return).
+As root, both run as the ``postgres`` system user (they refuse to run as root). Without the
+server binaries the calling test is skipped, saying how to install them; under CI (``CI``
+set; .ci/run installs them) it fails instead, so that a green CI never hides skipped
+PostgreSQL tests. ``stop()`` (at the end of the session) stops the server and removes it all.
 """
 
 from __future__ import annotations

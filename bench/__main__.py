@@ -35,6 +35,7 @@ from .incremental import bench_merger
 from .measure import Result
 from .replaying import bench_replay
 from .stages import bench_stages
+from .storing import bench_store
 from .workload import Workload, WorkloadSpec, generate
 
 
@@ -51,12 +52,13 @@ class Sizes:
     replay_events: int
     replay_big_subject: int
     gil_seconds: float
+    store_events: int
 
 
-FULL = Sizes(20_000, 1_000, 20, 10_000, 500, 1_000, 100, 5_000, 1.0)
-QUICK = Sizes(200, 10, 20, 100, 10, 10, 20, 60, 0.1)
+FULL = Sizes(20_000, 1_000, 20, 10_000, 500, 1_000, 100, 5_000, 1.0, 5_000)
+QUICK = Sizes(200, 10, 20, 100, 10, 10, 20, 60, 0.1, 40)
 
-BENCHMARKS = ("stages", "fold", "floor", "gil", "merger", "replay", "dask", "encoding")
+BENCHMARKS = ("stages", "fold", "floor", "gil", "merger", "replay", "dask", "encoding", "store")
 
 
 def run(names: Sequence[str], sizes: Sizes, repeat: int, log: Callable[[str], None]) -> list[Result]:
@@ -108,6 +110,11 @@ def run(names: Sequence[str], sizes: Sizes, repeat: int, log: Callable[[str], No
         lambda: bench_dask(corpus, repeat=min(repeat, 2)),
     )
     step("encoding", "canonical JSON and state_sha256", lambda: bench_encoding(single(), repeat=repeat))
+    step(
+        "store",
+        f"store: SQLite and PostgreSQL, one subject of {sizes.store_events} events",
+        lambda: bench_store(sizes.store_events, repeat=repeat, log=log),
+    )
     return results
 
 

@@ -48,8 +48,9 @@ def _bindir() -> Path | None:
 class Server:
     """One running server: ``dsn(dbname)`` reaches a database; ``create()`` makes a new one."""
 
-    def __init__(self, bindir: Path) -> None:
+    def __init__(self, bindir: Path, *, durable: bool = False) -> None:
         self.bindir = bindir
+        self.durable = durable  # fsync on, as a production server (the benchmarks want that)
         self.root = Path(tempfile.mkdtemp(prefix="pith-pg-"))
         self.data = self.root / "data"
         self.run_as: list[str] = []
@@ -74,10 +75,9 @@ class Server:
             raise RuntimeError(f"{program} failed ({result.returncode}): {result.stdout}{result.stderr}")
 
     def start(self) -> None:
-        options = (
-            f"-c listen_addresses='' -c unix_socket_directories='{self.root}' -c fsync=off "
-            "-c full_page_writes=off -c max_connections=60"
-        )
+        options = f"-c listen_addresses='' -c unix_socket_directories='{self.root}' -c max_connections=60"
+        if not self.durable:
+            options += " -c fsync=off -c full_page_writes=off"
         log = str(self.root / "server.log")
         self._pg("pg_ctl", "start", "-w", "-D", str(self.data), "-l", log, "-o", options)
 

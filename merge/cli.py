@@ -276,19 +276,24 @@ def _bundle_document(
 # --- fold -------------------------------------------------------------------------------------
 
 
+def _keys_and_out(command: Callable[P, R]) -> Callable[P, R]:
+    """The --keys and --out options of the commands that print a state."""
+    command = click.option(
+        "--out", type=click.Path(dir_okay=False, writable=True), help="Write the state here, not stdout."
+    )(command)
+    return click.option(
+        "--keys",
+        "keys_file",
+        required=True,
+        type=click.Path(exists=True, dir_okay=False),
+        help="Key file: the key set events are checked against (§3).",
+    )(command)
+
+
 @cli.command(name="fold")
 @click.argument("events", type=click.File("rb"))
 @click.option("--subject", required=True, help="The merge's subject (a pith number).")
-@click.option(
-    "--keys",
-    "keys_file",
-    required=True,
-    type=click.Path(exists=True, dir_okay=False),
-    help="Key file: the key set events are checked against (§3).",
-)
-@click.option(
-    "--out", type=click.Path(dir_okay=False, writable=True), help="Write the state here, not stdout."
-)
+@_keys_and_out
 @_input_errors
 def fold_command(events: IO[bytes], subject: str, keys_file: str, out: str | None) -> None:
     """Fold EVENTS (JSON Lines, one event per line; - for stdin) into the subject's state.
@@ -913,16 +918,7 @@ def _import_inputs(
 @store.command(name="fold")
 @_STORE_URL
 @click.option("--subject", required=True, help="The subject (a pith number) to fold.")
-@click.option(
-    "--keys",
-    "keys_file",
-    required=True,
-    type=click.Path(exists=True, dir_okay=False),
-    help="Key file: the key set events are checked against (§3).",
-)
-@click.option(
-    "--out", type=click.Path(dir_okay=False, writable=True), help="Write the state here, not stdout."
-)
+@_keys_and_out
 @_input_errors
 def store_fold(store_url: str, subject: str, keys_file: str, out: str | None) -> None:
     """Fold the subject's stored inputs: its state's canonical JSON, as `fold` prints it.

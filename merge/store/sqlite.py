@@ -249,23 +249,15 @@ class SQLiteStore(EventStore):
     ) -> int:
         """Fill this new, empty store with another store's rows, keeping their ``seq``; how many inputs."""
         conn = self._conn()
-        with self._errors():
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                before = conn.total_changes
-                conn.executemany(
-                    "INSERT INTO inputs (seq, subject, event_id, digest, raw) VALUES (?, ?, ?, ?, ?)", inputs
-                )
-                copied = conn.total_changes - before
-                conn.executemany(
-                    "INSERT INTO checkpoints (subject, context, seq, state) VALUES (?, ?, ?, ?)", checkpoints
-                )
-                conn.execute("COMMIT")
-            except BaseException:
-                with suppress(sqlite3.Error):
-                    if conn.in_transaction:
-                        conn.execute("ROLLBACK")
-                raise
+        with self._transaction():  # one write transaction (its insert() is for prepared inputs)
+            before = conn.total_changes
+            conn.executemany(
+                "INSERT INTO inputs (seq, subject, event_id, digest, raw) VALUES (?, ?, ?, ?, ?)", inputs
+            )
+            copied = conn.total_changes - before
+            conn.executemany(
+                "INSERT INTO checkpoints (subject, context, seq, state) VALUES (?, ?, ?, ?)", checkpoints
+            )
         return copied
 
     def close(self) -> None:

@@ -165,7 +165,7 @@ class PostgresStore(EventStore):
         """The connection, (re)connecting when there is none or the last one was lost."""
         if self._closed:
             raise StoreError("the store is closed", path=self.name)
-        if self._connection is not None and not self._connection.closed:
+        if self._connection is not None and not self._connection.broken and not self._connection.closed:
             return self._connection
         import psycopg
 
@@ -348,8 +348,7 @@ class PostgresStore(EventStore):
                 f"the write lock is held by another connection (waited {self.timeout:g} s)", path=self.name
             ) from exc
         except psycopg.Error as exc:
-            if self._connection is not None and self._connection.broken:
-                self._connection.close()  # the next operation connects again
+            if self._connection is not None and self._connection.broken:  # _conn() connects again
                 raise StoreError(
                     "connection to the server lost (what was not committed is rolled back; "
                     f"the next call connects again): {_first_line(exc)}",

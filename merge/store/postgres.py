@@ -141,17 +141,12 @@ class PostgresStore(EventStore):
         cache_size: int = 8,
     ) -> None:
         _require_psycopg()
-        from psycopg import sql
-
         super().__init__(threads=threads, cache_size=cache_size)
         self.dsn = dsn
         self.schema = schema
         self.timeout = timeout
         self.name = _display_name(dsn, schema)
-        identifier = sql.Identifier(schema)
-        self._sql: dict[str, sql.Composed] = {
-            name: sql.SQL(text).format(schema=identifier) for name, text in _QUERIES.items()
-        }
+        self._sql: dict[str, sql.Composed] = {name: self._compose(text) for name, text in _QUERIES.items()}
         self._connection: psycopg.Connection[Any] | None = None
         self._closed = False
         self._conn()
@@ -169,7 +164,9 @@ class PostgresStore(EventStore):
             return self._connection
         import psycopg
 
-        self._connection = None
+        if self._connection is not None:  # lost: release it before connecting again
+            self._connection.close()
+            self._connection = None
         try:
             conn = psycopg.connect(
                 self.dsn,
@@ -364,11 +361,12 @@ def _first_line(exc: BaseException) -> str:
 
 def _display_name(dsn: str, schema: str) -> str:
     """The store's name in messages: its connection parameters without the password."""
+    from psycopg import ProgrammingError
     from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
     try:
         params = conninfo_to_dict(dsn)
-    except Exception:  # a malformed DSN: connect() will say what is wrong with it
+    except ProgrammingError:  # a malformed DSN: connect() will say what is wrong with it
         return "postgresql (malformed connection string)"
     params.pop("password", None)
     shown = make_conninfo("", **{key: value for key, value in params.items() if value is not None})

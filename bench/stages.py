@@ -17,7 +17,7 @@ import msgspec
 
 from merge import KeySet
 from merge.admission import Admitted, Rejection, admit
-from merge.chains import Node, classify
+from merge.chains import Node, classify, supersessions
 from merge.checks import Candidate, ValidEvent, postcheck, precheck
 from merge.fold import assemble_state, gc_paused, with_state_sha256
 from merge.reasons import Reason
@@ -71,7 +71,9 @@ def bench_stages(workload: Workload, *, repeat: int) -> list[Result]:
 
         def classify_and_assemble() -> Any:
             nodes = {eid: Node(eid, v.prev_event, v.chain, v.created_us) for eid, v in valid.items()}
-            return assemble_state(subject, verdicts, valid, classify(nodes, verdicts))
+            classification = classify(nodes, verdicts)
+            removed = supersessions(classification.applied, valid)
+            return assemble_state(subject, verdicts, valid, classification, removed)
 
         timings["classify + assemble (§7, §9)"], state = cpu(classify_and_assemble, repeat)
         unhashed = msgspec.structs.replace(state, state_sha256="")

@@ -11,7 +11,7 @@ from .bundle import BUNDLE_CHECKS, REGISTRY_KEYS, BundleCheck, BundleReport, ver
 from .canonical import MAX_DEPTH, MAX_SAFE_INTEGER, canonical_json
 from .engine import AddResult, EventStatus, Merger
 from .errors import InputError, KeySetError, MergeError, NotCanonicalError, RecordError
-from .fold import FoldResult, fold
+from .fold import FoldResult, Supersession, fold
 from .identifiers import (
     b32,
     bundle_sha256,
@@ -70,6 +70,7 @@ __all__ = [
     "Signer",
     "SourceAlias",
     "State",
+    "Supersession",
     "b32",
     "bundle_sha256",
     "canonical_json",

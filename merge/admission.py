@@ -7,16 +7,18 @@ admitted becomes a :class:`Rejection` with its position and cause, returned, nev
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping
 from enum import StrEnum
 from typing import Any, Final
 
 import msgspec
 
 from .canonical import MAX_DEPTH, MAX_SAFE_INTEGER, FloatLiteral, decode_json, scan_json
+from .errors import InputError
 from .identifiers import EVENT_ID_PATTERN
 from .schema import Event
 
-__all__ = ["MAX_INPUT_BYTES", "Admitted", "RejectCode", "Rejection", "admit"]
+__all__ = ["MAX_INPUT_BYTES", "Admitted", "RejectCode", "Rejection", "admit", "require_inputs"]
 
 #: Largest admissible JSON text, in bytes of UTF-8 (spec §5).
 MAX_INPUT_BYTES: Final = 1_048_576
@@ -105,6 +107,20 @@ class Admitted(msgspec.Struct, frozen=True):
             value: dict[str, Any] = msgspec.to_builtins(self.decoded)
             return value
         return self.decoded
+
+
+def require_inputs(inputs: Iterable[Any]) -> Iterable[Any]:
+    """``inputs`` itself, once it is known to be a collection of inputs and not one input.
+
+    A single JSON text or object handed over where a list of them is due would be iterated
+    byte by byte (or key by key) into rejections: a caller's mistake, so :class:`InputError`.
+    """
+    if isinstance(inputs, (bytes, bytearray, memoryview, str, Mapping)):
+        raise InputError(
+            f"inputs must be a collection of inputs (a list of JSON texts or values), not one "
+            f"{type(inputs).__name__}: pass [item]"
+        )
+    return inputs
 
 
 def admit(item: Any, index: int = 0) -> Admitted | Rejection:

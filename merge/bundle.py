@@ -110,7 +110,8 @@ def verify_bundle(
     if isinstance(bundle, (bytes, bytearray, memoryview, str)):
         try:
             parsed = decode_json(bytes(bundle) if not isinstance(bundle, str) else bundle)
-        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as exc:
+        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError, UnicodeEncodeError) as exc:
+            # UnicodeEncodeError: a str holding a lone surrogate is no JSON text (§5).
             parsed = None
             record("bundle_type", False, f"not JSON: {exc}")
     if not isinstance(parsed, Mapping):

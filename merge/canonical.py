@@ -8,8 +8,9 @@ depth at most 64) and the decoder used for every untrusted JSON text.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
-from typing import Any, Final
+from typing import Any, Final, NoReturn
 
 import msgspec
 
@@ -17,6 +18,7 @@ from .errors import NotCanonicalError
 
 __all__ = [
     "MAX_DEPTH",
+    "MAX_INTEGER_DIGITS",
     "MAX_SAFE_INTEGER",
     "CanonicalStruct",
     "FloatLiteral",
@@ -29,8 +31,13 @@ __all__ = [
 
 #: Largest magnitude of an integer that is canonical-able (spec §1): 2^53 - 1.
 MAX_SAFE_INTEGER: Final = 2**53 - 1
-#: Deepest nesting allowed (spec §1, §5): a top-level scalar is depth 0, ``[]`` is depth 1.
+#: Deepest nesting of an *input* (spec §1, §5): a top-level scalar is depth 0, ``[]`` is depth 1.
+#: 1.1: states and bundles built from inputs may be deeper; they are encoded at any depth.
 MAX_DEPTH: Final = 64
+#: Most digits of a JSON integer literal, the minus sign not counted (spec §5, 1.1): CPython's
+#: limit on integer-text conversion. A parsed ``int`` of more digits has no JSON text at all.
+MAX_INTEGER_DIGITS: Final = 4300
+_TOO_MANY_DIGITS: Final = 10**MAX_INTEGER_DIGITS
 
 
 class FloatLiteral(str):
@@ -59,19 +66,48 @@ _SURROGATE: Final = re.compile("[\ud800-\udfff]")
 def decode_json(data: bytes | str) -> Any:
     """Decode one JSON text; floats come back as :class:`FloatLiteral`.
 
-    Raises ``msgspec.DecodeError`` on anything that is not JSON (bad UTF-8, a lone surrogate
-    escape, trailing data) and ``RecursionError`` on absurd nesting; admission (§5) turns both
-    into rejections.
+    Raises ``msgspec.DecodeError`` / ``msgspec.ValidationError`` on anything that is not JSON
+    (bad UTF-8, a lone surrogate escape, trailing data, an integer literal of more than 4,300
+    digits) and ``RecursionError`` on absurd nesting; admission (§5) turns them into rejections.
     """
-    return _decoder.decode(data)
+    try:
+        return _decoder.decode(data)
+    except msgspec.ValidationError as exc:
+        if str(exc).startswith(_OUT_OF_RANGE):
+            return _decode_long_integers(data, exc)
+        raise
 
 
-def canonical_problem(value: Any) -> tuple[str, str] | None:
+# msgspec refuses an integer literal of more than 4,300 *characters*, counting the minus sign,
+# where CPython (and §5, 1.1) counts digits only: a negative literal of exactly 4,300 digits is
+# JSON. Only for the texts msgspec refuses so, the standard library's parser decides; its integers
+# go through int(), which applies CPython's own limit, digits only. NaN and Infinity stay refused.
+_OUT_OF_RANGE: Final = "Integer value out of range"
+
+
+def _refuse_constant(name: str) -> NoReturn:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _decode_long_integers(data: bytes | str, refusal: msgspec.ValidationError) -> Any:
+    try:
+        text = data if isinstance(data, str) else data.decode("utf-8")
+        value = json.loads(text, parse_float=FloatLiteral, parse_constant=_refuse_constant)
+    except (ValueError, UnicodeDecodeError):
+        raise refusal from None
+    # The standard parser keeps a lone surrogate escape that msgspec refuses: refuse it too.
+    if scan_json(value, max_depth=None).not_json_code == "lone_surrogate":
+        raise refusal
+    return value
+
+
+def canonical_problem(value: Any, *, max_depth: int | None = MAX_DEPTH) -> tuple[str, str] | None:
     """Return ``(path, problem)`` for the first thing that makes ``value`` not canonical-able.
 
-    ``None`` means the value is canonical-able (spec §1).
+    ``None`` means the value is canonical-able (spec §1). ``max_depth=None``: at any depth, as
+    states and bundles are (1.1).
     """
-    scan = scan_json(value)
+    scan = scan_json(value, max_depth=max_depth)
     return scan.not_json or scan.not_canonical
 
 
@@ -83,10 +119,11 @@ class JsonScan:
     canonical-able (a float, an unsafe integer): admitted, then ``non_canonical_json`` (§6).
     """
 
-    __slots__ = ("check_strings", "not_canonical", "not_json", "not_json_code")
+    __slots__ = ("check_strings", "max_depth", "not_canonical", "not_json", "not_json_code")
 
-    def __init__(self, check_strings: bool) -> None:
+    def __init__(self, check_strings: bool, max_depth: int | None) -> None:
         self.check_strings = check_strings
+        self.max_depth = max_depth
         self.not_json: tuple[str, str] | None = None
         #: ``"too_deep"``, ``"lone_surrogate"`` or ``"not_json_value"`` when ``not_json`` is set.
         self.not_json_code = ""
@@ -98,25 +135,26 @@ class JsonScan:
         return False
 
 
-def scan_json(value: Any, *, check_strings: bool = True) -> JsonScan:
+def scan_json(value: Any, *, check_strings: bool = True, max_depth: int | None = MAX_DEPTH) -> JsonScan:
     """Walk ``value`` once and report both kinds of problem (see :class:`JsonScan`).
 
     ``check_strings=False`` skips the lone-surrogate search, for values that come from
-    :func:`decode_json`, whose strings are scalar values already.
+    :func:`decode_json`, whose strings are scalar values already. ``max_depth=None`` measures no
+    depth: for documents built from inputs (states, bundles), which §1 (1.1) does not bound.
     """
-    scan = JsonScan(check_strings)
+    scan = JsonScan(check_strings, max_depth)
     # Nearly every value is clean: prove it with a lean walk, and only walk again with
     # paths (to say where) when it is not. The paths cost more than the walk itself.
-    if not _is_clean(value, check_strings):
+    if not _is_clean(value, check_strings, max_depth):
         _scan(value, 0, "", scan)
     return scan
 
 
-def _is_clean(value: Any, check_strings: bool) -> bool:
+def _is_clean(value: Any, check_strings: bool, max_depth: int | None) -> bool:
     """True when ``value`` is canonical-able JSON (``_scan`` would find nothing); False: maybe not."""
     kind = type(value)
     if kind is dict or kind is list:
-        return _is_clean_container(value, 0, check_strings)
+        return _is_clean_container(value, 0, check_strings, max_depth)
     if kind is str:
         return not check_strings or value.isascii() or _SURROGATE.search(value) is None
     if kind is int:
@@ -124,9 +162,11 @@ def _is_clean(value: Any, check_strings: bool) -> bool:
     return value is None or kind is bool
 
 
-def _is_clean_container(value: dict[Any, Any] | list[Any], depth: int, check_strings: bool) -> bool:
+def _is_clean_container(
+    value: dict[Any, Any] | list[Any], depth: int, check_strings: bool, max_depth: int | None
+) -> bool:
     # The same rules as _scan, in its order of depth; scalars are judged inline (no call each).
-    if depth >= MAX_DEPTH:
+    if max_depth is not None and depth >= max_depth:
         return False
     if type(value) is dict:
         if check_strings:
@@ -144,7 +184,7 @@ def _is_clean_container(value: dict[Any, Any] | list[Any], depth: int, check_str
             if check_strings and not item.isascii() and _SURROGATE.search(item) is not None:
                 return False
         elif kind is dict or kind is list:
-            if not _is_clean_container(item, depth + 1, check_strings):
+            if not _is_clean_container(item, depth + 1, check_strings, max_depth):
                 return False
         elif kind is int:
             if not -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER:
@@ -156,22 +196,28 @@ def _is_clean_container(value: dict[Any, Any] | list[Any], depth: int, check_str
 
 def _scan(value: Any, depth: int, path: str, scan: JsonScan) -> bool:
     """Return False once a ``not_json`` problem is found (the walk stops there)."""
-    # Recursion is bounded: we never descend past MAX_DEPTH, so cyclic or absurdly deep
-    # values stop after 65 frames.
+    # Recursion is bounded: with a max_depth we never descend past it, so cyclic or absurdly
+    # deep values stop after 65 frames; without one, the caller catches RecursionError.
     kind = type(value)
     if kind is str:
         if scan.check_strings and _SURROGATE.search(value):
             return scan.fail("lone_surrogate", path, "string holds a lone surrogate")
         return True
     if kind is int:
-        if scan.not_canonical is None and not -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
-            scan.not_canonical = (path, f"integer {value} is outside ±(2^53-1)")
+        if -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
+            return True
+        if not -_TOO_MANY_DIGITS < value < _TOO_MANY_DIGITS:
+            # No JSON text holds it (§5, 1.1): a rejection, not an event (and not printable).
+            return scan.fail("not_json_value", path, f"integer of more than {MAX_INTEGER_DIGITS} digits")
+        if scan.not_canonical is None:
+            shown = str(value) if abs(value) < 10**40 else f"of {len(str(abs(value)))} digits"
+            scan.not_canonical = (path, f"integer {shown} is outside ±(2^53-1)")
         return True
     if value is None or kind is bool:
         return True
     if kind is dict or kind is list:
-        if depth >= MAX_DEPTH:
-            return scan.fail("too_deep", path, f"nesting deeper than {MAX_DEPTH}")
+        if scan.max_depth is not None and depth >= scan.max_depth:
+            return scan.fail("too_deep", path, f"nesting deeper than {scan.max_depth}")
         if kind is list:
             for index, item in enumerate(value):
                 if not _scan(item, depth + 1, f"{path}/{index}", scan):
@@ -197,16 +243,20 @@ def canonical_json(value: Any) -> bytes:
 
     Accepts plain JSON values (dict, list, str, int, bool, None) and msgspec Structs, the
     state returned by :func:`merge.fold` included. Raises :class:`merge.NotCanonicalError`
-    when the value is not canonical-able.
+    when the value is not canonical-able. Depth is not bounded here: the bound of §1 is one of
+    inputs, and a state or bundle built from valid inputs nests deeper (1.1).
     """
     if isinstance(value, CanonicalStruct):
         return _encoder.encode(value)
-    if isinstance(value, msgspec.Struct):
-        value = msgspec.to_builtins(value)
-    found = canonical_problem(value)
-    if found is not None:
-        raise NotCanonicalError(found[1], path=found[0])
-    return _encoder.encode(value)
+    try:
+        if isinstance(value, msgspec.Struct):
+            value = msgspec.to_builtins(value)
+        found = canonical_problem(value, max_depth=None)
+        if found is not None:
+            raise NotCanonicalError(found[1], path=found[0])
+        return _encoder.encode(value)
+    except RecursionError:
+        raise NotCanonicalError("nesting too deep to encode (or a cycle)") from None
 
 
 def encode_canonical_unchecked(value: Any) -> bytes:

@@ -7,12 +7,13 @@ it can be tested on synthetic graphs, cycles included, without signing anything.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import NamedTuple
 
+from .checks import ValidEvent
 from .reasons import Reason
 
-__all__ = ["Classification", "Fork", "Node", "classify"]
+__all__ = ["Classification", "Fork", "Node", "classify", "may_supersede", "supersessions"]
 
 ChainKey = tuple[str, str | None]
 
@@ -159,3 +160,30 @@ def _cycle_members(left: list[str], nodes: Mapping[str, Node]) -> set[str]:
             members.update(order[path[current] :])
         done.update(path)
     return members
+
+
+def supersessions(applied: Sequence[str], valid: Mapping[str, ValidEvent]) -> dict[str, tuple[str, ...]]:
+    """The supersedes rule of §7: each applied event removed from ``current``, and by whom.
+
+    ``applied``: the applied event ids in apply order; ``valid``: their :class:`ValidEvent`.
+    Returns ``removed id → ids of the applied events that remove it`` (in apply order).
+    Entries of ``supersedes`` that meet none of the rule are ignored, as §7 says; the
+    removed events stay applied.
+    """
+    applied_set = set(applied)
+    removed: dict[str, list[str]] = {}
+    for event_id in applied:
+        event = valid[event_id]
+        for target_id in event.supersedes:
+            if target_id in applied_set and target_id != event_id and may_supersede(event, valid[target_id]):
+                removed.setdefault(target_id, []).append(event_id)
+    return {target_id: tuple(by) for target_id, by in removed.items()}
+
+
+def may_supersede(event: ValidEvent, target: ValidEvent) -> bool:
+    """§7: same signer (whole object), and the same type or a correction of a non-record."""
+    if target.signer != event.signer:
+        return False
+    if target.event_type == event.event_type:
+        return True
+    return event.event_type == "correction" and target.event_type != "record_created"

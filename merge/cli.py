@@ -603,14 +603,9 @@ def _story(event_id: str, events: Mapping[str, dict[str, Any]], result: FoldResu
         for other in (supersedes if isinstance(supersedes, list) else [])
         if isinstance(other, str)
     ]
-    story["superseded_by"] = []
-    if story["fate"] == "superseded":
-        story["superseded_by"] = [
-            _fate(other, result)
-            for other in state.applied_event_ids
-            if event_id in (_field(events[other], "supersedes") or ())
-            and _field(events[other], "signer") == signer
-        ]
+    # Who removed it from current is the fold's own finding (§7), never re-derived here.
+    removed_by = {item.event_id: item.superseded_by for item in result.superseded or ()}
+    story["superseded_by"] = [_fate(other, result) for other in removed_by.get(event_id, ())]
     return story
 
 
@@ -669,8 +664,8 @@ def diff(state_a: str, state_b: str, as_json: bool) -> None:
 def _load_state(path: str) -> State:
     try:
         return decode_state(Path(path).read_bytes())
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-        raise InputError(f"not a merge-v1 state: {exc}", source=path) from exc
+    except InputError as exc:
+        raise InputError(exc.problem, source=path) from None
 
 
 def state_diff(before: State, after: State) -> dict[str, Any]:

@@ -13,7 +13,10 @@ orphans applicable; a late valid copy makes an event valid). It gets there witho
   by re-deciding only what an event can change: its own status, its fork group, and the
   descendants whose status follows from a status that changed.
 * §9: the state is assembled (by the code :func:`merge.fold.fold` uses) only when asked for,
-  and cached with its ``state_sha256`` until the next change.
+  and cached as canonical bytes with its ``state_sha256`` until the next change. Each read of
+  :attr:`Merger.state` decodes a new copy from those bytes: the engine keeps the payloads it
+  folded, and a caller who edits a returned state (its payload dicts are plain dicts) can
+  change nothing the engine, a later state, a checkpoint or another caller sees.
 
 Pure: no clock, files, network or randomness; inputs are never mutated.
 """
@@ -27,15 +30,16 @@ from typing import Any, Final
 
 import msgspec
 
-from .admission import Admitted, Rejection, admit
-from .chains import ChainKey, Classification, Fork, Node
+from .admission import Admitted, Rejection, admit, require_inputs
+from .canonical import encode_canonical_unchecked
+from .chains import ChainKey, Classification, Fork, Node, supersessions
 from .checks import Candidate, ValidEvent, postcheck, precheck
-from .errors import InputError
-from .fold import FoldResult, assemble_state, copy_identity, with_state_sha256
+from .fold import FoldResult, Supersession, assemble_state, copy_identity, supersession_list
+from .identifiers import require_subject
 from .keys import KeySet
 from .reasons import Reason
 from .signatures import SignatureVerifier
-from .state import State
+from .state import State, decode_state_unchecked
 
 __all__ = ["AddResult", "ChainIndex", "EventStatus", "Merger"]
 
@@ -83,7 +87,7 @@ class Merger:
         "_count",
         "_rejected",
         "_seen",
-        "_state",
+        "_snapshot",
         "_valid",
         "_verdicts",
         "_verifier",
@@ -98,9 +102,7 @@ class Merger:
         keys: KeySet | Iterable[Mapping[str, Any]],
         threads: int | None = 1,
     ) -> None:
-        if not isinstance(subject, str):
-            raise InputError(f"subject must be a string, not {type(subject).__name__}")
-        self.subject: Final = subject
+        self.subject: Final = require_subject(subject)
         self.keys: Final = KeySet.parse(keys)
         self._verifier = SignatureVerifier(threads)
         # §5 verdict of every admitted event id: its ValidEvent, or the furthest §6 reason.
@@ -112,7 +114,7 @@ class Merger:
         self._chains = ChainIndex()
         self._rejected: list[Rejection] = []
         self._count = 0
-        self._state: State | None = None
+        self._snapshot: _Snapshot | None = None
 
     # -- adding ---------------------------------------------------------------------------
 
@@ -136,7 +138,7 @@ class Merger:
         together (in parallel when ``threads`` allows), as :func:`merge.fold` does.
         """
         admitted: list[Admitted | Rejection] = []
-        for item in items:
+        for item in require_inputs(items):
             admitted.append(admit(item, self._count))
             self._count += 1
         prechecked: list[Reason | Candidate | None] = []
@@ -192,25 +194,43 @@ class Merger:
             self._verdicts[event_id] = verdict  # §5: the copy that got furthest gives the reason
         else:
             return EventStatus(copy.index, event_id, before, True)
-        self._state = None
+        self._snapshot = None
         others = tuple(sorted({eid for eid in changed if eid != event_id}))
         return EventStatus(copy.index, event_id, self.reason(event_id), duplicate, others)
 
     # -- reading --------------------------------------------------------------------------
 
+    def _current(self) -> _Snapshot:
+        snapshot = self._snapshot
+        if snapshot is None:
+            classification = self._chains.live_classification()
+            removed = supersessions(classification.applied, self._valid)
+            body = assemble_state(self.subject, self._verdicts, self._valid, classification, removed)
+            encoded = encode_canonical_unchecked(body)
+            snapshot = _Snapshot(encoded, hashlib.sha256(encoded).hexdigest(), supersession_list(removed))
+            self._snapshot = snapshot
+        return snapshot
+
     @property
     def state(self) -> State:
-        """The §9 state of everything added so far (``state_sha256`` included); cached."""
-        if self._state is None:
-            classification = self._chains.live_classification()
-            body = assemble_state(self.subject, self._verdicts, self._valid, classification)
-            self._state = with_state_sha256(body)
-        return self._state
+        """The §9 state of everything added so far (``state_sha256`` included).
+
+        A new copy on every read, the caller's own (decoded from the cached canonical bytes,
+        at C speed): editing it changes nothing else. For the hash alone, read
+        :attr:`state_sha256`, which copies nothing.
+        """
+        snapshot = self._current()
+        return msgspec.structs.replace(decode_state_unchecked(snapshot.body), state_sha256=snapshot.sha256)
 
     @property
     def state_sha256(self) -> str:
         """``state.state_sha256``, computed on first read after a change and cached."""
-        return self.state.state_sha256
+        return self._current().sha256
+
+    @property
+    def state_json(self) -> bytes:
+        """``canonical_json(self.state)``: the state's canonical JSON, ``state_sha256`` included."""
+        return encode_canonical_unchecked(self.state)
 
     @property
     def rejected(self) -> tuple[Rejection, ...]:
@@ -219,8 +239,8 @@ class Merger:
 
     @property
     def result(self) -> FoldResult:
-        """What ``fold(everything added so far)`` returns: the state and the rejections."""
-        return FoldResult(self.state, self.rejected)
+        """What ``fold(everything added so far)`` returns: the state, rejections and supersessions."""
+        return FoldResult(self.state, self.rejected, self._current().superseded)
 
     @property
     def input_count(self) -> int:
@@ -241,6 +261,14 @@ class Merger:
         if isinstance(verdict, Reason):
             return verdict
         return self._chains.reasons.get(event_id)
+
+
+class _Snapshot(msgspec.Struct, frozen=True):
+    """The cached state of a Merger: canonical bytes without ``state_sha256``, that hash, §7 supersessions."""
+
+    body: bytes
+    sha256: str
+    superseded: tuple[Supersession, ...]
 
 
 Status = int | Reason  # an applied event's depth in its chain, or why a valid event did not apply

@@ -13,12 +13,11 @@ from typing import Any, Final
 
 import msgspec
 
-from .admission import Admitted, Rejection, admit
+from .admission import Admitted, Rejection, admit, require_inputs
 from .canonical import encode_canonical_unchecked
-from .chains import Classification, Node, classify
+from .chains import Classification, Node, classify, supersessions
 from .checks import CURRENT_KEYS, EVENT_TYPES, Candidate, ValidEvent, postcheck, precheck
-from .errors import InputError
-from .identifiers import b32
+from .identifiers import b32, require_subject
 from .keys import KeySet
 from .reasons import Reason
 from .signatures import SignatureJob, SignatureVerifier
@@ -36,21 +35,36 @@ from .state import (
 
 __all__ = [
     "FoldResult",
+    "Supersession",
     "assemble_state",
     "build_state",
     "copy_identity",
     "fold",
     "gc_paused",
     "judge_events",
+    "supersession_list",
     "with_state_sha256",
 ]
 
 
+class Supersession(msgspec.Struct, frozen=True):
+    """An applied event that left ``current`` (§7 supersedes), and the applied events that removed it."""
+
+    event_id: str
+    superseded_by: tuple[str, ...]
+
+
 class FoldResult(msgspec.Struct, frozen=True):
-    """What :func:`fold` returns: the state and the inputs that were not admitted."""
+    """What :func:`fold` returns: the state and the inputs that were not admitted.
+
+    ``superseded``: every applied event that some applied event superseded (§7), sorted by
+    ``event_id``, as the fold decided it; ``None`` when the result was served from a store
+    checkpoint, which keeps the state alone.
+    """
 
     state: State
     rejected: tuple[Rejection, ...]
+    superseded: tuple[Supersession, ...] | None = ()
 
     @property
     def state_sha256(self) -> str:
@@ -77,8 +91,8 @@ def fold(
     :class:`merge.KeySetError`. ``threads``: signature verification threads (``None``: one per
     core for inputs large enough to pay for it; ``1``: none). The result never depends on it.
     """
-    if not isinstance(subject, str):
-        raise InputError(f"subject must be a string, not {type(subject).__name__}")
+    subject = require_subject(subject)
+    inputs = require_inputs(inputs)
     key_set = KeySet.parse(keys)
     rejected: list[Rejection] = []
     copies: dict[str, list[Admitted]] = {}
@@ -98,11 +112,11 @@ def fold(
         distinct.clear()
         verdicts = judge_events(copies, subject, key_set, SignatureVerifier(threads))
         copies.clear()
-        state = build_state(subject, verdicts)
+        state, superseded = build_state(subject, verdicts)
         # Free the decoded copies now, by reference counting: the collector resumes at the end
         # of the block and would otherwise walk all of them once before they go.
         del verdicts
-    return FoldResult(state, tuple(rejected))
+    return FoldResult(state, tuple(rejected), superseded)
 
 
 @contextmanager
@@ -191,12 +205,24 @@ def _settle(
     return verdicts
 
 
-def build_state(subject: str, verdicts: Mapping[str, Reason | ValidEvent]) -> State:
-    """Classify the valid events (§7) and build the state (§9), ``state_sha256`` included."""
+def build_state(
+    subject: str, verdicts: Mapping[str, Reason | ValidEvent]
+) -> tuple[State, tuple[Supersession, ...]]:
+    """Classify the valid events (§7) and build the state (§9), ``state_sha256`` included.
+
+    Also returns who superseded whom (§7), as :attr:`FoldResult.superseded` reports it.
+    """
     valid = {eid: v for eid, v in verdicts.items() if isinstance(v, ValidEvent)}
     nodes = {eid: Node(eid, v.prev_event, v.chain, v.created_us) for eid, v in valid.items()}
     classification = classify(nodes, verdicts)
-    return with_state_sha256(assemble_state(subject, verdicts, valid, classification))
+    removed = supersessions(classification.applied, valid)
+    state = with_state_sha256(assemble_state(subject, verdicts, valid, classification, removed))
+    return state, supersession_list(removed)
+
+
+def supersession_list(removed: Mapping[str, tuple[str, ...]]) -> tuple[Supersession, ...]:
+    """:func:`merge.chains.supersessions`' map as the sorted Structs of :attr:`FoldResult.superseded`."""
+    return tuple(Supersession(event_id, removed[event_id]) for event_id in sorted(removed))
 
 
 def with_state_sha256(state: State) -> State:
@@ -214,21 +240,15 @@ def assemble_state(
     verdicts: Mapping[str, Reason | ValidEvent],
     valid: Mapping[str, ValidEvent],
     classification: Classification,
+    removed: Mapping[str, tuple[str, ...]],
 ) -> State:
     """The §9 state of classified verdicts, without ``state_sha256`` (see :func:`with_state_sha256`).
 
-    ``valid`` holds the :class:`ValidEvent` verdicts of ``verdicts``. Shared by :func:`build_state`
+    ``valid`` holds the :class:`ValidEvent` verdicts of ``verdicts``; ``removed`` is what
+    :func:`merge.chains.supersessions` says of the applied ones. Shared by :func:`build_state`
     and the incremental :class:`merge.engine.Merger`, so both build the state the same way.
     """
     applied = classification.applied
-    applied_set = set(applied)
-    removed: set[str] = set()
-    for event_id in applied:
-        event = valid[event_id]
-        for target_id in event.supersedes:
-            if target_id in applied_set and target_id != event_id and _may_supersede(event, valid[target_id]):
-                removed.add(target_id)
-
     lists: dict[str, list[Entry]] = {key: [] for key in CURRENT_KEYS}
     record: Entry | None = None
     record_event: ValidEvent | None = None
@@ -277,15 +297,6 @@ def assemble_state(
         invalid_events=tuple(InvalidEvent(eid, invalid[eid]) for eid in sorted(invalid)),
         applied_event_ids=tuple(applied),
     )
-
-
-def _may_supersede(event: ValidEvent, target: ValidEvent) -> bool:
-    """§7: same signer (whole object), and the same type or a correction of a non-record."""
-    if target.signer != event.signer:
-        return False
-    if target.event_type == event.event_type:
-        return True
-    return event.event_type == "correction" and target.event_type != "record_created"
 
 
 def _source_aliases(record: ValidEvent) -> tuple[SourceAlias, ...]:

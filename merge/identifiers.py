@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from .canonical import canonical_sha256_hex
-from .errors import RecordError
+from .errors import InputError, RecordError
 
 __all__ = [
     "EVENT_ID_PATTERN",
@@ -22,6 +22,7 @@ __all__ = [
     "fingerprint_hex",
     "pith_number",
     "pith_number_from_digest",
+    "require_subject",
     "short_pith_number",
     "state_sha256",
 ]
@@ -33,6 +34,22 @@ HEX32_PATTERN: Final = re.compile(r"[0-9a-f]{32}")
 
 #: The keys an event body leaves out (spec §2, "event body").
 NOT_IN_BODY: Final = frozenset({"signature", "content_sha256", "event_id"})
+
+
+def require_subject(subject: object) -> str:
+    """The merge's subject, checked: a ``str`` of Unicode scalar values, else :class:`InputError`.
+
+    A caller's mistake, not untrusted data: the subject goes into the state (§9) and must
+    encode as UTF-8 there. Any string is allowed otherwise (events of another subject are only
+    ``wrong_subject``, §6 check 6).
+    """
+    if not isinstance(subject, str):
+        raise InputError(f"subject must be a string, not {type(subject).__name__}")
+    try:
+        subject.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InputError(f"subject {subject!r} holds a lone surrogate at {exc.start}") from None
+    return subject
 
 
 def b32(hex_digest: str) -> str:

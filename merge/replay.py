@@ -232,8 +232,9 @@ def scan_file(path: Path) -> Iterator[CorpusItem | InputProblem]:
 def read_lines(handle: IO[bytes], limit: int = MAX_INPUT_BYTES) -> Iterator[tuple[int, bytes | None]]:
     """``(line number, line)`` for each non-blank line of a JSON Lines stream (1-based).
 
-    A line longer than ``limit`` bytes is not kept (memory stays bounded): it comes back as
-    ``None`` and the caller reports it as too large.
+    A line ends at ``\n``, and a ``\r`` right before it belongs to the line ending (§5, 1.1),
+    not to the JSON text. A line longer than ``limit`` bytes is not kept (memory stays
+    bounded): it comes back as ``None`` and the caller reports it as too large.
     """
     number = 0
     while True:
@@ -247,7 +248,7 @@ def read_lines(handle: IO[bytes], limit: int = MAX_INPUT_BYTES) -> Iterator[tupl
                 line = handle.readline(1 << 20)
             yield number, None
             continue
-        text = line[:-1] if line.endswith(b"\n") else line
+        text = line.removesuffix(b"\r\n") if line.endswith(b"\r\n") else line.removesuffix(b"\n")
         if len(text) > limit:
             yield number, None
         elif text.strip():

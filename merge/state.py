@@ -11,6 +11,7 @@ from typing import Any, Final
 import msgspec
 
 from .canonical import CanonicalStruct
+from .errors import InputError
 from .reasons import Reason
 
 __all__ = [
@@ -119,9 +120,18 @@ class State(CanonicalStruct, frozen=True, omit_defaults=True):
 _state_decoder: Final = msgspec.json.Decoder(State)
 
 
+def decode_state_unchecked(data: bytes) -> State:
+    """Decode a state pith-merge itself encoded (internal: no error translation)."""
+    return _state_decoder.decode(data)
+
+
 def decode_state(data: bytes | str) -> State:
     """Read a state from JSON (for example one printed by ``pith-merge fold``).
 
-    Raises ``msgspec.ValidationError`` / ``msgspec.DecodeError`` saying where it is wrong.
+    Raises :class:`merge.InputError` when ``data`` is not a §9 state, with msgspec's account of
+    where (``Expected `int`, got `str` - at `$.event_count```).
     """
-    return _state_decoder.decode(data)
+    try:
+        return _state_decoder.decode(data)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise InputError(f"not a merge-v1 state: {exc}") from None

@@ -12,6 +12,8 @@ from . import postgres_server
 
 VECTORS = Path(__file__).parent / "vectors"
 CONFORMANCE = sorted((VECTORS / "conformance").glob("*.json"))
+#: The project's own vectors for the points of revision 1.1 (made by tests/edge_vectors.py).
+EDGES = VECTORS / "edges"
 GOLDEN_BUNDLE = VECTORS / "golden" / "pith-2303.04759.bundle.json"
 GOLDEN_RECORD = VECTORS / "golden" / "pith-2110.10802.record.json"
 
@@ -20,6 +22,20 @@ def load_vector(name: str) -> dict[str, Any]:
     """One conformance vector by name (``"every_reason"``)."""
     data: dict[str, Any] = json.loads((VECTORS / "conformance" / f"{name}.json").read_text("utf-8"))
     return data
+
+
+def load_edge_vector(name: str) -> dict[str, Any]:
+    """One of the project's own vectors, ``tests/vectors/edges/NAME.json``."""
+    data: dict[str, Any] = json.loads((EDGES / f"{name}.json").read_text("utf-8"))
+    return data
+
+
+def parsed_input(text: str) -> Any:
+    """An input as a caller that parsed it first would pass it (texts that are no JSON stay texts)."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
 
 
 @pytest.fixture(scope="session")

@@ -294,3 +294,63 @@ def test_other_objects_and_parsed_values_stay_dicts() -> None:
     made["extra"] = 1
     assert type(admitted(to_text(made)).decoded) is dict
     assert type(admitted(event()).decoded) is dict  # a parsed value: checked as a dict (§6 check 3)
+
+
+def with_x(literal: str, tail: str = "") -> bytes:
+    """An admissible object text whose key ``x`` holds ``literal`` (and ``tail`` after it)."""
+    return ('{"event_id":"sha256:' + "0" * 64 + '","x":' + literal + tail + "}").encode()
+
+
+@pytest.mark.parametrize(
+    ("literal", "admitted"),
+    [
+        ("-" + "9" * 4300, True),  # the minus sign is not a digit (§5, 1.1)
+        ("9" * 4300, True),
+        ("-" + "9" * 4301, False),
+        ("9" * 4301, False),
+    ],
+)
+def test_integer_literals_of_up_to_4300_digits_are_json(literal: str, admitted: bool) -> None:
+    outcome = admit(with_x(literal))
+    if admitted:
+        assert isinstance(outcome, Admitted)
+        assert outcome.non_canonical is not None  # then non_canonical_json (§6 check 1)
+    else:
+        assert isinstance(outcome, Rejection)
+        assert outcome.code is RejectCode.NOT_JSON
+    bare = admit(("[" + literal + "]").encode())
+    assert isinstance(bare, Rejection)
+    assert bare.code is (RejectCode.NOT_AN_OBJECT if admitted else RejectCode.NOT_JSON)
+
+
+@pytest.mark.parametrize(
+    ("tail", "code"),
+    [
+        (b',"y":NaN', RejectCode.NOT_JSON),
+        (b',"y":"\\ud800"', RejectCode.LONE_SURROGATE),
+        (b',"y":"\xff"', RejectCode.NOT_UTF8),
+    ],
+)
+def test_the_long_integer_path_still_refuses_what_is_not_json(tail: bytes, code: RejectCode) -> None:
+    """Texts msgspec refuses for a long integer are decided by the standard parser, which must
+    still refuse NaN, a lone surrogate escape and bad UTF-8 as msgspec does."""
+    text = with_x("-" + "9" * 4300)[:-1] + tail + b"}"
+    outcome = admit(text)
+    assert isinstance(outcome, Rejection)
+    assert outcome.code is code
+
+
+@pytest.mark.parametrize("value", [10**4300, -(10**4300), 10**5000], ids=["10^4300", "-10^4300", "10^5000"])
+def test_a_parsed_int_with_no_json_text_is_a_rejection(value: int) -> None:
+    """More than 4,300 digits: CPython cannot write it as text, so it is no JSON value (§5, 1.1)."""
+    outcome = admit({"event_id": "sha256:" + "0" * 64, "x": [value]})
+    assert isinstance(outcome, Rejection)
+    assert outcome.code is RejectCode.NOT_JSON_VALUE
+    assert "4300 digits" in outcome.detail
+
+
+def test_a_parsed_int_of_4300_digits_is_admitted_either_sign() -> None:
+    for value in (10**4300 - 1, -(10**4300 - 1)):
+        outcome = admit({"event_id": "sha256:" + "0" * 64, "x": value})
+        assert isinstance(outcome, Admitted)
+        assert outcome.non_canonical is not None

@@ -156,30 +156,34 @@ def nested(depth: int) -> Any:
     return value
 
 
-def test_depth_64_is_canonical_and_65_is_not() -> None:
+def test_inputs_are_bounded_at_depth_64() -> None:
+    """§1/§5: an input (an event value) nests at most 64 deep; depth 65 is no canonical-able input."""
     assert MAX_DEPTH == 64
-    assert canonical_json(nested(MAX_DEPTH)) == reference(nested(MAX_DEPTH))
-    assert canonical_json(nested(0)) == b"0"
-    with pytest.raises(NotCanonicalError) as caught:
-        canonical_json(nested(MAX_DEPTH + 1))
-    assert caught.value.path.count("/") == MAX_DEPTH
-    assert "deeper than 64" in caught.value.problem
-
-
-def test_empty_containers_count_as_one_level() -> None:
+    assert canonical_problem(nested(MAX_DEPTH)) is None
+    found = canonical_problem(nested(MAX_DEPTH + 1))
+    assert found is not None
+    assert found[0].count("/") == MAX_DEPTH
+    assert "deeper than 64" in found[1]
     empty_at_64: Any = []
     for _ in range(MAX_DEPTH - 1):
         empty_at_64 = [empty_at_64]
-    canonical_json(empty_at_64)
-    with pytest.raises(NotCanonicalError):
-        canonical_json([empty_at_64])
+    assert canonical_problem(empty_at_64) is None
+    assert canonical_problem([empty_at_64]) is not None
 
 
-def test_cyclic_values_stop_at_the_depth_limit() -> None:
+@pytest.mark.parametrize("depth", [0, MAX_DEPTH, MAX_DEPTH + 1, MAX_DEPTH + 5, 300])
+def test_documents_are_encoded_at_any_depth(depth: int) -> None:
+    """§1 (1.1): CJ, H, state_sha256 and bundle_sha256 take values of any depth (a state of a
+    depth-64 event is 68 deep, its bundle 69), with the same encoding."""
+    assert canonical_json(nested(depth)) == reference(nested(depth))
+
+
+def test_cyclic_values_are_refused() -> None:
     cycle: dict[str, Any] = {}
     cycle["self"] = cycle
-    with pytest.raises(NotCanonicalError, match="deeper than 64"):
+    with pytest.raises(NotCanonicalError, match="too deep to encode"):
         canonical_json(cycle)
+    assert canonical_problem(cycle) is not None  # the bounded walk stops at depth 64
 
 
 @pytest.mark.parametrize(

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from merge import canonical_json, decode_state, fold
+from merge.signing import TestKey, sign_event
 
 from .conftest import GOLDEN_BUNDLE
 
@@ -234,6 +235,15 @@ def test_fold_reports_every_rejected_line(tmp_path: Path) -> None:
     assert state.event_count == 2  # the two good lines still fold
 
 
+def test_fold_a_subject_that_is_not_utf8_is_a_usage_error() -> None:
+    """A subject the shell passes as bytes that are not UTF-8 is the caller's mistake (exit 2)."""
+    command = [sys.executable, "-m", "merge", "fold", "--subject", b"pith:\xff", "--keys", KEYS, EXAMPLE_LOG]
+    result = subprocess.run(command, capture_output=True, cwd=ROOT, timeout=120, check=False)
+    assert result.returncode == 2
+    assert b"Traceback" not in result.stderr
+    assert "lone surrogate" in err(result)
+
+
 def test_fold_empty_input() -> None:
     result = run("fold", "--subject", LOG_SUBJECT, "--keys", KEYS, "-", stdin=b"")
     assert result.returncode == 0
@@ -383,6 +393,33 @@ def test_explain_json_superseded_event() -> None:
     assert story["fate"] == "superseded"
     assert [item["event_id"] for item in story["superseded_by"]] == [superseding["event_id"]]
     assert story["reason"] is None
+
+
+def test_explain_lists_only_the_supersedes_that_section_7_applies(tmp_path: Path) -> None:
+    """A cross-type ``supersedes`` (an author attestation naming a graph snapshot) is ignored by
+    §7: explain must not list it as "superseded by", though it names the event and shares its signer."""
+    lines = [json.loads(line) for line in EXAMPLE_LOG.read_bytes().splitlines()]
+    superseding = next(event for event in lines if event["supersedes"])
+    [old] = superseding["supersedes"]
+    cross_type = sign_event(
+        TestKey("merge-v1 vector key A", "test-A"),
+        event_type="author_attestation",
+        subject=LOG_SUBJECT,
+        payload={"author": "x"},
+        created_at="2026-03-08T00:00:00Z",
+        supersedes=[old],
+    )
+    log = tmp_path / "events.jsonl"
+    log.write_bytes(EXAMPLE_LOG.read_bytes() + canonical_json(cross_type) + b"\n")
+    result = run("explain", "--json", old, "--events", log, "--keys", KEYS, "--subject", LOG_SUBJECT)
+    assert result.returncode == 0
+    story = json.loads(result.stdout)
+    assert story["fate"] == "superseded"
+    assert [item["event_id"] for item in story["superseded_by"]] == [superseding["event_id"]]
+    alone = run(
+        "explain", "--json", cross_type["event_id"], "--events", log, "--keys", KEYS, "--subject", LOG_SUBJECT
+    )
+    assert json.loads(alone.stdout)["fate"] == "applied"
 
 
 def test_explain_errors() -> None:

@@ -9,7 +9,7 @@ import pytest
 
 from merge import canonical_json, fold
 
-from .conftest import CONFORMANCE, load_vector
+from .conftest import CONFORMANCE, load_vector, parsed_input
 
 NAMES = [path.stem for path in CONFORMANCE]
 
@@ -43,9 +43,15 @@ def test_vector_shuffled_with_repeats(name: str, seed: int) -> None:
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_vector_inputs_as_str_and_parsed_values(name: str) -> None:
-    """str inputs behave as their UTF-8 bytes; the state's own hash is the vector's."""
+@pytest.mark.parametrize("form", ["str", "parsed"])
+def test_vector_inputs_as_str_and_parsed_values(name: str, form: str) -> None:
+    """str inputs behave as their UTF-8 bytes, and parsed values as their texts (§5): the
+    same state, its own hash the vector's, and the same inputs rejected."""
     vector = load_vector(name)
-    result = fold(vector["inputs"], subject=vector["subject"], keys=vector["keys"])
+    inputs = vector["inputs"] if form == "str" else [parsed_input(text) for text in vector["inputs"]]
+    if form == "parsed":
+        assert any(isinstance(item, dict) for item in inputs)
+    result = fold(inputs, subject=vector["subject"], keys=vector["keys"])
     assert canonical_json(result.state) == canonical_json(vector["expected"]["state"])
     assert result.state_sha256 == vector["expected"]["state"]["state_sha256"]
+    assert sorted(r.index for r in result.rejected) == vector["expected"]["rejected_indexes"]

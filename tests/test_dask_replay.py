@@ -36,7 +36,7 @@ from merge.dask_replay import (
 from merge.replay import CorpusItem, InputProblem, ReplayReport, replay, report_json, scan_corpus
 from merge.signing import TestKey, record_created_payload, sign_event
 
-from .conftest import CONFORMANCE, GOLDEN_BUNDLE, load_vector
+from .conftest import CONFORMANCE, EDGES, GOLDEN_BUNDLE, load_edge_vector, load_vector
 
 distributed = pytest.importorskip("distributed")  # the optional extra; installed in CI (make test)
 
@@ -254,6 +254,24 @@ def test_conformance_vector_gives_the_local_report(client: Any, name: str, tmp_p
         [row] = on_dask.subjects
         assert row.state_sha256 == expected["state_sha256"]
         assert json.loads(next(iter(files.values()))) == expected
+
+
+@pytest.mark.parametrize("name", ["crlf_lines", "depth_64", "integer_digits", "timestamps"])
+def test_edge_vector_gives_its_state(client: Any, name: str, tmp_path: Path) -> None:
+    """The project's 1.1 vectors (tests/vectors/edges) as a log with their line ending, cut into
+    byte ranges: the vector's state, as the local replay gives it."""
+    vector = load_edge_vector(name)
+    assert (EDGES / f"{name}.json").is_file()
+    ending = vector.get("line_ending", "\n")
+    log = "".join(text + ending for text in vector["inputs"]).encode("utf-8")
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "events.jsonl").write_bytes(log)
+    local, on_dask, files = local_and_dask(client, [corpus], tmp_path, keys=vector["keys"], blocksize=1024)
+    assert on_dask == local
+    [row] = on_dask.subjects
+    assert row.state_sha256 == vector["expected"]["state"]["state_sha256"]
+    assert json.loads(next(iter(files.values()))) == vector["expected"]["state"]
 
 
 def _names_subject(text: str, subject: str) -> bool:

@@ -6,12 +6,16 @@ import importlib
 import json
 import math
 import random
+from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import merge.chains
+import merge.engine
 import merge.signatures
 from merge import InputError, KeySetError, Merger, Reason, RejectCode, Rejection, canonical_json, fold
 from merge.chains import Node, classify
@@ -187,9 +191,11 @@ def test_invalid_copies_keep_the_reason_that_got_furthest() -> None:
     merger = Merger(subject=SUBJECT, keys=KEYS)
     assert merger.add(text(unsupported)).reason is Reason.UNSUPPORTED_SIGNATURE  # type: ignore[union-attr]
     assert merger.add(text(bad_signature)).reason is Reason.BAD_SIGNATURE  # type: ignore[union-attr]
-    before = merger.state
-    assert merger.add(text(unsupported)).reason is Reason.BAD_SIGNATURE  # type: ignore[union-attr]
-    assert merger.state is before  # nothing changed: the cached state stands
+    again = merger.add(text(unsupported))  # a repeat of a copy already judged
+    assert isinstance(again, EventStatus)
+    assert again.reason is Reason.BAD_SIGNATURE
+    assert again.duplicate
+    assert not again.changed
     assert_same_as_fold(merger, [text(unsupported), text(bad_signature), text(unsupported)])
 
 
@@ -283,38 +289,69 @@ def test_each_signature_is_verified_once_however_many_copies(verify_calls: list[
     assert merger.reason(event["event_id"]) is None
 
 
+def counting(calls: Counter[str], name: str, function: Callable[..., Any]) -> Callable[..., Any]:
+    """``function``, counting its calls in ``calls[name]``."""
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls[name] += 1
+        return function(*args, **kwargs)
+
+    return counted
+
+
 def test_adding_never_refolds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Extending a chain judges the new input alone and re-decides one status, however long it is."""
+
     def forbidden(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("the engine re-folded")
 
     fold_module = importlib.import_module("merge.fold")  # `merge.fold` is also the function
-    for name in ("classify", "build_state", "judge_events"):
-        monkeypatch.setattr(fold_module, name, forbidden)
+    for module, name in [
+        (fold_module, "classify"),
+        (fold_module, "build_state"),
+        (fold_module, "judge_events"),
+        (merge.chains, "classify"),
+    ]:
+        monkeypatch.setattr(module, name, forbidden)
+    calls: Counter[str] = Counter()
+    monkeypatch.setattr(merge.engine, "precheck", counting(calls, "precheck", merge.engine.precheck))
+    monkeypatch.setattr(ChainIndex, "_set", counting(calls, "status", ChainIndex._set))
     chain = [graph(0)]
     for minute in range(1, 30):
         chain.append(graph(minute, chain[-1]))
     merger = Merger(subject=SUBJECT, keys=KEYS)
     for event in chain:
+        before = calls.copy()
         merger.add(text(event))
         assert merger.state.applied_event_ids[-1] == event["event_id"]
+        assert calls - before == Counter(precheck=1, status=1)
 
 
-def test_state_is_cached_until_the_next_change() -> None:
+def test_state_is_cached_until_the_next_change(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The state is assembled once per change, however often it is read."""
+    calls: Counter[str] = Counter()
+    monkeypatch.setattr(
+        merge.engine, "assemble_state", counting(calls, "assembled", merge.engine.assemble_state)
+    )
     root = graph(0)
     merger = Merger(subject=SUBJECT, keys=KEYS)
     empty = merger.state
     assert empty.event_count == 0
-    assert merger.state is empty
+    assert merger.state == empty
+    assert calls["assembled"] == 1
     merger.add(text(root))
     first = merger.state
-    assert first is not empty
-    assert merger.state is first
+    assert first != empty
+    assert merger.state == first
+    assert calls["assembled"] == 2
     merger.add(text(root))  # an identical copy changes nothing
     merger.add(b"not json")  # a rejection is not part of the state
-    assert merger.state is first
+    assert merger.state == first
     assert merger.state_sha256 == first.state_sha256
+    assert calls["assembled"] == 2
     merger.add(text(graph(1, root)))
-    assert merger.state is not first
+    assert merger.state != first
+    assert calls["assembled"] == 3
 
 
 def test_rejections_have_fold_positions_and_never_raise() -> None:
@@ -337,6 +374,10 @@ def test_rejections_have_fold_positions_and_never_raise() -> None:
 def test_caller_mistakes_raise_merge_errors() -> None:
     with pytest.raises(InputError):
         Merger(subject=None, keys=KEYS)  # type: ignore[arg-type]
+    with pytest.raises(InputError, match="lone surrogate"):
+        Merger(subject="pith:\udc80", keys=KEYS)
+    with pytest.raises(InputError, match="not one bytes"):
+        Merger(subject=SUBJECT, keys=KEYS).extend(text(graph(0)))
     with pytest.raises(KeySetError):
         Merger(subject=SUBJECT, keys=[{"key_id": "x"}])
     with pytest.raises(KeyError):

@@ -10,6 +10,7 @@ import json
 import random
 from collections import Counter
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -470,12 +471,27 @@ def test_inputs_may_be_any_iterable() -> None:
 
 
 @pytest.mark.parametrize("name", [path.stem for path in CONFORMANCE])
-def test_threads_never_change_the_result(name: str) -> None:
+def test_threads_never_change_the_result(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pool really runs (every vector is smaller than the batch that starts it, so the batch
+    is made 1 here) and gives the verdicts one thread gives."""
+    pools: list[int] = []
+
+    class CountedPool(ThreadPoolExecutor):
+        def __init__(self, max_workers: int) -> None:
+            pools.append(max_workers)
+            super().__init__(max_workers=max_workers)
+
+    monkeypatch.setattr(merge.signatures, "PARALLEL_THRESHOLD", 1)
+    monkeypatch.setattr(merge.signatures, "ThreadPoolExecutor", CountedPool)
     vector = load_vector(name)
-    results = [
-        fold(vector["inputs"], subject=vector["subject"], keys=vector["keys"], threads=t)
-        for t in (1, 2, None)
-    ]
+    results = []
+    for threads in (1, 2, None):
+        results.append(
+            fold(vector["inputs"], subject=vector["subject"], keys=vector["keys"], threads=threads)
+        )
+        if threads == 1:
+            assert pools == []
+    assert pools[0] == 2  # threads=2 started a pool of two
     assert len({canonical_json(r.state) for r in results}) == 1
     assert len({tuple(r.rejected) for r in results}) == 1
 
@@ -484,6 +500,18 @@ def test_threads_never_change_the_result(name: str) -> None:
 def test_a_subject_must_be_a_string(subject: Any) -> None:
     with pytest.raises(InputError, match="subject must be a string"):
         fold([], subject=subject, keys=KEYS)
+
+
+def test_a_subject_with_a_lone_surrogate_is_a_caller_mistake() -> None:
+    with pytest.raises(InputError, match="lone surrogate"):
+        fold([event()], subject="pith:2024:\ud800", keys=KEYS)
+
+
+@pytest.mark.parametrize("one", [b'{"event_id": "x"}', '{"event_id": "x"}', {"event_id": "x"}])
+def test_one_input_where_a_collection_is_due_is_a_caller_mistake(one: Any) -> None:
+    """A single text or object would be iterated byte by byte (or key by key) into rejections."""
+    with pytest.raises(InputError, match="inputs must be a collection of inputs"):
+        fold(one, subject=SUBJECT, keys=KEYS)
 
 
 def test_a_subject_nobody_writes_to_is_fine() -> None:

@@ -27,7 +27,7 @@ import pytest
 import merge.signatures
 from merge import MAX_DEPTH, MAX_INPUT_BYTES, NotCanonicalError, Reason, RejectCode, canonical_json, fold
 from merge.admission import Rejection, admit
-from merge.canonical import decode_json
+from merge.canonical import canonical_problem, decode_json
 from merge.chains import Node, classify
 from merge.signing import TestKey, sign_event
 
@@ -126,13 +126,15 @@ def test_bare_arrays_at_the_depth_limit(depth: int, code: RejectCode) -> None:
     assert rejection.code is code
 
 
-def test_canonical_json_refuses_depth_65_and_takes_64() -> None:
+def test_inputs_deeper_than_64_are_refused_and_documents_are_not() -> None:
+    """§1 (1.1): the bound is one of inputs; canonical JSON of a deeper document is its bytes."""
     value: Any = []
     for _ in range(MAX_DEPTH - 1):
         value = [value]
     assert canonical_json(value) == b"[" * MAX_DEPTH + b"]" * MAX_DEPTH
-    with pytest.raises(NotCanonicalError):
-        canonical_json([value])
+    assert canonical_problem(value) is None
+    assert canonical_problem([value]) is not None
+    assert canonical_json([value]) == b"[" * (MAX_DEPTH + 1) + b"]" * (MAX_DEPTH + 1)
 
 
 def test_absurd_depth_is_a_rejection_not_a_recursion_error() -> None:

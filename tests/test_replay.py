@@ -12,7 +12,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from merge import canonical_json, decode_state, fold, verify_bundle
+from merge import InputError, canonical_json, decode_state, fold, verify_bundle
 from merge.bundle import REGISTRY_KEYS
 from merge.keys import KeySet
 from merge.replay import (
@@ -75,7 +75,14 @@ def test_scan_log_lines_keep_their_numbers_and_problems_are_reported(tmp_path: P
 
 def test_read_lines_bounds_memory_on_an_endless_line() -> None:
     stream = io.BytesIO(b'{"a":1}\n' + b"x" * 5000 + b"\n" + b"[]\r\n" + b"y" * 3000)
-    assert list(read_lines(stream, limit=1000)) == [(1, b'{"a":1}'), (2, None), (3, b"[]\r"), (4, None)]
+    assert list(read_lines(stream, limit=1000)) == [(1, b'{"a":1}'), (2, None), (3, b"[]"), (4, None)]
+
+
+def test_a_carriage_return_before_the_newline_is_part_of_the_line_ending() -> None:
+    """§5 (1.1): "\r\n" ends a line; a line of exactly the limit plus "\r\n" is not too long,
+    and a "\r" not followed by "\n" (the last line) stays in the text."""
+    stream = io.BytesIO(b"a" * 1000 + b"\r\n" + b"b\r\r\n" + b"c\r")
+    assert list(read_lines(stream, limit=1000)) == [(1, b"a" * 1000), (2, b"b\r"), (3, b"c\r")]
 
 
 def test_scan_files_and_directories(tmp_path: Path) -> None:
@@ -364,7 +371,7 @@ def test_replay_of_a_vector_split_over_files_in_any_order(name: str, tmp_path: P
 
 
 def test_replay_rejects_a_bad_worker_count() -> None:
-    with pytest.raises(Exception, match="workers must be at least 1"):
+    with pytest.raises(InputError, match="workers must be at least 1"):
         replay([GOLDEN_BUNDLE], workers=0)
 
 

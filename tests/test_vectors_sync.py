@@ -2,6 +2,8 @@
 
 ``tests/vectors/external`` holds third-party vectors copied from ../shared/external-vectors
 (a subset is allowed: what the tests use); each copied file must equal its original too.
+``tests/vectors/edges`` holds the project's own vectors (made by tests/edge_vectors.py), which
+have no shared original.
 The shared tree lives beside the repository; a clean clone elsewhere skips, saying why.
 """
 
@@ -12,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import VECTORS
+from .conftest import EDGES, VECTORS
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared" / "vectors"
@@ -20,10 +22,10 @@ SHARED_EXTERNAL = ROOT.parent / "shared" / "external-vectors"
 EXTERNAL = VECTORS / "external"
 
 
-def files(root: Path, *, skip: Path | None = None) -> dict[str, bytes]:
+def files(root: Path, *, skip: tuple[Path, ...] = ()) -> dict[str, bytes]:
     found = {}
     for path in sorted(root.rglob("*")):
-        if path.is_file() and (skip is None or not path.is_relative_to(skip)):
+        if path.is_file() and not any(path.is_relative_to(other) for other in skip):
             found[path.relative_to(root).as_posix()] = path.read_bytes()
     return found
 
@@ -35,7 +37,7 @@ def digests(tree: dict[str, bytes]) -> dict[str, str]:
 @pytest.mark.skipif(not SHARED.is_dir(), reason=f"{SHARED} is absent (not a checkout beside ../shared)")
 def test_vectors_match_the_shared_copy() -> None:
     shared = files(SHARED)
-    local = files(VECTORS, skip=EXTERNAL)
+    local = files(VECTORS, skip=(EXTERNAL, EDGES))
     assert shared, f"{SHARED} holds no files"
     assert sorted(local) == sorted(shared), "files missing or extra in tests/vectors"
     assert digests(local) == digests(shared)

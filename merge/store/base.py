@@ -25,11 +25,12 @@ from typing import IO, Any, Final, TypeAlias
 
 import msgspec
 
-from ..admission import Rejection, admit
-from ..canonical import canonical_json, canonical_sha256_hex
+from ..admission import Rejection, admit, require_inputs
+from ..canonical import canonical_sha256_hex
 from ..engine import Merger
 from ..errors import InputError, MergeError
 from ..fold import FoldResult
+from ..identifiers import require_subject
 from ..keys import KeySet
 from ..state import MERGE_VERSION, decode_state
 
@@ -221,11 +222,11 @@ class EventStore(ABC):
         ``items`` is consumed inside the transaction, which holds the database's write lock:
         pass a list, not a slow generator. Results are in the order of ``items``.
         """
-        if subject is not None and not isinstance(subject, str):
-            raise InputError(f"subject must be a string, not {type(subject).__name__}")
+        if subject is not None:
+            subject = require_subject(subject)
         results: list[Stored | Refused] = []
         with self._transaction() as insert:
-            for index, item in enumerate(items):
+            for index, item in enumerate(require_inputs(items)):
                 prepared = prepare(item, subject, index)
                 if isinstance(prepared, Refused):
                     results.append(prepared)
@@ -265,6 +266,7 @@ class EventStore(ABC):
         Every fold leaves a checkpoint. ``rejected`` is always empty: the store keeps only
         admitted inputs.
         """
+        subject = require_subject(subject)
         key_set = KeySet.parse(keys)
         context = fold_context(key_set)
         head = self.head(subject)
@@ -273,8 +275,8 @@ class EventStore(ABC):
             checkpoint = self._load_checkpoint(subject, context)
             if checkpoint is not None and checkpoint.seq == head:
                 try:
-                    return FoldResult(decode_state(checkpoint.state), ())
-                except (msgspec.DecodeError, msgspec.ValidationError):
+                    return FoldResult(decode_state(checkpoint.state), (), None)
+                except InputError:
                     pass  # an unreadable checkpoint is only a lost shortcut: fold again
             live = _Live(Merger(subject=subject, keys=key_set, threads=self.threads), 0)
         self._engines[(subject, context)] = live
@@ -283,7 +285,7 @@ class EventStore(ABC):
             self._engines.popitem(last=False)
         if live.seq < head:
             live.seq = self._load(live.merger, live.seq)
-            self._save_checkpoint(subject, context, Checkpoint(live.seq, canonical_json(live.merger.state)))
+            self._save_checkpoint(subject, context, Checkpoint(live.seq, live.merger.state_json))
         return live.merger.result
 
     def _load(self, merger: Merger, after: int) -> int:

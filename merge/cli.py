@@ -856,7 +856,7 @@ def store_import(store_url: str, paths: tuple[str, ...], sources: tuple[str, ...
     problems: list[InputProblem] = []
     with open_store(store_url) as target:
 
-        def append(batch: list[tuple[str, str, Any]]) -> None:
+        def append(batch: list[tuple[str, str, bytes]]) -> None:
             for subject in dict.fromkeys(subject for subject, _, _ in batch):
                 mine = [(source, data) for s, source, data in batch if s == subject]
                 results = target.append_many([data for _, data in mine], subject=subject)
@@ -867,7 +867,7 @@ def store_import(store_url: str, paths: tuple[str, ...], sources: tuple[str, ...
                         counts["stored"] += 1
                         counts["new"] += result.new
 
-        batch: list[tuple[str, str, Any]] = []
+        batch: list[tuple[str, str, bytes]] = []
         for subject, source, data in _import_inputs(paths, sources, problems):
             batch.append((subject, source, data))
             if len(batch) >= IMPORT_BATCH:

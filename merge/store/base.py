@@ -7,7 +7,8 @@ with its cause, and nothing is stored for it. A fold loads the subject's inputs 
 
 This module holds everything that does not depend on the database: admission, the fold with its
 checkpoints and engine cache, the JSON Lines export. An adapter (:class:`~merge.store.SQLiteStore`,
-a future PostgreSQL one) implements the storage primitives, the abstract methods below.
+:class:`~merge.store.PostgresStore`, :class:`~merge.store.MemoryStore`) implements the storage
+primitives, the abstract methods below.
 """
 
 from __future__ import annotations

@@ -26,6 +26,7 @@ class _Data(msgspec.Struct):
     by_subject: dict[str, list[BackupRow]] = msgspec.field(default_factory=dict)
     digests: set[tuple[str, bytes]] = msgspec.field(default_factory=set)
     checkpoints: dict[tuple[str, str], Checkpoint] = msgspec.field(default_factory=dict)
+    writing: bool = False  # a handle's write transaction is open (the databases' write lock)
 
 
 class MemoryStore(EventStore):
@@ -49,6 +50,8 @@ class MemoryStore(EventStore):
     @contextmanager
     def _transaction(self) -> Iterator[Callable[[PreparedInput], bool]]:
         data = self._data()
+        if data.writing:  # a handle writing while another's batch is open, from that batch's iterator
+            raise StoreError("the store is locked by another handle's open write transaction", path="memory")
         pending: list[PreparedInput] = []
         keys: set[tuple[str, bytes]] = set()
 
@@ -60,7 +63,11 @@ class MemoryStore(EventStore):
             pending.append(prepared)
             return True
 
-        yield insert  # nothing is visible, or kept, before the block ends normally
+        data.writing = True
+        try:
+            yield insert  # nothing is visible, or kept, before the block ends normally
+        finally:
+            data.writing = False
         for prepared in pending:
             seq = data.rows[-1][0] + 1 if data.rows else 1
             row = (seq, prepared.subject, prepared.event_id, prepared.digest, prepared.raw)

@@ -10,6 +10,7 @@ import json
 import random
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -264,3 +265,38 @@ def test_without_psycopg_the_store_says_how_to_install(monkeypatch: pytest.Monke
         [sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, check=False
     )
     assert result.returncode == 0, result.stderr
+
+
+def test_two_openers_of_a_new_database_create_one_store(dsn: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    barrier = threading.Barrier(2, timeout=30)
+    first_look = threading.local()
+    real_inspect = PostgresStore._inspect
+
+    def inspect(self: PostgresStore, conn: Any) -> int | None:
+        found = real_inspect(self, conn)
+        if not getattr(first_look, "done", False):
+            first_look.done = True
+            barrier.wait()  # both have seen an empty schema before either creates it
+        return found
+
+    monkeypatch.setattr(PostgresStore, "_inspect", inspect)
+    errors: list[BaseException] = []
+    opened: list[PostgresStore] = []
+
+    def open_one() -> None:
+        try:
+            opened.append(PostgresStore(dsn))
+        except BaseException as exc:  # collected for the assertion below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=open_one) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for store in opened:
+        store.close()
+    assert errors == []
+    assert sql(dsn, "SELECT application, format FROM pith_merge.store") == [
+        (module.APPLICATION, module.FORMAT_VERSION)
+    ]

@@ -23,11 +23,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import msgspec
-
-from merge import REGISTRY_KEYS, canonical_json, fold, pith_number, short_pith_number
-from merge.canonical import canonical_sha256_hex
-from merge.signing import TestKey, record_created_payload, sign_bundle, sign_event
+from merge import REGISTRY_KEYS, canonical_json, pith_number
+from merge.signing import TestKey, make_bundle, record_created_payload, sign_event
 
 HERE = Path(__file__).resolve().parent
 KEY_A = TestKey("merge-v1 vector key A", "test-A")
@@ -128,26 +125,9 @@ def bundle_events() -> tuple[dict[str, Any], list[dict[str, Any]]]:
 def example_bundle() -> dict[str, Any]:
     """A signed bundle whose published state is the fold of its events (§10)."""
     record, events = bundle_events()
-    subject = pith_number(record)
-    keys = [KEY_A.key_object()]
-    state = fold(events, subject=subject, keys=keys, threads=1).state
-    digest = canonical_sha256_hex(record)
-    bundle = {
-        "bundle_type": "pith_open_graph_bundle",
-        "bundle_version": "1.0",
-        "pith_number": subject,
-        "short_pith_number": short_pith_number(digest),
-        "canonical_record": record,
-        "canonical_sha256": digest,
-        "source": record["source"],
-        "source_aliases": json.loads(msgspec.json.encode(state.current.source_aliases)),
-        "events": events,
-        "public_keys": keys,
-        "merge_version": state.merge_version,
-        "built_at": "2026-02-01T00:00:00Z",
-        "state": json.loads(canonical_json(state)),
-    }
-    return sign_bundle(KEY_A, bundle, signed_at="2026-02-01T00:00:00Z")
+    return make_bundle(
+        KEY_A, record, events, public_keys=[KEY_A.key_object()], built_at="2026-02-01T00:00:00Z"
+    )
 
 
 def log_lines() -> list[bytes]:

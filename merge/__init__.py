@@ -1,12 +1,28 @@
 """pith-merge: a deterministic merge engine for Pith's signed event logs (merge-v1).
 
 The core is pure: :func:`fold` turns events into the state of spec §9, byte for byte the
-registry's; :func:`verify_bundle` checks a registry bundle (§10). Untrusted input never
+registry's; :func:`verify_bundle` checks a registry bundle (§10); :func:`audit` tells whether a newer
+bundle extends an older one (or the registry rewrote or split its history). Untrusted input never
 raises: it becomes a :class:`Reason` (invalid event) or a :class:`Rejection` (not admitted).
 Caller mistakes raise subclasses of :class:`MergeError`.
+
+The import name ``merge`` is generic (an unrelated ``merge`` on PyPI installs a module of that
+name); :mod:`pith_merge` is the same API under an unambiguous name.
 """
 
+#: This package's version (the only place it is written; pyproject.toml reads it from here).
+__version__ = "0.2.0"
+
 from .admission import MAX_INPUT_BYTES, RejectCode, Rejection
+from .audit import (
+    AuditReport,
+    PairAudit,
+    Snapshot,
+    audit,
+    audit_history,
+    snapshot_of_bundle,
+    snapshot_of_events,
+)
 from .bundle import BUNDLE_CHECKS, REGISTRY_KEYS, BundleCheck, BundleReport, verify_bundle
 from .canonical import MAX_DEPTH, MAX_SAFE_INTEGER, canonical_json
 from .engine import AddResult, EventStatus, Merger
@@ -47,6 +63,7 @@ __all__ = [
     "MERGE_VERSION",
     "REGISTRY_KEYS",
     "AddResult",
+    "AuditReport",
     "BundleCheck",
     "BundleReport",
     "Chain",
@@ -63,14 +80,18 @@ __all__ = [
     "MergeError",
     "Merger",
     "NotCanonicalError",
+    "PairAudit",
     "Reason",
     "RecordError",
     "RejectCode",
     "Rejection",
     "Signer",
+    "Snapshot",
     "SourceAlias",
     "State",
     "Supersession",
+    "audit",
+    "audit_history",
     "b32",
     "bundle_sha256",
     "canonical_json",
@@ -83,6 +104,8 @@ __all__ = [
     "fold",
     "pith_number",
     "short_pith_number",
+    "snapshot_of_bundle",
+    "snapshot_of_events",
     "state_sha256",
     "verify_bundle",
 ]

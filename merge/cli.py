@@ -25,6 +25,19 @@ import click
 import msgspec
 
 from .admission import MAX_INPUT_BYTES, RejectCode, Rejection, admit
+from .audit import (
+    AuditReport,
+    PairAudit,
+    Snapshot,
+    SnapshotInfo,
+    SplitView,
+    SubjectAudit,
+    audit,
+    audit_history,
+    fates,
+    snapshot_of_bundle,
+)
+from .audit_store import LastBundles
 from .bundle import REGISTRY_KEYS, BundleReport, verify_bundle
 from .canonical import canonical_json, decode_json
 from .errors import InputError, MergeError
@@ -136,6 +149,16 @@ def _union(first: KeySet, more: Iterable[Key]) -> KeySet:
     return KeySet(keys)
 
 
+#: ``--trust KEYS.json`` (repeatable): the trust anchors of bundle signatures (spec §10).
+_trust_option = click.option(
+    "--trust",
+    "trust_files",
+    multiple=True,
+    type=click.Path(exists=True, dir_okay=False),
+    help="Key file of trusted bundle signers; replaces the built-in registry key. Repeatable.",
+)
+
+
 def _json_out(value: Any) -> None:
     data = msgspec.json.format(msgspec.json.encode(value, order="sorted"), indent=2)
     _out(data.decode("utf-8"))
@@ -157,13 +180,7 @@ def cli() -> None:
 
 @cli.command()
 @click.argument("bundles", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
-@click.option(
-    "--trust",
-    "trust_files",
-    multiple=True,
-    type=click.Path(exists=True, dir_okay=False),
-    help="Key file of trusted bundle signers; replaces the built-in registry key. Repeatable.",
-)
+@_trust_option
 @click.option(
     "--trust-bundle-keys",
     is_flag=True,
@@ -350,13 +367,7 @@ def _write_state(data: bytes, out: str | None) -> None:
     type=click.Path(exists=True, dir_okay=False),
     help="Key file for events of JSON Lines logs (bundles carry their own keys).",
 )
-@click.option(
-    "--trust",
-    "trust_files",
-    multiple=True,
-    type=click.Path(exists=True, dir_okay=False),
-    help="Key file of trusted bundle signers; replaces the built-in registry key. Repeatable.",
-)
+@_trust_option
 @click.option("--workers", type=click.IntRange(min=1), help="Processes to fold with (default: all cores).")
 @click.option("--out", type=click.Path(file_okay=False), help="Write each subject's state to this directory.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of the table.")
@@ -551,24 +562,8 @@ def _fate(event_id: str, result: FoldResult) -> dict[str, Any]:
         return {"event_id": event_id, "fate": "invalid", "reason": str(reason), "section": reason.section}
     if event_id not in state.applied_event_ids:
         return {"event_id": event_id, "fate": "not admitted", "reason": None, "section": "§5"}
-    current = event_id in _current_ids(state)
-    return {
-        "event_id": event_id,
-        "fate": "applied" if current else "superseded",
-        "reason": None,
-        "section": "§7",
-    }
-
-
-def _current_ids(state: State) -> set[str]:
-    ids = set()
-    for name in state.current.__struct_fields__:
-        value = getattr(state.current, name)
-        if isinstance(value, Entry):
-            ids.add(value.event_id)
-        elif isinstance(value, tuple):
-            ids.update(entry.event_id for entry in value if isinstance(entry, Entry))
-    return ids
+    # Applied: "applied" while in current, else "superseded" (§7).
+    return {"event_id": event_id, "fate": fates(state)[event_id], "reason": None, "section": "§7"}
 
 
 def _field(event: Mapping[str, Any] | None, name: str) -> Any:
@@ -988,6 +983,177 @@ def store_backup(store_url: str, dest: str) -> None:
     with open_store(store_url) as source:
         copied = source.backup(dest)
     _out(f"backed up {_plural(copied, 'input')} to {dest}")
+
+
+# --- audit ------------------------------------------------------------------------------------
+
+
+@cli.command(name="audit")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option(
+    "--history",
+    is_flag=True,
+    help="PATHs are snapshots of one or more subjects: order each subject's by signed_at, audit each "
+    "against the one before, and look for split views among all of them.",
+)
+@click.option(
+    "--state-dir",
+    type=click.Path(file_okay=False),
+    help="Audit each PATH (a new download) against the last bundle of its subject kept in this "
+    "directory, and keep it there when it is an extension (or the first one seen).",
+)
+@_trust_option
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of text.")
+@_input_errors
+def audit_command(
+    paths: tuple[str, ...], history: bool, state_dir: str | None, trust_files: tuple[str, ...], as_json: bool
+) -> None:
+    """Audit a registry over time: is NEW an extension of OLD (audit OLD NEW)?
+
+    An extension holds every event of OLD, and its state is the fold of the union; each fate that
+    changed is shown with its cause. A rewrite drops events of OLD (shown with their old fate,
+    and what the union's fold says NEW would show had nothing been dropped). A split view is two
+    bundles signed by one trusted key, each holding events the other lacks: both hashes and
+    signatures are printed as evidence. Bundles must verify (spec §10) to be compared. Exits 0
+    when every pair is an extension, 1 on a rewrite, a split view or a bundle that does not
+    verify, 2 on a usage error.
+    """
+    if history and state_dir is not None:
+        raise click.UsageError("give --history or --state-dir, not both")
+    if not history and state_dir is None and len(paths) != 2:
+        raise click.UsageError("give OLD and NEW (or --history PATH..., or --state-dir DIR PATH...)")
+    anchors, _ = _trust_anchors(trust_files)
+    notes: list[str] = []
+    kept: list[str] = []
+    if history:
+        report = audit_history(_snapshots(paths, anchors), trusted_keys=anchors)
+    elif state_dir is not None:
+        store = LastBundles(state_dir)
+        pairs: list[PairAudit] = []
+        unverified: list[SnapshotInfo] = []
+        for path in paths:
+            download = store.audit_download(Path(path).read_bytes(), label=path, trusted_keys=anchors)
+            info = download.snapshot.info
+            if download.pair is not None:
+                pairs.append(download.pair)
+            elif not info.verified:
+                unverified.append(info)
+            if download.kept:
+                kept.append(path)
+                notes.append(
+                    f"kept {path} as the last bundle of {info.subject} ({store.path(str(info.subject))})"
+                )
+            elif info.verified and download.pair is not None and not download.pair.identical:
+                notes.append(f"not kept: {path}; {store.path(str(info.subject))} stays the reference")
+        report = _report_of_pairs(pairs, unverified)
+    else:
+        old, new = _snapshots(paths, anchors)
+        report = _report_of_pairs([audit(old, new)], [])
+    if as_json:
+        document = msgspec.to_builtins(report)
+        document["ok"] = report.ok
+        if state_dir is not None:
+            document["kept"] = kept
+        _json_out(document)
+    else:
+        _print_audit(report)
+        for note in notes:
+            _out(note)
+    _exit(EXIT_OK if report.ok else EXIT_FAILED)
+
+
+def _snapshots(paths: Sequence[str], trusted: KeySet) -> list[Snapshot]:
+    """Each bundle file as a verified snapshot, named by its path."""
+    return [snapshot_of_bundle(Path(p).read_bytes(), label=p, trusted_keys=trusted) for p in paths]
+
+
+def _report_of_pairs(pairs: Sequence[PairAudit], unverified: Sequence[SnapshotInfo]) -> AuditReport:
+    """Pairs audited one by one, as a report: each compared pair is a subject's history of two."""
+    subjects = []
+    missing = list(unverified)
+    for pair in pairs:
+        if pair.verdict == "unverified":
+            missing += [info for info in (pair.old, pair.new) if not info.verified]
+            continue
+        splits = (pair.split_view,) if pair.split_view else ()
+        subjects.append(SubjectAudit(str(pair.subject), (pair.old, pair.new), (pair,), splits))
+    return AuditReport(tuple(subjects), tuple(missing), ())
+
+
+def _print_audit(report: AuditReport) -> None:
+    for subject in report.subjects:
+        _out(f"{subject.subject}: {_plural(len(subject.snapshots), 'snapshot')}")
+        if not subject.pairs:
+            _out("  nothing to compare it with")
+        for pair in subject.pairs:
+            _print_pair(pair)
+        for view in subject.split_views:
+            if all(view != pair.split_view for pair in subject.pairs):  # not shown with its pair
+                _print_split(view)
+    for info in report.unverified:
+        _out(f"UNVERIFIED  {info.label}: not compared; {'; '.join(info.problems)}")
+    for info in report.unordered:
+        _out(f"UNORDERED   {info.label}: not compared; bundle_signature.signed_at is {info.signed_at!r}")
+
+
+def _snapshot_line(role: str, info: SnapshotInfo) -> str:
+    signed = (
+        f"bundle {info.bundle_sha256} signed {info.signed_at} by {info.key_id}, "
+        if info.bundle_sha256
+        else ""
+    )
+    events = _plural(info.event_count or 0, "event")
+    return f"    {role} {info.label}: {signed}{events}, state {info.state_sha256}"
+
+
+def _print_pair(pair: PairAudit) -> None:
+    verdict = "IDENTICAL" if pair.identical else pair.verdict.upper().replace("_", " ")
+    facts = [f"+{len(pair.added)}", f"-{len(pair.dropped)}", f"{_plural(len(pair.changed), 'fate')} changed"]
+    _out(f"  {verdict}  {pair.old.label} -> {pair.new.label}: {', '.join(facts)}")
+    _out(_snapshot_line("old", pair.old))
+    _out(_snapshot_line("new", pair.new))
+    for problem in pair.problems:
+        _out(f"    ! {problem}")
+    for added in pair.added:
+        _out(f"    + {added.event_id} ({added.fate})")
+    for dropped in pair.dropped:
+        what = "a copy dropped" if dropped.copy_only else "dropped"
+        _out(f"    - {dropped.event_id} ({what}; was {dropped.old_fate})")
+    for change in pair.changed:
+        causes = "; ".join(
+            f"{cause.kind} {cause.event_id} {cause.was} -> {cause.now}"
+            if cause.was is not None
+            else f"keys {', '.join(cause.key_ids)}"
+            if cause.kind == "keys"
+            else "a copy added or dropped"
+            for cause in change.causes
+        )
+        unexplained = "" if change.explained else " [NO CAUSE in the new events]"
+        _out(f"    ~ {change.event_id} {change.was} -> {change.now}: {causes or 'no cause'}{unexplained}")
+    for name, ids in (
+        ("added", pair.keys.added),
+        ("dropped", pair.keys.dropped),
+        ("changed", pair.keys.changed),
+    ):
+        if ids:
+            _out(f"    keys {name}: {', '.join(ids)}")
+    if pair.masked:
+        _out(f"    had nothing been dropped (union state {pair.union_state_sha256}):")
+        for masked in pair.masked:
+            _out(f"      {masked.event_id} would be {masked.union_fate}, not {masked.new_fate}")
+    if pair.split_view is not None:
+        _print_split(pair.split_view)
+
+
+def _print_split(view: SplitView) -> None:
+    _out(f"  SPLIT VIEW signed by {view.key_id}: {view.first.label} and {view.second.label}")
+    for role, info, only in (
+        ("first", view.first, view.only_in_first),
+        ("second", view.second, view.only_in_second),
+    ):
+        _out(f"    {role} {info.label}: bundle_sha256 {info.bundle_sha256}, signed_at {info.signed_at}")
+        _out(f"      signature_b64 {info.signature_b64}")
+        _out(f"      only here: {', '.join(only)}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

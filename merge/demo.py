@@ -18,7 +18,10 @@ from .cli import main as pith_merge
 
 
 def _examples() -> Path:
-    examples = Path(__file__).resolve().parent.parent / "examples"
+    # A wheel ships the examples inside the package (pyproject.toml: force-include); a checkout
+    # (and its editable install) has them beside the package.
+    packaged = Path(__file__).resolve().parent / "_examples"
+    examples = packaged if packaged.is_dir() else Path(__file__).resolve().parent.parent / "examples"
     try:
         return Path(os.path.relpath(examples))  # shorter lines when run from the checkout
     except ValueError:  # another drive (Windows)
@@ -38,7 +41,9 @@ def main(argv: list[str] | None = None) -> int:
     keys = str(examples / "keys.json")
     bundle = json.loads((examples / "example.bundle.json").read_bytes())
     forked = bundle["state"]["equivocations"][0]["event_ids"][0]
-    out = argv[0] if argv else str(examples.parent / "out" / "states")  # git ignores /out/
+    # git ignores /out/ of a checkout; from a wheel, the states go under the working directory.
+    default_out = examples.parent / "out" if examples.name == "examples" else Path("pith-merge-demo")
+    out = argv[0] if argv else str(default_out / "states")
     commands = [
         ["verify", golden],
         ["verify", "--trust", keys, generated],
@@ -60,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     ]
     status = 0
     for args in commands:
-        print(f"$ pith-merge {' '.join(args)}", flush=True)
+        print(f"+ pith-merge {' '.join(args)}", flush=True)  # "+ ", as bash -x shows a command
         code = pith_merge(args)
         print(f"(exit code {code})\n", flush=True)
         status |= code != EXIT_OK

@@ -11,15 +11,18 @@ import hashlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import msgspec
 from nacl.signing import SigningKey
 
-from .canonical import canonical_sha256_hex
+from .canonical import canonical_sha256_hex, encode_canonical_unchecked
 from .checks import EVENT_TYPES
-from .identifiers import event_body, fingerprint_hex, pith_number
+from .fold import fold
+from .identifiers import event_body, fingerprint_hex, pith_number, short_pith_number
 from .keys import Key
 
 __all__ = [
     "TestKey",
+    "make_bundle",
     "record_created_payload",
     "seal_event",
     "sign_bundle",
@@ -210,3 +213,38 @@ def sign_bundle(key: TestKey, bundle: Mapping[str, Any], *, signed_at: str) -> d
             "bundle_sha256": digest,
         },
     }
+
+
+def make_bundle(
+    key: TestKey,
+    canonical_record: Mapping[str, Any],
+    events: Sequence[Any],
+    *,
+    public_keys: Sequence[Mapping[str, Any]],
+    built_at: str,
+    signed_at: str | None = None,
+) -> dict[str, Any]:
+    """A bundle of ``events`` that verifies (spec §10) once ``key`` is trusted.
+
+    Its state is the fold of ``events`` with ``public_keys``, and ``key`` signs it at
+    ``signed_at`` (default ``built_at``).
+    """
+    subject = pith_number(canonical_record)
+    state = fold(events, subject=subject, keys=public_keys, threads=1).state
+    digest = canonical_sha256_hex(canonical_record)
+    bundle = {
+        "bundle_type": "pith_open_graph_bundle",
+        "bundle_version": "1.0",
+        "pith_number": subject,
+        "short_pith_number": short_pith_number(digest),
+        "canonical_record": dict(canonical_record),
+        "canonical_sha256": digest,
+        "source": canonical_record["source"],
+        "source_aliases": msgspec.json.decode(msgspec.json.encode(state.current.source_aliases)),
+        "events": list(events),
+        "public_keys": [dict(k) for k in public_keys],
+        "merge_version": state.merge_version,
+        "built_at": built_at,
+        "state": msgspec.json.decode(encode_canonical_unchecked(state)),
+    }
+    return sign_bundle(key, bundle, signed_at=signed_at or built_at)

@@ -12,9 +12,12 @@ from typing import Any
 import pytest
 
 from merge import canonical_json, decode_state, fold
-from merge.signing import TestKey, sign_event
+from merge.signing import TestKey, make_bundle, sign_event
 
+from .builders import KEY_A, RECORD, event
+from .builders import KEYS as TEST_KEYS
 from .conftest import GOLDEN_BUNDLE
+from .test_audit import BASE, T1, T2, T3, X2
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -52,7 +55,8 @@ def err(result: subprocess.CompletedProcess[bytes]) -> str:
 
 
 @pytest.mark.parametrize(
-    "command", [[], ["verify"], ["fold"], ["replay"], ["explain"], ["diff"], ["keys"], ["keys", "show"]]
+    "command",
+    [[], ["verify"], ["fold"], ["replay"], ["explain"], ["diff"], ["audit"], ["keys"], ["keys", "show"]],
 )
 def test_help_for_every_command(command: list[str]) -> None:
     result = run(*command, "--help")
@@ -519,7 +523,137 @@ def test_demo_runs_verify_and_replay(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stderr.decode()
     text = result.stdout.decode()
-    assert "$ pith-merge verify examples/pith-2303.04759.bundle.json" in text
-    assert "$ pith-merge replay" in text
+    assert "+ pith-merge verify examples/pith-2303.04759.bundle.json" in text
+    assert "+ pith-merge replay" in text
     assert text.count("(exit code 0)") == 4
     assert len(list(tmp_path.iterdir())) == 3
+
+
+# --- audit ------------------------------------------------------------------------------------
+
+
+def audit_files(tmp_path: Path) -> dict[str, Path]:
+    """Bundles of one subject signed by test key A (trusted by ``trust.json``), and the golden one."""
+    side = event("storage_attestation", created_at="2026-07-05T11:00:00Z", payload={"side": 1})
+    histories = {"v1": (BASE, T1), "v2": ([*BASE, X2], T2), "v3": (BASE, T3), "split": ([*BASE, side], T3)}
+    paths = {"trust": tmp_path / "trust.json", "golden": GOLDEN_BUNDLE}
+    paths["trust"].write_text(json.dumps([KEY_A.key_object()]))
+    for name, (events, signed_at) in histories.items():
+        paths[name] = tmp_path / f"{name}.json"
+        paths[name].write_bytes(
+            canonical_json(make_bundle(KEY_A, RECORD, events, public_keys=TEST_KEYS, built_at=signed_at))
+        )
+    return paths
+
+
+def test_audit_an_extension_exits_0(tmp_path: Path) -> None:
+    files = audit_files(tmp_path)
+    result = run("audit", "--trust", files["trust"], files["v1"], files["v2"])
+    assert result.returncode == 0, out(result)
+    lines = out(result).splitlines()
+    assert lines[1] == f"  EXTENSION  {files['v1']} -> {files['v2']}: +1, -0, 2 fates changed"
+    assert any(" applied -> equivocation: fork_sibling sha256:" in line for line in lines)
+    assert any(" applied -> invalid_prev: prev sha256:" in line for line in lines)
+
+
+def test_audit_a_rewrite_and_a_split_view_exit_1(tmp_path: Path) -> None:
+    files = audit_files(tmp_path)
+    rewrite = run("audit", "--trust", files["trust"], files["v2"], files["v3"])
+    assert rewrite.returncode == 1
+    assert f"  REWRITE  {files['v2']} -> {files['v3']}: +0, -1, 2 fates changed" in out(rewrite)
+    assert "had nothing been dropped (union state " in out(rewrite)
+    split = run("audit", "--trust", files["trust"], "--json", files["v2"], files["split"])
+    assert split.returncode == 1
+    document = json.loads(split.stdout)
+    assert document["ok"] is False
+    [subject] = document["subjects"]
+    [view] = subject["split_views"]
+    assert view["key_id"] == "test-A"
+    signed = [json.loads(files[name].read_bytes())["bundle_signature"] for name in ("v2", "split")]
+    assert [view["first"]["bundle_sha256"], view["second"]["bundle_sha256"]] == [
+        s["bundle_sha256"] for s in signed
+    ]
+    assert [view["first"]["signature_b64"], view["second"]["signature_b64"]] == [
+        s["signature_b64"] for s in signed
+    ]
+
+
+def test_audit_history_orders_by_signed_at(tmp_path: Path) -> None:
+    files = audit_files(tmp_path)
+    result = run("audit", "--history", "--trust", files["trust"], files["v3"], files["v1"], files["v2"])
+    assert result.returncode == 1  # v2 -> v3 drops X2
+    verdicts = [
+        line.split()[0:4] for line in out(result).splitlines() if line.startswith("  ") and "->" in line
+    ]
+    assert [v for v in verdicts if v[0] in ("EXTENSION", "REWRITE")] == [
+        ["EXTENSION", str(files["v1"]), "->", f"{files['v2']}:"],
+        ["REWRITE", str(files["v2"]), "->", f"{files['v3']}:"],
+    ]
+    extension_only = run("audit", "--history", "--trust", files["trust"], files["v2"], files["v1"])
+    assert extension_only.returncode == 0
+
+
+def test_audit_state_dir_keeps_the_last_extension(tmp_path: Path) -> None:
+    files = audit_files(tmp_path)
+    kept = tmp_path / "kept"
+    first = run("audit", "--trust", files["trust"], "--state-dir", kept, files["v1"], files["v2"])
+    assert first.returncode == 0, out(first)
+    [stored] = kept.iterdir()
+    assert stored.read_bytes() == files["v2"].read_bytes()
+    later = run("audit", "--trust", files["trust"], "--state-dir", kept, "--json", files["v3"])
+    assert later.returncode == 1
+    document = json.loads(later.stdout)
+    assert document["kept"] == []
+    assert document["subjects"][0]["pairs"][0]["verdict"] == "rewrite"
+    assert stored.read_bytes() == files["v2"].read_bytes()
+
+
+def test_audit_unverified_and_usage_errors(tmp_path: Path) -> None:
+    files = audit_files(tmp_path)
+    untrusted = run("audit", files["v1"], files["v2"])  # test-A is not the registry key
+    assert untrusted.returncode == 1
+    assert (
+        f"UNVERIFIED  {files['v1']}: not compared; bundle_signature: key 'test-A' is not a trusted key"
+        in out(untrusted)
+    )
+    assert run("audit", files["v1"]).returncode == 2
+    both = run("audit", "--history", "--state-dir", tmp_path / "d", files["v1"])
+    assert both.returncode == 2
+    assert "not both" in err(both)
+    # examples/keys.json trusts both the registry key and test-A.
+    different = run("audit", "--trust", KEYS, files["golden"], files["v1"])
+    assert different.returncode == 2
+    assert "snapshots of different subjects cannot be compared" in err(different)
+
+
+def test_audit_the_example_history(tmp_path: Path) -> None:
+    """examples/make_history.py writes the history docs/cli.md audits: each verdict as documented."""
+    made = subprocess.run(
+        [sys.executable, EXAMPLES / "make_history.py", tmp_path], capture_output=True, check=True, cwd=ROOT
+    )
+    assert made.stdout.decode().count("wrote ") == 3
+    v2, v3, other = (tmp_path / f"{name}.bundle.json" for name in ("v2", "v3", "other"))
+    assert run("audit", "--trust", KEYS, EXAMPLE_BUNDLE, v2).returncode == 0
+    result = run("audit", "--json", "--history", "--trust", KEYS, v3, EXAMPLE_BUNDLE, v2, other)
+    assert result.returncode == 1
+    document = json.loads(result.stdout)
+    [subject] = document["subjects"]
+    assert [Path(s["label"]).name for s in subject["snapshots"]] == [
+        "example.bundle.json",
+        *sorted(
+            ["v2.bundle.json", "other.bundle.json"],
+            key=lambda name: json.loads((tmp_path / name).read_bytes())["bundle_signature"]["bundle_sha256"],
+        ),
+        "v3.bundle.json",
+    ]
+    # v3 drops the fork of v2 (a rollback, not a split view); "other" has a mirror hint neither has.
+    assert [pair["verdict"] for pair in subject["pairs"]][-1] == "rewrite"
+    views = {
+        frozenset(Path(v[side]["label"]).name for side in ("first", "second")) for v in subject["split_views"]
+    }
+    assert views == {
+        frozenset({"v2.bundle.json", "other.bundle.json"}),
+        frozenset({"v3.bundle.json", "other.bundle.json"}),
+    }
+    text = run("audit", "--history", "--trust", KEYS, v3, EXAMPLE_BUNDLE, v2, other)
+    assert out(text).count("SPLIT VIEW signed by test-A:") == 2  # each split view once

@@ -18,14 +18,13 @@ from abc import ABC, abstractmethod
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager
-from functools import cache
-from importlib import metadata
 from os import PathLike
 from types import TracebackType
 from typing import IO, Any, Final, TypeAlias
 
 import msgspec
 
+from .. import __version__
 from ..admission import Rejection, admit, require_inputs
 from ..canonical import canonical_sha256_hex
 from ..engine import Merger
@@ -116,17 +115,7 @@ def fold_context(keys: KeySet) -> str:
     a state another version folded.
     """
     objects = [keys[key_id].as_json() for key_id in sorted(keys)]
-    return canonical_sha256_hex(
-        {"keys": objects, "merge_version": MERGE_VERSION, "engine": _engine_version()}
-    )
-
-
-@cache
-def _engine_version() -> str:
-    try:
-        return metadata.version("pith-merge")
-    except metadata.PackageNotFoundError:  # running from a source tree that is not installed
-        return "unknown"
+    return canonical_sha256_hex({"keys": objects, "merge_version": MERGE_VERSION, "engine": __version__})
 
 
 class _Live(msgspec.Struct):

@@ -1,0 +1,668 @@
+"""Auditing a registry over time: is a new bundle an extension of an old one (issue 19)?
+
+A bundle signature proves who published a bundle, not that the registry showed everyone the
+same history or never dropped an event later. merge-v1 makes that check exact without new
+cryptography: the fold is order-free and a union of inputs always folds (§5, §7), so two
+snapshots of one subject are compared by what they hold:
+
+- **extension** (``append_only``): every input of OLD is among NEW's, NEW's state is the fold of
+  the union (it is NEW's own inputs, with OLD's keys too), and every fate that changed has a
+  cause in what NEW adds: a new event or copy, a key, or a neighbour (its prev, a fork sibling,
+  an event that superseded it) whose fate changed for such a cause;
+- **rewrite**: OLD holds inputs NEW lacks (dropped), a key changed or went, or a change has no
+  cause; the fold of the union shows what NEW's state would be had nothing been dropped;
+- **split view**: both are bundles signed by the same trusted key and each holds inputs the
+  other lacks; the two bundle hashes and signatures are evidence anyone can check.
+
+Snapshots must verify (bundles: every check of §10) before they are compared; an unverified one
+is reported, never compared. Pure: no clock, files or network; the inputs are never mutated.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Final, Literal
+
+import msgspec
+
+from .admission import Admitted, admit
+from .bundle import REGISTRY_KEYS, verify_bundle
+from .canonical import canonical_json, decode_json, encode_canonical_unchecked
+from .errors import InputError, MergeError
+from .fold import FoldResult, copy_identity, fold
+from .identifiers import event_id as event_id_of
+from .keys import KeySet
+from .reasons import CHECK_ORDER
+from .state import Entry, State
+from .timestamps import parse_timestamp
+
+__all__ = [
+    "ABSENT",
+    "AddedEvent",
+    "AuditReport",
+    "Cause",
+    "DroppedEvent",
+    "FateChange",
+    "KeyChanges",
+    "MaskedFate",
+    "PairAudit",
+    "Snapshot",
+    "SnapshotInfo",
+    "SplitView",
+    "SubjectAudit",
+    "audit",
+    "audit_history",
+    "fates",
+    "snapshot_of_bundle",
+    "snapshot_of_events",
+]
+
+#: The fate of an event a snapshot does not hold.
+ABSENT: Final = "absent"
+
+Verdict = Literal["extension", "rewrite", "split_view", "unverified"]
+
+
+# --- snapshots --------------------------------------------------------------------------------
+
+
+class SnapshotInfo(msgspec.Struct, frozen=True):
+    """What names a snapshot in a report; for a bundle, the evidence anyone can check."""
+
+    label: str
+    subject: str | None
+    verified: bool
+    #: The failed checks (``name: detail``), when it did not verify.
+    problems: tuple[str, ...]
+    state_sha256: str | None
+    event_count: int | None
+    #: ``bundle_signature.bundle_sha256`` of a bundle (None for states with their events).
+    bundle_sha256: str | None
+    #: ``bundle_signature.signed_at``: the producer's claim, not covered by the signature.
+    signed_at: str | None
+    #: The trusted key that verified the bundle signature.
+    key_id: str | None
+    signature_b64: str | None
+
+
+class Snapshot(msgspec.Struct, frozen=True):
+    """One published view of a subject: its inputs, key set and verified state.
+
+    Build it with :func:`snapshot_of_bundle` or :func:`snapshot_of_events`.
+    """
+
+    info: SnapshotInfo
+    #: The event inputs as given (folded again, with the other snapshot's, for the union).
+    events: tuple[Any, ...]
+    keys: KeySet | None
+    result: FoldResult | None
+    #: event_id -> digests of its distinct admitted copies (§5: what makes two copies one).
+    copies: Mapping[str, frozenset[bytes]]
+    #: event_id -> its distinct admitted copies, for its ``prev_event``.
+    admitted: Mapping[str, tuple[Admitted, ...]]
+
+
+def snapshot_of_bundle(
+    bundle: bytes | str | Mapping[str, Any],
+    *,
+    label: str = "",
+    trusted_keys: KeySet | Iterable[Mapping[str, Any]] = REGISTRY_KEYS,
+) -> Snapshot:
+    """A bundle as a snapshot, verified with :func:`merge.verify_bundle` (trust as §10)."""
+    report = verify_bundle(bundle, trusted_keys=trusted_keys, threads=1)
+    parsed: Any = bundle
+    if isinstance(bundle, (bytes, str)):
+        try:
+            parsed = decode_json(bundle)
+        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError, UnicodeEncodeError):
+            parsed = None  # verification reported it (a lone surrogate in a str is no JSON text)
+    parsed = parsed if isinstance(parsed, Mapping) else {}
+    signature = parsed.get("bundle_signature")
+    signature = signature if isinstance(signature, Mapping) else {}
+    events = parsed.get("events")
+    events = tuple(events) if isinstance(events, list) else ()
+    keys: KeySet | None = None
+    if report.ok:
+        keys = KeySet.parse(parsed.get("public_keys") or ())  # verification parsed it already
+    result = report.result if report.ok else None
+    subject = parsed.get("pith_number")
+
+    def text(name: str) -> str | None:
+        value = signature.get(name)
+        return value if isinstance(value, str) else None
+
+    info = SnapshotInfo(
+        label=label,
+        subject=subject if isinstance(subject, str) else None,
+        verified=report.ok,
+        problems=tuple(f"{check.name}: {check.detail}" for check in report.failed),
+        state_sha256=result.state_sha256 if result else None,
+        event_count=result.state.event_count if result else None,
+        bundle_sha256=text("bundle_sha256"),
+        signed_at=text("signed_at"),
+        key_id=report.trusted_key_id,
+        signature_b64=text("signature_b64"),
+    )
+    return _snapshot(info, events, keys, result)
+
+
+def snapshot_of_events(
+    events: Iterable[Any],
+    *,
+    subject: str,
+    keys: KeySet | Iterable[Mapping[str, Any]],
+    state: State | Mapping[str, Any] | None = None,
+    label: str = "",
+) -> Snapshot:
+    """A state with its events as a snapshot: it verifies when ``state`` is their fold.
+
+    Without ``state`` the fold itself is the snapshot's state. ``keys`` is the caller's (§3).
+    """
+    inputs = tuple(events)
+    key_set = KeySet.parse(keys)
+    result = fold(inputs, subject=subject, keys=key_set, threads=1)
+    problems: tuple[str, ...] = ()
+    if state is not None:
+        try:
+            same = canonical_json(state) == encode_canonical_unchecked(result.state)
+        except MergeError:
+            same = False
+        if not same:
+            problems = (f"state: is not the fold of its events (state_sha256 {result.state_sha256})",)
+    info = SnapshotInfo(
+        label=label,
+        subject=subject,
+        verified=not problems,
+        problems=problems,
+        state_sha256=None if problems else result.state_sha256,
+        event_count=None if problems else result.state.event_count,
+        bundle_sha256=None,
+        signed_at=None,
+        key_id=None,
+        signature_b64=None,
+    )
+    return _snapshot(info, inputs, key_set if not problems else None, None if problems else result)
+
+
+def _snapshot(
+    info: SnapshotInfo, events: tuple[Any, ...], keys: KeySet | None, result: FoldResult | None
+) -> Snapshot:
+    copies: dict[str, set[bytes]] = defaultdict(set)
+    admitted: dict[str, list[Admitted]] = defaultdict(list)
+    if result is not None:  # only a verified snapshot is ever compared
+        for index, item in enumerate(events):
+            outcome = admit(item, index)
+            if isinstance(outcome, Admitted):
+                digest = _copy_digest(outcome)
+                if digest not in copies[outcome.event_id]:
+                    copies[outcome.event_id].add(digest)
+                    admitted[outcome.event_id].append(outcome)
+    return Snapshot(
+        info,
+        events,
+        keys,
+        result,
+        {eid: frozenset(c) for eid, c in copies.items()},
+        {eid: tuple(a) for eid, a in admitted.items()},
+    )
+
+
+def _copy_digest(copy: Admitted) -> bytes:
+    """What makes two copies one across snapshots: the same JSON value (§5 judges values).
+
+    Of the canonical bytes when canonical-able, so a copy is the same whatever key order or
+    spacing a registry wrote it with; else of the text as :func:`merge.fold.copy_identity` has it.
+    """
+    if copy.non_canonical is None:
+        return hashlib.sha256(encode_canonical_unchecked(copy.decoded)).digest()
+    raw, non_canonical = copy_identity(copy)
+    return hashlib.sha256(raw).digest() + bytes([non_canonical])
+
+
+def _as_snapshot(item: Snapshot | bytes | str | Mapping[str, Any], trusted: KeySet, label: str) -> Snapshot:
+    if isinstance(item, Snapshot):
+        return item
+    return snapshot_of_bundle(item, label=label, trusted_keys=trusted)
+
+
+# --- fates ------------------------------------------------------------------------------------
+
+
+def fates(state: State) -> dict[str, str]:
+    """event_id -> fate in ``state``: ``applied`` (in ``current``), ``superseded`` (applied,
+    left ``current``, §7) or the reason code of an event that did not apply."""
+    current: set[str] = set()
+    for name in state.current.__struct_fields__:
+        value = getattr(state.current, name)
+        if isinstance(value, Entry):
+            current.add(value.event_id)
+        elif isinstance(value, tuple):
+            current.update(entry.event_id for entry in value if isinstance(entry, Entry))
+    result = {eid: "applied" if eid in current else "superseded" for eid in state.applied_event_ids}
+    result.update((item.event_id, str(item.reason)) for item in state.invalid_events)
+    return result
+
+
+#: The §6 reasons: an event's own verdict, which only its copies and the key set decide.
+_STATELESS: Final = frozenset(str(reason) for reason in CHECK_ORDER)
+
+
+def _applied(fate: str) -> str:
+    """A fate with ``superseded`` read as ``applied``: superseded events stay applied (§7)."""
+    return "applied" if fate == "superseded" else fate
+
+
+# --- reports ----------------------------------------------------------------------------------
+
+
+class Cause(msgspec.Struct, frozen=True):
+    """Why a fate changed, as the fold of the union shows it.
+
+    ``kind``: ``copy`` (NEW holds a copy of the event OLD lacked, or lacks one OLD held: §5),
+    ``keys`` (the key set changed: ``key_ids``), or a neighbour whose fate changed (``was`` ->
+    ``now``; ``absent`` when not held): ``prev`` (its ``prev_event``), ``fork_sibling`` (an event
+    of its ``equivocations`` entry), ``superseder`` (an event that removed it from ``current``
+    in OLD's or NEW's fold, §7).
+    """
+
+    kind: Literal["copy", "keys", "prev", "fork_sibling", "superseder"]
+    event_id: str | None = None
+    was: str | None = None
+    now: str | None = None
+    key_ids: tuple[str, ...] = ()
+
+
+class FateChange(msgspec.Struct, frozen=True):
+    """An event both snapshots hold whose fate changed, with its causes.
+
+    ``explained``: some cause leads back to what NEW added or dropped (an event, a copy, a key).
+    """
+
+    event_id: str
+    was: str
+    now: str
+    causes: tuple[Cause, ...]
+    explained: bool
+
+
+class AddedEvent(msgspec.Struct, frozen=True):
+    """An event NEW holds and OLD did not, with its fate in NEW."""
+
+    event_id: str
+    fate: str
+
+
+class DroppedEvent(msgspec.Struct, frozen=True):
+    """An event OLD held that NEW lacks, with its fate in OLD.
+
+    ``copy_only``: NEW still holds the event id, but not every copy OLD held (§5).
+    """
+
+    event_id: str
+    old_fate: str
+    copy_only: bool
+
+
+class MaskedFate(msgspec.Struct, frozen=True):
+    """An event whose fate in NEW is not its fate in the fold of the union (what a drop hid)."""
+
+    event_id: str
+    new_fate: str
+    union_fate: str
+
+
+class KeyChanges(msgspec.Struct, frozen=True):
+    """Key ids of ``public_keys`` NEW added, dropped, or holds with other key material."""
+
+    added: tuple[str, ...]
+    dropped: tuple[str, ...]
+    changed: tuple[str, ...]
+
+
+class SplitView(msgspec.Struct, frozen=True):
+    """Two bundles signed by one trusted key, neither an extension of the other.
+
+    Checkable by anyone holding the two bundles: each verifies (§10) and each holds events the
+    other lacks (``only_in_first``, ``only_in_second``: event ids, or ids of copies).
+    """
+
+    subject: str
+    key_id: str
+    first: SnapshotInfo
+    second: SnapshotInfo
+    only_in_first: tuple[str, ...]
+    only_in_second: tuple[str, ...]
+
+
+class PairAudit(msgspec.Struct, frozen=True):
+    """The audit of NEW against OLD, for one subject."""
+
+    subject: str | None
+    old: SnapshotInfo
+    new: SnapshotInfo
+    verdict: Verdict
+    #: True for an extension, False for a rewrite or split view, None when not compared.
+    append_only: bool | None
+    #: Both hold the same inputs with the same keys.
+    identical: bool = False
+    added: tuple[AddedEvent, ...] = ()
+    dropped: tuple[DroppedEvent, ...] = ()
+    changed: tuple[FateChange, ...] = ()
+    keys: KeyChanges = KeyChanges((), (), ())
+    #: ``state_sha256`` of the fold of the union of both inputs, keys of both (NEW's on a clash).
+    union_state_sha256: str | None = None
+    #: Fates NEW would show had nothing been dropped (empty for an extension).
+    masked: tuple[MaskedFate, ...] = ()
+    split_view: SplitView | None = None
+    #: Why it is not an extension, in words.
+    problems: tuple[str, ...] = ()
+
+
+class SubjectAudit(msgspec.Struct, frozen=True):
+    """A subject's history: its snapshots in order, each consecutive pair audited."""
+
+    subject: str
+    snapshots: tuple[SnapshotInfo, ...]
+    pairs: tuple[PairAudit, ...]
+    #: Every pair of its bundles (consecutive or not) that is a split view.
+    split_views: tuple[SplitView, ...]
+
+    @property
+    def ok(self) -> bool:
+        """True when every pair is an extension and there is no split view."""
+        return not self.split_views and all(pair.append_only for pair in self.pairs)
+
+
+class AuditReport(msgspec.Struct, frozen=True):
+    """The audit of many snapshots: per subject, and the snapshots that could not be compared."""
+
+    subjects: tuple[SubjectAudit, ...]
+    #: Snapshots that did not verify (reported, not compared).
+    unverified: tuple[SnapshotInfo, ...]
+    #: Verified bundles whose ``signed_at`` is not a timestamp (§4): they have no place in the order.
+    unordered: tuple[SnapshotInfo, ...]
+
+    @property
+    def ok(self) -> bool:
+        """True when every snapshot was compared and every pair is an extension."""
+        return not self.unverified and not self.unordered and all(s.ok for s in self.subjects)
+
+
+# --- one pair ---------------------------------------------------------------------------------
+
+
+def audit(
+    old: Snapshot | bytes | str | Mapping[str, Any],
+    new: Snapshot | bytes | str | Mapping[str, Any],
+    *,
+    trusted_keys: KeySet | Iterable[Mapping[str, Any]] = REGISTRY_KEYS,
+) -> PairAudit:
+    """Audit NEW against OLD: bundles (verified with ``trusted_keys``) or :class:`Snapshot` s.
+
+    Raises :class:`merge.InputError` when both verified and are of different subjects: the
+    caller paired them (:func:`audit_history` groups by subject instead).
+    """
+    trusted = KeySet.parse(trusted_keys)
+    before, after = _as_snapshot(old, trusted, "OLD"), _as_snapshot(new, trusted, "NEW")
+    if before.result is None or after.result is None:
+        subject = after.info.subject or before.info.subject
+        return PairAudit(subject, before.info, after.info, "unverified", None)
+    if before.info.subject != after.info.subject:
+        raise InputError(
+            f"{before.info.label or 'OLD'} is of {before.info.subject}, {after.info.label or 'NEW'} of "
+            f"{after.info.subject}: snapshots of different subjects cannot be compared"
+        )
+    return _audit_pair(before, after)
+
+
+def _audit_pair(old: Snapshot, new: Snapshot) -> PairAudit:
+    assert old.result is not None
+    assert new.result is not None
+    assert old.keys is not None
+    assert new.keys is not None
+    subject = new.result.state.pith_number
+    old_ids, new_ids = set(old.copies), set(new.copies)
+    added_ids = sorted(new_ids - old_ids)
+    copy_added = {eid for eid in old_ids & new_ids if new.copies[eid] - old.copies[eid]}
+    copy_dropped = {eid for eid in old_ids & new_ids if old.copies[eid] - new.copies[eid]}
+    keys = _key_changes(old.keys, new.keys)
+
+    old_fates, new_fates = fates(old.result.state), fates(new.result.state)
+    dropped = tuple(
+        DroppedEvent(eid, old_fates[eid], eid in new_ids)
+        for eid in sorted((old_ids - new_ids) | copy_dropped)
+    )
+    # The union of inputs always folds (§5, §7 are order-free). When OLD holds nothing NEW lacks,
+    # it is NEW's own inputs and keys: NEW's verified fold, without folding again.
+    union = new.result
+    if dropped or keys.dropped or keys.changed:
+        union_keys = KeySet([*new.keys.values(), *(k for k in old.keys.values() if k.key_id not in new.keys)])
+        union = fold([*old.events, *new.events], subject=subject, keys=union_keys, threads=1)
+    union_fates = fates(union.state)
+    new_is_union = union is new.result or canonical_json(union.state) == canonical_json(new.result.state)
+
+    changed = _changes(old, new, old_fates, new_fates, set(added_ids), copy_added | copy_dropped, keys)
+    masked = tuple(
+        MaskedFate(eid, new_fates[eid], fate)
+        for eid, fate in sorted(union_fates.items())
+        if eid in new_fates and new_fates[eid] != fate
+    )
+    problems: list[str] = []
+    if dropped:
+        problems.append(f"NEW lacks {_count(len(dropped), 'event')} of OLD (dropped)")
+    if keys.dropped or keys.changed:
+        problems.append(
+            "NEW's public_keys "
+            + " and ".join(
+                f"{what} {', '.join(ids)}"
+                for what, ids in (("drop", keys.dropped), ("change", keys.changed))
+                if ids
+            )
+        )
+    if not new_is_union:
+        problems.append("NEW's state is not the fold of the union of both snapshots")
+    unexplained = [change.event_id for change in changed if not change.explained]
+    if unexplained:
+        problems.append(f"{_count(len(unexplained), 'fate')} changed with no cause in the new events")
+    split = _split_view(old, new)
+    if split is not None:
+        problems.insert(0, f"split view: both signed by {split.key_id}, each holds events the other lacks")
+    append_only = not problems
+    identical = append_only and not added_ids and not copy_added and not keys.added
+    return PairAudit(
+        subject=subject,
+        old=old.info,
+        new=new.info,
+        verdict="extension" if append_only else "split_view" if split else "rewrite",
+        append_only=append_only,
+        identical=identical,
+        added=tuple(AddedEvent(eid, new_fates[eid]) for eid in added_ids),
+        dropped=dropped,
+        changed=changed,
+        keys=keys,
+        union_state_sha256=union.state_sha256,
+        masked=masked,
+        split_view=split,
+        problems=tuple(problems),
+    )
+
+
+def _count(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def _key_changes(old: KeySet, new: KeySet) -> KeyChanges:
+    return KeyChanges(
+        added=tuple(sorted(k for k in new if k not in old)),
+        dropped=tuple(sorted(k for k in old if k not in new)),
+        changed=tuple(sorted(k for k in old if k in new and old[k] != new[k])),
+    )
+
+
+def _prev_links(snapshots: Sequence[Snapshot]) -> dict[str, str | None]:
+    """``prev_event`` of each event, read from a copy whose body hashes to its id.
+
+    The hash binds the body (§2), so that is what every valid copy says. Events with no such
+    copy failed §6 and have no prev that counts.
+    """
+    prev: dict[str, str | None] = {}
+    for snapshot in snapshots:
+        for eid, copies in snapshot.admitted.items():
+            if eid in prev:
+                continue
+            value = _bound_value(eid, copies)
+            if value is not None:
+                link = value.get("prev_event")
+                prev[eid] = link if isinstance(link, str) else None
+    return prev
+
+
+def _superseders(*results: FoldResult) -> dict[str, set[str]]:
+    """event_id -> the applied events that removed it from ``current`` in any of ``results``
+    (§7, as each fold decided it: :attr:`merge.FoldResult.superseded`)."""
+    removed_by: dict[str, set[str]] = defaultdict(set)
+    for result in results:
+        for item in result.superseded or ():  # None only for a store checkpoint, never here
+            removed_by[item.event_id].update(item.superseded_by)
+    return removed_by
+
+
+def _bound_value(eid: str, copies: Sequence[Admitted]) -> dict[str, Any] | None:
+    for copy in copies:
+        if copy.non_canonical is not None:
+            continue
+        value = copy.value
+        try:
+            if event_id_of(value) == eid:
+                return value
+        except MergeError:
+            continue
+    return None
+
+
+def _forks(state: State) -> dict[str, tuple[str, ...]]:
+    """event_id -> the ids of its ``equivocations`` entry (§7)."""
+    return {eid: fork.event_ids for fork in state.equivocations for eid in fork.event_ids}
+
+
+def _changes(  # noqa: PLR0917 (the facts of one pair)
+    old: Snapshot,
+    new: Snapshot,
+    old_fates: Mapping[str, str],
+    new_fates: Mapping[str, str],
+    added: set[str],
+    copy_changed: set[str],
+    keys: KeyChanges,
+) -> tuple[FateChange, ...]:
+    """Each fate that changed, with its causes; then which of them lead back to NEW's inputs."""
+    assert old.result is not None
+    assert new.result is not None
+    prev = _prev_links([new, old])
+    removed_by = _superseders(old.result, new.result)
+    forks_old, forks_new = _forks(old.result.state), _forks(new.result.state)
+    key_ids = keys.added + keys.dropped + keys.changed
+
+    def fate_change(eid: str) -> tuple[str, str] | None:
+        # What a neighbour's fate means to its prev's children, fork siblings and the events it
+        # names in supersedes is whether it applied (§7): being superseded changes nothing there.
+        was, now = old_fates.get(eid, ABSENT), new_fates.get(eid, ABSENT)
+        return (was, now) if _applied(was) != _applied(now) else None
+
+    changed = sorted(eid for eid in old_fates.keys() & new_fates.keys() if old_fates[eid] != new_fates[eid])
+    causes: dict[str, list[Cause]] = {}
+    for eid in changed:
+        was, now = old_fates[eid], new_fates[eid]
+        found: list[Cause] = []
+        if was in _STATELESS or now in _STATELESS:
+            # The event's own §6 verdict: only its copies and the key set decide it (§5, §6).
+            if eid in copy_changed:
+                found.append(Cause("copy", eid))
+            if key_ids:
+                found.append(Cause("keys", key_ids=key_ids))
+        neighbours: list[tuple[Literal["prev", "fork_sibling", "superseder"], str]] = []
+        if (link := prev.get(eid)) is not None:
+            neighbours.append(("prev", link))
+        siblings = set(forks_old.get(eid, ())) | set(forks_new.get(eid, ()))
+        neighbours += [("fork_sibling", other) for other in sorted(siblings - {eid})]
+        neighbours += [("superseder", other) for other in sorted(removed_by.get(eid, ()))]
+        for kind, other in neighbours:
+            if (moved := fate_change(other)) is not None:
+                found.append(Cause(kind, other, *moved))
+        causes[eid] = found
+
+    # A change is explained when a cause leads back to an input NEW added or dropped: its own
+    # copies or keys, an added or dropped neighbour, or a changed neighbour that is explained.
+    explained = {eid for eid, found in causes.items() if any(c.kind in ("copy", "keys") for c in found)}
+    roots = added | (set(old_fates) - set(new_fates))
+    progress = True
+    while progress:
+        progress = False
+        for eid, found in causes.items():
+            if eid not in explained and any(c.event_id in roots or c.event_id in explained for c in found):
+                explained.add(eid)
+                progress = True
+    return tuple(
+        FateChange(eid, old_fates[eid], new_fates[eid], tuple(causes[eid]), eid in explained)
+        for eid in changed
+    )
+
+
+def _split_view(first: Snapshot, second: Snapshot) -> SplitView | None:
+    """A split view: the same trusted key signed both, and each holds inputs the other lacks."""
+    key_id = first.info.key_id
+    if key_id is None or key_id != second.info.key_id or first.info.subject is None:
+        return None
+    only_first = sorted(eid for eid, c in first.copies.items() if c - second.copies.get(eid, frozenset()))
+    only_second = sorted(eid for eid, c in second.copies.items() if c - first.copies.get(eid, frozenset()))
+    if not only_first or not only_second:
+        return None
+    return SplitView(
+        first.info.subject, key_id, first.info, second.info, tuple(only_first), tuple(only_second)
+    )
+
+
+# --- a history --------------------------------------------------------------------------------
+
+
+def audit_history(
+    snapshots: Iterable[Snapshot | bytes | str | Mapping[str, Any]],
+    *,
+    trusted_keys: KeySet | Iterable[Mapping[str, Any]] = REGISTRY_KEYS,
+) -> AuditReport:
+    """Audit many snapshots of one or more subjects (bundles, or :class:`Snapshot` s).
+
+    Per subject, its bundles are ordered by ``bundle_signature.signed_at`` (as instants, §4),
+    ties by ``bundle_sha256``; each is audited against the one before it, and every pair of
+    them (consecutive or not) is checked for a split view. A snapshot given as data is labelled
+    ``#<position>``. Snapshots that do not verify, or whose ``signed_at`` is not a timestamp,
+    are reported and not compared.
+    """
+    trusted = KeySet.parse(trusted_keys)
+    groups: dict[str, list[tuple[int, str, Snapshot]]] = defaultdict(list)
+    unverified: list[SnapshotInfo] = []
+    unordered: list[SnapshotInfo] = []
+    for position, item in enumerate(snapshots):
+        snapshot = _as_snapshot(item, trusted, f"#{position}")
+        info = snapshot.info
+        instant = parse_timestamp(info.signed_at) if info.signed_at is not None else None
+        if snapshot.result is None or info.subject is None:
+            unverified.append(info)
+        elif instant is None:
+            unordered.append(info)
+        else:
+            groups[info.subject].append((instant, info.bundle_sha256 or "", snapshot))
+    subjects = []
+    for subject in sorted(groups):
+        ordered = [snapshot for _, _, snapshot in sorted(groups[subject], key=lambda entry: entry[:2])]
+        pairs = tuple(_audit_pair(a, b) for a, b in itertools.pairwise(ordered))
+        splits = tuple(
+            split
+            for i, first in enumerate(ordered)
+            for second in ordered[i + 1 :]
+            if (split := _split_view(first, second)) is not None
+        )
+        subjects.append(SubjectAudit(subject, tuple(s.info for s in ordered), pairs, splits))
+    return AuditReport(tuple(subjects), tuple(unverified), tuple(unordered))

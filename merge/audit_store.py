@@ -1,0 +1,84 @@
+"""A monitor's memory: the last verified bundle of each subject, kept as a file (issue 19).
+
+An adapter over :mod:`merge.audit` (it reads and writes files). A monitor downloads a subject's
+bundle now and then; :meth:`LastBundles.audit_download` audits each download against the bundle
+kept for its subject and keeps the download instead when it is an extension. A rewrite or split
+view leaves the kept bundle as it was: it is the evidence the next download is compared with.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from .audit import PairAudit, Snapshot, audit, snapshot_of_bundle
+from .bundle import REGISTRY_KEYS
+from .keys import KeySet
+from .replay import state_filename
+
+__all__ = ["Download", "LastBundles", "bundle_filename"]
+
+
+def bundle_filename(subject: str) -> str:
+    """File name of a subject's kept bundle: ``pith_YYYY_XXXX.bundle.json`` for a pith number.
+
+    Named as the replayer names states (:func:`merge.replay.state_filename`): a subject is an
+    untrusted string, so anything but a pith number is named by its hash, never a path.
+    """
+    return state_filename(subject).removesuffix(".state.json") + ".bundle.json"
+
+
+class Download(msgspec.Struct, frozen=True):
+    """What became of one download: its snapshot, its audit (None when there was nothing to
+    compare it with, or it did not verify) and whether it is now the kept bundle."""
+
+    snapshot: Snapshot
+    pair: PairAudit | None
+    kept: bool
+
+
+class LastBundles:
+    """The last verified bundle of each subject, one file each in ``directory``."""
+
+    def __init__(self, directory: str | os.PathLike[str]) -> None:
+        self.directory = Path(directory)
+
+    def path(self, subject: str) -> Path:
+        """Where the bundle kept for ``subject`` is (or would be)."""
+        return self.directory / bundle_filename(subject)
+
+    def audit_download(
+        self,
+        data: bytes,
+        *,
+        label: str,
+        trusted_keys: KeySet | Iterable[Mapping[str, Any]] = REGISTRY_KEYS,
+    ) -> Download:
+        """Audit a downloaded bundle against the kept one of its subject; keep it if it extends it."""
+        trusted = KeySet.parse(trusted_keys)
+        new = snapshot_of_bundle(data, label=label, trusted_keys=trusted)
+        subject = new.info.subject
+        if new.result is None or subject is None:
+            return Download(new, None, kept=False)
+        path = self.path(subject)
+        if not path.exists():
+            self._keep(path, data)
+            return Download(new, None, kept=True)
+        old = snapshot_of_bundle(path.read_bytes(), label=str(path), trusted_keys=trusted)
+        pair = audit(old, new)
+        # Only an extension replaces what is kept: after a rewrite the old bundle stays the
+        # reference (and the evidence), so the next download is still compared with it.
+        keep = pair.append_only is True and not pair.identical
+        if keep:
+            self._keep(path, data)
+        return Download(new, pair, kept=keep)
+
+    def _keep(self, path: Path, data: bytes) -> None:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_name(path.name + ".tmp")
+        temporary.write_bytes(data)
+        temporary.replace(path)  # atomic: a crash never leaves half a bundle as the reference

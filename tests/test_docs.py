@@ -1,0 +1,161 @@
+"""The documentation runs: every transcript and every Python block of README.md and docs/*.md.
+
+A *transcript* is a fenced block without a language whose lines start with ``$ `` (a command),
+followed by what it printed (its standard output and its standard error, one after the other, in
+either order) and, where shown, ``[exit code N]``. Each page's transcripts run in order in one
+sandbox (a copy of ``examples/``, the vectors, an empty ``out/``), with this environment's
+``pith-merge`` first on ``PATH``, and must print exactly what the page shows; a command of the
+checkout itself (``.venv/bin/…``) runs in the checkout. Output that differs on every run (timings)
+is fenced as ``text`` and not compared. Python blocks run as written in the same kind of
+sandbox. The few blocks that need what a test cannot have here (a cluster's address, your own
+service) are run by the test named beside them in :data:`RUN_ELSEWHERE`, so a new block is never
+silently skipped.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+FENCE = re.compile(
+    r"^(?P<indent> *)```(?P<lang>[a-z]*)\n(?P<body>.*?)^(?P=indent)```$", flags=re.DOTALL | re.MULTILINE
+)
+EXIT = re.compile(r"^\[exit code (\d+)\]$")
+
+#: Blocks not run here, and the test that runs each: (page, first line of the block) → test.
+RUN_ELSEWHERE = {
+    ("embedding.md", "import json"): "tests/store/test_docs.py",
+    ("embedding.md", "from merge import Merger"): "tests/store/test_docs.py",
+    ("embedding.md", "from merge.store import SQLiteStore, Stored"): "tests/store/test_docs.py",
+    (
+        "strategies.md",
+        "from hypothesis import given, strategies as st",
+    ): "property_tests/test_docs_example.py",
+    ("dask.md", "from distributed import Client"): "tests/test_dask_replay.py",
+}
+
+
+@dataclass(frozen=True)
+class Step:
+    command: str
+    expected: list[str]
+    exit_code: int | None
+
+
+def blocks(page: Path) -> list[tuple[str, str]]:
+    """``(language, body)`` of every fenced block of a page, indented ones included."""
+    found = []
+    for match in FENCE.finditer(page.read_text("utf-8")):
+        indent = len(match["indent"])
+        body = "".join(line[indent:] for line in match["body"].splitlines(keepends=True))
+        found.append((match["lang"], body))
+    return found
+
+
+def transcript(lang: str, body: str) -> list[Step] | None:
+    """The steps of a transcript block, or None when the block is not one."""
+    lines = body.splitlines()
+    if lang:
+        return None
+    if not lines or not lines[0].startswith("$ "):
+        return None
+    steps: list[Step] = []
+    for line in lines:
+        if line.startswith("$ "):
+            steps.append(Step(line[2:], [], None))
+        elif (code := EXIT.match(line)) is not None:
+            steps[-1] = Step(steps[-1].command, steps[-1].expected, int(code[1]))
+        else:
+            steps[-1].expected.append(line)
+    return steps
+
+
+def sandbox(path: Path) -> Path:
+    shutil.copytree(ROOT / "examples", path / "examples")
+    (path / "tests").mkdir()
+    (path / "tests" / "vectors").symlink_to(ROOT / "tests" / "vectors")
+    (path / "out").mkdir()
+    return path
+
+
+def run(step: Step, cwd: Path, *, merged: bool = False) -> tuple[list[str], list[str], int]:
+    """Standard output and standard error lines (with ``merged``, both in the first list, in
+    the order they were written) and the exit code."""
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    env["COLUMNS"] = "200"  # as in a wide terminal: the command's help then wraps at its own width
+    result = subprocess.run(
+        ["bash", "-o", "pipefail", "-c", step.command],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT if merged else subprocess.PIPE,
+        timeout=300,
+        check=False,
+    )
+    out, err = (lines(stream) for stream in (result.stdout, result.stderr))
+    return out, err, result.returncode
+
+
+def lines(stream: bytes | None) -> list[str]:
+    """The text's lines, without trailing white space or trailing blank lines."""
+    found = [line.rstrip() for line in (stream or b"").decode().splitlines()]
+    while found and not found[-1]:
+        found.pop()
+    return found
+
+
+TRANSCRIPT_PAGES = [page for page in PAGES if any(transcript(lang, body) for lang, body in blocks(page))]
+
+
+@pytest.mark.parametrize("page", TRANSCRIPT_PAGES, ids=lambda page: page.name)
+def test_every_transcript_prints_what_the_page_shows(page: Path, tmp_path: Path) -> None:
+    cwd = sandbox(tmp_path)
+    for lang, body in blocks(page):
+        for written in transcript(lang, body) or ():
+            step, here = written, cwd
+            if written.command.startswith(".venv/bin/"):
+                step = Step(written.command.removeprefix(".venv/bin/"), written.expected, written.exit_code)
+                here = ROOT
+            out, err, code = run(step, here)
+            assert "Traceback" not in "\n".join(err), step.command
+            if step.exit_code is not None:
+                assert code == step.exit_code, "\n".join([step.command, *out, *err])
+            expected = lines("\n".join(step.expected).encode())
+            if expected not in (out + err, err + out):  # interleaved, as a terminal shows them
+                assert expected == run(step, here, merged=True)[0], step.command
+
+
+def python_blocks() -> list[tuple[Path, str]]:
+    return [(page, body) for page in PAGES for lang, body in blocks(page) if lang == "python"]
+
+
+@pytest.mark.parametrize(
+    ("page", "code"),
+    [
+        pytest.param(page, body, id=f"{page.name}:{body.splitlines()[0][:40]}")
+        for page, body in python_blocks()
+        if (page.name, body.splitlines()[0]) not in RUN_ELSEWHERE
+    ],
+)
+def test_every_python_block_runs(
+    page: Path, code: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(sandbox(tmp_path))
+    exec(compile(code, str(page), "exec"), {"__name__": "__docs__"})
+
+
+def test_blocks_run_elsewhere_exist_and_their_tests_too() -> None:
+    """Each exception names a block that is on its page and a test file that exists."""
+    firsts = {(page.name, body.splitlines()[0]) for page, body in python_blocks()}
+    for (name, first), test in RUN_ELSEWHERE.items():
+        assert (name, first) in firsts, (name, first)
+        assert (ROOT / test).is_file(), test

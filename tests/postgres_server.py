@@ -6,7 +6,8 @@ clients and the server, never the machine; commits still reach the WAL before th
 As root, both run as the ``postgres`` system user (they refuse to run as root). Without the
 server binaries the calling test is skipped, saying how to install them; under CI (``CI``
 set; .ci/run installs them) it fails instead, so that a green CI never hides skipped
-PostgreSQL tests. ``stop()`` (at the end of the session) stops the server and removes it all.
+PostgreSQL tests. ``stop()`` (at the end of the session) stops the server and removes it all;
+a server left behind by a session that was killed is stopped and removed by the next one.
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ class Server:
             os.chown(self.root, user.pw_uid, user.pw_gid)
             self.run_as = ["runuser", "-u", "postgres", "--"]
         self._names = itertools.count(1)
+        (self.root / "owner").write_text(str(os.getpid()))  # for _reap_orphans in later sessions
         self._pg("initdb", "-D", str(self.data), "-U", SUPERUSER, "-A", "trust", "-E", "UTF8", "--no-sync")
         self.start()
 
@@ -123,8 +125,25 @@ def server() -> Server:
             if os.environ.get("CI"):
                 pytest.fail(f"CI must run the PostgreSQL tests: {INSTALL_HINT}")
             pytest.skip(INSTALL_HINT)
+        _reap_orphans(bindir)
         _server = Server(bindir)
     return _server
+
+
+def _reap_orphans(bindir: Path) -> None:
+    """Stop and remove the servers of earlier sessions that were killed before they could."""
+    for root in Path(tempfile.gettempdir()).glob("pith-pg-*"):
+        try:
+            os.kill(int((root / "owner").read_text()), 0)
+            continue  # its session is still running
+        except ProcessLookupError:
+            pass
+        except (OSError, ValueError):
+            continue  # not one of ours, or not readable: leave it
+        run_as = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+        command = [*run_as, str(bindir / "pg_ctl"), "stop", "-m", "immediate", "-D", str(root / "data")]
+        subprocess.run(command, capture_output=True, check=False, timeout=60)
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def stop() -> None:

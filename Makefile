@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint typecheck check bench clean
+.PHONY: demo test lint typecheck check bench stress clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +36,11 @@ test: lint typecheck
 # Benchmarks (docs/performance.md), never part of `make test`: `make bench BENCH_ARGS=--quick`.
 bench: $(VENV)/.installed-dev
 	$(BIN)/python -m bench $(BENCH_ARGS)
+
+# The long crash test of the store (docs/security.md), never part of `make test`:
+# `make stress STRESS_ARGS="--kills 1000 --seconds 1800"`.
+stress: $(VENV)/.installed-dev
+	$(BIN)/python -m tests.store.soak $(STRESS_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

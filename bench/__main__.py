@@ -3,6 +3,7 @@
     python -m bench                 # the sizes of the issue (a few minutes)
     python -m bench --quick         # tiny sizes, seconds (what the smoke test runs)
     python -m bench --only fold --only merger --repeat 5 --json results.json
+    python -m bench --only big-subject     # peak memory of one big subject per input byte
 
 Each figure is the best of ``--repeat`` runs; rivals are measured in turn in one loop, so
 ratios compare runs made under the same load (see docs/performance.md).
@@ -26,6 +27,7 @@ import nacl
 from rich.console import Console
 from rich.table import Table
 
+from .big_subject import bench_big_subject
 from .dask_bench import bench_dask
 from .encoding import bench_encoding
 from .floor import bench_floor
@@ -52,13 +54,25 @@ class Sizes:
     replay_events: int
     replay_big_subject: int
     gil_seconds: float
-    store_events: int
+    store_events: int = 5_000
+    big_subject: int = 50_000
 
 
-FULL = Sizes(20_000, 1_000, 20, 10_000, 500, 1_000, 100, 5_000, 1.0, 5_000)
-QUICK = Sizes(200, 10, 20, 100, 10, 10, 20, 60, 0.1, 40)
+FULL = Sizes(20_000, 1_000, 20, 10_000, 500, 1_000, 100, 5_000, 1.0)
+QUICK = Sizes(200, 10, 20, 100, 10, 10, 20, 60, 0.1, store_events=40, big_subject=300)
 
-BENCHMARKS = ("stages", "fold", "floor", "gil", "merger", "replay", "dask", "encoding", "store")
+BENCHMARKS = (
+    "stages",
+    "fold",
+    "floor",
+    "gil",
+    "merger",
+    "replay",
+    "dask",
+    "encoding",
+    "big-subject",
+    "store",
+)
 
 
 def run(names: Sequence[str], sizes: Sizes, repeat: int, log: Callable[[str], None]) -> list[Result]:
@@ -110,6 +124,11 @@ def run(names: Sequence[str], sizes: Sizes, repeat: int, log: Callable[[str], No
         lambda: bench_dask(corpus, repeat=min(repeat, 2)),
     )
     step("encoding", "canonical JSON and state_sha256", lambda: bench_encoding(single(), repeat=repeat))
+    step(
+        "big-subject",
+        f"one subject of {sizes.big_subject} events: peak memory per input byte (child processes)",
+        lambda: bench_big_subject(sizes.big_subject),
+    )
     step(
         "store",
         f"store: SQLite and PostgreSQL, one subject of {sizes.store_events} events",

@@ -63,7 +63,7 @@ def history() -> dict[str, dict[str, Any]]:
 
 
 def main(argv: list[str]) -> int:
-    out = Path(argv[0]) if argv else HERE.parent / "out" / "history"
+    out = Path(argv[0]) if argv else Path("out") / "history"  # under the working directory
     out.mkdir(parents=True, exist_ok=True)
     for name, bundle in history().items():
         (out / name).write_bytes(canonical_json(bundle))

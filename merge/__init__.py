@@ -1,8 +1,9 @@
 """pith-merge: a deterministic merge engine for Pith's signed event logs (merge-v1).
 
 The core is pure: :func:`fold` turns events into the state of spec §9, byte for byte the
-registry's; :func:`verify_bundle` checks a registry bundle (§10); :func:`audit` tells whether a newer
-bundle extends an older one (or the registry rewrote or split its history). Untrusted input never
+registry's; :func:`verify_bundle` checks a registry bundle (§10), :func:`verify_record` a pith number
+record (§11); :func:`audit` tells whether a newer bundle extends an older one (or the registry
+rewrote or split its history). Untrusted input never
 raises: it becomes a :class:`Reason` (invalid event) or a :class:`Rejection` (not admitted).
 Caller mistakes raise subclasses of :class:`MergeError`.
 
@@ -23,7 +24,7 @@ from .audit import (
     snapshot_of_bundle,
     snapshot_of_events,
 )
-from .bundle import BUNDLE_CHECKS, REGISTRY_KEYS, BundleCheck, BundleReport, verify_bundle
+from .bundle import BUNDLE_CHECKS, REGISTRY_KEYS, BundleCheck, BundleReport, Check, verify_bundle
 from .canonical import MAX_DEPTH, MAX_SAFE_INTEGER, canonical_json
 from .engine import AddResult, EventStatus, Merger
 from .errors import InputError, KeySetError, MergeError, NotCanonicalError, RecordError
@@ -42,6 +43,14 @@ from .identifiers import (
 )
 from .keys import Key, KeySet
 from .reasons import Reason
+from .record import (
+    RECORD_CHECKS,
+    RecordReport,
+    document_kind,
+    record_agrees,
+    record_disagreement,
+    verify_record,
+)
 from .state import (
     MERGE_VERSION,
     Chain,
@@ -61,12 +70,14 @@ __all__ = [
     "MAX_INPUT_BYTES",
     "MAX_SAFE_INTEGER",
     "MERGE_VERSION",
+    "RECORD_CHECKS",
     "REGISTRY_KEYS",
     "AddResult",
     "AuditReport",
     "BundleCheck",
     "BundleReport",
     "Chain",
+    "Check",
     "Current",
     "Entry",
     "Equivocation",
@@ -83,6 +94,7 @@ __all__ = [
     "PairAudit",
     "Reason",
     "RecordError",
+    "RecordReport",
     "RejectCode",
     "Rejection",
     "Signer",
@@ -97,15 +109,19 @@ __all__ = [
     "canonical_json",
     "content_sha256",
     "decode_state",
+    "document_kind",
     "event_body",
     "event_id",
     "fingerprint_b32",
     "fingerprint_hex",
     "fold",
     "pith_number",
+    "record_agrees",
+    "record_disagreement",
     "short_pith_number",
     "snapshot_of_bundle",
     "snapshot_of_events",
     "state_sha256",
     "verify_bundle",
+    "verify_record",
 ]

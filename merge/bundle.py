@@ -7,21 +7,28 @@ default that is the Pith registry key :data:`REGISTRY_KEYS`.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 import msgspec
 
-from .canonical import canonical_json, decode_json, encode_canonical_unchecked
+from .canonical import canonical_json, decode_json, encode_canonical_unchecked, hash_if_canonical, same_json
+from .checks import signed_check
 from .errors import KeySetError, MergeError
 from .fold import FoldResult, fold
-from .identifiers import HEX64_PATTERN, pith_number_from_digest, short_pith_number
-from .keys import KeySet, decode_b64
-from .signatures import verify_signature
+from .identifiers import HEX64_PATTERN, pith_number_from_digest, pith_year, short_pith_number
+from .keys import KeySet
 from .state import MERGE_VERSION
 
-__all__ = ["BUNDLE_CHECKS", "REGISTRY_KEYS", "BundleCheck", "BundleReport", "verify_bundle"]
+__all__ = [
+    "BUNDLE_CHECKS",
+    "REGISTRY_KEYS",
+    "BundleCheck",
+    "BundleReport",
+    "Check",
+    "CheckedReport",
+    "verify_bundle",
+]
 
 #: The Pith registry's signing key (``pith-v1-2026-05``), the built-in trust anchor (§10).
 REGISTRY_KEYS: Final[tuple[Mapping[str, Any], ...]] = (
@@ -53,39 +60,49 @@ BUNDLE_CHECKS: Final = (
 )
 
 
-class BundleCheck(msgspec.Struct, frozen=True):
-    """One check of §10: its name, whether it passed, and why (or what was seen)."""
+class Check(msgspec.Struct, frozen=True):
+    """One named check of a document (§10, §11): whether it passed, and why (or what was seen)."""
 
     name: str
     ok: bool
     detail: str
 
 
-class BundleReport(msgspec.Struct, frozen=True):
-    """The verdict on one bundle: every check of §10 and the state folded from its events."""
+#: The checks of a bundle are :class:`Check` objects (the name it was first published under).
+BundleCheck = Check
 
-    checks: tuple[BundleCheck, ...]
-    #: The fold of the bundle's events with its ``public_keys`` (None when it could not run).
-    result: FoldResult | None
-    #: The trusted key that verified the bundle signature, if any.
-    trusted_key_id: str | None
+
+class CheckedReport(msgspec.Struct, frozen=True):
+    """A verdict made of named checks: what bundle (§10) and record (§11) reports share."""
+
+    checks: tuple[Check, ...]
 
     @property
     def ok(self) -> bool:
-        """True only when every check of §10 passes."""
+        """True only when every check passes."""
         return all(check.ok for check in self.checks)
 
     @property
-    def failed(self) -> tuple[BundleCheck, ...]:
+    def failed(self) -> tuple[Check, ...]:
         """The checks that did not pass."""
         return tuple(check for check in self.checks if not check.ok)
 
-    def check(self, name: str) -> BundleCheck:
-        """The check called ``name`` (one of :data:`BUNDLE_CHECKS`)."""
+    def check(self, name: str) -> Check:
+        """The check called ``name``."""
         for check in self.checks:
             if check.name == name:
                 return check
         raise KeyError(name)
+
+
+class BundleReport(CheckedReport, frozen=True):
+    """The verdict on one bundle: every check of §10 (:data:`BUNDLE_CHECKS`) and the state
+    folded from its events."""
+
+    #: The fold of the bundle's events with its ``public_keys`` (None when it could not run).
+    result: FoldResult | None
+    #: The trusted key that verified the bundle signature, if any.
+    trusted_key_id: str | None
 
 
 def verify_bundle(
@@ -101,19 +118,14 @@ def verify_bundle(
     :class:`merge.KeySetError`.
     """
     trusted = KeySet.parse(trusted_keys)
-    checks: dict[str, BundleCheck] = {}
+    checks: dict[str, Check] = {}
 
     def record(name: str, ok: bool, detail: str) -> None:
-        checks[name] = BundleCheck(name, ok, detail)
+        checks[name] = Check(name, ok, detail)
 
-    parsed: Any = bundle
-    if isinstance(bundle, (bytes, bytearray, memoryview, str)):
-        try:
-            parsed = decode_json(bytes(bundle) if not isinstance(bundle, str) else bundle)
-        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError, UnicodeEncodeError) as exc:
-            # UnicodeEncodeError: a str holding a lone surrogate is no JSON text (§5).
-            parsed = None
-            record("bundle_type", False, f"not JSON: {exc}")
+    parsed, not_json = parse_document(bundle)
+    if not_json is not None:
+        record("bundle_type", False, not_json)
     if not isinstance(parsed, Mapping):
         if "bundle_type" not in checks:
             record("bundle_type", False, "a bundle is a JSON object")
@@ -130,26 +142,29 @@ def verify_bundle(
     return _finish(checks, result, trusted_key_id)
 
 
-def _finish(
-    checks: dict[str, BundleCheck], result: FoldResult | None, trusted_key_id: str | None
-) -> BundleReport:
+def parse_document(document: Any) -> tuple[Any, str | None]:
+    """A registry document (§10, §11) given as a JSON text parsed, else as given; and, when the
+    text is not JSON, why (the document is then ``None``). Never raises."""
+    if not isinstance(document, (bytes, bytearray, memoryview, str)):
+        return document, None
+    try:
+        return decode_json(document if isinstance(document, str) else bytes(document)), None
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError, UnicodeEncodeError) as exc:
+        # UnicodeEncodeError: a str holding a lone surrogate is no JSON text (§5).
+        return None, f"not JSON: {exc}"
+
+
+def _finish(checks: dict[str, Check], result: FoldResult | None, trusted_key_id: str | None) -> BundleReport:
     ordered = tuple(
-        checks.get(name, BundleCheck(name, False, "not checked: the bundle is not an object"))
+        checks.get(name, Check(name, False, "not checked: the bundle is not an object"))
         for name in BUNDLE_CHECKS
     )
     return BundleReport(ordered, result, trusted_key_id)
 
 
-def _hash(value: Any) -> str | None:
-    try:
-        return hashlib.sha256(canonical_json(value)).hexdigest()
-    except MergeError:
-        return None
-
-
 def _check_signature(bundle: Mapping[str, Any], trusted: KeySet, record: Any) -> str | None:
     signature = bundle.get("bundle_signature")
-    computed = _hash({k: v for k, v in bundle.items() if k != "bundle_signature"})
+    computed = hash_if_canonical({k: v for k, v in bundle.items() if k != "bundle_signature"})
     if not isinstance(signature, Mapping):
         record("bundle_sha256", False, "bundle_signature is missing or not an object")
         record("bundle_signature", False, "bundle_signature is missing or not an object")
@@ -163,36 +178,20 @@ def _check_signature(bundle: Mapping[str, Any], trusted: KeySet, record: Any) ->
             computed == claimed,
             f"computed {computed}" + ("" if computed == claimed else f", signed {claimed!r}"),
         )
-    key_id = signature.get("key_id")
-    key = trusted.get(key_id) if isinstance(key_id, str) else None
-    if key is None:
-        record("bundle_signature", False, f"key {key_id!r} is not a trusted key")
-        return None
-    problems = []
-    if signature.get("algorithm") != "ed25519":
-        problems.append("algorithm is not ed25519")
-    if signature.get("signed_message") != "bundle_sha256_bytes":
-        problems.append('signed_message is not "bundle_sha256_bytes"')
-    if signature.get("signature_status") != "signed_v1":
-        problems.append('signature_status is not "signed_v1"')
-    if signature.get("public_key_fingerprint") != key.fingerprint_hex:
-        problems.append("public_key_fingerprint is not the trusted key's")
-    encoded = signature.get("signature_b64")
-    raw = decode_b64(encoded) if isinstance(encoded, str) else None
     # The signature must cover the bundle as it is: the hash we computed, not the claimed one.
-    if computed is None or raw is None or not verify_signature(key.public_key, bytes.fromhex(computed), raw):
-        problems.append("Ed25519 verification of the bundle hash failed")
-    if problems:
-        record("bundle_signature", False, "; ".join(problems))
+    verdict = signed_check(signature, "bundle_sha256_bytes", computed, trusted, what="the bundle hash")
+    if verdict.problems:
+        record("bundle_signature", False, "; ".join(verdict.problems))
         return None
-    record("bundle_signature", True, f"signed by trusted key {key.key_id}")
-    return key.key_id
+    assert verdict.key is not None
+    record("bundle_signature", True, f"signed by trusted key {verdict.key.key_id}")
+    return verdict.key.key_id
 
 
 def _check_record(bundle: Mapping[str, Any], record: Any) -> str | None:
     """canonical_sha256, pith_number, short_pith_number and source; returns the subject."""
     canonical_record = bundle.get("canonical_record")
-    digest = _hash(canonical_record) if isinstance(canonical_record, Mapping) else None
+    digest = hash_if_canonical(canonical_record) if isinstance(canonical_record, Mapping) else None
     claimed = bundle.get("canonical_sha256")
     if digest is None:
         record("canonical_sha256", False, "canonical_record is missing or not canonical-able")
@@ -200,11 +199,10 @@ def _check_record(bundle: Mapping[str, Any], record: Any) -> str | None:
         record("canonical_sha256", digest == claimed, f"H(canonical_record) is {digest}")
     pith_number = bundle.get("pith_number")
     valid_digest = isinstance(claimed, str) and HEX64_PATTERN.fullmatch(claimed) and digest == claimed
-    metadata = canonical_record.get("metadata") if isinstance(canonical_record, Mapping) else None
-    submitted_at = metadata.get("submitted_at") if isinstance(metadata, Mapping) else None
-    if valid_digest and isinstance(submitted_at, str) and len(submitted_at) >= 4:
+    year = pith_year(canonical_record)
+    if valid_digest and year is not None:
         assert digest is not None
-        want = pith_number_from_digest(digest, submitted_at)
+        want = pith_number_from_digest(digest, year)
         record("pith_number", pith_number == want, f"derived {want}")
         want_short = short_pith_number(digest)
         short = bundle.get("short_pith_number")
@@ -213,19 +211,11 @@ def _check_record(bundle: Mapping[str, Any], record: Any) -> str | None:
         record("pith_number", False, "cannot derive: canonical_sha256 or submitted_at is wrong")
         record("short_pith_number", False, "cannot derive: canonical_sha256 is wrong")
     source = canonical_record.get("source") if isinstance(canonical_record, Mapping) else None
-    same = source is not None and _same(bundle.get("source"), source)
+    same = source is not None and same_json(bundle.get("source"), source)
     record(
         "source", same, "equals canonical_record.source" if same else "differs from canonical_record.source"
     )
     return pith_number if isinstance(pith_number, str) else None
-
-
-def _same(left: Any, right: Any) -> bool:
-    """Equality as JSON values: by canonical bytes, so ``1`` never equals ``true``."""
-    try:
-        return canonical_json(left) == canonical_json(right)
-    except MergeError:
-        return False
 
 
 def _check_state(

@@ -26,6 +26,8 @@ __all__ = [
     "canonical_problem",
     "canonical_sha256_hex",
     "decode_json",
+    "hash_if_canonical",
+    "same_json",
     "scan_json",
 ]
 
@@ -267,3 +269,22 @@ def encode_canonical_unchecked(value: Any) -> bytes:
 def canonical_sha256_hex(value: Any) -> str:
     """``H(value)``: lowercase hex SHA-256 of :func:`canonical_json` of ``value`` (spec notation)."""
     return hashlib.sha256(canonical_json(value)).hexdigest()
+
+
+def hash_if_canonical(value: Any) -> str | None:
+    """``H(value)``, or ``None`` when ``value`` is not canonical-able (for untrusted documents)."""
+    try:
+        return canonical_sha256_hex(value)
+    except NotCanonicalError:
+        return None
+
+
+def same_json(left: Any, right: Any) -> bool:
+    """Equality as JSON values, by canonical bytes: ``1`` never equals ``true`` (§10, §11).
+
+    False when either is not canonical-able.
+    """
+    try:
+        return canonical_json(left) == canonical_json(right)
+    except NotCanonicalError:
+        return False

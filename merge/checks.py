@@ -9,8 +9,7 @@ fold can verify many signatures at once, in parallel, between :func:`precheck` a
 from __future__ import annotations
 
 import hashlib
-import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final, NamedTuple, TypeGuard
 
 import msgspec
@@ -22,20 +21,24 @@ from .identifiers import (
     HEX32_PATTERN,
     HEX64_PATTERN,
     pith_number_from_digest,
+    pith_year,
 )
 from .keys import Key, KeySet, decode_b64
 from .reasons import Reason
 from .schema import Event, EventSigner, body_of
-from .signatures import SignatureVerifier
+from .signatures import SignatureVerifier, verify_signature
 from .timestamps import parse_timestamp
 
 __all__ = [
     "CURRENT_KEYS",
     "EVENT_TYPES",
     "Candidate",
+    "SignedCheck",
     "ValidEvent",
     "postcheck",
     "precheck",
+    "receipt_check",
+    "signed_check",
 ]
 
 #: §8: event_type → (target, key of its list in ``state.current``).
@@ -224,38 +227,94 @@ def _record_payload_ok(payload: dict[str, Any], subject: str) -> bool:
         and source_version == source["version"]
     ):
         return False
-    metadata = record.get("metadata")
-    submitted_at = metadata.get("submitted_at") if type(metadata) is dict else None
-    if not _is_str(submitted_at) or len(submitted_at) < 4:
-        return False
-    return bool(pith_number_from_digest(digest, submitted_at) == subject)
+    year = pith_year(record)
+    return year is not None and pith_number_from_digest(digest, year) == subject
 
 
-_RECEIPT_CONSTANTS: Final = {
-    "kind": "pith_receipt",
-    "algorithm": "ed25519",
-    "signed_message": "canonical_sha256_bytes",
-    "signature_status": "signed_v1",
-}
-_RECEIPT_DIGEST: Final = re.compile(r"[0-9a-f]{64}")
+class SignedCheck(NamedTuple):
+    """The verdict of a signature object (a receipt, a bundle signature) over a digest.
+
+    ``problems`` is empty when it holds; ``key`` is the key of ``key_id`` when the key set has
+    it; ``unknown_key``: the object names a ``key_id`` the key set does not hold.
+    """
+
+    problems: tuple[str, ...]
+    key: Key | None
+    unknown_key: bool = False
+
+    @property
+    def untrusted_only(self) -> bool:
+        """It fails only because its ``key_id`` is not in the key set (§11, ``pith_receipt``)."""
+        return self.unknown_key and len(self.problems) == 1
+
+
+def signed_check(
+    signed: Mapping[str, Any],
+    signed_message: str,
+    digest: str | None,
+    keys: KeySet,
+    verify: Callable[[bytes, bytes, bytes], bool] = verify_signature,
+    *,
+    what: str,
+) -> SignedCheck:
+    """Check a v1 signature object over the 32 bytes of ``digest`` (64 lower hex) with ``keys``.
+
+    The fields of §2/§8/§10: ``algorithm`` ed25519, ``signed_message``, ``signature_status``
+    signed_v1, ``key_id`` in ``keys``, ``public_key_fingerprint`` that key's, and
+    ``signature_b64`` an Ed25519 signature of the digest (``digest`` None: no digest to verify).
+    ``what`` names the digest in the problem.
+    """
+    problems = []
+    if signed.get("algorithm") != "ed25519":
+        problems.append("algorithm is not ed25519")
+    if signed.get("signed_message") != signed_message:
+        problems.append(f'signed_message is not "{signed_message}"')
+    if signed.get("signature_status") != "signed_v1":
+        problems.append('signature_status is not "signed_v1"')
+    key_id = signed.get("key_id")
+    key = keys.get(key_id) if _is_str(key_id) else None
+    if key is None:
+        # Without the key neither fingerprint nor signature can be judged.
+        problems.append(f"key {key_id!r} is not a trusted key")
+        return SignedCheck(tuple(problems), None, unknown_key=True)
+    if signed.get("public_key_fingerprint") != key.fingerprint_hex:
+        problems.append("public_key_fingerprint is not the trusted key's")
+    encoded = signed.get("signature_b64")
+    signature = decode_b64(encoded) if _is_str(encoded) else None
+    if signature is None:
+        problems.append("signature_b64 is not standard padded base64 (§4)")
+    elif digest is None or not verify(key.public_key, bytes.fromhex(digest), signature):
+        problems.append(f"Ed25519 verification of {what} failed")
+    return SignedCheck(tuple(problems), key)
+
+
+def receipt_check(
+    receipt: Any,
+    canonical_sha256: Any,
+    keys: KeySet,
+    verify: Callable[[bytes, bytes, bytes], bool] = verify_signature,
+) -> SignedCheck:
+    """The receipt rule of §8: ``receipt`` is a ``pith_receipt`` over ``canonical_sha256``.
+
+    ``canonical_sha256`` is the hash the receipt must name and sign (64 lower hex, else the
+    receipt fails); ``keys`` the keys it may be signed with (an event's key set, §8, or the
+    verifier's trusted keys, §11). Never raises.
+    """
+    if not isinstance(receipt, Mapping):
+        return SignedCheck(("the receipt is not an object",), None)
+    problems = []
+    if receipt.get("kind") != "pith_receipt":
+        problems.append('kind is not "pith_receipt"')
+    digest = canonical_sha256 if _is_str(canonical_sha256) and _HEX64(canonical_sha256) else None
+    if digest is None:
+        problems.append("the canonical_sha256 signed over is not 64 lower hex")
+    elif receipt.get("canonical_sha256") != digest:
+        problems.append(f"canonical_sha256 is not {digest}")
+    signed = signed_check(receipt, "canonical_sha256_bytes", digest, keys, verify, what="canonical_sha256")
+    return SignedCheck((*problems, *signed.problems), signed.key, signed.unknown_key)
 
 
 def _receipt_ok(payload: dict[str, Any], keys: KeySet, verifier: SignatureVerifier) -> bool:
-    receipt = payload.get("receipt")
-    if type(receipt) is not dict:
-        return False
-    if any(receipt.get(field) != want for field, want in _RECEIPT_CONSTANTS.items()):
-        return False
-    digest = receipt.get("canonical_sha256")
     # The payload's canonical_sha256 was checked against H(canonical_record) already (§8).
-    if digest != payload["canonical_sha256"] or not _RECEIPT_DIGEST.fullmatch(digest):
-        return False
-    key_id = receipt.get("key_id")
-    key = keys.get(key_id) if _is_str(key_id) else None
-    if key is None or receipt.get("public_key_fingerprint") != key.fingerprint_hex:
-        return False
-    encoded = receipt.get("signature_b64")
-    signature = decode_b64(encoded) if _is_str(encoded) else None
-    if signature is None or len(signature) != 64:
-        return False
-    return verifier.verify(key.public_key, bytes.fromhex(digest), signature)
+    verdict = receipt_check(payload.get("receipt"), payload["canonical_sha256"], keys, verifier.verify)
+    return not verdict.problems

@@ -3,11 +3,16 @@
 Exit codes (stable; other tools rely on them):
 
 - ``0`` all good;
-- ``1`` verification failed: a bundle failed a check of §10, an input line was not admitted
-  (§5), a key set failed §3 (``keys show``), two states differ (``diff``);
+- ``1`` verification failed: a bundle failed a check of §10 or a record one of §11, a file is
+  neither, a replayed record disagrees with its state, an input line was not admitted (§5), a
+  key set failed §3 (``keys show``), two states differ (``diff``);
 - ``2`` usage or input error: a bad option, a missing or unreadable file, a key file or state
   that is not what it must be. One line on standard error, never a traceback;
-- ``130`` interrupted (Ctrl-C).
+- ``3`` a replay worker process died twice on the same partition (killed, out of memory):
+  the replay is incomplete and no report is printed;
+- ``130`` interrupted (Ctrl-C);
+- ``141`` standard output was closed by its reader (``pith-merge replay … | head``): the
+  command stops quietly, as a tool killed by ``SIGPIPE`` does (128 + 13).
 
 Invalid events never change the exit code: they are the merge's ordinary business (§6, §7).
 """
@@ -38,22 +43,45 @@ from .audit import (
     snapshot_of_bundle,
 )
 from .audit_store import LastBundles
-from .bundle import REGISTRY_KEYS, BundleReport, verify_bundle
+from .bundle import REGISTRY_KEYS, BundleReport, CheckedReport, parse_document, verify_bundle
 from .canonical import canonical_json, decode_json
 from .errors import InputError, MergeError
 from .fold import FoldResult, fold
 from .keys import Key, KeySet
 from .reasons import Reason
-from .replay import InputProblem, read_lines, replay, report_json, scan_corpus
+from .record import RecordReport, document_kind, verify_record
+from .replay import (
+    InputProblem,
+    ReplayWorkerError,
+    display_name,
+    read_document,
+    read_lines,
+    replay,
+    report_json,
+    scan_corpus,
+)
 from .state import Entry, State, decode_state
 from .store import Refused, StoreError, open_store
 
-__all__ = ["EXIT_FAILED", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "REASON_RULES", "cli", "main"]
+__all__ = [
+    "EXIT_BROKEN_PIPE",
+    "EXIT_FAILED",
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "EXIT_WORKER_LOST",
+    "REASON_RULES",
+    "cli",
+    "main",
+]
 
 EXIT_OK: Final = 0
 EXIT_FAILED: Final = 1
 EXIT_USAGE: Final = 2
+EXIT_WORKER_LOST: Final = 3
 EXIT_INTERRUPTED: Final = 130
+#: 128 + SIGPIPE: what a shell reports for a tool whose reader went away (``yes | head``).
+EXIT_BROKEN_PIPE: Final = 141
 
 #: What each reason code means, in the words of the spec (§6 table, §7 rules).
 REASON_RULES: Final[Mapping[Reason, str]] = {
@@ -90,6 +118,12 @@ class InputFailure(click.ClickException):
     exit_code = EXIT_USAGE
 
 
+class WorkerLost(click.ClickException):
+    """A replay worker died twice on one partition: one line on stderr, exit code 3."""
+
+    exit_code = EXIT_WORKER_LOST
+
+
 def _input_errors(command: Callable[P, R]) -> Callable[P, R]:
     """Turn caller errors (:class:`MergeError`, unreadable files) into one line and exit code 2."""
 
@@ -99,11 +133,20 @@ def _input_errors(command: Callable[P, R]) -> Callable[P, R]:
             return command(*args, **kwargs)
         except MergeError as exc:
             raise InputFailure(str(exc)) from exc
+        except BrokenPipeError:
+            # Our reader went away: not an input error. Click would exit 1 (it catches EPIPE).
+            _silence_stdout()
+            raise click.exceptions.Exit(EXIT_BROKEN_PIPE) from None
         except OSError as exc:
             where = f"{exc.filename}: " if exc.filename else ""
             raise InputFailure(f"{where}{exc.strerror or exc}") from exc
 
     return wrapper
+
+
+def _silence_stdout() -> None:
+    """Point standard output at /dev/null, so that the flush at exit cannot fail again."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 def _out(text: str = "") -> None:
@@ -118,8 +161,14 @@ def _exit(code: int) -> NoReturn:
     raise click.exceptions.Exit(code)
 
 
+def _read_file(path: str) -> bytes:
+    """A file read whole, within :data:`merge.replay.MAX_DOCUMENT_BYTES` (InputError beyond)."""
+    with open(path, "rb") as handle:
+        return read_document(handle, display_name(path))
+
+
 def _read_json(path: str, what: str) -> Any:
-    data = Path(path).read_bytes()
+    data = _read_file(path)
     try:
         return decode_json(data)
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as exc:
@@ -155,7 +204,8 @@ _trust_option = click.option(
     "trust_files",
     multiple=True,
     type=click.Path(exists=True, dir_okay=False),
-    help="Key file of trusted bundle signers; replaces the built-in registry key. Repeatable.",
+    help="Key file of the signers trusted for bundles and receipts; replaces the built-in registry key. "
+    "Repeatable.",
 )
 
 
@@ -167,11 +217,12 @@ def _json_out(value: Any) -> None:
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(package_name="pith-merge", prog_name="pith-merge")
 def cli() -> None:
-    """Verify, fold and replay Pith registry bundles and event logs (merge-v1).
+    """Verify, fold and replay Pith registry bundles, records and event logs (merge-v1).
 
-    Exit codes: 0 all good; 1 verification failed (a bundle check, a rejected input line,
-    differing states); 2 usage or input error (bad option, missing or unreadable file, bad
-    key file). Invalid events never change the exit code.
+    Exit codes: 0 all good; 1 verification failed (a bundle or record check, a rejected input
+    line, differing states); 2 usage or input error (bad option, missing or unreadable file, bad
+    key file); 3 a replay worker died twice; 130 interrupted; 141 the reader of stdout went
+    away. Invalid events never change the exit code.
     """
 
 
@@ -179,7 +230,7 @@ def cli() -> None:
 
 
 @cli.command()
-@click.argument("bundles", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@click.argument("documents", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
 @_trust_option
 @click.option(
     "--trust-bundle-keys",
@@ -190,40 +241,125 @@ def cli() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of text.")
 @_input_errors
 def verify(
-    bundles: tuple[str, ...],
+    documents: tuple[str, ...],
     trust_files: tuple[str, ...],
     trust_bundle_keys: bool,
     verbose: bool,
     as_json: bool,
 ) -> None:
-    """Verify bundles: every check of spec §10, one line per bundle.
+    """Verify bundles (spec §10) and pith number records (§11), one line per document.
 
-    The bundle signature must verify with a trusted key: by default the Pith registry key
-    pith-v1-2026-05 (built in). Exits 0 only when every bundle passes every check.
+    Each file is recognised by its bundle_type or record_type. A bundle's signature and a
+    record's receipt must verify with a trusted key: by default the Pith registry key
+    pith-v1-2026-05 (built in). Exits 0 only when every document passes every check.
     """
     anchors, origin = _trust_anchors(trust_files)
-    documents = []
-    failed = 0
-    for path in bundles:
-        data = Path(path).read_bytes()
-        trusted = anchors
-        if trust_bundle_keys:
-            trusted = _union(anchors, _carried_keys(data))
-        report = verify_bundle(data, trusted_keys=trusted, threads=None)
-        failed += not report.ok
-        signer = report.trusted_key_id
-        trust = None
-        if signer is not None:
-            trust = origin if signer in anchors else "carried in the bundle, trusted by --trust-bundle-keys"
-        if as_json:
-            documents.append(_bundle_document(path, report, signer, trust))
-        else:
-            _print_bundle(path, report, signer, trust, verbose)
+    entries = []
+    for path in documents:
+        entry, facts = _verify_document(path, anchors, origin, trust_bundle_keys)
+        entries.append(entry)
+        if not as_json:
+            _print_document(entry, facts, verbose)
+    failed = sum(not entry["ok"] for entry in entries)
     if as_json:
-        _json_out({"ok": failed == 0, "bundles": documents})
-    elif len(bundles) > 1:
-        _out(f"{len(bundles) - failed} of {len(bundles)} bundles verified")
+        # "bundles": the bundle entries alone, as before records were verified too.
+        bundles = [entry for entry in entries if entry["kind"] == "bundle"]
+        _json_out({"ok": failed == 0, "documents": entries, "bundles": bundles})
+    elif len(documents) > 1:
+        kinds = {entry["kind"] for entry in entries} - {None}
+        noun = {frozenset({"bundle"}): "bundles", frozenset({"record"}): "records"}.get(
+            frozenset(kinds), "documents"
+        )
+        _out(f"{len(documents) - failed} of {len(documents)} {noun} verified")
     _exit(EXIT_FAILED if failed else EXIT_OK)
+
+
+def _verify_document(
+    path: str, anchors: KeySet, origin: str, trust_bundle_keys: bool
+) -> tuple[dict[str, Any], str]:
+    """Verify one file as what it is (§10 or §11): its ``--json`` entry, and what an OK line says."""
+    document, not_json = parse_document(_read_file(path))
+    path = display_name(path)  # a file name need not be UTF-8
+    kind = document_kind(document)
+    if kind is None:
+        what: dict[type, str] = {dict: "an object with neither bundle_type nor record_type", list: "an array"}
+        return _neither(path, not_json or what.get(type(document), "a JSON scalar")), ""
+    trusted = anchors
+    if kind == "bundle" and trust_bundle_keys:
+        trusted = _union(anchors, _carried_keys(document))
+    report: BundleReport | RecordReport
+    if kind == "bundle":
+        report = verify_bundle(document, trusted_keys=trusted, threads=None)
+    else:
+        report = verify_record(document, trusted_keys=trusted)
+    signer = report.trusted_key_id
+    trust = None
+    if signer is not None:
+        trust = origin if signer in anchors else "carried in the bundle, trusted by --trust-bundle-keys"
+    if isinstance(report, BundleReport):
+        facts = f"{_bundle_facts(report)}signed by {signer} ({trust})"
+        return _bundle_document(path, report, signer, trust), facts
+    subject = document.get("pith_number")
+    entry = {
+        "path": path,
+        "kind": "record",
+        "ok": report.ok,
+        "subject": subject if isinstance(subject, str) else None,
+        "trusted_key_id": signer,
+        "trust": trust,
+        "title_note": report.title_note,
+        "checks": _checks_json(report),
+    }
+    return entry, f"record {subject}, receipt signed by {signer} ({trust})"
+
+
+def _neither(path: str, why: str) -> dict[str, Any]:
+    return {
+        "path": path,
+        "kind": None,
+        "ok": False,
+        "problem": f"not a bundle or record: {why}",
+        "checks": [],
+    }
+
+
+def _bundle_facts(report: BundleReport) -> str:
+    if report.result is None:
+        return ""
+    state = report.result.state
+    return (
+        f"{state.pith_number}, {_plural(state.event_count, 'event')} ({state.valid_event_count} valid, "
+        f"{state.invalid_event_count} invalid, {_plural(state.equivocation_count, 'equivocation')}), "
+    )
+
+
+def _checks_json(report: CheckedReport) -> list[dict[str, Any]]:
+    return [{"name": c.name, "ok": c.ok, "detail": c.detail} for c in report.checks]
+
+
+#: The §11 title note, in words (informative: it never fails a record).
+TITLE_NOTES: Final[Mapping[bool, str]] = {
+    True: "the shown paper.title matches canonical_record.metadata.title_canon_sha256",
+    False: "the shown paper.title is not the one canonical_record.metadata.title_canon_sha256 was made from",
+}
+
+
+def _print_document(entry: Mapping[str, Any], facts: str, verbose: bool) -> None:
+    path, kind, checks = entry["path"], entry["kind"], entry["checks"]
+    if kind is None:
+        _out(f"FAILED  {path}: {entry['problem']}")
+        return
+    if not entry["ok"]:
+        failed = sum(not check["ok"] for check in checks)
+        _out(f"FAILED  {path}: {kind}, {failed} of {len(checks)} checks failed")
+    else:
+        _out(f"OK      {path}: {facts}")
+    for check in checks:
+        if verbose or not check["ok"]:
+            _out(f"  {'pass' if check['ok'] else 'FAIL'}  {check['name']}: {check['detail']}")
+    note = entry.get("title_note")
+    if note is not None and (verbose or note is False):
+        _out(f"  note  title: {TITLE_NOTES[note]} (informative, §11)")
 
 
 def _trust_anchors(trust_files: Sequence[str]) -> tuple[KeySet, str]:
@@ -241,34 +377,12 @@ def _trust_anchors(trust_files: Sequence[str]) -> tuple[KeySet, str]:
     return KeySet(keys), f"from --trust {', '.join(trust_files)}"
 
 
-def _carried_keys(data: bytes) -> list[Key]:
+def _carried_keys(bundle: Mapping[str, Any]) -> list[Key]:
     """The keys a bundle carries, when they parse (if not, its public_keys check fails anyway)."""
     try:
-        bundle = decode_json(data)
         return list(KeySet.parse(bundle.get("public_keys") or ()).values())
-    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError, AttributeError, MergeError):
+    except MergeError:
         return []
-
-
-def _print_bundle(
-    path: str, report: BundleReport, signer: str | None, trust: str | None, verbose: bool
-) -> None:
-    result = report.result
-    facts = []
-    if result is not None:
-        state = result.state
-        facts.append(
-            f"{state.pith_number}, {_plural(state.event_count, 'event')} ({state.valid_event_count} valid, "
-            f"{state.invalid_event_count} invalid, {_plural(state.equivocation_count, 'equivocation')})"
-        )
-    if report.ok:
-        facts.append(f"signed by {signer} ({trust})")
-        _out(f"OK      {path}: " + ", ".join(facts))
-    else:
-        _out(f"FAILED  {path}: {len(report.failed)} of {len(report.checks)} checks failed")
-    for check in report.checks:
-        if verbose or not check.ok:
-            _out(f"  {'pass' if check.ok else 'FAIL'}  {check.name}: {check.detail}")
 
 
 def _plural(count: int, noun: str) -> str:
@@ -281,12 +395,13 @@ def _bundle_document(
     state = report.result.state if report.result is not None else None
     return {
         "path": path,
+        "kind": "bundle",
         "ok": report.ok,
         "subject": state.pith_number if state else None,
         "state_sha256": state.state_sha256 if state else None,
         "trusted_key_id": signer,
         "trust": trust,
-        "checks": [{"name": c.name, "ok": c.ok, "detail": c.detail} for c in report.checks],
+        "checks": _checks_json(report),
     }
 
 
@@ -398,11 +513,13 @@ def replay_command(  # noqa: PLR0917 (click passes every option positionally)
     engine: str,
     scheduler: str | None,
 ) -> None:
-    """Replay PATHs: directories or files of bundles (*.json) and JSON Lines logs (*.jsonl).
+    """Replay PATHs: directories or files of bundles, records (*.json) and logs (*.jsonl).
 
-    Groups every event by subject, folds each subject, verifies every bundle, and prints one row
-    per subject. The result is identical for every --workers. Exits 1 when a bundle fails
-    verification or an input could not be used (each is listed on stderr).
+    Groups every event by subject, folds each subject, verifies every bundle (§10) and every pith
+    number record (§11), and prints one row per subject; a record adds no events or keys, and its
+    row says whether it agrees with the folded state. The result is identical for every
+    --workers. Exits 1 when a bundle or record fails verification, a record disagrees with its
+    subject's state, or an input could not be used (each is listed on stderr).
     """
     keys = load_keys(keys_file) if keys_file else None
     anchors, _ = _trust_anchors(trust_files)
@@ -418,22 +535,44 @@ def replay_command(  # noqa: PLR0917 (click passes every option positionally)
         if scheduler is not None:
             raise click.UsageError("--scheduler needs --engine dask")
         show_progress = sys.stderr.isatty() if progress is None else progress
-        report = replay(
-            paths, keys=keys, trusted_keys=anchors, workers=workers, out_dir=out, progress=show_progress
-        )
+        try:
+            report = replay(
+                paths, keys=keys, trusted_keys=anchors, workers=workers, out_dir=out, progress=show_progress
+            )
+        except ReplayWorkerError as exc:
+            raise WorkerLost(str(exc)) from exc
     if as_json:
         click.echo(report_json(report), nl=False)
     else:
         _print_table(report.subjects, report.totals)
         for problem in report.problems:
             _err(f"{problem.source}: {problem.code}: {problem.detail}")
+        _print_unlisted(report.totals["problems"] - len(report.problems), report.counts)
         if out is not None:
             _err(f"wrote {len(report.subjects)} state file(s) to {out}")
     _exit(EXIT_OK if report.ok else EXIT_FAILED)
 
 
+def _print_unlisted(unlisted: int, counts: Mapping[str, int]) -> None:
+    """After the listed problems: how many more there were, by code (a replay lists the first)."""
+    if unlisted > 0:
+        by_code = ", ".join(f"{code} {count}" for code, count in counts.items())
+        _err(f"... and {unlisted} more problem(s) not listed; all problems by code: {by_code}")
+
+
 def _print_table(rows: Sequence[Any], totals: Mapping[str, int]) -> None:
-    header = ("subject", "events", "valid", "invalid", "equivoc.", "bundles", "state", "rejected")
+    header = (
+        "subject",
+        "events",
+        "valid",
+        "invalid",
+        "equivoc.",
+        "bundles",
+        "state",
+        "rejected",
+        "records",
+        "record",
+    )
     body = [
         (
             row.subject,
@@ -444,9 +583,12 @@ def _print_table(rows: Sequence[Any], totals: Mapping[str, int]) -> None:
             str(row.bundles),
             {None: "-", True: "match", False: "MISMATCH"}[row.state_matches],
             str(row.rejected),
+            str(row.records),
+            _record_cell(row.record_ok, row.record_agrees),
         )
         for row in rows
     ]
+    bad_records = sum(row.record_ok is False or row.record_agrees is False for row in rows)
     total = (
         f"total: {totals['subjects']} subjects",
         str(totals["event_count"]),
@@ -456,6 +598,8 @@ def _print_table(rows: Sequence[Any], totals: Mapping[str, int]) -> None:
         str(totals["bundles"]),
         f"{totals['bundle_mismatches']} bad" if totals["bundle_mismatches"] else "ok",
         str(totals["rejected"]),
+        str(totals["records"]),
+        f"{bad_records} bad" if bad_records else "ok",
     )
     table = [header, *body, total]
     widths = [max(len(line[i]) for line in table) for i in range(len(header))]
@@ -468,6 +612,15 @@ def _print_table(rows: Sequence[Any], totals: Mapping[str, int]) -> None:
         _out("  ".join(cells).rstrip())
     if totals["problems"]:
         _out(f"{totals['problems']} input problem(s), listed on stderr")
+
+
+def _record_cell(record_ok: bool | None, record_agrees: bool | None) -> str:
+    """The replay table's record column: its records pass §11 and agree with the state (§11)?"""
+    if record_ok is None:
+        return "-"
+    if not record_ok:
+        return "FAILED"
+    return {None: "ok", True: "agrees", False: "DIFFERS"}[record_agrees]
 
 
 # --- explain ----------------------------------------------------------------------------------
@@ -657,8 +810,9 @@ def diff(state_a: str, state_b: str, as_json: bool) -> None:
 
 
 def _load_state(path: str) -> State:
+    data = _read_file(path)
     try:
-        return decode_state(Path(path).read_bytes())
+        return decode_state(data)
     except InputError as exc:
         raise InputError(exc.problem, source=path) from None
 
@@ -1169,7 +1323,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         exc.show()
         return exc.exit_code
     except BrokenPipeError:
-        # The reader went away (`| head`): not an error of ours; silence the flush at exit.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return EXIT_FAILED
+        # The reader went away (`| head`): not an error of ours.
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
     return code if isinstance(code, int) else EXIT_OK

@@ -36,7 +36,7 @@ import logging
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Final, Literal, NamedTuple, cast
+from typing import IO, TYPE_CHECKING, Any, Final, NamedTuple, cast
 
 import msgspec
 
@@ -44,17 +44,20 @@ from .bundle import REGISTRY_KEYS
 from .errors import InputError, MergeError
 from .keys import KeySet
 
-# walk_corpus, scan_file and scan_log: the local replayer's own walking, reading and attribution,
+# walk_corpus, scan_walked, scan_file and scan_log: the local replayer's own walking, reading and attribution,
 # so that both engines read a corpus alike (the same items, the same problems, the same words).
 from .replay import (
     JSON_SUFFIX,
     CorpusItem,
     InputProblem,
+    ItemKind,
+    ProblemLog,
     ReplayReport,
     SubjectSummary,
     fold_subject,
     scan_file,
     scan_log,
+    scan_walked,
     walk_corpus,
     write_state,
 )
@@ -111,6 +114,7 @@ class Segment(msgspec.Struct, frozen=True):
     ``whole``: the file is read as the local replayer reads it (``start`` is 0, ``end`` unused).
     Otherwise the lines that *start* in ``[start, end)`` (``end`` ``None``: to the end of file).
     ``size``: the file's size when it was planned (bytes), to pack segments into blocks.
+    ``walked``: found in a directory, so read only if it is a regular file (as locally).
     """
 
     path: str
@@ -118,6 +122,7 @@ class Segment(msgspec.Struct, frozen=True):
     end: int | None
     whole: bool
     size: int
+    walked: bool = False
 
 
 class Plan(msgspec.Struct, frozen=True):
@@ -139,7 +144,7 @@ class Record(NamedTuple):
     position: int
     in_range: bool
     source: str
-    kind: Literal["event", "bundle"]
+    kind: ItemKind
     data: bytes
 
 
@@ -178,22 +183,23 @@ def plan_corpus(
     :data:`MIN_BLOCKSIZE` and :data:`MAX_BLOCKSIZE`. Reads metadata only (walks, sizes).
     ``out_dir`` is created here, so that a path the workers cannot write fails before any work.
     """
-    files: list[tuple[Path, int]] = []
+    files: list[tuple[Path, int, bool]] = []
     for path in paths:
         root = Path(path)
-        for file in walk_corpus(root) if root.is_dir() else (root,):
+        walked = root.is_dir()
+        for file in walk_corpus(root) if walked else (root,):
             try:
                 size = file.stat().st_size
             except OSError:
                 size = 0  # the scan reports it as unreadable, where the local replayer would
-            files.append((file, size))
+            files.append((file, size, walked))
     if blocksize is None:
-        total = sum(size for _, size in files)
+        total = sum(size for _, size, _ in files)
         blocksize = min(MAX_BLOCKSIZE, max(MIN_BLOCKSIZE, total // max(1, threads * BLOCKS_PER_THREAD)))
     segments: list[Segment] = []
-    for file, size in files:
-        if file.suffix == JSON_SUFFIX or size <= blocksize:
-            segments.append(Segment(str(file), 0, None, True, size))
+    for file, size, walked in files:
+        if file.suffix == JSON_SUFFIX or size <= blocksize:  # (a FIFO or a device: size 0)
+            segments.append(Segment(str(file), 0, None, True, size, walked))
             continue
         starts = range(0, size, blocksize)
         segments.extend(
@@ -269,7 +275,7 @@ def _scan_block(block: tuple[tuple[int, Segment], ...]) -> Scanned:
     scanned = Scanned([], [], [])
     for number, segment in block:
         if segment.whole:
-            entries = scan_file(Path(segment.path))
+            entries = (scan_walked if segment.walked else scan_file)(Path(segment.path))
             for position, entry in enumerate(entries, start=1):
                 _keep(scanned, number, position, entry, in_range=False)
         else:
@@ -425,10 +431,7 @@ def replay_on_dask(
     rows: list[tuple[SubjectSummary, tuple[InputProblem, ...]]] = rows_future.result()
     problems: list[InputProblem] = problems_future.result()
     # As the local replay: problems of the scan in corpus order, then each subject's, by subject.
-    rows.sort(key=lambda row: row[0].subject)
-    for _, found in rows:
-        problems.extend(found)
-    return ReplayReport(tuple(row[0] for row in rows), tuple(problems))
+    return ProblemLog(problems).report(rows)
 
 
 def run_replay_cli(

@@ -17,7 +17,7 @@ from .admission import Admitted, Rejection, admit, require_inputs
 from .canonical import encode_canonical_unchecked
 from .chains import Classification, Node, classify, supersessions
 from .checks import CURRENT_KEYS, EVENT_TYPES, Candidate, ValidEvent, postcheck, precheck
-from .identifiers import b32, require_subject
+from .identifiers import require_subject, source_alias_pairs
 from .keys import KeySet
 from .reasons import Reason
 from .signatures import SignatureJob, SignatureVerifier
@@ -302,18 +302,6 @@ def assemble_state(
 def _source_aliases(record: ValidEvent) -> tuple[SourceAlias, ...]:
     """§9 source aliases, sorted by (alias_kind, alias_value) as code points."""
     payload = record.payload
-    source = payload["canonical_record"]["source"]
-    source_id, kind, version = source["id"], source["kind"], source["version"]
-    digest = b32(payload["canonical_sha256"])
-    pairs = [("pith_short_8", digest[:8]), ("pith_short_12", digest[:12]), ("pith_short_16", digest[:16])]
-    if kind == "arxiv":
-        pairs += [
-            ("arxiv", source_id),
-            ("arxiv_version", f"{source_id}v{version}"),
-            ("doi", f"10.48550/arxiv.{source_id}"),
-        ]
-    else:
-        pairs.append((kind, source_id))
-    return tuple(
-        SourceAlias(alias_kind=k, alias_value=v, created_at=record.created_at) for k, v in sorted(pairs)
-    )
+    pairs = source_alias_pairs(payload["canonical_record"]["source"], payload["canonical_sha256"])
+    assert pairs is not None  # the §8 payload rule held: the source has its id, kind and version
+    return tuple(SourceAlias(alias_kind=k, alias_value=v, created_at=record.created_at) for k, v in pairs)

@@ -22,8 +22,10 @@ __all__ = [
     "fingerprint_hex",
     "pith_number",
     "pith_number_from_digest",
+    "pith_year",
     "require_subject",
     "short_pith_number",
+    "source_alias_pairs",
     "state_sha256",
 ]
 
@@ -69,11 +71,50 @@ def pith_number(canonical_record: Mapping[str, Any]) -> str:
     least four characters, and :class:`merge.NotCanonicalError` when the record is not
     canonical-able.
     """
-    metadata = canonical_record.get("metadata")
-    submitted_at = metadata.get("submitted_at") if isinstance(metadata, Mapping) else None
-    if not isinstance(submitted_at, str) or len(submitted_at) < 4:
+    year = pith_year(canonical_record)
+    if year is None:
         raise RecordError("metadata.submitted_at must be a string of at least 4 characters")
-    return pith_number_from_digest(canonical_sha256_hex(canonical_record), submitted_at)
+    return pith_number_from_digest(canonical_sha256_hex(canonical_record), year)
+
+
+def pith_year(canonical_record: Any) -> str | None:
+    """The ``YYYY`` of a pith number: the first 4 characters of ``metadata.submitted_at``.
+
+    ``None`` when ``submitted_at`` is not a string of at least 4 characters: such a record has
+    no pith number (spec §2, *1.1*). Never raises, whatever ``canonical_record`` is.
+    """
+    metadata = canonical_record.get("metadata") if isinstance(canonical_record, Mapping) else None
+    submitted_at = metadata.get("submitted_at") if isinstance(metadata, Mapping) else None
+    # Exactly str: a FloatLiteral (a str subclass) is a JSON number, not a string.
+    if type(submitted_at) is not str or len(submitted_at) < 4:
+        return None
+    return submitted_at[:4]
+
+
+def source_alias_pairs(source: Any, canonical_sha256: str) -> list[tuple[str, str]] | None:
+    """The (``alias_kind``, ``alias_value``) pairs spec §9 derives, sorted as code points.
+
+    ``source`` is ``canonical_record.source``, ``canonical_sha256`` its record's hash (64 hex).
+    ``None`` when ``source`` is not an object with string ``id`` and ``kind`` and an integer
+    ``version`` (what §8 asks of an applied record): then nothing derives.
+    """
+    if not isinstance(source, Mapping):
+        return None
+    source_id, kind, version = source.get("id"), source.get("kind"), source.get("version")
+    # type checks: a FloatLiteral is no string, and JSON true is no integer (§4).
+    if type(source_id) is not str or type(kind) is not str or type(version) is not int:
+        return None
+    digest = b32(canonical_sha256)
+    pairs = [("pith_short_8", digest[:8]), ("pith_short_12", digest[:12]), ("pith_short_16", digest[:16])]
+    if kind == "arxiv":
+        pairs += [
+            ("arxiv", source_id),
+            ("arxiv_version", f"{source_id}v{version}"),
+            ("doi", f"10.48550/arxiv.{source_id}"),
+        ]
+    else:
+        pairs.append((kind, source_id))
+    return sorted(pairs)
 
 
 def short_pith_number(canonical_sha256: str) -> str:

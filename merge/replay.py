@@ -5,14 +5,14 @@ This is an adapter (it reads and writes files); it builds only on the pure core
 
 How a corpus is read (:func:`scan_corpus`):
 
-- a directory is walked recursively, in sorted order; its ``*.json`` files are bundles (or single
-  events) and its ``*.jsonl`` / ``*.ndjson`` files are JSON Lines event logs; other files are
-  not inputs and are skipped;
+- a directory is walked recursively, in sorted order; its ``*.json`` files are bundles, pith number
+  records (or single events) and its ``*.jsonl`` / ``*.ndjson`` files are JSON Lines event logs;
+  other files are not inputs and are skipped;
 - a file named explicitly is a single JSON text when it ends in ``.json``, JSON Lines otherwise;
   ``-`` is JSON Lines on standard input;
 - every line of a log is one JSON text (blank lines are skipped, line numbers still count);
-  an event line belongs to the subject named by its ``subject_pith_number``, a bundle to its
-  ``pith_number``. What cannot be attributed to a subject (not JSON, no subject, over 1 MiB) is an
+  an event line belongs to the subject named by its ``subject_pith_number``, a bundle or a record
+  to its ``pith_number``. What cannot be attributed to a subject (not JSON, no subject, over 1 MiB) is an
   :class:`InputProblem`, reported, never dropped silently.
 
 How one subject is folded (:func:`fold_subject`): every event of the subject, from every log
@@ -22,6 +22,8 @@ signed by a trusted key (the keys its producer folded with; an untrusted bundle'
 folded, but its keys are not used); a key id carried twice with different keys is a problem and the
 first one wins, the caller's before any bundle's. Each bundle is also verified on its own
 (spec §10): ``state_matches`` says whether its published state is what its own events fold into.
+A record carries no events and no keys: it is verified on its own (§11, ``record_ok``) and compared
+with the subject's folded state (``record_agrees``).
 
 How memory stays bounded (:func:`replay`): items are spilled to :data:`PARTITIONS` temporary files
 by SHA-256 of the subject, then each partition is folded subject by subject, reading only that
@@ -32,44 +34,59 @@ and results are sorted by subject, so the report is identical for every ``worker
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
+import logging
 import multiprocessing
 import os
 import re
+import signal
+import stat
 import struct
 import sys
 import tempfile
+import threading
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from contextlib import ExitStack
+from concurrent.futures.process import BrokenProcessPool
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import IO, Any, Final, Literal
 
 import msgspec
 
 from .admission import MAX_INPUT_BYTES, Rejection, admit
-from .bundle import REGISTRY_KEYS, verify_bundle
+from .bundle import REGISTRY_KEYS, CheckedReport, parse_document, verify_bundle
 from .canonical import canonical_json, decode_json
-from .errors import InputError, KeySetError
+from .errors import InputError, KeySetError, MergeError
 from .fold import FoldResult, fold
 from .keys import Key, KeySet
+from .record import record_disagreement, verify_record
 from .state import MERGE_VERSION, State
 
 __all__ = [
+    "MAX_DOCUMENT_BYTES",
     "PARTITIONS",
+    "PROBLEM_SAMPLE",
     "CorpusItem",
     "InputProblem",
+    "ItemKind",
+    "ProblemLog",
     "ReplayReport",
+    "ReplayWorkerError",
     "SubjectOutcome",
     "SubjectSummary",
+    "display_name",
     "fold_subject",
+    "read_document",
     "read_lines",
     "replay",
     "report_json",
     "scan_corpus",
     "scan_file",
     "scan_log",
+    "scan_walked",
     "state_filename",
     "walk_corpus",
     "write_state",
@@ -77,10 +94,37 @@ __all__ = [
 
 #: Number of spill partitions (fixed, so partitioning never depends on ``workers``).
 PARTITIONS: Final = 64
+#: Where a replay says what it did instead of failing (a lost partition folded again): warnings.
+logger: Final = logging.getLogger("merge.replay")
+#: How many problems a replay report lists with their place (the first ones); all are counted.
+PROBLEM_SAMPLE: Final = 1000
 #: Suffixes of JSON Lines event logs inside directories.
 LOG_SUFFIXES: Final = frozenset({".jsonl", ".ndjson"})
 #: Suffix of single JSON texts (bundles, or one event) inside directories.
 JSON_SUFFIX: Final = ".json"
+#: Largest file read whole (a bundle, a key file, a state): 256 MiB. A larger one is refused,
+#: so that a wrong path (``/dev/zero``, a runaway file) costs bounded memory, not the machine.
+MAX_DOCUMENT_BYTES: Final = 256 * 1024 * 1024
+#: How much of a file :func:`read_document` asks for at once.
+_CHUNK: Final = 1 << 20
+
+
+class ReplayWorkerError(MergeError):
+    """A worker process died twice folding one partition (killed, out of memory): no report.
+
+    ``partition`` is its number (a spill file holds the subjects whose SHA-256 fall in it).
+    """
+
+    def __init__(self, partition: str) -> None:
+        self.partition = partition
+        super().__init__(
+            f"a replay worker died twice folding partition {partition} (killed, or out of memory?); "
+            "the replay is incomplete"
+        )
+
+
+#: What a corpus item is: an event line, a bundle or a pith number record (a whole ``*.json`` file).
+ItemKind = Literal["event", "bundle", "record"]
 
 
 class CorpusItem(msgspec.Struct, frozen=True):
@@ -91,7 +135,7 @@ class CorpusItem(msgspec.Struct, frozen=True):
 
     subject: str
     source: str
-    kind: Literal["event", "bundle"]
+    kind: ItemKind
     data: bytes
 
 
@@ -99,8 +143,9 @@ class InputProblem(msgspec.Struct, frozen=True):
     """An input (line, file, bundle, key) that could not be used as it is, and why.
 
     ``code`` is a :class:`merge.RejectCode` string for inputs that are not admitted (§5), or
-    one of ``no_subject``, ``not_a_bundle``, ``unreadable``, ``bundle_failed``,
-    ``bad_bundle_keys``, ``untrusted_bundle_keys``, ``key_conflict``, ``no_keys``.
+    one of ``no_subject``, ``not_a_bundle``, ``unreadable``, ``not_a_regular_file``, ``bundle_failed``,
+    ``bad_bundle_keys``, ``untrusted_bundle_keys``, ``key_conflict``, ``no_keys``, ``record_failed``
+    (a record fails §11), ``record_disagrees`` (a record and the folded state disagree, §11).
     """
 
     source: str
@@ -117,6 +162,9 @@ class SubjectSummary(msgspec.Struct, frozen=True):
     ``state_matches`` is ``None`` when the subject has no bundle, else whether every bundle's
     published state equals the fold of its own events (§10); ``bundle_mismatches`` counts the
     bundles whose state did not. ``rejected`` counts inputs that were not admitted (§5).
+    ``records`` counts the subject's pith number records; ``record_ok`` is ``None`` without one,
+    else whether every one passes §11; ``record_agrees`` is ``None`` without a record or without
+    events, else whether every record agrees with the folded state (§11).
     """
 
     subject: str
@@ -129,6 +177,9 @@ class SubjectSummary(msgspec.Struct, frozen=True):
     state_matches: bool | None
     rejected: int
     bundle_mismatches: int = 0
+    records: int = 0
+    record_ok: bool | None = None
+    record_agrees: bool | None = None
 
 
 class SubjectOutcome(msgspec.Struct, frozen=True):
@@ -140,14 +191,28 @@ class SubjectOutcome(msgspec.Struct, frozen=True):
 
 
 class ReplayReport(msgspec.Struct, frozen=True):
-    """The result of a replay: one summary per subject (sorted by subject) and every problem."""
+    """The result of a replay: one summary per subject (sorted by subject) and the problems.
+
+    ``problems``: the first :data:`PROBLEM_SAMPLE` problems, with their place (the scan's in
+    corpus order, then each subject's, by subject). ``problem_counts``: every problem's code →
+    how many there were, listed or not (by default, those of ``problems``). A corpus of ten
+    million bad lines costs a replay the same memory as one of a thousand.
+    """
 
     subjects: tuple[SubjectSummary, ...]
     problems: tuple[InputProblem, ...]
+    problem_counts: dict[str, int] = msgspec.field(default_factory=dict)
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """``problem_counts``, or the counts of ``problems`` when none were given."""
+        if self.problem_counts or not self.problems:
+            return self.problem_counts
+        return ProblemLog(self.problems).counts
 
     @property
     def totals(self) -> dict[str, int]:
-        """Sums over the subjects, and the number of problems."""
+        """Sums over the subjects, and the number of problems (listed or not)."""
         rows = self.subjects
         return {
             "subjects": len(rows),
@@ -158,13 +223,62 @@ class ReplayReport(msgspec.Struct, frozen=True):
             "bundles": sum(row.bundles for row in rows),
             "bundle_mismatches": sum(row.bundle_mismatches for row in rows),
             "rejected": sum(row.rejected for row in rows),
-            "problems": len(self.problems),
+            "records": sum(row.records for row in rows),
+            # Subjects, not records: a subject with a record that fails §11 / disagrees with its state.
+            "record_failures": sum(row.record_ok is False for row in rows),
+            "record_disagreements": sum(row.record_agrees is False for row in rows),
+            "problems": sum(self.counts.values()),
         }
 
     @property
     def ok(self) -> bool:
         """True when every input was usable and every bundle verified (invalid events are fine)."""
         return not self.problems and all(row.state_matches is not False for row in self.subjects)
+
+
+class ProblemLog:
+    """Problems as a replay keeps them: all counted by code, the first ``sample`` kept whole.
+
+    Memory stays flat whatever the number of problems (each kept one costs ~300 bytes).
+    """
+
+    def __init__(self, problems: Iterable[InputProblem] = (), *, sample: int | None = None) -> None:
+        self.sample = PROBLEM_SAMPLE if sample is None else sample
+        self.kept: list[InputProblem] = []
+        self.counts: dict[str, int] = {}
+        for problem in problems:
+            self.add(problem)
+
+    def add(self, problem: InputProblem) -> None:
+        """Count a problem, and keep it while fewer than ``sample`` are kept."""
+        self.counts[problem.code] = self.counts.get(problem.code, 0) + 1
+        if len(self.kept) < self.sample:
+            self.kept.append(problem)
+
+    def merge(self, kept: Iterable[InputProblem], counts: Mapping[str, int]) -> None:
+        """Take in another log's kept problems (in order, while there is room) and its counts."""
+        for problem in kept:
+            if len(self.kept) >= self.sample:
+                break
+            self.kept.append(problem)
+        for code, count in counts.items():
+            self.counts[code] = self.counts.get(code, 0) + count
+
+    def report(self, rows: Sequence[tuple[SubjectSummary, Sequence[InputProblem]]]) -> ReplayReport:
+        """The report of a replay: its scan's problems (this log) then the subjects', by subject.
+
+        ``rows``: one summary and its problems per subject, every problem of every subject.
+        """
+        ordered = sorted(rows, key=lambda row: row[0].subject)
+        for _, found in ordered:
+            for problem in found:
+                self.add(problem)
+        return self.as_report(ordered)
+
+    def as_report(self, ordered: Sequence[tuple[SubjectSummary, Any]]) -> ReplayReport:
+        """The report of these rows (sorted by subject) with the problems of this log alone."""
+        counts = dict(sorted(self.counts.items()))
+        return ReplayReport(tuple(row[0] for row in ordered), tuple(self.kept), counts)
 
 
 # --- reading a corpus -------------------------------------------------------------------------
@@ -177,6 +291,8 @@ class _Attribution(msgspec.Struct):
     pith_number: Any = None
     bundle_type: Any = None
     event_id: Any = None
+    # UNSET, not None: a document with a record_type key is a record, whatever its value (§11).
+    record_type: Any = msgspec.UNSET
 
 
 _attribution_decoder: Final = msgspec.json.Decoder(_Attribution)
@@ -194,7 +310,7 @@ def scan_corpus(paths: Iterable[str | os.PathLike[str]]) -> Iterator[CorpusItem 
         root = Path(path)
         if root.is_dir():
             for file in walk_corpus(root):
-                yield from scan_file(file)
+                yield from scan_walked(file)
         else:
             yield from scan_file(root)
 
@@ -209,9 +325,53 @@ def walk_corpus(root: Path) -> Iterator[Path]:
                 yield file
 
 
+def scan_walked(file: Path) -> Iterator[CorpusItem | InputProblem]:
+    """:func:`scan_file` for a file found in a directory: only a regular file is read.
+
+    A FIFO would block the replay forever, a device (``/dev/zero``) never end: found in a
+    directory, they are a ``not_a_regular_file`` problem. Named explicitly, they are streamed.
+    """
+    if _special(file):
+        yield InputProblem(display_name(file), "not_a_regular_file", "a FIFO, device or socket: not read")
+    else:
+        yield from scan_file(file)
+
+
+def _special(path: Path) -> bool:
+    """Whether ``path`` (followed if a symlink) exists and is not a regular file."""
+    try:
+        return not stat.S_ISREG(path.stat().st_mode)
+    except OSError:
+        return False  # missing or unreachable: opening it says why (an ``unreadable`` problem)
+
+
+def read_document(handle: IO[bytes], source: str, limit: int | None = None) -> bytes:
+    """All of a file read whole, at most ``limit`` bytes (:data:`MAX_DOCUMENT_BYTES`).
+
+    Read in chunks, so that a larger file (or an endless one) costs ``limit`` bytes of memory
+    before :class:`InputError` says so.
+    """
+    limit = MAX_DOCUMENT_BYTES if limit is None else limit
+    data = bytearray()
+    while chunk := handle.read(min(_CHUNK, limit + 1 - len(data))):
+        data += chunk
+        if len(data) > limit:
+            raise InputError(f"larger than {limit} bytes, the limit of a file read whole", source=source)
+    return bytes(data)
+
+
+def display_name(path: str | bytes | os.PathLike[str] | os.PathLike[bytes]) -> str:
+    """A path as reports show it: always valid UTF-8, whatever bytes the file system holds.
+
+    POSIX file names are bytes; one that is not UTF-8 would abort any JSON or terminal output,
+    so its undecodable bytes are shown escaped (``log-\\xff.jsonl``). The file is still read.
+    """
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
+
+
 def scan_file(path: Path) -> Iterator[CorpusItem | InputProblem]:
     """The items of one file: a ``*.json`` file is one JSON text, anything else JSON Lines."""
-    source = str(path)
+    source = display_name(path)
     try:
         handle = path.open("rb")
     except OSError as exc:
@@ -220,9 +380,12 @@ def scan_file(path: Path) -> Iterator[CorpusItem | InputProblem]:
     with handle:
         if path.suffix == JSON_SUFFIX:
             try:
-                data = handle.read()
+                data = read_document(handle, source)
             except OSError as exc:
                 yield InputProblem(source, "unreadable", exc.strerror or str(exc))
+                return
+            except InputError as exc:
+                yield InputProblem(source, "too_large", exc.problem)
                 return
             yield _attribute(data, source, whole_file=True)
         else:
@@ -283,8 +446,14 @@ def _attribute(data: bytes, source: str, *, whole_file: bool) -> CorpusItem | In
         if type(found.pith_number) is not str:
             return InputProblem(source, "no_subject", "the bundle has no string pith_number")
         return CorpusItem(found.pith_number, source, "bundle", data)
+    if whole_file and found.record_type is not msgspec.UNSET:
+        if type(found.pith_number) is not str:
+            return InputProblem(source, "no_subject", "the record has no string pith_number")
+        return CorpusItem(found.pith_number, source, "record", data)
     if whole_file and found.event_id is None:
-        return InputProblem(source, "not_a_bundle", "a JSON object with neither bundle_type nor event_id")
+        return InputProblem(
+            source, "not_a_bundle", "a JSON object with neither bundle_type, record_type nor event_id"
+        )
     if type(found.subject_pith_number) is not str:
         outcome = admit(data)
         if isinstance(outcome, Rejection):
@@ -299,7 +468,7 @@ def _not_a_bundle(data: bytes, source: str) -> InputProblem:
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as exc:
         return InputProblem(source, "not_json", f"the file is not one JSON text: {exc}")
     kind = "an array" if isinstance(value, list) else "not an object"
-    return InputProblem(source, "not_a_bundle", f"JSON, but {kind}: neither a bundle nor an event")
+    return InputProblem(source, "not_a_bundle", f"JSON, but {kind}: neither a bundle, a record nor an event")
 
 
 # --- folding one subject ----------------------------------------------------------------------
@@ -313,10 +482,11 @@ def fold_subject(
     *,
     threads: int | None = 1,
 ) -> SubjectOutcome:
-    """Fold every event of one subject (log lines and bundles' events) and verify its bundles.
+    """Fold every event of one subject (log lines and bundles' events), verify its bundles and
+    its records, and compare each record with the folded state.
 
     ``keys``: the caller's key set for log events (``None``: only the bundles' keys).
-    ``trusted_keys``: the anchors bundle signatures are checked against (§10).
+    ``trusted_keys``: the anchors bundle signatures (§10) and record receipts (§11) are checked against.
     """
     trusted = KeySet.parse(trusted_keys)
     inputs: list[Any] = []
@@ -333,12 +503,17 @@ def fold_subject(
     first_source: dict[tuple[bytes, str], str] = {}
     repeats: dict[str, list[str]] = defaultdict(list)
     distinct = 0
+    records: list[tuple[str, Any, bool]] = []  # (source, the record, whether it passes §11)
     for item in items:
         identity = (hashlib.sha256(item.data).digest(), item.kind)
         if identity in first_source:
             repeats[first_source[identity]].append(item.source)
             continue
         first_source[identity] = item.source
+        if item.kind == "record":
+            # A record never contributes events or keys (§11): it is only verified and compared.
+            records.append(_verify_record_item(item, trusted, problems))
+            continue
         distinct += 1
         if item.kind == "event":
             has_log_events = True
@@ -356,8 +531,7 @@ def fold_subject(
         if not report.check("state").ok:
             mismatches += 1
         if not report.ok:
-            failed = ", ".join(f"{check.name} ({check.detail})" for check in report.failed)
-            problems.append(InputProblem(item.source, "bundle_failed", f"failed: {failed}"))
+            problems.append(InputProblem(item.source, "bundle_failed", _failed_checks(report)))
         events = bundle.get("events") if isinstance(bundle, dict) else None
         if isinstance(events, list):
             inputs.extend(events)
@@ -405,6 +579,11 @@ def fold_subject(
     if repeats:
         problems = _with_repeats(problems, repeats)
     state = result.state
+    record_agrees = None
+    if records and state.event_count:  # without events there is no state to compare with
+        disagreements = [(source, record_disagreement(record, state)) for source, record, _ in records]
+        problems.extend(InputProblem(source, "record_disagrees", why) for source, why in disagreements if why)
+        record_agrees = not any(why for _, why in disagreements)
     summary = SubjectSummary(
         subject=subject,
         state_sha256=state.state_sha256,
@@ -416,8 +595,25 @@ def fold_subject(
         state_matches=None if bundles == 0 else mismatches == 0,
         rejected=len(result.rejected),
         bundle_mismatches=mismatches,
+        records=len(records),
+        record_ok=all(ok for _, _, ok in records) if records else None,
+        record_agrees=record_agrees,
     )
     return SubjectOutcome(summary, state, tuple(problems))
+
+
+def _verify_record_item(
+    item: CorpusItem, trusted: KeySet, problems: list[InputProblem]
+) -> tuple[str, Any, bool]:
+    """Verify a record of the corpus (§11); a failure is a ``record_failed`` problem."""
+    report = verify_record(item.data, trusted_keys=trusted)
+    if not report.ok:
+        problems.append(InputProblem(item.source, "record_failed", _failed_checks(report)))
+    return item.source, parse_document(item.data)[0], report.ok
+
+
+def _failed_checks(report: CheckedReport) -> str:
+    return "failed: " + ", ".join(f"{check.name} ({check.detail})" for check in report.failed)
 
 
 def _with_repeats(problems: list[InputProblem], repeats: Mapping[str, list[str]]) -> list[InputProblem]:
@@ -495,16 +691,24 @@ def _read_item(handle: IO[bytes], offset: int) -> CorpusItem:
     return CorpusItem(subject, source, kind, handle.read(data_size))
 
 
+_Rows = list[tuple[SubjectSummary, tuple[InputProblem, ...]]]
+
+
 def _fold_partition(
     path: str,
     keys: list[dict[str, Any]] | None,
     trusted: list[dict[str, Any]],
     out_dir: str | None,
-) -> list[tuple[SubjectSummary, tuple[InputProblem, ...]]]:
-    """Fold one spill partition, one subject at a time (runs in a worker process)."""
+) -> tuple[_Rows, dict[str, int]]:
+    """Fold one spill partition, one subject at a time (runs in a worker process).
+
+    Returns the rows (each subject's summary with the problems kept of it: the partition keeps
+    at most :data:`PROBLEM_SAMPLE`, the first in subject order) and the counts of all problems.
+    """
     key_set = KeySet.parse(keys) if keys is not None else None
     trusted_set = KeySet.parse(trusted)
     results = []
+    log = ProblemLog()
     with open(path, "rb") as handle:
         offsets = _index(handle)
         for subject in sorted(offsets):
@@ -512,8 +716,11 @@ def _fold_partition(
             outcome = fold_subject(subject, items, key_set, trusted_set)
             if out_dir is not None:
                 write_state(out_dir, outcome.state)
-            results.append((outcome.summary, outcome.problems))
-    return results
+            kept = len(log.kept)
+            for problem in outcome.problems:
+                log.add(problem)
+            results.append((outcome.summary, tuple(log.kept[kept:])))
+    return results, log.counts
 
 
 def replay(
@@ -542,16 +749,18 @@ def replay(
             Path(out).mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise InputError(f"cannot create the output directory: {exc.strerror}", source=out) from exc
-    problems: list[InputProblem] = []
-    rows: list[tuple[SubjectSummary, tuple[InputProblem, ...]]] = []
+    log = ProblemLog()  # the scan's problems, then the partitions' (bounded: see ProblemLog)
+    rows: _Rows = []
+    counts: list[dict[str, int]] = []
     with ExitStack() as stack:
+        stack.enter_context(_stopped_by_signals())  # first in, last out: after the cleanup below
         spill_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="pith-merge-"))
         bar = stack.enter_context(_Progress(progress))
         used: dict[int, IO[bytes]] = {}
         with ExitStack() as files:
             for entry in bar.track_scan(scan_corpus(paths)):
                 if isinstance(entry, InputProblem):
-                    problems.append(entry)
+                    log.add(entry)
                     continue
                 number = _partition(entry.subject)
                 if number not in used:
@@ -561,21 +770,126 @@ def replay(
         bar.start_fold(len(parts))
         if workers == 1 or len(parts) <= 1:
             for part in parts:
-                rows.extend(_fold_partition(part, key_json, trusted_json, out))
+                found, counted = _fold_partition(part, key_json, trusted_json, out)
+                rows.extend(found)
+                counts.append(counted)
                 bar.advance()
         else:
-            # "spawn": a fresh interpreter per worker. Forking a process that may run threads (the
-            # progress bar's refresher, a caller's) can deadlock the child.
-            context = multiprocessing.get_context("spawn")
-            with ProcessPoolExecutor(max_workers=min(workers, len(parts)), mp_context=context) as pool:
-                futures = [pool.submit(_fold_partition, part, key_json, trusted_json, out) for part in parts]
-                for future in as_completed(futures):
-                    rows.extend(future.result())
-                    bar.advance()
+            for found, counted in _fold_in_workers(parts, (key_json, trusted_json, out), workers):
+                rows.extend(found)
+                counts.append(counted)
+                bar.advance()
     rows.sort(key=lambda row: row[0].subject)
-    for _, found in rows:
-        problems.extend(found)
-    return ReplayReport(tuple(row[0] for row in rows), tuple(problems))
+    # Each partition kept its first problems in subject order: together, in subject order, they
+    # hold the first PROBLEM_SAMPLE of the whole report, which is what the log keeps.
+    log.merge((problem for _, found in rows for problem in found), {})
+    for counted in counts:
+        log.merge((), counted)
+    return log.as_report(rows)
+
+
+def _fold_in_workers(
+    parts: Sequence[str], args: tuple[Any, ...], workers: int
+) -> Iterator[tuple[_Rows, dict[str, int]]]:
+    """Fold the partitions in worker processes; what each returns, as they finish.
+
+    A worker that dies (SIGKILL, the kernel's OOM killer) breaks the whole pool: every
+    partition not finished is lost, and each is folded again once, alone in a fresh process,
+    so that a second death names its partition (:class:`ReplayWorkerError`).
+    """
+    lost: list[str] = []
+    with _pool(min(workers, len(parts))) as pool:
+        futures = {pool.submit(_fold_partition, part, *args): part for part in parts}
+        for future in as_completed(futures):
+            try:
+                yield future.result()
+            except BrokenProcessPool:
+                lost.append(futures[future])
+    lost.sort()
+    if lost:
+        names = ", ".join(Path(part).stem for part in lost)
+        logger.warning("replay: a worker process died; partitions lost: %s; folding each again once", names)
+    for start in range(0, len(lost), workers):
+        batch = lost[start : start + workers]
+        with ExitStack() as stack:
+            alone = [(part, stack.enter_context(_pool(1))) for part in batch]
+            retries = [(part, pool.submit(_fold_partition, part, *args)) for part, pool in alone]
+            for part, future in retries:
+                try:
+                    yield future.result()
+                except BrokenProcessPool:
+                    raise ReplayWorkerError(Path(part).stem) from None
+
+
+@contextmanager
+def _pool(workers: int) -> Iterator[ProcessPoolExecutor]:
+    """A pool of spawned workers that never outlive the replay, whatever ends it."""
+    # "spawn": a fresh interpreter per worker. Forking a process that may run threads (the
+    # progress bar's refresher, a caller's) can deadlock the child.
+    context = multiprocessing.get_context("spawn")
+    pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_worker_init, initargs=(os.getpid(),))
+    try:
+        yield pool
+    except BaseException:
+        # Interrupted (Ctrl-C, SIGTERM, an error): stop the workers now rather than wait for
+        # their partitions. ``_processes`` is the only handle before Python 3.14's kill_workers.
+        for process in list(getattr(pool, "_processes", {}).values()):
+            process.kill()
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
+
+
+def _worker_init(parent: int) -> None:
+    """In each worker: die with the replay, and leave Ctrl-C to it (no worker tracebacks)."""
+    # Ctrl-C reaches the whole process group; the replay stops its workers itself.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if sys.platform == "linux":
+        # PR_SET_PDEATHSIG (1): the kernel kills this worker when the replay dies, even by SIGKILL.
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)
+    if os.getppid() != parent:  # the replay died before the line above took effect
+        os._exit(1)
+
+
+class _Signalled(BaseException):
+    """SIGTERM or SIGHUP arrived: unwinds the replay (its cleanup runs), then the signal is re-sent."""
+
+    def __init__(self, signum: int) -> None:
+        self.signum = signum
+        super().__init__(signum)
+
+
+@contextmanager
+def _stopped_by_signals() -> Iterator[None]:
+    """While replaying: SIGTERM and SIGHUP end the replay cleanly, then take their usual effect.
+
+    By default they kill a process on the spot, leaving its workers running and its spill files
+    in TMPDIR. Here they unwind the replay (workers killed, spill files removed) and are then
+    delivered again under the handler that was there before (by default: the process ends,
+    killed by that signal). A signal the process ignores (``nohup``) stays ignored.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread may handle signals
+        return
+
+    def stop(signum: int, frame: Any) -> None:
+        raise _Signalled(signum)
+
+    previous = {}
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(signum) is not signal.SIG_IGN:
+            previous[signum] = signal.signal(signum, stop)
+    try:
+        yield
+    except _Signalled as caught:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        previous = {}
+        os.kill(os.getpid(), caught.signum)  # the previous handler's turn (default: exit)
+        raise KeyboardInterrupt from None  # a handler that returned: the replay is still stopped
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 class _Progress:
@@ -623,13 +937,17 @@ class _Progress:
 def report_json(report: ReplayReport) -> bytes:
     """The ``replay --json`` document (UTF-8, keys sorted, indented, ends with a newline)::
 
-    {"merge_version", "ok", "subjects": [SubjectSummary…], "problems": [InputProblem…], "totals"}
+    {"merge_version", "ok", "subjects": [SubjectSummary…], "problems": [InputProblem…],
+     "problem_counts": {code: count}, "totals"}
+
+    ``problems`` lists the first :data:`PROBLEM_SAMPLE`; ``totals.problems`` counts them all.
     """
     document = {
         "merge_version": MERGE_VERSION,
         "ok": report.ok,
         "subjects": report.subjects,
         "problems": report.problems,
+        "problem_counts": report.counts,
         "totals": report.totals,
     }
     return msgspec.json.format(msgspec.json.encode(document, order="sorted"), indent=2) + b"\n"

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from merge import fold
+from merge import Merger, fold
 from merge.strategies import events, garbage_inputs, json_values, key_object, pool_key
 
 from .helpers import broken_events, verdicts
@@ -113,3 +113,33 @@ def test_flipped_bytes_in_valid_events(valid: list[dict[str, Any]], data: st.Dat
             )
         texts.append(bytes(raw))
     check(texts)
+
+
+#: Values at the edges of §5 (1.1): integers of 4,290 to 4,310 digits either sign, lone surrogates,
+#: non-string keys, non-JSON objects, deep nesting around 64.
+extreme_scalars = st.one_of(
+    st.builds(
+        lambda digits, sign: sign * (10**digits - 1), st.integers(4290, 4310), st.sampled_from([1, -1])
+    ),
+    st.text(alphabet=st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF), min_size=1, max_size=3),
+    st.sampled_from([(1, 2), b"bytes", {1, 2}, object(), float("nan"), 2**53, -(2**53)]),
+)
+extreme_values = st.recursive(
+    extreme_scalars,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3),
+        st.dictionaries(st.one_of(st.text(max_size=3), st.integers(0, 3)), inner, max_size=3),
+    ),
+    max_leaves=6,
+)
+
+
+@NO_HANG
+@given(st.lists(extreme_values, max_size=4))
+def test_extreme_parsed_values_never_raise(values: list[Any]) -> None:
+    """fold, Merger and the text of each (where it has one) reject or judge them, never raise."""
+    values = [with_event_ids({"x": v}, "sha256:" + f"{i:064x}") for i, v in enumerate(values)]
+    check(values, none_valid=True)
+    merger = Merger(subject=SUBJECT, keys=KEYS)
+    merger.extend(values)
+    assert merger.state.event_count == fold(values, subject=SUBJECT, keys=KEYS, threads=1).state.event_count

@@ -143,3 +143,25 @@ def _verdict(item: Any, event_id: str, others: tuple[Any, ...], subject: str) ->
 def to_text(value: Any) -> bytes:
     """The canonical JSON text of a (canonical-able) value, as an input to the fold."""
     return canonical_json(value)
+
+
+def record_of_bundle(bundle: dict[str, Any], template: dict[str, Any]) -> dict[str, Any]:
+    """The pith number record (§11) the registry publishes beside ``bundle``, built from it.
+
+    ``template`` is a real record (the golden one) for the fields a bundle does not hold. Every
+    field §11 checks comes from the bundle: its canonical record and identifiers, the registry's
+    receipt of its ``record_created``, the aliases of its state (written with ``+00:00``, as
+    records write them) and the title of its graph snapshot.
+    """
+    record = copy.deepcopy(template)
+    for field in ("pith_number", "short_pith_number", "canonical_sha256", "source", "canonical_record"):
+        record[field] = copy.deepcopy(bundle[field])
+    [created] = [e for e in bundle["events"] if e["event_type"] == "record_created"]
+    record["receipt"] = copy.deepcopy(created["payload"]["receipt"])
+    record["aliases"] = [
+        {**alias, "created_at": alias["created_at"].replace("Z", "+00:00")}
+        for alias in bundle["state"]["current"]["source_aliases"]
+    ]
+    [snapshot] = [e for e in bundle["events"] if e["event_type"] == "graph_snapshot"]
+    record["paper"] = copy.deepcopy(snapshot["payload"]["graph_snapshot"]["paper"])
+    return record

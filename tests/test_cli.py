@@ -3,20 +3,25 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from merge import canonical_json, decode_state, fold
+from merge.cli import EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, EXIT_WORKER_LOST, main
+from merge.replay import _partition
 from merge.signing import TestKey, make_bundle, sign_event
 
-from .builders import KEY_A, RECORD, event
+from .builders import KEY_A, RECORD, event, record_of_bundle
 from .builders import KEYS as TEST_KEYS
-from .conftest import GOLDEN_BUNDLE
+from .conftest import GOLDEN_BUNDLE, GOLDEN_RECORD, VECTORS
 from .test_audit import BASE, T1, T2, T3, X2
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -26,6 +31,7 @@ EXAMPLE_LOG = EXAMPLES / "example-events.jsonl"
 KEYS = EXAMPLES / "keys.json"
 GOLDEN = json.loads(GOLDEN_BUNDLE.read_bytes())
 EXAMPLE = json.loads(EXAMPLE_BUNDLE.read_bytes())
+RECORD_VECTORS = sorted((VECTORS / "records").glob("*.json"))
 LOG_SUBJECT = json.loads(EXAMPLE_LOG.read_bytes().splitlines()[0])["subject_pith_number"]
 
 
@@ -177,8 +183,11 @@ def test_verify_bad_files(tmp_path: Path) -> None:
     array.write_bytes(b"[]")
     result = run("verify", not_json, empty, array)
     assert result.returncode == 1
-    assert out(result).count("FAIL  bundle_type:") == 3
-    assert "not JSON" in out(result)
+    # Neither a bundle nor a record: one clear failure each, not the checks of §10.
+    assert out(result).count(": not a bundle or record: ") == 3
+    assert "not a bundle or record: not JSON" in out(result)
+    assert "FAIL  bundle_type" not in out(result)
+    assert out(result).splitlines()[-1] == "0 of 3 documents verified"
 
     missing = run("verify", tmp_path / "missing.json")
     assert missing.returncode == 2
@@ -194,6 +203,84 @@ def test_verify_bad_files(tmp_path: Path) -> None:
     result = run("verify", "--trust", not_json, GOLDEN_BUNDLE)
     assert result.returncode == 2
     assert "the key file is not JSON" in err(result)
+
+
+def test_verify_every_record_vector(tmp_path: Path) -> None:
+    """Each records/ vector through `verify --json --trust` of its trusted_keys: its failed checks."""
+    runs: dict[str, list[tuple[dict[str, Any], Path]]] = {}
+    for path in RECORD_VECTORS:
+        case = json.loads(path.read_text("utf-8"))
+        document = tmp_path / path.name
+        document.write_text(json.dumps(case["record"], ensure_ascii=False), "utf-8")
+        runs.setdefault(json.dumps(case["trusted_keys"]), []).append((case, document))
+    for number, (trusted, cases) in enumerate(runs.items()):  # one run per trusted key set
+        trust = tmp_path / f"trust-{number}.keys"
+        trust.write_text(trusted)
+        result = run("verify", "--json", "--trust", trust, *(document for _, document in cases))
+        entries = json.loads(result.stdout)["documents"]
+        assert len(entries) == len(cases)
+        assert result.returncode == (0 if all(case["expected"]["ok"] for case, _ in cases) else 1)
+        for (case, document), entry in zip(cases, entries, strict=True):
+            assert entry["path"] == str(document)
+            assert entry["ok"] is case["expected"]["ok"], case["name"]
+            if not isinstance(case["record"], dict) or "record_type" not in case["record"]:
+                assert entry["kind"] is None, case["name"]  # not a record: only the verdict
+                continue
+            assert entry["kind"] == "record"
+            failed = sorted(check["name"] for check in entry["checks"] if not check["ok"])
+            assert failed == case["expected"]["failed"], case["name"]
+            assert entry["title_note"] == case["expected"]["title_note"], case["name"]
+
+
+def test_verify_the_golden_record_and_a_tampered_one(tmp_path: Path) -> None:
+    golden = run("verify", GOLDEN_RECORD)
+    assert golden.returncode == 0
+    assert out(golden) == (
+        f"OK      {GOLDEN_RECORD}: record pith:2021:G5J4JR47F5GAEBTKNJTCT3AK6W, "
+        "receipt signed by pith-v1-2026-05 (the built-in registry key)\n"
+    )
+    test_keys = tmp_path / "test.keys"
+    test_keys.write_text(json.dumps(TEST_KEYS))
+    untrusted = run("verify", "--trust", test_keys, GOLDEN_RECORD)
+    assert untrusted.returncode == 1
+    assert out(untrusted).splitlines() == [
+        f"FAILED  {GOLDEN_RECORD}: record, 1 of 7 checks failed",
+        "  FAIL  receipt: key 'pith-v1-2026-05' is not a trusted key",
+    ]
+    tampered = tmp_path / "tampered.record.json"
+    tampered.write_bytes(
+        GOLDEN_RECORD.read_bytes().replace(b'"license":"http://arxiv', b'"license":"https://arxiv')
+    )
+    result = run("verify", tampered)
+    assert result.returncode == 1
+    assert out(result).splitlines()[0] == f"FAILED  {tampered}: record, 4 of 7 checks failed"
+    failed = [line.split(":")[0].strip() for line in out(result).splitlines()[1:]]
+    assert failed == [
+        "FAIL  canonical_sha256",
+        "FAIL  pith_number",
+        "FAIL  aliases",
+        "FAIL  verification_status",
+    ]
+
+
+def test_verify_mixed_documents_in_one_run(tmp_path: Path) -> None:
+    neither = tmp_path / "neither.json"
+    neither.write_text('{"pith_number": "pith:2021:G5J4JR47F5GAEBTKNJTCT3AK6W"}')
+    result = run("verify", "--json", GOLDEN_BUNDLE, GOLDEN_RECORD, neither)
+    assert result.returncode == 1
+    document = json.loads(result.stdout)
+    assert document["ok"] is False
+    kinds = [(entry["kind"], entry["ok"]) for entry in document["documents"]]
+    assert kinds == [("bundle", True), ("record", True), (None, False)]
+    assert document["documents"][2]["problem"] == (
+        "not a bundle or record: an object with neither bundle_type nor record_type"
+    )
+    assert [entry["path"] for entry in document["bundles"]] == [str(GOLDEN_BUNDLE)]  # as before records
+    text = run("verify", GOLDEN_BUNDLE, GOLDEN_RECORD, neither)
+    assert out(text).splitlines()[-2:] == [
+        f"FAILED  {neither}: not a bundle or record: an object with neither bundle_type nor record_type",
+        "2 of 3 documents verified",
+    ]
 
 
 # --- fold -------------------------------------------------------------------------------------
@@ -279,19 +366,11 @@ def test_replay_table() -> None:
     result = run("replay", "--keys", KEYS, "--trust", KEYS, GOLDEN_BUNDLE, EXAMPLE_BUNDLE, EXAMPLE_LOG)
     assert result.returncode == 0
     table = out(result).splitlines()
-    assert table[0].split() == [
-        "subject",
-        "events",
-        "valid",
-        "invalid",
-        "equivoc.",
-        "bundles",
-        "state",
-        "rejected",
-    ]
+    header = "subject events valid invalid equivoc. bundles state rejected records record"
+    assert " ".join(table[0].split()) == header
     rows = {line.split()[0]: line.split()[1:] for line in table[1:4]}
-    assert rows[GOLDEN["pith_number"]] == ["2", "2", "0", "0", "1", "match", "0"]
-    assert rows[LOG_SUBJECT][-2:] == ["-", "0"]
+    assert rows[GOLDEN["pith_number"]] == ["2", "2", "0", "0", "1", "match", "0", "0", "-"]
+    assert rows[LOG_SUBJECT][-4:] == ["-", "0", "0", "-"]
     assert table[-1].startswith("total: 3 subjects")
     assert err(result) == ""  # piped: no progress bar, no problems
 
@@ -353,6 +432,31 @@ def test_replay_empty_and_missing_inputs(tmp_path: Path) -> None:
     code, document = replay_json("-")  # empty stdin
     assert code == 0
     assert document["subjects"] == []
+
+
+def test_replay_reports_records(tmp_path: Path) -> None:
+    """The golden bundle's subject with its record, another subject's record, and a tampered one."""
+    (tmp_path / "a.record.json").write_text(
+        json.dumps(record_of_bundle(GOLDEN, json.loads(GOLDEN_RECORD.read_bytes())))
+    )
+    tampered = GOLDEN_RECORD.read_bytes().replace(b'"version":3}', b'"version":2}', 1)
+    assert tampered != GOLDEN_RECORD.read_bytes()
+    (tmp_path / "b.record.json").write_bytes(tampered)
+    result = run("replay", GOLDEN_BUNDLE, tmp_path)
+    assert result.returncode == 1
+    rows = {line.split()[0]: line.split()[1:] for line in out(result).splitlines()[1:3]}
+    assert rows == {
+        GOLDEN["pith_number"]: ["2", "2", "0", "0", "1", "match", "0", "1", "agrees"],
+        "pith:2021:G5J4JR47F5GAEBTKNJTCT3AK6W": ["0", "0", "0", "0", "0", "-", "0", "1", "FAILED"],
+    }
+    assert out(result).splitlines()[4].split()[-3:] == ["2", "1", "bad"]
+    source_differs = "record_failed: failed: source (differs from canonical_record.source)"
+    assert err(result) == f"{tmp_path / 'b.record.json'}: {source_differs}\n"
+    code, document = replay_json(GOLDEN_BUNDLE, tmp_path)
+    assert code == 1
+    golden = next(row for row in document["subjects"] if row["subject"] == GOLDEN["pith_number"])
+    assert (golden["records"], golden["record_ok"], golden["record_agrees"]) == (1, True, True)
+    assert document["totals"]["records"] == 2
 
 
 def test_replay_engines_give_the_same_document() -> None:
@@ -657,3 +761,176 @@ def test_audit_the_example_history(tmp_path: Path) -> None:
     }
     text = run("audit", "--history", "--trust", KEYS, v3, EXAMPLE_BUNDLE, v2, other)
     assert out(text).count("SPLIT VIEW signed by test-A:") == 2  # each split view once
+
+
+# --- faults: a reader that goes away ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["replay", EXAMPLES, "--keys", KEYS, "--workers", "1"],
+        ["replay", EXAMPLES, "--keys", KEYS, "--workers", "1", "--json"],
+        ["verify", EXAMPLE_BUNDLE, "--json"],
+        ["fold", EXAMPLE_LOG, "--subject", LOG_SUBJECT, "--keys", KEYS],
+    ],
+)
+def test_a_closed_stdout_is_a_quiet_exit_141(command: list[Any]) -> None:
+    # `pith-merge replay … | head -2`: the reader left before the output was written. Like a
+    # well-behaved Unix tool, stop quietly with 128 + SIGPIPE (docs/cli.md, exit codes).
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # every write now fails with EPIPE
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "merge", *map(str, command)],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            cwd=ROOT,
+            timeout=120,
+            check=False,
+        )
+    finally:
+        os.close(write_end)
+    assert result.stderr == b""
+    assert result.returncode == EXIT_BROKEN_PIPE == 141
+
+
+def test_file_names_that_are_not_utf8_are_shown_escaped(tmp_path: Path) -> None:
+    bundle = os.fsdecode(os.path.join(os.fsencode(tmp_path), b"golden-\xff.json"))
+    Path(bundle).write_bytes(GOLDEN_BUNDLE.read_bytes())
+    Path(os.fsdecode(os.path.join(os.fsencode(tmp_path), b"log-\xfe.jsonl"))).write_bytes(b"{broken\n")
+    shown = f"{tmp_path}/golden-\\xff.json"
+    result = run("verify", "--json", bundle)
+    assert result.returncode == 0
+    assert json.loads(out(result))["bundles"][0]["path"] == shown
+    result = run("verify", bundle)
+    assert (result.returncode, out(result).split(":")[0]) == (0, f"OK      {shown}")
+    result = run("replay", tmp_path, "--json")
+    assert result.returncode == 1
+    assert [p["source"] for p in json.loads(out(result))["problems"]] == [f"{tmp_path}/log-\\xfe.jsonl:1"]
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["verify", "/dev/zero"],
+        ["keys", "show", "/dev/zero"],
+        ["diff", "/dev/zero", "/dev/zero"],
+        ["explain", "sha256:00", "--bundle", "/dev/zero"],
+        ["replay", "--keys", "/dev/zero", str(EXAMPLE_LOG)],
+    ],
+)
+def test_every_file_read_whole_has_a_cap(
+    command: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Before: `verify /dev/zero` read until memory ran out (5.7 GB). In-process, with a small cap.
+    monkeypatch.setattr("merge.replay.MAX_DOCUMENT_BYTES", 1 << 20)
+    assert main(command) == 2
+    assert (
+        capsys.readouterr().err
+        == f"Error: /dev/zero: larger than {1 << 20} bytes, the limit of a file read whole\n"
+    )
+
+
+def test_replay_lists_the_first_thousand_problems_and_counts_the_rest(tmp_path: Path) -> None:
+    (tmp_path / "bad.jsonl").write_bytes(b"not json\n" * 1005)
+    result = run("replay", tmp_path / "bad.jsonl")
+    assert result.returncode == 1
+    lines = err(result).splitlines()
+    assert len(lines) == 1001
+    assert lines[999].startswith(f"{tmp_path}/bad.jsonl:1000: not_json: ")
+    assert lines[1000] == "... and 5 more problem(s) not listed; all problems by code: not_json 1005"
+    assert "1005 input problem(s), listed on stderr" in out(result)
+
+
+# --- faults: lost workers, signals --------------------------------------------------------------
+
+
+def faulty_replay(
+    tmp_path: Path, fault: str, *args: Any, session: bool = False
+) -> tuple[subprocess.Popen[bytes], Path, Path]:
+    """`pith-merge replay` of a 200-subject corpus with a fault in its partition folds."""
+    corpus, faults, spill = tmp_path / "corpus", tmp_path / "faults", tmp_path / "tmp"
+    for where in (corpus, faults, spill):
+        where.mkdir()
+    event = json.loads(EXAMPLE_LOG.read_bytes().splitlines()[0])
+    lines = [json.dumps(dict(event, subject_pith_number=f"s{n:03d}")) for n in range(200)]
+    (corpus / "events.jsonl").write_text("\n".join(lines) + "\n", "utf-8")
+    environment = dict(
+        os.environ, TMPDIR=str(spill), PITH_FAULT_DIR=str(faults), PITH_FAULT=fault, PITH_FAULT_PARTITION="07"
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tests.replay_faults", "replay", str(corpus), "--keys", str(KEYS), *args],
+        cwd=ROOT,
+        env=environment,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=session,
+    )
+    return process, faults, spill
+
+
+def alive(pid: int) -> bool:
+    """Whether the process runs (a zombie, dead but not yet reaped by init, does not)."""
+    try:
+        return " (Z)" not in Path(f"/proc/{pid}/stat").read_text().split(")", 1)[1][:4]
+    except FileNotFoundError:
+        return False
+
+
+def test_replay_exits_3_with_one_line_when_a_worker_dies_twice(tmp_path: Path) -> None:
+    process, _, _ = faulty_replay(tmp_path, "die", "--workers", "2")
+    stdout, stderr = process.communicate(timeout=120)
+    assert process.returncode == EXIT_WORKER_LOST == 3
+    assert stdout == b""
+    lines = stderr.decode().splitlines()
+    assert lines[0].startswith("replay: a worker process died; partitions lost: ")
+    assert lines[1:] == [
+        "Error: a replay worker died twice folding partition 07 (killed, or out of memory?); "
+        "the replay is incomplete"
+    ]
+
+
+def started_workers(faults: Path) -> set[int]:
+    """The workers' pids, once one hangs in partition 07 and the other is idle (the rest done)."""
+    partitions = {_partition(f"s{n:03d}") for n in range(200)}  # the subjects of faulty_replay
+    assert 7 in partitions
+    deadline = time.monotonic() + 60
+    while len(list(faults.iterdir())) < len(partitions) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.2)  # the last one's fold returns
+    workers = {int(mark.name.split("-")[1]) for mark in faults.iterdir()}
+    assert len(workers) == 2
+    return workers
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
+def test_a_stopped_replay_leaves_no_workers_and_no_spill_files(tmp_path: Path, signum: int) -> None:
+    # SIGINT goes to the whole process group, as Ctrl-C in a terminal does.
+    process, faults, spill = faulty_replay(tmp_path, "hang", "--workers", "2", session=True)
+    try:
+        workers = started_workers(faults)
+        assert list(spill.iterdir())  # the spill directory, while folding
+        if signum == signal.SIGINT:
+            os.killpg(process.pid, signum)
+        else:
+            process.send_signal(signum)
+        _, stderr = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+    assert process.returncode == (EXIT_INTERRUPTED if signum == signal.SIGINT else -signum)
+    assert b"Traceback" not in stderr, stderr.decode()
+    assert not [pid for pid in workers if alive(pid)]
+    assert list(spill.iterdir()) == []
+
+
+def test_workers_die_with_a_killed_replay(tmp_path: Path) -> None:
+    process, faults, _ = faulty_replay(tmp_path, "hang", "--workers", "2")
+    workers = started_workers(faults)
+    process.kill()
+    process.communicate(timeout=30)
+    deadline = time.monotonic() + 10
+    while [pid for pid in workers if alive(pid)] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not [pid for pid in workers if alive(pid)]

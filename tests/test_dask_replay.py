@@ -36,7 +36,8 @@ from merge.dask_replay import (
 from merge.replay import CorpusItem, InputProblem, ReplayReport, replay, report_json, scan_corpus
 from merge.signing import TestKey, record_created_payload, sign_event
 
-from .conftest import CONFORMANCE, EDGES, GOLDEN_BUNDLE, load_edge_vector, load_vector
+from .builders import record_of_bundle
+from .conftest import CONFORMANCE, EDGES, GOLDEN_BUNDLE, GOLDEN_RECORD, VECTORS, load_edge_vector, load_vector
 
 distributed = pytest.importorskip("distributed")  # the optional extra; installed in CI (make test)
 
@@ -226,6 +227,28 @@ def test_generated_corpus_gives_the_local_report_and_states(
 def test_the_automatic_block_size_gives_the_same_report(client: Any, generated: Path) -> None:
     paths = corpus_paths(generated)
     assert replay_on_dask(paths, client=client, keys=KEYS) == replay(paths, keys=KEYS, workers=1)
+
+
+def test_bundles_and_records_give_the_local_report(client: Any, tmp_path: Path) -> None:
+    """Records (§11) travel through the cluster as the local replay takes them: the same rows."""
+    golden = json.loads(GOLDEN_BUNDLE.read_bytes())
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "a.bundle.json").write_bytes(GOLDEN_BUNDLE.read_bytes())
+    (corpus / "a.record.json").write_text(
+        json.dumps(record_of_bundle(golden, json.loads(GOLDEN_RECORD.read_bytes())))
+    )
+    (corpus / "b.record.json").write_bytes(GOLDEN_RECORD.read_bytes())
+    test_signed = json.loads((VECTORS / "records" / "arxiv_v2.json").read_text("utf-8"))["record"]
+    (corpus / "c.record.json").write_text(json.dumps(test_signed))
+    local, on_dask, _ = local_and_dask(client, [corpus], tmp_path)
+    assert on_dask == local
+    assert report_json(on_dask) == report_json(local)
+    assert [(row.records, row.record_ok, row.record_agrees) for row in on_dask.subjects] == [
+        (1, True, None),
+        (1, True, True),
+        (1, False, None),
+    ]
 
 
 # --- the conformance vectors ----------------------------------------------------------------------
@@ -472,3 +495,18 @@ def test_a_scheduler_without_workers_is_a_merge_error(tmp_path: Path) -> None:
         pytest.raises(SchedulerError, match="no worker joined it within 1s"),
     ):
         run_replay_cli([tmp_path], scheduler=empty.scheduler_address, connect_timeout="1s")
+
+
+@pytest.mark.timeout(120)
+def test_special_files_in_a_directory_are_problems_as_locally(client: Any, tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    awkward_log(corpus / "log.jsonl", huge=False)
+    os.mkfifo(corpus / "pipe.jsonl")  # read, it would block the scan forever
+    (corpus / "zero.jsonl").symlink_to("/dev/zero")  # read, it would never end
+    local = replay([corpus], keys=KEYS, workers=1)
+    assert replay_on_dask([corpus], client=client, keys=KEYS, blocksize=1000) == local
+    assert [(p.source, p.code) for p in local.problems if p.code == "not_a_regular_file"] == [
+        (str(corpus / "pipe.jsonl"), "not_a_regular_file"),
+        (str(corpus / "zero.jsonl"), "not_a_regular_file"),
+    ]

@@ -14,6 +14,7 @@ silently skipped.
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 import shutil
@@ -116,22 +117,37 @@ def lines(stream: bytes | None) -> list[str]:
 TRANSCRIPT_PAGES = [page for page in PAGES if any(transcript(lang, body) for lang, body in blocks(page))]
 
 
+#: Commands of the checkout itself, run there (the demo runs on the checkout's examples/).
+IN_CHECKOUT = ("python -m merge.demo",)
+
+
+def mismatch(written: Step, sandbox_dir: Path) -> str | None:
+    """Run one step of a transcript; None when it printed what the page shows, else a diff."""
+    step = Step(written.command.removeprefix(".venv/bin/"), written.expected, written.exit_code)
+    here = ROOT if step.command in IN_CHECKOUT else sandbox_dir
+    out, err, code = run(step, here)
+    expected = lines("\n".join(step.expected).encode())
+    if "Traceback" in "\n".join(err):
+        return "\n".join(["a traceback:", *err])
+    if step.exit_code is not None and code != step.exit_code:
+        return f"exit code {code}, the page says {step.exit_code}"
+    if expected in (out + err, err + out):
+        return None
+    merged = run(step, here, merged=True)[0]  # interleaved, as a terminal shows them
+    if expected == merged:
+        return None
+    return "\n".join(difflib.unified_diff(expected, merged, "the page", "the command", lineterm=""))
+
+
 @pytest.mark.parametrize("page", TRANSCRIPT_PAGES, ids=lambda page: page.name)
 def test_every_transcript_prints_what_the_page_shows(page: Path, tmp_path: Path) -> None:
     cwd = sandbox(tmp_path)
+    failures = []
     for lang, body in blocks(page):
-        for written in transcript(lang, body) or ():
-            step, here = written, cwd
-            if written.command.startswith(".venv/bin/"):
-                step = Step(written.command.removeprefix(".venv/bin/"), written.expected, written.exit_code)
-                here = ROOT
-            out, err, code = run(step, here)
-            assert "Traceback" not in "\n".join(err), step.command
-            if step.exit_code is not None:
-                assert code == step.exit_code, "\n".join([step.command, *out, *err])
-            expected = lines("\n".join(step.expected).encode())
-            if expected not in (out + err, err + out):  # interleaved, as a terminal shows them
-                assert expected == run(step, here, merged=True)[0], step.command
+        for step in transcript(lang, body) or ():
+            if (diff := mismatch(step, cwd)) is not None:
+                failures.append(f"$ {step.command}\n{diff}")
+    assert not failures, "\n\n".join(failures)
 
 
 def python_blocks() -> list[tuple[Path, str]]:

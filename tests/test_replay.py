@@ -5,7 +5,11 @@ from __future__ import annotations
 import importlib.util
 import io
 import json
+import logging
+import os
 import random
+import threading
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -16,13 +20,17 @@ from merge import InputError, canonical_json, decode_state, fold, verify_bundle
 from merge.bundle import REGISTRY_KEYS
 from merge.keys import KeySet
 from merge.replay import (
+    PROBLEM_SAMPLE,
     CorpusItem,
     InputProblem,
+    ReplayWorkerError,
     _index,
     _partition,
     _read_item,
     _spill,
+    display_name,
     fold_subject,
+    read_document,
     read_lines,
     replay,
     report_json,
@@ -32,7 +40,9 @@ from merge.replay import (
 )
 from merge.signing import TestKey, sign_bundle, sign_event
 
-from .conftest import CONFORMANCE, GOLDEN_BUNDLE, load_vector
+from . import replay_faults
+from .builders import KEY_A, record_of_bundle
+from .conftest import CONFORMANCE, GOLDEN_BUNDLE, GOLDEN_RECORD, VECTORS, load_vector
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 EXAMPLE_BUNDLE = EXAMPLES / "example.bundle.json"
@@ -291,6 +301,122 @@ def test_write_state_writes_the_canonical_bytes(tmp_path: Path) -> None:
     assert [p.name for p in tmp_path.iterdir()] == [path.name]  # no temporary file left behind
 
 
+# --- records (§11) ----------------------------------------------------------------------------
+
+GOLDEN_RECORD_SUBJECT = "pith:2021:G5J4JR47F5GAEBTKNJTCT3AK6W"
+
+
+def golden_subject_record() -> dict[str, Any]:
+    """The record of the golden bundle's subject, made from the bundle (registry receipt)."""
+    return record_of_bundle(json.loads(GOLDEN_BUNDLE.read_bytes()), json.loads(GOLDEN_RECORD.read_bytes()))
+
+
+def record_item(record: Any, source: str = "r.record.json") -> CorpusItem:
+    return CorpusItem(record["pith_number"], source, "record", json.dumps(record).encode())
+
+
+def test_scan_attributes_records_by_pith_number(tmp_path: Path) -> None:
+    (tmp_path / "golden.record.json").write_bytes(GOLDEN_RECORD.read_bytes())
+    (tmp_path / "null-type.json").write_text('{"record_type": null, "pith_number": "pith:2021:X"}')
+    (tmp_path / "no-subject.json").write_text('{"record_type": "pith_number_record", "pith_number": 7}')
+    items, problems = items_of([tmp_path])
+    assert [(Path(i.source).name, i.kind, i.subject) for i in items] == [
+        ("golden.record.json", "record", GOLDEN_RECORD_SUBJECT),
+        ("null-type.json", "record", "pith:2021:X"),  # a record_type key makes a record (§11)
+    ]
+    assert [(Path(p.source).name, p.code) for p in problems] == [("no-subject.json", "no_subject")]
+
+
+def test_a_record_beside_its_bundle_agrees_and_adds_nothing() -> None:
+    """A record never contributes events or keys: the state is the bundle's, byte for byte."""
+    record = golden_subject_record()
+    record["events"] = [{"event_id": "sha256:" + "0" * 64}]  # ignored: a record carries no events
+    record["public_keys"] = [KEY_A.key_object()]  # ignored: nor keys
+    items = [bundle_item(GOLDEN_BUNDLE), record_item(record)]
+    for keys in (None, KeySet.parse([KEY_A.key_object()])):  # with keys: a fold of all its inputs
+        outcome = fold_subject(GOLDEN_SUBJECT, items, keys)
+        assert outcome.summary.state_sha256 == GOLDEN_STATE_SHA256
+        assert outcome.problems == ()
+        summary = outcome.summary
+        assert (summary.records, summary.record_ok, summary.record_agrees) == (1, True, True)
+
+
+def test_a_record_alone_verifies_with_nothing_to_agree_with() -> None:
+    outcome = fold_subject(GOLDEN_RECORD_SUBJECT, [record_item(json.loads(GOLDEN_RECORD.read_bytes()))], None)
+    summary = outcome.summary
+    assert (summary.event_count, summary.records, summary.record_ok, summary.record_agrees) == (
+        0,
+        1,
+        True,
+        None,
+    )
+    assert outcome.problems == ()
+    untrusted = fold_subject(
+        GOLDEN_RECORD_SUBJECT,
+        [record_item(json.loads(GOLDEN_RECORD.read_bytes()))],
+        None,
+        [KEY_A.key_object()],
+    )
+    assert untrusted.summary.record_ok is False
+    assert [(p.code, p.detail) for p in untrusted.problems] == [
+        ("record_failed", "failed: receipt (key 'pith-v1-2026-05' is not a trusted key)")
+    ]
+
+
+def test_a_record_item_that_is_no_json_is_a_failed_record() -> None:
+    outcome = fold_subject(GOLDEN_SUBJECT, [CorpusItem(GOLDEN_SUBJECT, "x.json", "record", b"{")], None)
+    assert (outcome.summary.records, outcome.summary.record_ok) == (1, False)
+    assert [p.code for p in outcome.problems] == ["record_failed"]
+    assert "not JSON" in outcome.problems[0].detail
+
+
+def test_a_record_and_a_state_that_disagree_are_reported() -> None:
+    golden = json.loads(GOLDEN_BUNDLE.read_bytes())
+    [snapshot] = [e for e in golden["events"] if e["event_type"] == "graph_snapshot"]
+    line = CorpusItem(GOLDEN_SUBJECT, "log:1", "event", json.dumps(snapshot).encode())
+    outcome = fold_subject(
+        GOLDEN_SUBJECT, [line, record_item(golden_subject_record())], KeySet.parse(REGISTRY_KEYS)
+    )
+    assert (outcome.summary.record_ok, outcome.summary.record_agrees) == (True, False)
+    assert [(p.source, p.code) for p in outcome.problems] == [("r.record.json", "record_disagrees")]
+    assert "no applied record_created" in outcome.problems[0].detail
+
+
+def test_replay_of_bundles_and_records(tmp_path: Path) -> None:
+    """The golden bundle's subject with its record, other subjects' records, a repeated one."""
+    (tmp_path / "a.bundle.json").write_bytes(GOLDEN_BUNDLE.read_bytes())
+    (tmp_path / "a.record.json").write_text(json.dumps(golden_subject_record()))
+    (tmp_path / "b.record.json").write_bytes(GOLDEN_RECORD.read_bytes())
+    (tmp_path / "c.record.json").write_bytes(GOLDEN_RECORD.read_bytes())  # a repeat: held once
+    test_signed = json.loads((VECTORS / "records" / "arxiv_v2.json").read_text("utf-8"))["record"]
+    (tmp_path / "d.record.json").write_text(json.dumps(test_signed))
+    tampered = golden_subject_record()
+    tampered["aliases"].pop()
+    (tmp_path / "e.record.json").write_text(json.dumps(tampered))
+    report = replay([tmp_path], workers=1)
+    rows = {row.subject: row for row in report.subjects}
+    assert set(rows) == {GOLDEN_SUBJECT, GOLDEN_RECORD_SUBJECT, test_signed["pith_number"]}
+    cells = {subject: (r.records, r.record_ok, r.record_agrees) for subject, r in rows.items()}
+    assert cells == {
+        GOLDEN_SUBJECT: (2, False, False),  # its record agrees; the tampered one fails and differs
+        GOLDEN_RECORD_SUBJECT: (1, True, None),
+        test_signed["pith_number"]: (1, False, None),  # signed by test-A: untrusted here
+    }
+    assert rows[GOLDEN_SUBJECT].state_sha256 == GOLDEN_STATE_SHA256
+    assert rows[GOLDEN_SUBJECT].state_matches is True
+    assert [(Path(p.source).name, p.code) for p in report.problems] == [
+        ("e.record.json", "record_failed"),
+        ("e.record.json", "record_disagrees"),
+        ("d.record.json", "record_failed"),
+    ]
+    assert not report.ok
+    totals = report.totals
+    assert (totals["records"], totals["record_failures"], totals["record_disagreements"]) == (4, 2, 1)
+    assert replay([tmp_path], workers=2) == report
+    document = json.loads(report_json(report))
+    assert {row["subject"]: row["record_agrees"] for row in document["subjects"]}[GOLDEN_SUBJECT] is False
+
+
 # --- replay -----------------------------------------------------------------------------------
 
 
@@ -422,3 +548,163 @@ def test_a_tampered_example_event_breaks_the_bundle() -> None:
     bundle["events"].append(event)  # a valid event, yet not in the signed bundle
     report = verify_bundle(bundle, trusted_keys=EXAMPLE_KEYS)
     assert {check.name for check in report.failed} == {"bundle_sha256", "bundle_signature", "state"}
+
+
+# --- faults: names, special files, lost workers, signals, many bad lines -------------------------
+
+
+def test_file_names_that_are_not_utf8_are_read_and_shown_escaped(tmp_path: Path) -> None:
+    odd = tmp_path / "odd"
+    odd.mkdir()
+    log = os.fsdecode(os.path.join(os.fsencode(odd), b"log-\xff.jsonl"))
+    bundle = os.fsdecode(os.path.join(os.fsencode(odd), b"bundle-\xfe.json"))
+    Path(log).write_bytes(EXAMPLE_LOG.read_bytes() + b"{broken\n")
+    Path(bundle).write_bytes(EXAMPLE_BUNDLE.read_bytes())
+    lines = len(EXAMPLE_LOG.read_bytes().splitlines())
+    (tmp_path / "plain").mkdir()  # the same files under UTF-8 names: the same report
+    (tmp_path / "plain" / "log.jsonl").write_bytes(Path(log).read_bytes())
+    (tmp_path / "plain" / "bundle.json").write_bytes(EXAMPLE_BUNDLE.read_bytes())
+    plain = replay([tmp_path / "plain"], keys=EXAMPLE_KEYS, workers=1)
+    for workers in (1, 2):
+        report = replay([odd], keys=EXAMPLE_KEYS, workers=workers)
+        sources = {problem.source for problem in report.problems}
+        assert f"{odd}/log-\\xff.jsonl:{lines + 1}" in sources  # the broken line, escaped
+        assert f"{odd}/bundle-\\xfe.json" in sources  # its key is not trusted: reported
+        assert report.subjects == plain.subjects
+        assert [p.code for p in report.problems] == [p.code for p in plain.problems]
+        json.loads(report_json(report))  # encodes: every source is UTF-8
+    assert display_name(log) == f"{odd}/log-\\xff.jsonl"
+    assert display_name(Path(log)) == display_name(os.fsencode(log)) == display_name(log)
+
+
+@pytest.mark.timeout(60)
+def test_only_regular_files_are_read_from_directories(tmp_path: Path) -> None:
+    # Before: a FIFO named *.jsonl blocked the replay forever, /dev/zero never ended.
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (tmp_path / "real.jsonl").write_bytes(EXAMPLE_LOG.read_bytes())
+    (corpus / "events.jsonl").symlink_to(tmp_path / "real.jsonl")  # a symlink to a file is read
+    os.mkfifo(corpus / "pipe.jsonl")
+    (corpus / "zero.jsonl").symlink_to("/dev/zero")
+    (corpus / "zero.json").symlink_to("/dev/zero")
+    report = replay([corpus], keys=EXAMPLE_KEYS, workers=1)
+    assert [(p.source, p.code) for p in report.problems] == [
+        (str(corpus / name), "not_a_regular_file") for name in ("pipe.jsonl", "zero.json", "zero.jsonl")
+    ]
+    assert report.subjects == replay([EXAMPLE_LOG], keys=EXAMPLE_KEYS, workers=1).subjects
+
+
+@pytest.mark.timeout(60)
+def test_a_fifo_named_explicitly_is_streamed(tmp_path: Path) -> None:
+    fifo = tmp_path / "events.jsonl"
+    os.mkfifo(fifo)
+
+    def feed() -> None:
+        with open(fifo, "wb") as pipe:
+            for line in EXAMPLE_LOG.read_bytes().splitlines(keepends=True):
+                pipe.write(line)
+
+    writer = threading.Thread(target=feed)
+    writer.start()
+    report = replay([fifo], keys=EXAMPLE_KEYS, workers=1)
+    writer.join()
+    assert report.subjects == replay([EXAMPLE_LOG], keys=EXAMPLE_KEYS, workers=1).subjects
+
+
+def test_a_file_read_whole_has_a_cap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("merge.replay.MAX_DOCUMENT_BYTES", 4096)
+    big = tmp_path / "big.json"
+    big.write_bytes(b" " * 4097)
+    items, problems = items_of([big])
+    assert items == []
+    assert problems == [
+        InputProblem(str(big), "too_large", "larger than 4096 bytes, the limit of a file read whole")
+    ]
+    with open("/dev/zero", "rb") as zero, pytest.raises(InputError, match="larger than 4096 bytes"):
+        read_document(zero, "/dev/zero")
+    assert read_document(io.BytesIO(b"x" * 4096), "exact") == b"x" * 4096
+
+
+def test_bad_lines_are_counted_and_the_first_thousand_listed_for_every_worker_count(tmp_path: Path) -> None:
+    lines = [b"not json"] * 600  # scan problems: no subject can be read
+    lines += [
+        b'{"subject_pith_number": "s%02d", "event_id": "bad", "n": %d}' % (i % 50, i) for i in range(1500)
+    ]
+    (tmp_path / "bad.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+    scan = [f"{tmp_path}/bad.jsonl:{n}" for n in range(1, 601)]
+    by_subject = sorted(range(1500), key=lambda i: (i % 50, i))  # each subject's, by subject
+    expected = scan + [f"{tmp_path}/bad.jsonl:{601 + i}" for i in by_subject]
+    reports = [replay([tmp_path], keys=EXAMPLE_KEYS, workers=workers) for workers in (1, 3)]
+    assert reports[0] == reports[1]
+    report = reports[0]
+    assert [problem.source for problem in report.problems] == expected[:PROBLEM_SAMPLE]
+    assert report.problem_counts == {"bad_event_id": 1500, "not_json": 600}
+    assert report.totals["problems"] == 2100
+    assert report.totals["rejected"] == 1500
+    document = json.loads(report_json(report))
+    assert (len(document["problems"]), document["problem_counts"]) == (1000, report.problem_counts)
+
+
+@pytest.mark.slow
+def test_memory_stays_flat_whatever_the_number_of_bad_lines(tmp_path: Path) -> None:
+    # Before: ~310 bytes kept per bad line (10M lines: 3.1 GB). Now: the first 1,000 and counts.
+    def peak(count: int) -> int:
+        log = tmp_path / f"bad-{count}.jsonl"
+        log.write_bytes(b"not json\n" * count)
+        tracemalloc.start()
+        try:
+            report = replay([log], workers=1)
+            return tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+            assert report.totals["problems"] == count
+
+    small, large = peak(2_000), peak(100_000)
+    assert large < small + 2 * 1024 * 1024  # 98,000 more bad lines: < 2 MiB more (not 30 MB)
+
+
+def many_subjects_corpus(tmp_path: Path) -> Path:
+    """A log of events of many subjects, so that they spread over many partitions."""
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    event = json.loads(EXAMPLE_LOG.read_bytes().splitlines()[0])
+    lines = [json.dumps(dict(event, subject_pith_number=f"s{n:03d}")) for n in range(200)]
+    (corpus / "events.jsonl").write_text("\n".join(lines) + "\n", "utf-8")
+    return corpus
+
+
+@pytest.fixture
+def faults(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    where = tmp_path / "faults"
+    where.mkdir()
+    monkeypatch.setenv("PITH_FAULT_DIR", str(where))
+    monkeypatch.setattr("merge.replay._fold_partition", replay_faults.faulty_fold)
+    return where
+
+
+def test_a_dead_worker_s_partitions_are_folded_again_once(
+    tmp_path: Path, faults: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    corpus = many_subjects_corpus(tmp_path)
+    expected = replay([corpus], keys=EXAMPLE_KEYS, workers=1)
+    for mark in faults.iterdir():  # that fold (in this process) ran no fault but left marks
+        mark.unlink()
+    monkeypatch.setenv("PITH_FAULT", "die-once")
+    monkeypatch.setenv("PITH_FAULT_PARTITION", "07")
+    with caplog.at_level(logging.WARNING, logger="merge.replay"):
+        assert replay([corpus], keys=EXAMPLE_KEYS, workers=2) == expected
+    assert "a worker process died; partitions lost: " in caplog.text
+    assert "07" in caplog.text.split("partitions lost: ")[1]
+    assert len(list(faults.glob("started-*-07"))) == 2  # killed once, folded the second time
+
+
+def test_a_partition_that_kills_its_worker_twice_is_named(
+    tmp_path: Path, faults: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    corpus = many_subjects_corpus(tmp_path)
+    monkeypatch.setenv("PITH_FAULT", "die")
+    monkeypatch.setenv("PITH_FAULT_PARTITION", "07")
+    with pytest.raises(ReplayWorkerError, match="died twice folding partition 07") as caught:
+        replay([corpus], keys=EXAMPLE_KEYS, workers=2)
+    assert caught.value.partition == "07"
+    assert len(list(faults.glob("started-*-07"))) == 2

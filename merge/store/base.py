@@ -14,6 +14,7 @@ primitives, the abstract methods below.
 from __future__ import annotations
 
 import hashlib
+import logging
 from abc import ABC, abstractmethod
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -29,10 +30,10 @@ from ..admission import Rejection, admit, require_inputs
 from ..canonical import canonical_sha256_hex
 from ..engine import Merger
 from ..errors import InputError, MergeError
-from ..fold import FoldResult
+from ..fold import FoldResult, with_state_sha256
 from ..identifiers import require_subject
 from ..keys import KeySet
-from ..state import MERGE_VERSION, decode_state
+from ..state import MERGE_VERSION, State, decode_state
 
 __all__ = [
     "NOT_JSON_TEXT",
@@ -55,6 +56,12 @@ NOT_JSON_TEXT: Final = "not_json_text"
 BackupRow: TypeAlias = tuple[int, str, str, bytes, bytes]
 #: How many stored inputs a fold hands to :meth:`merge.Merger.extend` at once.
 LOAD_BATCH: Final = 1024
+#: How many damaged rows :meth:`EventStore.check` names in its error (it counts them all).
+SHOWN_PROBLEMS: Final = 5
+
+#: Where a store says what it did instead of failing: a damaged checkpoint folded again, a
+#: checkpoint it could not write (read-only store, full disk). Warnings; the fold is still right.
+log: Final = logging.getLogger("merge.store")
 
 
 class StoreError(MergeError):
@@ -133,6 +140,9 @@ class EventStore(ABC):
     A store object is not thread-safe: use one per thread (they may share a database).
     """
 
+    #: Where the store lives (a file path, a URL), as :class:`StoreError` names it.
+    location: str | None = None
+
     def __init__(self, *, threads: int | None = 1, cache_size: int = 8) -> None:
         self.threads = threads
         self.cache_size = cache_size
@@ -174,11 +184,22 @@ class EventStore(ABC):
 
     @abstractmethod
     def _save_checkpoint(self, subject: str, context: str, checkpoint: Checkpoint) -> None:
-        """Replace the subject's checkpoint for a :func:`fold_context`."""
+        """Replace the subject's checkpoint for a :func:`fold_context`, unless it covers more.
+
+        One with the same ``seq`` is replaced: it folds the same inputs, and may be damaged.
+        """
 
     @abstractmethod
-    def check(self) -> None:
-        """Check that the stored data is intact; raise :class:`StoreError` when it is not."""
+    def _rows(self) -> Iterator[tuple[str, int, bytes, bytes]]:
+        """``(subject, seq, digest, raw)`` of every stored input, as stored (for :meth:`check`)."""
+
+    @abstractmethod
+    def _checkpoints(self) -> Iterator[tuple[str, Checkpoint]]:
+        """``(subject, checkpoint)`` of every stored checkpoint (for :meth:`check`)."""
+
+    @abstractmethod
+    def _check_storage(self) -> list[str]:
+        """The database's own integrity check: what it finds wrong (empty when intact)."""
 
     @abstractmethod
     def backup(self, dest: str | PathLike[str]) -> int:
@@ -196,6 +217,29 @@ class EventStore(ABC):
         """Release the database; the store cannot be used afterwards. Idempotent."""
 
     # -- what every store does the same way ------------------------------------------------
+
+    def check(self) -> None:
+        """Check that the stored data is intact; raise :class:`StoreError` when it is not.
+
+        The database's own check (its pages and indexes), then the content a database cannot
+        judge: every input's bytes against their stored SHA-256, every checkpoint's state
+        against its ``state_sha256`` (a flipped bit inside a row passes the first). Reads the
+        whole store: run it after a crash or a restore, not on every open.
+        """
+        problems = self._check_storage()
+        if not problems:
+            for subject, seq, digest, raw in self._rows():
+                if hashlib.sha256(raw).digest() != digest:
+                    problems.append(f"input {seq} of {subject}: its bytes do not match their SHA-256")
+            for subject, checkpoint in self._checkpoints():
+                if _verified(checkpoint, subject) is None:
+                    problems.append(f"a checkpoint of {subject}: its state does not match its state_sha256")
+        if problems:
+            shown = "; ".join(problems[:SHOWN_PROBLEMS])
+            more = len(problems) - SHOWN_PROBLEMS
+            raise StoreError(
+                f"damaged: {shown}" + (f" (and {more} more)" if more > 0 else ""), path=self.location
+            )
 
     def append(self, item: Any, *, subject: str | None = None) -> Stored | Refused:
         """Store one input (a JSON text or a parsed value), durably once this returns.
@@ -253,7 +297,10 @@ class EventStore(ABC):
 
         An unchanged subject costs a lookup (its checkpoint); a changed one is brought up to
         date incrementally when its engine is still in memory, else folded from its inputs.
-        Every fold leaves a checkpoint. ``rejected`` is always empty: the store keeps only
+        Every fold leaves a checkpoint when the store can write one (not read-only, disk not
+        full; else it warns on the ``merge.store`` logger and returns the fold all the same).
+        A checkpoint whose ``state_sha256`` does not verify is never served: the subject is
+        folded again (with a warning). ``rejected`` is always empty: the store keeps only
         admitted inputs.
         """
         subject = require_subject(subject)
@@ -264,10 +311,11 @@ class EventStore(ABC):
         if live is None:
             checkpoint = self._load_checkpoint(subject, context)
             if checkpoint is not None and checkpoint.seq == head:
-                try:
-                    return FoldResult(decode_state(checkpoint.state), (), None)
-                except InputError:
-                    pass  # an unreadable checkpoint is only a lost shortcut: fold again
+                state = _verified(checkpoint, subject)
+                if state is not None:
+                    return FoldResult(state, (), None)
+                # A damaged checkpoint is only a lost shortcut: fold again (and replace it).
+                log.warning("%s: the checkpoint of %s does not verify; folding again", self.location, subject)
             live = _Live(Merger(subject=subject, keys=key_set, threads=self.threads), 0)
         self._engines[(subject, context)] = live
         self._engines.move_to_end((subject, context))
@@ -275,8 +323,20 @@ class EventStore(ABC):
             self._engines.popitem(last=False)
         if live.seq < head:
             live.seq = self._load(live.merger, live.seq)
-            self._save_checkpoint(subject, context, Checkpoint(live.seq, live.merger.state_json))
+            self._keep_checkpoint(subject, context, Checkpoint(live.seq, live.merger.state_json))
         return live.merger.result
+
+    def _keep_checkpoint(self, subject: str, context: str, checkpoint: Checkpoint) -> None:
+        """Save a checkpoint if the store can: one that cannot be written is only a lost shortcut.
+
+        A full disk, a read-only file: the fold is right without it, so it is returned anyway.
+        """
+        try:
+            self._save_checkpoint(subject, context, checkpoint)
+        except StoreError as exc:
+            log.warning(
+                "%s: no checkpoint of %s saved (%s); the fold is not affected", self.location, subject, exc
+            )
 
     def _load(self, merger: Merger, after: int) -> int:
         """Feed the inputs after ``after`` to ``merger`` in batches; return the last seq read."""
@@ -302,6 +362,17 @@ class EventStore(ABC):
         traceback: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def _verified(checkpoint: Checkpoint, subject: str) -> State | None:
+    """The checkpoint's state when it reads, is the subject's and its ``state_sha256`` verifies."""
+    try:
+        state = decode_state(checkpoint.state)
+    except InputError:
+        return None
+    if state.pith_number != subject or with_state_sha256(state).state_sha256 != state.state_sha256:
+        return None
+    return state
 
 
 def prepare(item: Any, subject: str | None, index: int = 0) -> PreparedInput | Refused:

@@ -41,6 +41,7 @@ class MemoryStore(EventStore):
         self, *, share: MemoryStore | None = None, threads: int | None = 1, cache_size: int = 8
     ) -> None:
         super().__init__(threads=threads, cache_size=cache_size)
+        self.location = "memory"
         self._shared = share._data() if share is not None else _Data()
         self._open = True
 
@@ -51,7 +52,9 @@ class MemoryStore(EventStore):
     def _transaction(self) -> Iterator[Callable[[PreparedInput], bool]]:
         data = self._data()
         if data.writing:  # a handle writing while another's batch is open, from that batch's iterator
-            raise StoreError("the store is locked by another handle's open write transaction", path="memory")
+            raise StoreError(
+                "the store is locked by another handle's open write transaction", path=self.location
+            )
         pending: list[PreparedInput] = []
         keys: set[tuple[str, bytes]] = set()
 
@@ -96,11 +99,20 @@ class MemoryStore(EventStore):
     def _save_checkpoint(self, subject: str, context: str, checkpoint: Checkpoint) -> None:
         checkpoints = self._data().checkpoints
         known = checkpoints.get((subject, context))
-        if known is None or checkpoint.seq > known.seq:  # as the databases: never go back
+        if known is None or checkpoint.seq >= known.seq:  # as the databases: never go back
             checkpoints[(subject, context)] = checkpoint
 
-    def check(self) -> None:
-        self._data()  # memory does not rot: only a closed handle cannot be checked
+    def _rows(self) -> Iterator[tuple[str, int, bytes, bytes]]:
+        for seq, subject, _, digest, raw in list(self._data().rows):
+            yield subject, seq, digest, raw
+
+    def _checkpoints(self) -> Iterator[tuple[str, Checkpoint]]:
+        for (subject, _), checkpoint in list(self._data().checkpoints.items()):
+            yield subject, checkpoint
+
+    def _check_storage(self) -> list[str]:
+        self._data()  # no pages or indexes to check: only a closed handle cannot be checked
+        return []
 
     def backup(self, dest: str | PathLike[str]) -> int:
         data = self._data()
@@ -112,5 +124,5 @@ class MemoryStore(EventStore):
 
     def _data(self) -> _Data:
         if not self._open:
-            raise StoreError("the store is closed", path="memory")
+            raise StoreError("the store is closed", path=self.location)
         return self._shared

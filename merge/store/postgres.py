@@ -97,18 +97,19 @@ _QUERIES: Final = {
     "count": "SELECT count(*) FROM {schema}.inputs WHERE subject = %s",
     "read": ("SELECT seq, raw FROM {schema}.inputs WHERE subject = %s AND seq > %s ORDER BY seq LIMIT %s"),
     "load_checkpoint": "SELECT seq, state FROM {schema}.checkpoints WHERE subject = %s AND context = %s",
-    # Never let a fold that read less overwrite a newer checkpoint of another instance.
+    # Never let a fold that read less overwrite a newer checkpoint of another instance (one of the
+    # same seq is replaced: it folds the same inputs, and may be damaged).
     "save_checkpoint": (
         "INSERT INTO {schema}.checkpoints (subject, context, seq, state) VALUES (%s, %s, %s, %s) "
         "ON CONFLICT (subject, context) DO UPDATE SET seq = excluded.seq, state = excluded.state "
-        "WHERE excluded.seq > {schema}.checkpoints.seq"
+        "WHERE excluded.seq >= {schema}.checkpoints.seq"
     ),
     "tables": (
         "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
         "WHERE n.nspname = %s AND c.relkind IN ('r', 'p', 'v', 'm', 'f')"
     ),
     "marker": "SELECT application, format FROM {schema}.store",
-    "digests": "SELECT count(*), min(seq) FROM {schema}.inputs WHERE digest <> sha256(raw)",
+    "rows": "SELECT subject, seq, digest, raw FROM {schema}.inputs WHERE seq > %s ORDER BY seq LIMIT %s",
     "all_inputs": "SELECT seq, subject, event_id, digest, raw FROM {schema}.inputs ORDER BY seq",
     "all_checkpoints": "SELECT subject, context, seq, state FROM {schema}.checkpoints",
 }
@@ -145,7 +146,7 @@ class PostgresStore(EventStore):
         self.dsn = dsn
         self.schema = schema
         self.timeout = timeout
-        self.name = _display_name(dsn, schema)
+        self.name = self.location = _display_name(dsn, schema)
         self._sql: dict[str, sql.Composed] = {name: self._compose(text) for name, text in _QUERIES.items()}
         self._connection: psycopg.Connection[Any] | None = None
         self._closed = False
@@ -287,16 +288,28 @@ class PostgresStore(EventStore):
     def _save_checkpoint(self, subject: str, context: str, checkpoint: Checkpoint) -> None:
         self._all("save_checkpoint", subject, context, checkpoint.seq, checkpoint.state, fetch=False)
 
-    def check(self) -> None:
-        with self._errors():
-            self._inspect(self._conn())
-        bad, first = self._all("digests")[0]
-        if bad:
-            raise StoreError(
-                f"damaged event store: {bad} stored input(s) differ from their SHA-256 "
-                f"(first at seq {first})",
-                path=self.name,
-            )
+    def _rows(self) -> Iterator[tuple[str, int, bytes, bytes]]:
+        after = 0
+        while True:  # page by page, as read(): a check holds no transaction open either
+            rows = self._all("rows", after, READ_PAGE)
+            for subject, seq, digest, raw in rows:
+                yield str(subject), int(seq), bytes(digest), bytes(raw)
+            if len(rows) < READ_PAGE:
+                return
+            after = int(rows[-1][1])
+
+    def _checkpoints(self) -> Iterator[tuple[str, Checkpoint]]:
+        for subject, _, seq, state in self._all("all_checkpoints"):
+            yield str(subject), Checkpoint(int(seq), bytes(state))
+
+    def _check_storage(self) -> list[str]:
+        """The schema (PostgreSQL checks its own pages): what is wrong with it, if anything."""
+        try:
+            with self._errors():
+                self._inspect(self._conn())
+        except StoreError as exc:
+            return [exc.problem]
+        return []
 
     def backup(self, dest: str | PathLike[str]) -> int:
         """Copy the store to ``dest`` (a new SQLite store) in one REPEATABLE READ, READ ONLY transaction.

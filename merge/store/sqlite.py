@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
 from os import PathLike
@@ -57,6 +58,8 @@ class SQLiteStore(EventStore):
     """An :class:`~merge.store.EventStore` in one SQLite file, created when missing or empty.
 
     ``timeout``: seconds to wait for another process's write lock before :class:`StoreError`.
+    ``read_only``: open without writing (appends raise :class:`StoreError`; folds keep no
+    checkpoint). By default, a file this process may not write is opened read-only.
     ``threads``, ``cache_size``: see :class:`~merge.store.EventStore`.
     """
 
@@ -67,15 +70,26 @@ class SQLiteStore(EventStore):
         timeout: float = 30.0,
         threads: int | None = 1,
         cache_size: int = 8,
+        read_only: bool | None = None,
     ) -> None:
         super().__init__(threads=threads, cache_size=cache_size)
         self.path = Path(path)
+        self.location = str(self.path)
         self.timeout = timeout
         self._connection: sqlite3.Connection | None = None
         if self.path.is_dir():
             raise StoreError("is a directory, not an SQLite file", path=str(self.path))
+        if read_only is None:
+            read_only = self.path.exists() and not os.access(self.path, os.W_OK)
+        self.read_only = read_only
+        if read_only and (not self.path.is_file() or self.path.stat().st_size == 0):
+            raise StoreError(
+                "no store here, and cannot create a store in read-only mode", path=str(self.path)
+            )
         try:
-            self._connection = sqlite3.connect(self.path, timeout=timeout, isolation_level=None)
+            # mode=ro: SQLite itself refuses every write, whatever the file's permissions.
+            where = f"{self.path.absolute().as_uri()}?mode=ro" if read_only else str(self.path)
+            self._connection = sqlite3.connect(where, timeout=timeout, isolation_level=None, uri=read_only)
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open: {exc}", path=str(self.path)) from exc
         try:
@@ -112,18 +126,18 @@ class SQLiteStore(EventStore):
         if missing_tables:
             missing = ", ".join(sorted(missing_tables))
             raise StoreError(f"damaged event store: table {missing} is missing", path=str(self.path))
-        conn.execute("PRAGMA journal_mode = WAL")
+        if not self.read_only:  # (a read-only file cannot be switched; it was when created)
+            self._use_wal(conn)
         # FULL: in WAL mode, every commit is fsync'ed before it returns (NORMAL would survive a
         # killed process but not a power cut); an acknowledged append is durable.
         conn.execute("PRAGMA synchronous = FULL")
 
     def _create(self, conn: sqlite3.Connection) -> None:
-        """Make an empty database a store; refuse another program's database."""
-        if conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
-            raise StoreError(
-                "not a pith-merge event store (an SQLite database with other tables)", path=str(self.path)
-            )
-        conn.execute("PRAGMA journal_mode = WAL")  # persistent; must be set outside a transaction
+        """Make an empty database a store; refuse another program's database.
+
+        Everything is decided under the write lock: other processes may be creating the same
+        store at this moment, and what one sees before taking the lock may be half made.
+        """
         conn.execute("BEGIN IMMEDIATE")
         try:
             # Another process may have created the store while this one waited for the lock.
@@ -142,6 +156,26 @@ class SQLiteStore(EventStore):
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise
+
+    def _use_wal(self, conn: sqlite3.Connection) -> None:
+        """Switch the file to WAL (persistent), waiting up to ``timeout`` for the other processes.
+
+        The switch needs the database to itself, and SQLite does not wait for it (no busy
+        handler): it fails at once while another process reads, so it is retried here.
+        """
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                if conn.execute("PRAGMA journal_mode = WAL").fetchone()[0] == "wal":
+                    return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) and "busy" not in str(exc):
+                    raise
+            if time.monotonic() >= deadline:
+                raise StoreError(
+                    f"database is locked by another process (waited {self.timeout:g} s)", path=str(self.path)
+                )
+            time.sleep(0.005)
 
     # -- primitives ----------------------------------------------------------------------
 
@@ -211,23 +245,34 @@ class SQLiteStore(EventStore):
         return None if row is None else Checkpoint(int(row[0]), bytes(row[1]))
 
     def _save_checkpoint(self, subject: str, context: str, checkpoint: Checkpoint) -> None:
+        if self.read_only:
+            return  # a checkpoint is a shortcut: a read-only store folds without one
         with self._errors():
-            # Never let a fold that read less overwrite a newer checkpoint of another process.
+            # Never let a fold that read less overwrite a newer checkpoint of another process;
+            # one of the same seq folded the same inputs (and may be the damaged one it replaces).
             self._conn().execute(
                 "INSERT INTO checkpoints (subject, context, seq, state) VALUES (?, ?, ?, ?) "
                 "ON CONFLICT (subject, context) DO UPDATE SET seq = excluded.seq, state = excluded.state "
-                "WHERE excluded.seq > checkpoints.seq",
+                "WHERE excluded.seq >= checkpoints.seq",
                 (subject, context, checkpoint.seq, checkpoint.state),
             )
 
-    def check(self) -> None:
+    def _check_storage(self) -> list[str]:
         with self._errors():
             problems = [row[0] for row in self._conn().execute("PRAGMA integrity_check")]
-        if problems != ["ok"]:
-            shown = "; ".join(problems[:3]) + (
-                f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
-            )
-            raise StoreError(f"damaged database: {shown}", path=str(self.path))
+        return [] if problems == ["ok"] else [f"database: {problem}" for problem in problems]
+
+    def _rows(self) -> Iterator[tuple[str, int, bytes, bytes]]:
+        with self._errors():
+            for subject, seq, digest, raw in self._conn().execute(
+                "SELECT subject, seq, digest, raw FROM inputs ORDER BY seq"
+            ):
+                yield subject, int(seq), bytes(digest), bytes(raw)
+
+    def _checkpoints(self) -> Iterator[tuple[str, Checkpoint]]:
+        with self._errors():
+            for subject, seq, state in self._conn().execute("SELECT subject, seq, state FROM checkpoints"):
+                yield subject, Checkpoint(int(seq), bytes(state))
 
     def backup(self, dest: str | PathLike[str]) -> int:
         """Copy the store to ``dest`` with SQLite's online backup API, in one step.
@@ -291,6 +336,8 @@ def _explain(exc: sqlite3.Error, timeout: float) -> str:
         return "not an SQLite database (not an event store, or damaged beyond its header)"
     if "malformed" in message:
         return f"damaged database ({message})"
+    if "readonly" in message:
+        return f"the store is open read-only ({message})"
     if "locked" in message or "busy" in message:
         return f"database is locked by another process (waited {timeout:g} s)"
     if isinstance(exc, sqlite3.ProgrammingError) and "thread" in message:

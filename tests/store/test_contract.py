@@ -1,7 +1,10 @@
 """The EventStore contract, written once and run on every adapter (see adapters.py).
 
 Guarantees tested for real: durability of acknowledged appends across SIGKILL of a writer
-process in the middle of a batch, and two processes appending to one store concurrently.
+process in the middle of a batch, two processes appending to one store concurrently, four
+processes creating one new store at once, and damage inside rows (a flipped bit in an input,
+damaged checkpoints: found by check(), never served by fold()). The long crash test is
+soak.py (``make stress``).
 """
 
 from __future__ import annotations
@@ -9,7 +12,9 @@ from __future__ import annotations
 import io
 import itertools
 import json
+import logging
 import math
+import multiprocessing
 import os
 import signal
 import subprocess
@@ -18,13 +23,14 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from merge import MergeError, Merger, Reason, RejectCode, canonical_json, fold
 from merge.admission import MAX_INPUT_BYTES
 from merge.store import NO_SUBJECT, NOT_JSON_TEXT, EventStore, Refused, Stored, StoreError
 
-from .adapters import new_location, open_store
+from .adapters import flip_bit_in_input, new_location, open_store, replace_checkpoint_state
 from .events import KEY_A, KEYS, history, subject_of
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -418,3 +424,109 @@ def test_two_processes_append_concurrently_and_both_land_everything(
     assert (both[0].new_flags + both[1].new_flags).count("1") == len(inputs)
     assert folded(store, S1) == expected_fold(list(history(1, 90)), S1)
     assert folded(store, S2) == expected_fold(list(history(2, 90)), S2)
+
+
+def _open_when_all_are_ready(adapter: str, location: str, ready: Any, errors: Any) -> None:
+    """In a child process: wait for the others, then open (create) the store and close it."""
+    ready.wait()
+    try:
+        open_store(adapter, location).close()
+    except BaseException as exc:  # reported to the test, which fails on it
+        errors.put(f"{type(exc).__name__}: {exc}")
+
+
+def test_processes_creating_one_new_store_at_once_all_succeed(adapter: str, tmp_path: Path) -> None:
+    # Before the fix, 1 open in 8 failed with 4 processes: "not a pith-merge event store" (the
+    # loser read the winner's half-made schema) or "database is locked" at once.
+    context = multiprocessing.get_context("fork")
+    errors = context.Queue()
+    processes = 4
+    for attempt in range(12):
+        (tmp_path / str(attempt)).mkdir()
+        location = new_location(adapter, tmp_path / str(attempt))
+        ready = context.Barrier(processes)
+        children = [
+            context.Process(target=_open_when_all_are_ready, args=(adapter, location, ready, errors))
+            for _ in range(processes)
+        ]
+        for child in children:
+            child.start()
+        for child in children:
+            child.join(timeout=60)
+        assert [child.exitcode for child in children] == [0] * processes
+        failures = [errors.get() for _ in range(errors.qsize())]
+        assert failures == [], f"attempt {attempt}: {failures}"
+        with open_store(adapter, location) as store:
+            store.check()
+            assert store.subjects() == []
+
+
+# --- damage inside rows: check() finds it, fold() never serves it ------------------------------
+
+
+def test_check_finds_a_flipped_bit_inside_a_stored_input(
+    adapter: str, location: str, connect: Callable[[], EventStore]
+) -> None:
+    store = connect()
+    store.append_many(history(1, 20))
+    store.check()
+    seq = [seq for seq, _ in store.read(S1)][7]
+    flip_bit_in_input(adapter, location, seq, bit=8 * 40 + 1)  # inside the event, still one line
+    with pytest.raises(StoreError, match=f"input {seq} of {S1}: its bytes do not match") as caught:
+        connect().check()
+    assert caught.value.path == store.location
+    assert "\n" not in str(caught.value)
+
+
+def _tampered_states(store: EventStore) -> list[bytes]:
+    """States a damaged checkpoint of S1 may hold, none of whose state_sha256 verifies."""
+    state = store.fold(S1, keys=KEYS).state
+    older = fold(history(1, 20)[:10], subject=S1, keys=KEYS).state
+    stale = msgspec.structs.replace(older, state_sha256=state.state_sha256)  # old body, new hash
+    garbled = canonical_json(state).replace(b'"event_count":', b'"event_count":1', 1)
+    return [
+        canonical_json(stale),
+        garbled,
+        canonical_json(state)[:-20],  # truncated
+        canonical_json(msgspec.structs.replace(state, pith_number=S2)),  # another subject's
+    ]
+
+
+@pytest.mark.parametrize("damage", range(4))
+def test_a_damaged_checkpoint_is_never_served(
+    adapter: str,
+    location: str,
+    connect: Callable[[], EventStore],
+    caplog: pytest.LogCaptureFixture,
+    damage: int,
+) -> None:
+    store = connect()
+    store.append_many(history(1, 20))
+    expected = folded(store, S1)
+    assert replace_checkpoint_state(adapter, location, S1, _tampered_states(store)[damage]) == 1
+    with pytest.raises(StoreError, match=f"checkpoint of {S1}: its state does not match"):
+        connect().check()
+    reader = connect()  # no engine in memory: the checkpoint is what it would serve
+    with caplog.at_level(logging.WARNING, logger="merge.store"):
+        assert folded(reader, S1) == expected == expected_fold(list(history(1, 20)), S1)
+    assert f"the checkpoint of {S1} does not verify; folding again" in caplog.text
+    connect().check()  # the fold replaced the damaged checkpoint
+
+
+# --- a store that cannot take a checkpoint -----------------------------------------------------
+
+
+def test_fold_without_room_for_its_checkpoint_still_folds(
+    store: EventStore, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    inputs = list(history(1, 30))
+    store.append_many(inputs)
+
+    def disk_full(*args: Any) -> None:
+        raise StoreError("database or disk is full", path=store.location)
+
+    monkeypatch.setattr(store, "_save_checkpoint", disk_full)
+    with caplog.at_level(logging.WARNING, logger="merge.store"):
+        assert folded(store, S1) == expected_fold(inputs, S1)
+    assert f"no checkpoint of {S1} saved (" in caplog.text
+    assert "database or disk is full" in caplog.text

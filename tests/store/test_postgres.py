@@ -230,7 +230,7 @@ def test_check_finds_an_input_altered_behind_the_stores_back(dsn: str, stores: l
     store.append_many(history(1, 10))
     store.check()
     sql(dsn, "UPDATE pith_merge.inputs SET raw = raw || ' '::bytea WHERE seq = 4")
-    with pytest.raises(StoreError, match=r"1 stored input\(s\) differ from their SHA-256 \(first at seq 4\)"):
+    with pytest.raises(StoreError, match=f"damaged: input 4 of {S1}: its bytes do not match their SHA-256"):
         store.check()
 
 

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
+import os
 import sqlite3
 import threading
 from pathlib import Path
 
 import pytest
 
+from merge import fold
 from merge.store import SQLiteStore, StoreError
 from merge.store.sqlite import APPLICATION_ID, FORMAT_VERSION
 
@@ -163,3 +166,52 @@ def test_a_store_object_belongs_to_one_thread(tmp_path: Path) -> None:
     assert len(errors) == 1
     assert isinstance(errors[0], StoreError)
     assert "one thread" in str(errors[0])
+
+
+def test_a_flipped_bit_in_the_file_inside_an_input_is_found_by_check(tmp_path: Path) -> None:
+    # SQLite keeps no checksum of its pages: a bit flipped inside a stored event passes its
+    # integrity_check; only the row's digest tells.
+    path = tmp_path / "events.db"
+    make_store(path, 40)
+    data = bytearray(path.read_bytes())  # closed: the WAL was checkpointed into the file
+    signature = json.loads(history(1, 40)[30])["signature"]["signature_b64"].encode()
+    offset = data.index(signature)
+    assert data.count(signature) == 1
+    data[offset + 10] ^= 0x02
+    path.write_bytes(bytes(data))
+    with SQLiteStore(path) as store:
+        assert [row[0] for row in store._conn().execute("PRAGMA integrity_check")] == ["ok"]
+        with pytest.raises(StoreError, match=r"damaged: input \d+ of pith:.*do not match their SHA-256"):
+            store.check()
+
+
+def test_a_read_only_store_folds_without_checkpoints_and_refuses_appends(tmp_path: Path) -> None:
+    path = tmp_path / "events.db"
+    with SQLiteStore(path) as store:
+        store.append_many(history(1, 30))  # no fold: no checkpoint yet
+    with SQLiteStore(path, read_only=True) as store:
+        assert store.read_only
+        result = store.fold(subject_of(1), keys=KEYS)
+        assert result == fold(history(1, 30), subject=subject_of(1), keys=KEYS)
+        store.check()
+        with pytest.raises(StoreError, match="open read-only"):
+            store.append(history(1, 31)[30])
+    conn = sqlite3.connect(path)
+    assert conn.execute("SELECT count(*) FROM checkpoints").fetchone() == (0,)
+    conn.close()
+
+
+def test_a_file_this_process_cannot_write_opens_read_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "events.db"
+    make_store(path, 5)
+    path.chmod(0o444)
+    if os.access(path, os.W_OK):  # root writes anyway: make the check see what a user sees
+        real_access = os.access
+        monkeypatch.setattr(os, "access", lambda p, mode: mode != os.W_OK and real_access(p, mode))
+    with SQLiteStore(path) as store:
+        assert store.read_only
+        assert store.fold(subject_of(1), keys=KEYS).state.event_count > 0
+    with pytest.raises(StoreError, match="cannot create a store in read-only mode"):
+        SQLiteStore(tmp_path / "new.db", read_only=True)

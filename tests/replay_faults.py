@@ -1,0 +1,51 @@
+"""Stand-ins for the replay's partition fold, for the fault tests of test_replay.py.
+
+They run in the replay's spawned worker processes, so they live in a module those can import
+(``tests.replay_faults``), and take their orders from the environment, which workers inherit:
+
+- ``PITH_FAULT_DIR``: a directory where each call leaves ``started-<pid>-<partition>``;
+- ``PITH_FAULT``: what happens to the partition named by ``PITH_FAULT_PARTITION`` (the others
+  fold): ``hang`` (its fold sleeps, to be interrupted), ``die-once`` (the first call on it kills
+  its own process, later ones fold), ``die`` (every call on it does); unset: nothing.
+
+``python -m tests.replay_faults ARGS`` runs ``pith-merge ARGS`` with the stand-in in place.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import merge.replay
+from merge.cli import main as cli_main
+
+_real_fold = merge.replay._fold_partition
+
+
+def faulty_fold(path: str, *args: Any) -> Any:
+    """``merge.replay._fold_partition``, with the fault ``PITH_FAULT`` asks for."""
+    partition = Path(path).stem
+    where = Path(os.environ["PITH_FAULT_DIR"])
+    mark = where / f"started-{os.getpid()}-{partition}"
+    mark.touch()
+    fault = os.environ.get("PITH_FAULT", "")
+    targeted = partition == os.environ.get("PITH_FAULT_PARTITION")
+    if targeted and fault == "hang":
+        time.sleep(120)
+    tries = len(list(where.glob(f"started-*-{partition}")))
+    if targeted and (fault == "die" or (fault == "die-once" and tries == 1)):
+        os.kill(os.getpid(), signal.SIGKILL)
+    return _real_fold(path, *args)
+
+
+def main() -> None:
+    merge.replay._fold_partition = faulty_fold
+    sys.exit(cli_main(sys.argv[1:]))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,100 @@
+"""The long crash test of a store (``make stress``; not part of ``make test``).
+
+Round after round, a writer process (writer.py) appends a fresh subject's history in batches
+and is killed with SIGKILL at a random moment, most often inside a batch; after each kill the
+store is opened and checked (:meth:`~merge.store.EventStore.check`: pages, digests,
+checkpoints), every acknowledged input must be there, and what is there must be whole batches.
+Prints the figures docs/security.md quotes; exits 1 at the first loss.
+
+    python -m tests.store.soak [--adapter sqlite] [--kills 250] [--seconds 600] [--seed 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from .adapters import ADAPTERS, new_location, open_store
+from .events import KEYS, history, subject_of
+
+ROOT = Path(__file__).resolve().parents[2]
+LENGTH, BATCH = 30, 3
+
+
+def one_round(adapter: str, location: str, number: int, work: Path, rng: random.Random) -> tuple[int, int]:
+    """Write subject ``number`` until killed; check the store. ``(acknowledged, stored)``."""
+    inputs = list(history(number, LENGTH))
+    path = work / "inputs.jsonl"
+    path.write_bytes(b"\n".join(inputs) + b"\n")
+    command = [sys.executable, "-m", "tests.store.writer", adapter, location, str(path), str(BATCH)]
+    command += ["-1", "0"]  # never stop in a batch on its own, no pause: killed at random
+    writer = subprocess.Popen(command, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert writer.stdin is not None
+    assert writer.stdout is not None
+    assert writer.stdout.readline() == "ready\n"
+    writer.stdin.write("go\n")
+    writer.stdin.close()
+    acked = 0
+    wanted = rng.randrange(0, LENGTH // BATCH)  # kill after this many batches returned...
+    while acked < wanted * BATCH:
+        line = writer.stdout.readline()
+        if not line.startswith("ack"):
+            break
+        acked = int(line.split()[1])
+    time.sleep(rng.random() * 0.004)  # ...and a few milliseconds: most often inside a batch
+    os.kill(writer.pid, signal.SIGKILL)
+    writer.wait()
+    acked = max([acked, *(int(line.split()[1]) for line in writer.stdout if line.startswith("ack"))])
+    writer.stdout.close()
+    with open_store(adapter, location) as store:
+        store.check()
+        stored = list(store.events(subject_of(number)))
+        if number % 25 == 0:
+            store.fold(subject_of(number), keys=KEYS)  # checkpoints in the store too
+    if stored[:acked] != inputs[:acked]:
+        lost = f"{acked} acknowledged, {len(stored)} stored"
+        raise SystemExit(f"round {number}: LOST acknowledged inputs ({lost})")
+    if stored != inputs[: len(stored)] or len(stored) % BATCH:
+        raise SystemExit(f"round {number}: a partial batch was stored ({len(stored)} inputs)")
+    return acked, len(stored)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--adapter", choices=ADAPTERS, default="sqlite")
+    parser.add_argument("--kills", type=int, default=250, help="writers to SIGKILL (default 250)")
+    parser.add_argument("--seconds", type=float, default=600, help="time budget (default 600)")
+    parser.add_argument("--seed", type=int, default=1)
+    options = parser.parse_args()
+    rng = random.Random(options.seed)
+    start = time.monotonic()
+    kills = acknowledged = stored = 0
+    with tempfile.TemporaryDirectory(prefix="pith-soak-") as work:
+        location = new_location(options.adapter, Path(work))
+        open_store(options.adapter, location).close()
+        for number in range(1, options.kills + 1):
+            if time.monotonic() - start > options.seconds:
+                break
+            acked, kept = one_round(options.adapter, location, number, Path(work), rng)
+            kills += 1
+            acknowledged += acked
+            stored += kept
+    elapsed = time.monotonic() - start
+    print(
+        f"{options.adapter}: {kills} writers killed with SIGKILL in {elapsed:.0f} s; "
+        f"{acknowledged} inputs acknowledged, all {stored} stored inputs whole batches, "
+        f"none acknowledged lost; store checked after every kill"
+    )
+    if kills < options.kills:
+        raise SystemExit(f"time budget spent after {kills} of {options.kills} kills")
+
+
+if __name__ == "__main__":
+    main()

@@ -1086,8 +1086,8 @@ def store_fold(store_url: str, subject: str, keys_file: str, out: str | None) ->
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of text.")
 @_input_errors
 def store_check(store_url: str, as_json: bool) -> None:
-    """Check that the store is intact (its schema, and every input against its SHA-256 where the
-    store keeps one; SQLite's integrity check). Exits 1 when it is damaged."""
+    """Check that the store is intact: the database's own check, every input against its SHA-256,
+    every checkpoint against its state_sha256. Exits 1 when it is damaged."""
     with open_store(store_url) as target:
         try:
             target.check()

@@ -7,7 +7,8 @@ How a corpus is read (:func:`scan_corpus`):
 
 - a directory is walked recursively, in sorted order; its ``*.json`` files are bundles, pith number
   records (or single events) and its ``*.jsonl`` / ``*.ndjson`` files are JSON Lines event logs;
-  other files are not inputs and are skipped;
+  other files are not inputs and are skipped, and so is a ``*.json`` key set (a key file beside
+  the bundles; named explicitly, it is a ``key_file`` problem);
 - a file named explicitly is a single JSON text when it ends in ``.json``, JSON Lines otherwise;
   ``-`` is JSON Lines on standard input;
 - every line of a log is one JSON text (blank lines are skipped, line numbers still count);
@@ -333,8 +334,12 @@ def scan_walked(file: Path) -> Iterator[CorpusItem | InputProblem]:
     """
     if _special(file):
         yield InputProblem(display_name(file), "not_a_regular_file", "a FIFO, device or socket: not read")
-    else:
-        yield from scan_file(file)
+        return
+    for found in scan_file(file):
+        # A key file beside the bundles (examples/keys.json) is no input: passed over, as a
+        # README.txt is. Named explicitly, it is a problem that says to use it as --keys.
+        if not (isinstance(found, InputProblem) and found.code == KEY_FILE):
+            yield found
 
 
 def _special(path: Path) -> bool:
@@ -462,13 +467,30 @@ def _attribute(data: bytes, source: str, *, whole_file: bool) -> CorpusItem | In
     return CorpusItem(found.subject_pith_number, source, "event", data)
 
 
+#: The problem code of a whole ``*.json`` file that is a key set (spec §3), not an input.
+KEY_FILE: Final = "key_file"
+
+
 def _not_a_bundle(data: bytes, source: str) -> InputProblem:
     try:
         value = decode_json(data)
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as exc:
         return InputProblem(source, "not_json", f"the file is not one JSON text: {exc}")
+    if _is_key_set(value):
+        return InputProblem(source, KEY_FILE, "a key set (spec §3), not an input: give it as --keys or --trust")
     kind = "an array" if isinstance(value, list) else "not an object"
     return InputProblem(source, "not_a_bundle", f"JSON, but {kind}: neither a bundle, a record nor an event")
+
+
+def _is_key_set(value: Any) -> bool:
+    """A JSON list of key objects that is a valid key set (§3): what ``--keys`` files hold."""
+    if not isinstance(value, list) or not value:
+        return False
+    try:
+        KeySet.parse(value)
+    except KeySetError:
+        return False
+    return True
 
 
 # --- folding one subject ----------------------------------------------------------------------
@@ -757,28 +779,31 @@ def replay(
         spill_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="pith-merge-"))
         bar = stack.enter_context(_Progress(progress))
         used: dict[int, IO[bytes]] = {}
+        subjects: set[str] = set()  # for the progress bar's total
         with ExitStack() as files:
             for entry in bar.track_scan(scan_corpus(paths)):
                 if isinstance(entry, InputProblem):
                     log.add(entry)
                     continue
+                subjects.add(entry.subject)
                 number = _partition(entry.subject)
                 if number not in used:
                     used[number] = files.enter_context(open(Path(spill_dir) / f"{number:02d}.spill", "wb"))
                 _spill(used[number], entry)
         parts = [str(Path(spill_dir) / f"{number:02d}.spill") for number in sorted(used)]
-        bar.start_fold(len(parts))
+        bar.start_fold(len(subjects))  # the bar counts subjects, not spill partitions
+        subjects.clear()
         if workers == 1 or len(parts) <= 1:
             for part in parts:
                 found, counted = _fold_partition(part, key_json, trusted_json, out)
                 rows.extend(found)
                 counts.append(counted)
-                bar.advance()
+                bar.advance(len(found))
         else:
             for found, counted in _fold_in_workers(parts, (key_json, trusted_json, out), workers):
                 rows.extend(found)
                 counts.append(counted)
-                bar.advance()
+                bar.advance(len(found))
     rows.sort(key=lambda row: row[0].subject)
     # Each partition kept its first problems in subject order: together, in subject order, they
     # hold the first PROBLEM_SAMPLE of the whole report, which is what the log keeps.
@@ -929,9 +954,9 @@ class _Progress:
         if self._progress is not None:
             self._task = self._progress.add_task("folding subjects", total=total)
 
-    def advance(self) -> None:
+    def advance(self, subjects: int) -> None:
         if self._progress is not None:
-            self._progress.advance(self._task)
+            self._progress.advance(self._task, subjects)
 
 
 def report_json(report: ReplayReport) -> bytes:

@@ -175,3 +175,13 @@ def test_blocks_run_elsewhere_exist_and_their_tests_too() -> None:
     for (name, first), test in RUN_ELSEWHERE.items():
         assert (name, first) in firsts, (name, first)
         assert (ROOT / test).is_file(), test
+
+
+def test_the_readme_commands_run_as_written(tmp_path: Path) -> None:
+    """The README's block of commands, as one script that stops at the first failing command."""
+    [script] = [body for lang, body in blocks(ROOT / "README.md") if lang == "sh" and "pith-merge " in body]
+    step = Step(f"set -e\n{script}", [], 0)
+    out, err, code = run(step, sandbox(tmp_path))
+    assert code == 0, "\n".join(err)
+    assert not any("Traceback" in line for line in err)
+    assert any(line.startswith("total: 3 subjects") for line in out)  # the replays ran

@@ -8,6 +8,7 @@ import json
 import logging
 import os
 import random
+import shutil
 import threading
 import tracemalloc
 from pathlib import Path
@@ -16,6 +17,7 @@ from typing import Any
 import msgspec
 import pytest
 
+import merge.replay
 from merge import InputError, canonical_json, decode_state, fold, verify_bundle
 from merge.bundle import REGISTRY_KEYS
 from merge.keys import KeySet
@@ -110,10 +112,8 @@ def test_scan_files_and_directories(tmp_path: Path) -> None:
         ("golden.bundle.json", "bundle"),  # a directory's files, sorted, then its subdirectories
     ]
     assert items[2].subject == GOLDEN_SUBJECT
-    assert [(Path(p.source).name, p.code) for p in problems] == [
-        ("broken.json", "not_json"),
-        ("keys.json", "not_a_bundle"),
-    ]
+    # keys.json is a key set beside the inputs: no input, passed over (as notes.txt is).
+    assert [(Path(p.source).name, p.code) for p in problems] == [("broken.json", "not_json")]
 
 
 def test_scan_reports_unreadable_paths(tmp_path: Path) -> None:
@@ -708,3 +708,40 @@ def test_a_partition_that_kills_its_worker_twice_is_named(
         replay([corpus], keys=EXAMPLE_KEYS, workers=2)
     assert caught.value.partition == "07"
     assert len(list(faults.glob("started-*-07"))) == 2
+
+
+def test_a_key_file_in_a_directory_is_no_input_and_named_explicitly_is_a_problem(tmp_path: Path) -> None:
+    """examples/keys.json beside the bundles (the README's replay): passed over, as any file that is
+    no input; named on its own it is reported, with what to do with it."""
+    shutil.copy(EXAMPLES / "keys.json", tmp_path / "keys.json")
+    shutil.copy(EXAMPLE_BUNDLE, tmp_path / "b.json")
+    (tmp_path / "not-keys.json").write_text('[{"key_id": "x"}]')  # no key set: still a problem
+    report = replay([tmp_path], trusted_keys=json.loads((EXAMPLES / "keys.json").read_bytes()), workers=1)
+    assert [(p.source, p.code) for p in report.problems] == [
+        (str(tmp_path / "not-keys.json"), "not_a_bundle")
+    ]
+    alone = replay([tmp_path / "keys.json"], workers=1)
+    [problem] = alone.problems
+    assert problem.code == "key_file"
+    assert "give it as --keys or --trust" in problem.detail
+
+
+def test_the_progress_bar_counts_subjects_not_spill_partitions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen: dict[str, int] = {"total": -1, "advanced": 0}
+
+    class Recording(merge.replay._Progress):
+        def start_fold(self, total: int) -> None:
+            seen["total"] = total
+
+        def advance(self, subjects: int) -> None:
+            seen["advanced"] += subjects
+
+    monkeypatch.setattr(merge.replay, "_Progress", Recording)
+    # 200 subjects share the 64 spill partitions: a bar over partitions would count at most 64.
+    events = ({"event_id": f"sha256:{i:064x}", "subject_pith_number": f"s{i % 200}"} for i in range(400))
+    (tmp_path / "log.jsonl").write_text("".join(json.dumps(event) + "\n" for event in events))
+    report = replay([tmp_path], keys=[], workers=1, progress=True)
+    assert len(report.subjects) == 200
+    assert seen == {"total": 200, "advanced": 200}

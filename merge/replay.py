@@ -477,7 +477,9 @@ def _not_a_bundle(data: bytes, source: str) -> InputProblem:
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as exc:
         return InputProblem(source, "not_json", f"the file is not one JSON text: {exc}")
     if _is_key_set(value):
-        return InputProblem(source, KEY_FILE, "a key set (spec §3), not an input: give it as --keys or --trust")
+        return InputProblem(
+            source, KEY_FILE, "a key set (spec §3), not an input: give it as --keys or --trust"
+        )
     kind = "an array" if isinstance(value, list) else "not an object"
     return InputProblem(source, "not_a_bundle", f"JSON, but {kind}: neither a bundle, a record nor an event")
 

@@ -162,9 +162,29 @@ def _exit(code: int) -> NoReturn:
 
 
 def _read_file(path: str) -> bytes:
-    """A file read whole, within :data:`merge.replay.MAX_DOCUMENT_BYTES` (InputError beyond)."""
+    """A file read whole, within :data:`merge.replay.MAX_DOCUMENT_BYTES` (InputError beyond).
+
+    ``-`` is standard input, which one command can read once (a second ``-`` is a usage error).
+    """
+    if path == "-":
+        _claim_stdin()
+        return read_document(sys.stdin.buffer, "-")
     with open(path, "rb") as handle:
         return read_document(handle, display_name(path))
+
+
+def _claim_stdin() -> None:
+    """Standard input is read by one argument of a command: a second ``-`` is a usage error."""
+    meta = click.get_current_context().meta
+    if meta.get("pith-merge.stdin"):
+        raise click.UsageError("- (standard input) can be given only once")
+    meta["pith-merge.stdin"] = True
+
+
+#: A file argument that may be ``-`` (standard input): read whole by :func:`_read_file`.
+_FILE_OR_STDIN: Final = click.Path(exists=True, dir_okay=False, allow_dash=True)
+#: The options that name where a command writes its result, and that silence it.
+_QUIET_HELP: Final = "Print nothing on stdout: the exit code says it all (errors still go to stderr)."
 
 
 def _read_json(path: str, what: str) -> Any:
@@ -178,7 +198,11 @@ def _read_json(path: str, what: str) -> Any:
 def load_keys(path: str) -> KeySet:
     """A key file: a JSON list of key objects (§3), or an object holding one as ``public_keys``
     (a bundle, for example) or ``keys``. Raises :class:`MergeError` saying what is wrong."""
-    value = _read_json(path, "the key file")
+    return _key_set_of(_read_json(path, "the key file"), path)
+
+
+def _key_set_of(value: Any, path: str) -> KeySet:
+    """The key set a key file's JSON value holds (see :func:`load_keys`)."""
     if isinstance(value, dict):
         value = value.get("public_keys", value.get("keys"))
     if not isinstance(value, list):
@@ -203,7 +227,7 @@ _trust_option = click.option(
     "--trust",
     "trust_files",
     multiple=True,
-    type=click.Path(exists=True, dir_okay=False),
+    type=_FILE_OR_STDIN,
     help="Key file of the signers trusted for bundles and receipts; replaces the built-in registry key. "
     "Repeatable.",
 )
@@ -230,7 +254,7 @@ def cli() -> None:
 
 
 @cli.command()
-@click.argument("documents", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@click.argument("documents", nargs=-1, required=True, type=_FILE_OR_STDIN)
 @_trust_option
 @click.option(
     "--trust-bundle-keys",
@@ -239,33 +263,36 @@ def cli() -> None:
 )
 @click.option("-v", "--verbose", is_flag=True, help="Show every check, not only the failed ones.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of text.")
+@click.option("-q", "--quiet", is_flag=True, help=_QUIET_HELP)
 @_input_errors
-def verify(
+def verify(  # noqa: PLR0917 (click passes every option positionally)
     documents: tuple[str, ...],
     trust_files: tuple[str, ...],
     trust_bundle_keys: bool,
     verbose: bool,
     as_json: bool,
+    quiet: bool,
 ) -> None:
     """Verify bundles (spec §10) and pith number records (§11), one line per document.
 
     Each file is recognised by its bundle_type or record_type. A bundle's signature and a
     record's receipt must verify with a trusted key: by default the Pith registry key
     pith-v1-2026-05 (built in). Exits 0 only when every document passes every check.
+    A DOCUMENT may be - (standard input).
     """
     anchors, origin = _trust_anchors(trust_files)
     entries = []
     for path in documents:
         entry, facts = _verify_document(path, anchors, origin, trust_bundle_keys)
         entries.append(entry)
-        if not as_json:
+        if not as_json and not quiet:
             _print_document(entry, facts, verbose)
     failed = sum(not entry["ok"] for entry in entries)
-    if as_json:
+    if as_json and not quiet:
         # "bundles": the bundle entries alone, as before records were verified too.
         bundles = [entry for entry in entries if entry["kind"] == "bundle"]
         _json_out({"ok": failed == 0, "documents": entries, "bundles": bundles})
-    elif len(documents) > 1:
+    elif len(documents) > 1 and not quiet:
         kinds = {entry["kind"] for entry in entries} - {None}
         noun = {frozenset({"bundle"}): "bundles", frozenset({"record"}): "records"}.get(
             frozenset(kinds), "documents"
@@ -409,31 +436,44 @@ def _bundle_document(
 
 
 def _keys_and_out(command: Callable[P, R]) -> Callable[P, R]:
-    """The --keys and --out options of the commands that print a state."""
+    """The --keys and -o/--out options of the commands that print a state."""
     command = click.option(
-        "--out", type=click.Path(dir_okay=False, writable=True), help="Write the state here, not stdout."
+        "-o",
+        "--out",
+        "--output",
+        "out",
+        type=click.Path(dir_okay=False, writable=True),
+        help="Write the state here, not stdout.",
     )(command)
     return click.option(
         "--keys",
         "keys_file",
         required=True,
-        type=click.Path(exists=True, dir_okay=False),
+        type=_FILE_OR_STDIN,
         help="Key file: the key set events are checked against (§3).",
     )(command)
+
+
+_QUIET = click.option(
+    "-q", "--quiet", is_flag=True, help="No summary line on stderr (rejected lines are still listed)."
+)
 
 
 @cli.command(name="fold")
 @click.argument("events", type=click.File("rb"))
 @click.option("--subject", required=True, help="The merge's subject (a pith number).")
 @_keys_and_out
+@_QUIET
 @_input_errors
-def fold_command(events: IO[bytes], subject: str, keys_file: str, out: str | None) -> None:
+def fold_command(events: IO[bytes], subject: str, keys_file: str, out: str | None, quiet: bool) -> None:
     """Fold EVENTS (JSON Lines, one event per line; - for stdin) into the subject's state.
 
     Prints the state's canonical JSON (spec §1, §9) on stdout (with a final newline), or writes
     the exact bytes to --out. Every line that is not admitted (§5) is reported on stderr with
     its line number and cause, and the exit code is then 1; invalid events are in the state.
     """
+    if events.name == "<stdin>":
+        _claim_stdin()
     keys = load_keys(keys_file)
     name = "<stdin>" if events.name == "<stdin>" else events.name
     inputs: list[bytes] = []
@@ -454,12 +494,21 @@ def fold_command(events: IO[bytes], subject: str, keys_file: str, out: str | Non
         _err(f"{name}:{number}: rejected: {code}: {detail}")
     _write_state(canonical_json(result.state), out)
     state = result.state
-    _err(
-        f"{subject}: {state.event_count} events ({state.valid_event_count} valid, "
-        f"{state.invalid_event_count} invalid, {state.equivocation_count} equivocations), "
-        f"{len(rejected)} line{'' if len(rejected) == 1 else 's'} rejected; "
-        f"state_sha256 {state.state_sha256}"
-    )
+    if not quiet:
+        _err(
+            f"{subject}: {state.event_count} events ({state.valid_event_count} valid, "
+            f"{state.invalid_event_count} invalid, {state.equivocation_count} equivocations), "
+            f"{len(rejected)} line{'' if len(rejected) == 1 else 's'} rejected; "
+            f"state_sha256 {state.state_sha256}"
+        )
+    if not inputs and not too_large:
+        _err(f"{name}: no input lines: nothing was read")
+        _exit(EXIT_FAILED)
+    wrong = sum(item.reason is Reason.WRONG_SUBJECT for item in state.invalid_events)
+    if wrong and not state.valid_event_count:
+        # Nothing applied and events name another subject: almost surely a mistyped --subject.
+        share = f"{wrong} of {state.event_count}"
+        _err(f"{name}: no event applied; {share} name another subject: is --subject right?")
     _exit(EXIT_FAILED if rejected else EXIT_OK)
 
 
@@ -479,12 +528,19 @@ def _write_state(data: bytes, out: str | None) -> None:
 @click.option(
     "--keys",
     "keys_file",
-    type=click.Path(exists=True, dir_okay=False),
+    type=_FILE_OR_STDIN,
     help="Key file for events of JSON Lines logs (bundles carry their own keys).",
 )
 @_trust_option
 @click.option("--workers", type=click.IntRange(min=1), help="Processes to fold with (default: all cores).")
-@click.option("--out", type=click.Path(file_okay=False), help="Write each subject's state to this directory.")
+@click.option(
+    "-o",
+    "--out",
+    "--output",
+    "out",
+    type=click.Path(file_okay=False),
+    help="Write each subject's state to this directory.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of the table.")
 @click.option(
     "--progress/--no-progress", default=None, help="Progress bar on stderr (default: only on a terminal)."
@@ -501,6 +557,7 @@ def _write_state(data: bytes, out: str | None) -> None:
     metavar="ADDRESS",
     help="With --engine dask: the scheduler (tcp://host:8786); default: a local cluster of --workers.",
 )
+@click.option("-q", "--quiet", is_flag=True, help="No table on stdout (problems are still listed on stderr).")
 @_input_errors
 def replay_command(  # noqa: PLR0917 (click passes every option positionally)
     paths: tuple[str, ...],
@@ -512,6 +569,7 @@ def replay_command(  # noqa: PLR0917 (click passes every option positionally)
     progress: bool | None,
     engine: str,
     scheduler: str | None,
+    quiet: bool,
 ) -> None:
     """Replay PATHs: directories or files of bundles, records (*.json) and logs (*.jsonl).
 
@@ -542,14 +600,19 @@ def replay_command(  # noqa: PLR0917 (click passes every option positionally)
         except ReplayWorkerError as exc:
             raise WorkerLost(str(exc)) from exc
     if as_json:
-        click.echo(report_json(report), nl=False)
+        if not quiet:
+            click.echo(report_json(report), nl=False)
     else:
-        _print_table(report.subjects, report.totals)
+        if not quiet:
+            _print_table(report.subjects, report.totals)
         for problem in report.problems:
             _err(f"{problem.source}: {problem.code}: {problem.detail}")
         _print_unlisted(report.totals["problems"] - len(report.problems), report.counts)
         if out is not None:
             _err(f"wrote {len(report.subjects)} state file(s) to {out}")
+    if not report.subjects and not report.problems:
+        _err(f"no inputs in {', '.join(map(display_name, paths))}: nothing was read")
+        _exit(EXIT_FAILED)
     _exit(EXIT_OK if report.ok else EXIT_FAILED)
 
 
@@ -628,13 +691,13 @@ def _record_cell(record_ok: bool | None, record_agrees: bool | None) -> str:
 
 @cli.command()
 @click.argument("event_id")
-@click.option("--bundle", "bundle_file", type=click.Path(exists=True, dir_okay=False), help="A bundle.")
+@click.option("--bundle", "bundle_file", type=_FILE_OR_STDIN, help="A bundle.")
 @click.option("--events", "events_file", type=click.File("rb"), help="JSON Lines events (- for stdin).")
 @click.option("--subject", help="The merge's subject (default: the bundle's pith_number).")
 @click.option(
     "--keys",
     "keys_file",
-    type=click.Path(exists=True, dir_okay=False),
+    type=_FILE_OR_STDIN,
     help="Key file (default: the bundle's public_keys; with both, these come first).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of text.")
@@ -670,6 +733,8 @@ def explain(  # noqa: PLR0917 (click passes every option positionally)
             raise InputError(f"public_keys: {exc}", source=bundle_file) from exc
         inputs.extend(bundle["events"])
     if events_file is not None:
+        if events_file.name == "<stdin>":
+            _claim_stdin()
         inputs.extend(line for _, line in read_lines(events_file) if line is not None)
     if subject is None:
         raise click.UsageError("give --subject (no bundle names it)")
@@ -788,8 +853,8 @@ def _print_story(story: Mapping[str, Any]) -> None:
 
 
 @cli.command()
-@click.argument("state_a", type=click.Path(exists=True, dir_okay=False))
-@click.argument("state_b", type=click.Path(exists=True, dir_okay=False))
+@click.argument("state_a", type=_FILE_OR_STDIN)
+@click.argument("state_b", type=_FILE_OR_STDIN)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of text.")
 @_input_errors
 def diff(state_a: str, state_b: str, as_json: bool) -> None:
@@ -924,7 +989,7 @@ def keys() -> None:
 
 
 @keys.command(name="show")
-@click.argument("keys_file", type=click.Path(exists=True, dir_okay=False))
+@click.argument("keys_file", type=_FILE_OR_STDIN)
 @click.option("--json", "as_json", is_flag=True, help="Print the checked key objects as JSON.")
 @_input_errors
 def keys_show(keys_file: str, as_json: bool) -> None:
@@ -932,9 +997,9 @@ def keys_show(keys_file: str, as_json: bool) -> None:
 
     Exits 1 when the key set breaks §3 (and says which key and field), 2 when the file is not JSON.
     """
-    value = _read_json(keys_file, "the key file")
+    value = _read_json(keys_file, "the key file")  # read once: it may be standard input
     try:
-        key_set = load_keys(keys_file)
+        key_set = _key_set_of(value, keys_file)
     except InputError as exc:
         if isinstance(value, list | dict):
             _err(f"{keys_file}: {exc.problem}")
@@ -997,10 +1062,14 @@ def store_import(store_url: str, paths: tuple[str, ...], sources: tuple[str, ...
 
     Each input is filed under its own subject (a bundle's events under its pith_number; a
     store's under the subject they were stored under). Inputs already stored are counted, not
-    stored twice. Exits 1 when an input was refused or could not be read (each on stderr).
+    stored twice. Exits 1 when an input was refused or could not be read (each on stderr), or
+    when there was nothing to import.
     """
     if not paths and not sources:
         raise click.UsageError("give PATHS to import and/or --from-store URL")
+    for path in paths:
+        if path == "-":
+            _claim_stdin()
     counts = {"stored": 0, "new": 0}
     problems: list[InputProblem] = []
     with open_store(store_url) as target:
@@ -1032,6 +1101,9 @@ def store_import(store_url: str, paths: tuple[str, ...], sources: tuple[str, ...
             f"{counts['stored']} inputs stored ({counts['new']} new, {counts['stored'] - counts['new']} "
             f"already there), {_plural(len(problems), 'problem')}"
         )
+    if not counts["stored"] and not problems:
+        _err("no inputs: nothing was read")
+        _exit(EXIT_FAILED)
     _exit(EXIT_FAILED if problems else EXIT_OK)
 
 
@@ -1063,8 +1135,9 @@ def _import_inputs(
 @_STORE_URL
 @click.option("--subject", required=True, help="The subject (a pith number) to fold.")
 @_keys_and_out
+@click.option("-q", "--quiet", is_flag=True, help="No summary line on stderr.")
 @_input_errors
-def store_fold(store_url: str, subject: str, keys_file: str, out: str | None) -> None:
+def store_fold(store_url: str, subject: str, keys_file: str, out: str | None, quiet: bool) -> None:
     """Fold the subject's stored inputs: its state's canonical JSON, as `fold` prints it.
 
     An unchanged subject is served from its checkpoint. A summary goes to stderr.
@@ -1074,6 +1147,8 @@ def store_fold(store_url: str, subject: str, keys_file: str, out: str | None) ->
         state = source.fold(subject, keys=keys).state
         count = source.count(subject)
     _write_state(canonical_json(state), out)
+    if quiet:
+        return
     _err(
         f"{subject}: {_plural(count, 'stored input')}, {state.event_count} events ({state.valid_event_count} "
         f"valid, {state.invalid_event_count} invalid, {state.equivocation_count} equivocations); "
@@ -1143,7 +1218,7 @@ def store_backup(store_url: str, dest: str) -> None:
 
 
 @cli.command(name="audit")
-@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@click.argument("paths", nargs=-1, required=True, type=_FILE_OR_STDIN)
 @click.option(
     "--history",
     is_flag=True,
@@ -1186,7 +1261,7 @@ def audit_command(
         pairs: list[PairAudit] = []
         unverified: list[SnapshotInfo] = []
         for path in paths:
-            download = store.audit_download(Path(path).read_bytes(), label=path, trusted_keys=anchors)
+            download = store.audit_download(_read_file(path), label=path, trusted_keys=anchors)
             info = download.snapshot.info
             if download.pair is not None:
                 pairs.append(download.pair)
@@ -1218,7 +1293,7 @@ def audit_command(
 
 def _snapshots(paths: Sequence[str], trusted: KeySet) -> list[Snapshot]:
     """Each bundle file as a verified snapshot, named by its path."""
-    return [snapshot_of_bundle(Path(p).read_bytes(), label=p, trusted_keys=trusted) for p in paths]
+    return [snapshot_of_bundle(_read_file(p), label=p, trusted_keys=trusted) for p in paths]
 
 
 def _report_of_pairs(pairs: Sequence[PairAudit], unverified: Sequence[SnapshotInfo]) -> AuditReport:

@@ -336,8 +336,10 @@ def test_fold_a_subject_that_is_not_utf8_is_a_usage_error() -> None:
 
 
 def test_fold_empty_input() -> None:
+    """The (empty) state is printed, and the exit code says that nothing at all was read."""
     result = run("fold", "--subject", LOG_SUBJECT, "--keys", KEYS, "-", stdin=b"")
-    assert result.returncode == 0
+    assert result.returncode == 1
+    assert "<stdin>: no input lines: nothing was read" in err(result)
     state = decode_state(result.stdout)
     assert state.event_count == 0
     assert state.pith_number == LOG_SUBJECT
@@ -422,13 +424,14 @@ def test_replay_without_keys_says_so() -> None:
 
 
 def test_replay_empty_and_missing_inputs(tmp_path: Path) -> None:
+    """Nothing at all read: the (empty) report, and exit 1 (said on stderr)."""
     code, document = replay_json(tmp_path)
-    assert code == 0
+    assert code == 1
     assert document["subjects"] == []
     assert document["totals"]["subjects"] == 0
     assert run("replay", tmp_path / "missing").returncode == 2
     code, document = replay_json("-")  # empty stdin
-    assert code == 0
+    assert code == 1
     assert document["subjects"] == []
 
 
@@ -932,3 +935,98 @@ def test_workers_die_with_a_killed_replay(tmp_path: Path) -> None:
     while [pid for pid in workers if alive(pid)] and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not [pid for pid in workers if alive(pid)]
+
+
+# --- the command as users expect it: stdin, -o, -q, empty inputs, completion -----------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "stdin"),
+    [
+        (["verify", "-"], GOLDEN_BUNDLE),
+        (["verify", "--trust", "-", EXAMPLE_BUNDLE], KEYS),
+        (["keys", "show", "-"], KEYS),
+        (["explain", "ba8daac6", "--bundle", "-"], EXAMPLE_BUNDLE),
+        (["fold", "--subject", LOG_SUBJECT, "--keys", "-", EXAMPLE_LOG], KEYS),
+    ],
+    ids=["verify", "verify --trust", "keys show", "explain --bundle", "fold --keys"],
+)
+def test_every_file_argument_takes_standard_input(args: list[Any], stdin: Path) -> None:
+    from_file = run(*[stdin if arg == "-" else arg for arg in args])
+    from_stdin = run(*args, stdin=stdin.read_bytes())
+    assert from_stdin.returncode == from_file.returncode == 0, err(from_stdin)
+    assert out(from_stdin) == out(from_file).replace(str(stdin), "-")
+    assert err(from_stdin) == err(from_file).replace(str(stdin), "-")
+
+
+def test_audit_reads_a_download_from_standard_input() -> None:
+    result = run("audit", "--trust", KEYS, EXAMPLE_BUNDLE, "-", stdin=EXAMPLE_BUNDLE.read_bytes())
+    assert result.returncode == 0, err(result)
+    assert f"  IDENTICAL  {EXAMPLE_BUNDLE} -> -: +0, -0, 0 fates changed" in out(result)
+
+
+def test_diff_reads_one_state_from_standard_input(tmp_path: Path) -> None:
+    state = tmp_path / "state.json"
+    state.write_bytes(canonical_json(GOLDEN["state"]))
+    result = run("diff", state, "-", stdin=state.read_bytes())
+    assert result.returncode == 0, err(result)
+    assert run("diff", "-", "-", stdin=state.read_bytes()).returncode == 2
+
+
+def test_standard_input_can_be_given_once() -> None:
+    result = run("fold", "--subject", LOG_SUBJECT, "--keys", "-", "-", stdin=KEYS.read_bytes())
+    assert result.returncode == 2
+    assert "- (standard input) can be given only once" in err(result)
+
+
+def test_quiet_prints_nothing_and_the_exit_code_tells() -> None:
+    assert run("verify", "-q", GOLDEN_BUNDLE).stdout == b""
+    failed = run("verify", "--quiet", EXAMPLE_BUNDLE)  # not trusted: fails
+    assert (failed.returncode, failed.stdout) == (1, b"")
+    replayed = run("replay", "-q", "--keys", KEYS, "--trust", KEYS, EXAMPLES)
+    assert (replayed.returncode, replayed.stdout) == (0, b"")
+    folded = run("fold", "-q", "--subject", LOG_SUBJECT, "--keys", KEYS, EXAMPLE_LOG)
+    assert folded.returncode == 0
+    assert err(folded) == ""  # no summary
+    assert folded.stdout.startswith(b'{"applied_event_ids"')  # the state is the product, still printed
+
+
+def test_output_is_an_alias_of_out(tmp_path: Path) -> None:
+    for flag in ("-o", "--output", "--out"):
+        target = tmp_path / f"state{flag}.json"
+        assert (
+            run("fold", flag, target, "--subject", LOG_SUBJECT, "--keys", KEYS, EXAMPLE_LOG).returncode == 0
+        )
+        assert target.read_bytes() == (tmp_path / "state-o.json").read_bytes()
+
+
+def test_fold_says_when_nothing_was_read_or_no_event_is_of_the_subject(tmp_path: Path) -> None:
+    empty = run("fold", "--subject", LOG_SUBJECT, "--keys", KEYS, "-", stdin=b"\n\n")
+    assert empty.returncode == 1
+    assert "no input lines: nothing was read" in err(empty)
+    other = run("fold", "--subject", "pith:2025:TYPO", "--keys", KEYS, EXAMPLE_LOG)
+    assert other.returncode == 0
+    assert "no event applied; 6 of 7 name another subject: is --subject right?" in err(other)
+    right = run("fold", "--subject", LOG_SUBJECT, "--keys", KEYS, EXAMPLE_LOG)
+    assert "is --subject right?" not in err(right)
+
+
+def test_replay_of_a_directory_without_inputs_says_so(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("not an input")
+    result = run("replay", tmp_path)
+    assert result.returncode == 1
+    assert err(result) == f"no inputs in {tmp_path}: nothing was read\n"
+    assert out(result).splitlines()[-1].startswith("total: 0 subjects")
+
+
+def test_shell_completion_is_offered() -> None:
+    """docs/cli.md: eval "$(_PITH_MERGE_COMPLETE=bash_source pith-merge)" (click's completion)."""
+    result = subprocess.run(
+        [sys.executable, "-m", "merge"],
+        env={**os.environ, "_PITH_MERGE_COMPLETE": "bash_source"},
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0
+    assert b"complete -o nosort -F" in result.stdout

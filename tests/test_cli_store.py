@@ -153,3 +153,14 @@ def test_bad_stores_are_input_errors(tmp_path: Path) -> None:
         assert message in err(result)
         assert len(err(result).splitlines()) == 1
     assert run("store", "import", "--store", str(tmp_path / "x.db")).returncode == 2  # nothing to import
+    twice = run("store", "import", "--store", str(tmp_path / "x.db"), "-", "-")
+    assert twice.returncode == 2
+    assert "can be given only once" in err(twice)
+
+
+def test_importing_nothing_says_so(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.jsonl"
+    empty.write_bytes(b"\n\n")
+    result = run("store", "import", "--store", new_store("sqlite", tmp_path), empty)
+    assert result.returncode == 1
+    assert err(result) == "no inputs: nothing was read\n"

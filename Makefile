@@ -14,9 +14,9 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e .
 	touch $@
 
-# Development install: dev tools and the optional Dask engine (tested in CI).
+# Development install: dev tools, the optional Dask engine and PostgreSQL store (tested in CI).
 $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[dev,dask]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,dask,postgres]'
 	touch $@ $(VENV)/.installed
 
 # The whole job on examples/: `pith-merge verify`, `replay` and `explain`, run by merge/demo.py.

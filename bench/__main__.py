@@ -37,6 +37,7 @@ from .incremental import bench_merger
 from .measure import Result
 from .replaying import bench_replay
 from .stages import bench_stages
+from .storing import bench_store
 from .workload import Workload, WorkloadSpec, generate
 
 
@@ -53,13 +54,25 @@ class Sizes:
     replay_events: int
     replay_big_subject: int
     gil_seconds: float
+    store_events: int = 5_000
     big_subject: int = 50_000
 
 
 FULL = Sizes(20_000, 1_000, 20, 10_000, 500, 1_000, 100, 5_000, 1.0)
-QUICK = Sizes(200, 10, 20, 100, 10, 10, 20, 60, 0.1, big_subject=300)
+QUICK = Sizes(200, 10, 20, 100, 10, 10, 20, 60, 0.1, store_events=40, big_subject=300)
 
-BENCHMARKS = ("stages", "fold", "floor", "gil", "merger", "replay", "dask", "encoding", "big-subject")
+BENCHMARKS = (
+    "stages",
+    "fold",
+    "floor",
+    "gil",
+    "merger",
+    "replay",
+    "dask",
+    "encoding",
+    "big-subject",
+    "store",
+)
 
 
 def run(names: Sequence[str], sizes: Sizes, repeat: int, log: Callable[[str], None]) -> list[Result]:
@@ -115,6 +128,11 @@ def run(names: Sequence[str], sizes: Sizes, repeat: int, log: Callable[[str], No
         "big-subject",
         f"one subject of {sizes.big_subject} events: peak memory per input byte (child processes)",
         lambda: bench_big_subject(sizes.big_subject),
+    )
+    step(
+        "store",
+        f"store: SQLite and PostgreSQL, one subject of {sizes.store_events} events",
+        lambda: bench_store(sizes.store_events, repeat=repeat, log=log),
     )
     return results
 

@@ -19,6 +19,7 @@ Deterministic: run it again, same bytes.
 
 from __future__ import annotations
 
+import os
 import runpy
 import sys
 from pathlib import Path
@@ -66,7 +67,7 @@ def main(argv: list[str]) -> int:
     out.mkdir(parents=True, exist_ok=True)
     for name, bundle in history().items():
         (out / name).write_bytes(canonical_json(bundle))
-        print(f"wrote {out / name}")
+        print(f"wrote {os.path.relpath(out / name)}")  # as docs/cli.md shows it, run from the checkout
     return 0
 
 

@@ -24,7 +24,7 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any, Final, NoReturn, ParamSpec, TypeVar
 
@@ -53,9 +53,18 @@ from .graph import event_values, log_graph, to_dot, to_mermaid
 from .keys import Key, KeySet
 from .reasons import Reason
 from .record import RecordReport, document_kind, verify_record
-from .replay import ReplayWorkerError, display_name, read_document, read_lines, replay, report_json
+from .replay import (
+    InputProblem,
+    ReplayWorkerError,
+    display_name,
+    read_document,
+    read_lines,
+    replay,
+    report_json,
+    scan_corpus,
+)
 from .state import Entry, State, decode_state
-from .store import SQLiteStore
+from .store import Refused, StoreError, open_store
 
 __all__ = [
     "EXIT_BROKEN_PIPE",
@@ -429,27 +438,35 @@ def _bundle_document(
 # --- fold -------------------------------------------------------------------------------------
 
 
+def _keys_and_out(command: Callable[P, R]) -> Callable[P, R]:
+    """The --keys and -o/--out options of the commands that print a state."""
+    command = click.option(
+        "-o",
+        "--out",
+        "--output",
+        "out",
+        type=click.Path(dir_okay=False, writable=True),
+        help="Write the state here, not stdout.",
+    )(command)
+    return click.option(
+        "--keys",
+        "keys_file",
+        required=True,
+        type=_FILE_OR_STDIN,
+        help="Key file: the key set events are checked against (§3).",
+    )(command)
+
+
+_QUIET = click.option(
+    "-q", "--quiet", is_flag=True, help="No summary line on stderr (rejected lines are still listed)."
+)
+
+
 @cli.command(name="fold")
 @click.argument("events", type=click.File("rb"))
 @click.option("--subject", required=True, help="The merge's subject (a pith number).")
-@click.option(
-    "--keys",
-    "keys_file",
-    required=True,
-    type=_FILE_OR_STDIN,
-    help="Key file: the key set events are checked against (§3).",
-)
-@click.option(
-    "-o",
-    "--out",
-    "--output",
-    "out",
-    type=click.Path(dir_okay=False, writable=True),
-    help="Write the state here, not stdout.",
-)
-@click.option(
-    "-q", "--quiet", is_flag=True, help="No summary line on stderr (rejected lines are still listed)."
-)
+@_keys_and_out
+@_QUIET
 @_input_errors
 def fold_command(events: IO[bytes], subject: str, keys_file: str, out: str | None, quiet: bool) -> None:
     """Fold EVENTS (JSON Lines, one event per line; - for stdin) into the subject's state.
@@ -478,11 +495,7 @@ def fold_command(events: IO[bytes], subject: str, keys_file: str, out: str | Non
     rejected += [(line_numbers[r.index], str(r.code), r.detail) for r in result.rejected]
     for number, code, detail in sorted(rejected):
         _err(f"{name}:{number}: rejected: {code}: {detail}")
-    data = canonical_json(result.state)
-    if out is not None:
-        Path(out).write_bytes(data)
-    else:
-        click.echo(data + b"\n", nl=False)
+    _write_state(canonical_json(result.state), out)
     state = result.state
     if not quiet:
         _err(
@@ -500,6 +513,14 @@ def fold_command(events: IO[bytes], subject: str, keys_file: str, out: str | Non
         share = f"{wrong} of {state.event_count}"
         _err(f"{name}: no event applied; {share} name another subject: is --subject right?")
     _exit(EXIT_FAILED if rejected else EXIT_OK)
+
+
+def _write_state(data: bytes, out: str | None) -> None:
+    """The state's canonical JSON: the exact bytes to ``out``, or stdout with a final newline."""
+    if out is not None:
+        Path(out).write_bytes(data)
+    else:
+        click.echo(data + b"\n", nl=False)
 
 
 # --- replay -----------------------------------------------------------------------------------
@@ -1019,7 +1040,12 @@ def keys_show(keys_file: str, as_json: bool) -> None:
 
 @cli.command()
 @_subject_log_options
-@click.option("--store", metavar="PATH", help="An event store (an SQLite file) holding the subject's events.")
+@click.option(
+    "--store",
+    metavar="URL",
+    help="An event store holding the subject's events: sqlite:///path/to/events.db (or a plain path) "
+    "or postgresql://…",
+)
 @click.option(
     "--format",
     "form",
@@ -1083,12 +1109,213 @@ def graph(  # noqa: PLR0917 (click passes every option positionally)
         Path(output).write_bytes(data)
     else:
         click.echo(data, nl=False)
+    if not inputs:
+        _err(f"{subject}: no events: nothing was read")
+        _exit(EXIT_FAILED)
 
 
-def _store_events(path: str, subject: str) -> list[bytes]:
-    """The subject's stored inputs, as received; read-only: a picture never writes (nor creates) a store."""
-    with SQLiteStore(path, read_only=True) as store:
-        return list(store.events(subject))
+def _store_events(url: str, subject: str) -> list[bytes]:
+    """The subject's stored inputs, as received (the store as every store command opens it)."""
+    with open_store(url) as source:
+        return list(source.events(subject))
+
+
+# --- store ------------------------------------------------------------------------------------
+
+#: How many inputs ``store import`` appends per transaction.
+IMPORT_BATCH: Final = 500
+_STORE_URL = click.option(
+    "--store",
+    "store_url",
+    required=True,
+    metavar="URL",
+    help="The event store: sqlite:///path/to/events.db (or a plain path) or postgresql://…",
+)
+
+
+class _BundleEvents(msgspec.Struct):
+    """A bundle's events, each as the exact bytes of the file (stored as received)."""
+
+    events: list[msgspec.Raw]
+
+
+@cli.group()
+def store() -> None:
+    """Event stores (SQLite file or PostgreSQL): import, fold, check, export, back up.
+
+    --store takes sqlite:///path (or a plain path; created when missing) or postgresql://…
+    (the [postgres] extra). An unreachable or foreign store is an input error (exit 2).
+    """
+
+
+@store.command(name="import")
+@_STORE_URL
+@click.argument("paths", nargs=-1, type=click.Path(exists=True, allow_dash=True))
+@click.option(
+    "--from-store",
+    "sources",
+    multiple=True,
+    metavar="URL",
+    help="Also copy every input of this store (a backup, say), subject by subject. Repeatable.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of text.")
+@_input_errors
+def store_import(store_url: str, paths: tuple[str, ...], sources: tuple[str, ...], as_json: bool) -> None:
+    """Append PATHs (JSON Lines logs, bundles, directories of them, as `replay` reads them; -
+    for stdin) and the inputs of --from-store stores to the store.
+
+    Each input is filed under its own subject (a bundle's events under its pith_number; a
+    store's under the subject they were stored under). Inputs already stored are counted, not
+    stored twice. Exits 1 when an input was refused or could not be read (each on stderr), or
+    when there was nothing to import.
+    """
+    if not paths and not sources:
+        raise click.UsageError("give PATHS to import and/or --from-store URL")
+    for path in paths:
+        if path == "-":
+            _claim_stdin()
+    counts = {"stored": 0, "new": 0}
+    problems: list[InputProblem] = []
+    with open_store(store_url) as target:
+
+        def append(batch: list[tuple[str, str, bytes]]) -> None:
+            for subject in dict.fromkeys(subject for subject, _, _ in batch):
+                mine = [(source, data) for s, source, data in batch if s == subject]
+                results = target.append_many([data for _, data in mine], subject=subject)
+                for (source, _), result in zip(mine, results, strict=True):
+                    if isinstance(result, Refused):
+                        problems.append(InputProblem(source, result.code, result.detail))
+                    else:
+                        counts["stored"] += 1
+                        counts["new"] += result.new
+
+        batch: list[tuple[str, str, bytes]] = []
+        for subject, source, data in _import_inputs(paths, sources, problems):
+            batch.append((subject, source, data))
+            if len(batch) >= IMPORT_BATCH:
+                append(batch)
+                batch = []
+        append(batch)
+    if as_json:
+        _json_out({"ok": not problems, **counts, "problems": problems})
+    else:
+        for problem in problems:
+            _err(str(problem))
+        _out(
+            f"{counts['stored']} inputs stored ({counts['new']} new, {counts['stored'] - counts['new']} "
+            f"already there), {_plural(len(problems), 'problem')}"
+        )
+    if not counts["stored"] and not problems:
+        _err("no inputs: nothing was read")
+        _exit(EXIT_FAILED)
+    _exit(EXIT_FAILED if problems else EXIT_OK)
+
+
+def _import_inputs(
+    paths: Sequence[str], sources: Sequence[str], problems: list[InputProblem]
+) -> Iterator[tuple[str, str, bytes]]:
+    """``(subject, source, raw)`` of every input to import; what cannot be read goes to ``problems``."""
+    for item in scan_corpus(paths) if paths else ():
+        if isinstance(item, InputProblem):
+            problems.append(item)
+        elif item.kind == "event":
+            yield item.subject, item.source, item.data
+        else:
+            try:
+                events = msgspec.json.decode(item.data, type=_BundleEvents).events
+            except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+                problems.append(InputProblem(item.source, "not_a_bundle", f"no list of events: {exc}"))
+                continue
+            for index, event in enumerate(events):
+                yield item.subject, f"{item.source}#events[{index}]", bytes(event)
+    for url in sources:
+        with open_store(url) as source:
+            for subject in source.subjects():
+                for seq, raw in source.read(subject):
+                    yield subject, f"{url}#{seq}", raw
+
+
+@store.command(name="fold")
+@_STORE_URL
+@click.option("--subject", required=True, help="The subject (a pith number) to fold.")
+@_keys_and_out
+@click.option("-q", "--quiet", is_flag=True, help="No summary line on stderr.")
+@_input_errors
+def store_fold(store_url: str, subject: str, keys_file: str, out: str | None, quiet: bool) -> None:
+    """Fold the subject's stored inputs: its state's canonical JSON, as `fold` prints it.
+
+    An unchanged subject is served from its checkpoint. A summary goes to stderr.
+    """
+    keys = load_keys(keys_file)
+    with open_store(store_url) as source:
+        state = source.fold(subject, keys=keys).state
+        count = source.count(subject)
+    _write_state(canonical_json(state), out)
+    if quiet:
+        return
+    _err(
+        f"{subject}: {_plural(count, 'stored input')}, {state.event_count} events ({state.valid_event_count} "
+        f"valid, {state.invalid_event_count} invalid, {state.equivocation_count} equivocations); "
+        f"state_sha256 {state.state_sha256}"
+    )
+
+
+@store.command(name="check")
+@_STORE_URL
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of text.")
+@_input_errors
+def store_check(store_url: str, as_json: bool) -> None:
+    """Check that the store is intact: the database's own check, every input against its SHA-256,
+    every checkpoint against its state_sha256. Exits 1 when it is damaged."""
+    with open_store(store_url) as target:
+        try:
+            target.check()
+        except StoreError as exc:
+            problem: str | None = str(exc)
+        else:
+            problem = None
+        subjects = target.subjects() if problem is None else []
+        inputs = sum(target.count(subject) for subject in subjects)
+    if as_json:
+        _json_out({"ok": problem is None, "problem": problem, "subjects": len(subjects), "inputs": inputs})
+    elif problem is not None:
+        _err(f"DAMAGED {problem}")
+    else:
+        _out(f"OK      {_plural(len(subjects), 'subject')}, {_plural(inputs, 'input')}")
+    _exit(EXIT_OK if problem is None else EXIT_FAILED)
+
+
+@store.command(name="export")
+@_STORE_URL
+@click.option("--subject", "subjects", multiple=True, help="Only this subject (repeatable; default: all).")
+@click.option("--out", type=click.File("wb"), default="-", help="Write here (default: stdout).")
+@_input_errors
+def store_export(store_url: str, subjects: tuple[str, ...], out: IO[bytes]) -> None:
+    """Write the stored inputs as JSON Lines, subject by subject (sorted), in arrival order.
+
+    Each input is one line, as received (line breaks inside it become spaces). Importing the
+    file into a store gives the same folds, as long as every event names the subject it was
+    stored under (`store backup` keeps even those that do not).
+    """
+    with open_store(store_url) as source:
+        chosen = list(subjects) or source.subjects()
+        written = sum(source.export_jsonl(subject, out) for subject in chosen)
+    _err(f"exported {_plural(written, 'input')} of {_plural(len(chosen), 'subject')}")
+
+
+@store.command(name="backup")
+@_STORE_URL
+@click.argument("dest", type=click.Path(dir_okay=False))
+@_input_errors
+def store_backup(store_url: str, dest: str) -> None:
+    """Copy the whole store, as one consistent snapshot, to DEST: a new SQLite store file.
+
+    Writers may go on meanwhile. DEST must not exist. Restore with `pith-merge store import
+    --store URL --from-store sqlite:///DEST`, or use DEST as an SQLite store as it is.
+    """
+    with open_store(store_url) as source:
+        copied = source.backup(dest)
+    _out(f"backed up {_plural(copied, 'input')} to {dest}")
 
 
 # --- audit ------------------------------------------------------------------------------------

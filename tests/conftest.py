@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 
+from . import postgres_server
+
 VECTORS = Path(__file__).parent / "vectors"
 CONFORMANCE = sorted((VECTORS / "conformance").glob("*.json"))
 #: The project's own vectors for the points of revision 1.1 (made by tests/edge_vectors.py).
@@ -51,3 +53,8 @@ def golden_bundle(golden_bundle_bytes: bytes) -> dict[str, Any]:
 def golden_record() -> dict[str, Any]:
     data: dict[str, Any] = json.loads(GOLDEN_RECORD.read_text("utf-8"))
     return data
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Stop the PostgreSQL server of the store tests, if one was started."""
+    postgres_server.stop()

@@ -91,6 +91,8 @@ def test_quick_run_measures_every_figure(tmp_path: Path) -> None:
         "replay: peak memory",
         "canonical_json",
         "state_sha256",
+        "store sqlite: appends/s",
+        "store sqlite: fold after",
     ]
     for needle in expected:
         assert needle in names

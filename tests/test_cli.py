@@ -666,6 +666,8 @@ def test_graph_of_a_bundle_a_log_and_a_store(tmp_path: Path) -> None:
     from_store = run("graph", "--store", tmp_path / "events.db", "--subject", LOG_SUBJECT, "--keys", KEYS)
     assert from_store.returncode == 0, err(from_store)
     assert (tmp_path / "events.db").read_bytes() == before
+    url = f"sqlite:///{tmp_path / 'events.db'}"
+    assert run("graph", "--store", url, "--subject", LOG_SUBJECT, "--keys", KEYS).stdout == from_store.stdout
     assert out(from_store) == to_dot(picture_of(stored, LOG_SUBJECT, keys))
     # The store holds the subject's events alone: the log's event of another subject is not there.
     assert out(from_store) != out(
@@ -717,10 +719,12 @@ def test_graph_errors(tmp_path: Path) -> None:
     half = run("graph", "--store", tmp_path / "x.db", "--keys", KEYS)
     assert half.returncode == 2
     assert "--store needs --subject and --keys" in err(half)
+    # A store that holds nothing of the subject (here a new one): an empty picture, and exit 1.
     missing = run("graph", "--store", tmp_path / "x.db", "--subject", LOG_SUBJECT, "--keys", KEYS)
-    assert missing.returncode == 2
-    assert "no store here" in err(missing)
-    assert not (tmp_path / "x.db").exists()  # never created by looking
+    assert missing.returncode == 1
+    assert err(missing) == f"{LOG_SUBJECT}: no events: nothing was read\n"
+    assert "digraph" in out(missing)
+    assert run("graph", "--store", "nosuch://x", "--subject", LOG_SUBJECT, "--keys", KEYS).returncode == 2
     assert run("graph", "--bundle", EXAMPLE_BUNDLE, "--format", "jpeg").returncode == 2
     not_a_bundle = run("graph", "--bundle", KEYS)
     assert not_a_bundle.returncode == 2

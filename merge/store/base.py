@@ -7,7 +7,8 @@ with its cause, and nothing is stored for it. A fold loads the subject's inputs 
 
 This module holds everything that does not depend on the database: admission, the fold with its
 checkpoints and engine cache, the JSON Lines export. An adapter (:class:`~merge.store.SQLiteStore`,
-a future PostgreSQL one) implements the storage primitives, the abstract methods below.
+:class:`~merge.store.PostgresStore`, :class:`~merge.store.MemoryStore`) implements the storage
+primitives, the abstract methods below.
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ from abc import ABC, abstractmethod
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager
+from os import PathLike
 from types import TracebackType
-from typing import IO, Any, Final
+from typing import IO, Any, Final, TypeAlias
 
 import msgspec
 
@@ -36,6 +38,7 @@ from ..state import MERGE_VERSION, State, decode_state
 __all__ = [
     "NOT_JSON_TEXT",
     "NO_SUBJECT",
+    "BackupRow",
     "Checkpoint",
     "EventStore",
     "PreparedInput",
@@ -49,6 +52,8 @@ __all__ = [
 NO_SUBJECT: Final = "no_subject"
 #: :attr:`Refused.code` of a parsed value that no JSON text represents (it holds NaN or Infinity).
 NOT_JSON_TEXT: Final = "not_json_text"
+#: One stored input as a backup copies it: ``(seq, subject, event_id, digest, raw)``.
+BackupRow: TypeAlias = tuple[int, str, str, bytes, bytes]
 #: How many stored inputs a fold hands to :meth:`merge.Merger.extend` at once.
 LOAD_BATCH: Final = 1024
 #: How many damaged rows :meth:`EventStore.check` names in its error (it counts them all).
@@ -195,6 +200,17 @@ class EventStore(ABC):
     @abstractmethod
     def _check_storage(self) -> list[str]:
         """The database's own integrity check: what it finds wrong (empty when intact)."""
+
+    @abstractmethod
+    def backup(self, dest: str | PathLike[str]) -> int:
+        """Copy the whole store, as one consistent snapshot, to ``dest``: a new SQLite store file.
+
+        Writers may go on meanwhile; the copy holds what was committed when it began, inputs
+        (with their sequence numbers) and checkpoints. ``dest`` must not exist; the file
+        appears under its name only once complete. Open it with :class:`~merge.store.SQLiteStore`,
+        or restore it into any store with ``pith-merge store import --from-store``. Returns the
+        number of inputs copied.
+        """
 
     @abstractmethod
     def close(self) -> None:

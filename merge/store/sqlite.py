@@ -16,15 +16,15 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
 from os import PathLike
 from pathlib import Path
 from typing import Final
 
-from .base import Checkpoint, EventStore, PreparedInput, StoreError
+from .base import BackupRow, Checkpoint, EventStore, PreparedInput, StoreError
 
-__all__ = ["APPLICATION_ID", "FORMAT_VERSION", "SQLiteStore"]
+__all__ = ["APPLICATION_ID", "FORMAT_VERSION", "SQLiteStore", "write_backup"]
 
 #: ``PRAGMA application_id`` of a pith-merge store: "PITH" in ASCII.
 APPLICATION_ID: Final = 0x50495448
@@ -274,6 +274,37 @@ class SQLiteStore(EventStore):
             for subject, seq, state in self._conn().execute("SELECT subject, seq, state FROM checkpoints"):
                 yield subject, Checkpoint(int(seq), bytes(state))
 
+    def backup(self, dest: str | PathLike[str]) -> int:
+        """Copy the store to ``dest`` with SQLite's online backup API, in one step.
+
+        One step reads one snapshot (WAL: writers go on meanwhile, and are not in the copy).
+        """
+        source = self._conn()
+        with _new_file(dest) as part, self._errors():
+            target = sqlite3.connect(part, isolation_level=None)
+            try:
+                source.backup(target)  # pages=-1: all at once, so the copy is one snapshot
+                copied = int(target.execute("SELECT count(*) FROM inputs").fetchone()[0])
+            finally:
+                target.close()
+        return copied
+
+    def _restore(
+        self, inputs: Iterable[BackupRow], checkpoints: Iterable[tuple[str, str, int, bytes]]
+    ) -> int:
+        """Fill this new, empty store with another store's rows, keeping their ``seq``; how many inputs."""
+        conn = self._conn()
+        with self._transaction():  # one write transaction (its insert() is for prepared inputs)
+            before = conn.total_changes
+            conn.executemany(
+                "INSERT INTO inputs (seq, subject, event_id, digest, raw) VALUES (?, ?, ?, ?, ?)", inputs
+            )
+            copied = conn.total_changes - before
+            conn.executemany(
+                "INSERT INTO checkpoints (subject, context, seq, state) VALUES (?, ?, ?, ?)", checkpoints
+            )
+        return copied
+
     def close(self) -> None:
         if self._connection is not None:
             self._connection.close()
@@ -312,3 +343,47 @@ def _explain(exc: sqlite3.Error, timeout: float) -> str:
     if isinstance(exc, sqlite3.ProgrammingError) and "thread" in message:
         return f"a store object is used by one thread only ({message})"
     return message
+
+
+def write_backup(
+    dest: str | PathLike[str],
+    inputs: Iterable[BackupRow],
+    checkpoints: Iterable[tuple[str, str, int, bytes]] = (),
+) -> int:
+    """Write rows of any store to ``dest`` as a new SQLite store (the format of every backup).
+
+    ``inputs`` are ``(seq, subject, event_id, digest, raw)`` in ``seq`` order, ``checkpoints``
+    ``(subject, context, seq, state)``. Returns how many inputs were written.
+    """
+    with _new_file(dest) as part:
+        store = SQLiteStore(part)
+        try:
+            return store._restore(inputs, checkpoints)
+        finally:
+            store.close()
+
+
+@contextmanager
+def _new_file(dest: str | PathLike[str]) -> Iterator[Path]:
+    """A temporary path beside ``dest``, renamed to ``dest`` once the block succeeds.
+
+    A backup never overwrites (``dest`` must not exist) and never leaves half a file under
+    its name: an interrupted one leaves at most the temporary file, removed when it can be.
+    """
+    final = Path(dest)
+    if final.exists():
+        raise StoreError("already exists; a backup never overwrites a file", path=str(final))
+    if not final.parent.is_dir():
+        raise StoreError("the folder to write the backup in does not exist", path=str(final))
+    part = final.with_name(f".{final.name}.part-{os.getpid()}")
+    try:
+        yield part
+        fd = os.open(part, os.O_RDONLY)
+        try:
+            os.fsync(fd)  # the copy is on disk before its name says it is complete
+        finally:
+            os.close(fd)
+        os.replace(part, final)
+    finally:
+        for leftover in (part, part.with_name(part.name + "-wal"), part.with_name(part.name + "-shm")):
+            leftover.unlink(missing_ok=True)

@@ -9,6 +9,8 @@ import pytest
 
 from merge.store import EventStore
 
+from .. import postgres_server
+
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs" / "embedding.md"
 BLOCKS = re.findall(r"```python\n(.*?)```", PAGE.read_text("utf-8"), flags=re.DOTALL)
@@ -21,6 +23,9 @@ def test_example_runs(number: int, tmp_path: Path, monkeypatch: pytest.MonkeyPat
     (tmp_path / "tests").symlink_to(ROOT / "tests")
     monkeypatch.chdir(tmp_path)
     code = code.replace("/var/lib/pith/events.db", str(tmp_path / "service.db"))
+    if "postgresql://pith@db.internal/pith" in code:  # a real server, a new database
+        server = postgres_server.server()
+        code = code.replace("postgresql://pith@db.internal/pith", server.url(server.create()))
     namespace: dict[str, object] = {"subject": "pith:2023:A2G3QVIG5OIYJVZB5MA4S6VDQP", "keys": []}
     try:
         exec(compile(code, f"{PAGE}:block{number}", "exec"), namespace)

@@ -1,0 +1,386 @@
+"""An event store on PostgreSQL (psycopg 3), for services that run more than one instance.
+
+Install with ``pip install 'pith-merge[postgres]'``; psycopg is imported only when a
+:class:`PostgresStore` is opened, so :mod:`merge.store` works without it.
+
+Layout: the tables live in one PostgreSQL schema (``pith_merge`` by default), created on first
+use, so a store can share a database with the service's own tables. ``{schema}.store`` holds
+one row: the application name and the format version. The schema is built and upgraded by the
+numbered steps of :data:`MIGRATIONS`: opening a store of an older format applies the missing
+steps (once, in one transaction, whoever opens first); a newer format, or a schema holding other
+tables, is refused with :class:`~merge.store.StoreError`, never misread.
+
+Concurrency: write transactions take turns on a transaction-level advisory lock, so sequence
+numbers are handed out in commit order: a fold that has read up to ``seq`` never misses an
+input committed later with a smaller one. Reads (``read``, ``head``, folds) are single
+statements in autocommit mode, in pages: a fold never holds a transaction open, and never waits
+for a writer. Durability is the server's: an append returns once its COMMIT did, which (with
+the default ``synchronous_commit = on``) means the WAL is flushed.
+
+A connection lost (the server restarted, the backend killed) fails the operation under way
+with :class:`~merge.store.StoreError`; the transaction is rolled back by the server, and the
+next operation connects again. An append whose COMMIT was cut off may or may not have landed:
+append again (idempotent; ``Stored.new`` tells).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from os import PathLike
+from typing import TYPE_CHECKING, Any, Final
+
+from .base import BackupRow, Checkpoint, EventStore, PreparedInput, StoreError
+from .sqlite import APPLICATION_ID, write_backup
+
+if TYPE_CHECKING:
+    import psycopg
+    from psycopg import sql
+
+__all__ = ["APPLICATION", "DEFAULT_SCHEMA", "FORMAT_VERSION", "INSTALL_HINT", "MIGRATIONS", "PostgresStore"]
+
+#: ``{schema}.store.application`` of a pith-merge store.
+APPLICATION: Final = "pith-merge event store"
+#: The PostgreSQL schema (namespace) of the tables, unless ``schema=`` says otherwise.
+DEFAULT_SCHEMA: Final = "pith_merge"
+#: What a :class:`PostgresStore` without psycopg says.
+INSTALL_HINT: Final = "the PostgreSQL store needs psycopg: pip install 'pith-merge[postgres]'"
+#: How many rows one read statement returns (a fold reads a subject page by page).
+READ_PAGE: Final = 1000
+
+#: The schema, step by step: step ``n`` (1-based) turns format ``n - 1`` into format ``n``.
+#: A new format appends a step (never edits one): stores of every older format upgrade.
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    (
+        # seq: arrival order across subjects and processes; subject sorts by code point ("C"),
+        # as Python sorts. UNIQUE (subject, digest): the same bytes twice are stored once.
+        """CREATE TABLE {schema}.inputs (
+            seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            subject text COLLATE "C" NOT NULL,
+            event_id text NOT NULL,
+            digest bytea NOT NULL,
+            raw bytea NOT NULL,
+            UNIQUE (subject, digest)
+        )""",
+        "CREATE INDEX inputs_by_subject ON {schema}.inputs (subject, seq)",
+        """CREATE TABLE {schema}.checkpoints (
+            subject text COLLATE "C" NOT NULL,
+            context text NOT NULL,
+            seq bigint NOT NULL,
+            state bytea NOT NULL,
+            PRIMARY KEY (subject, context)
+        )""",
+    ),
+)
+#: The format this pith-merge reads and writes.
+FORMAT_VERSION: Final = len(MIGRATIONS)
+
+_TABLES: Final = frozenset({"store", "inputs", "checkpoints"})
+
+_QUERIES: Final = {
+    # Writers take turns (see the module docstring); the key is per schema.
+    "lock": "SELECT pg_advisory_xact_lock(%s::integer, hashtext(%s))",
+    "insert": (
+        "INSERT INTO {schema}.inputs (subject, event_id, digest, raw) VALUES (%s, %s, %s, %s) "
+        "ON CONFLICT (subject, digest) DO NOTHING RETURNING seq"
+    ),
+    # One index seek per subject (PostgreSQL has no skip scan of its own).
+    "subjects": (
+        "WITH RECURSIVE s(subject) AS ("
+        " (SELECT subject FROM {schema}.inputs ORDER BY subject LIMIT 1)"
+        " UNION ALL"
+        " SELECT (SELECT i.subject FROM {schema}.inputs i WHERE i.subject > s.subject"
+        "  ORDER BY i.subject LIMIT 1) FROM s WHERE s.subject IS NOT NULL"
+        ") SELECT subject FROM s WHERE subject IS NOT NULL"
+    ),
+    "head": "SELECT max(seq) FROM {schema}.inputs WHERE subject = %s",
+    "count": "SELECT count(*) FROM {schema}.inputs WHERE subject = %s",
+    "read": ("SELECT seq, raw FROM {schema}.inputs WHERE subject = %s AND seq > %s ORDER BY seq LIMIT %s"),
+    "load_checkpoint": "SELECT seq, state FROM {schema}.checkpoints WHERE subject = %s AND context = %s",
+    # Never let a fold that read less overwrite a newer checkpoint of another instance (one of the
+    # same seq is replaced: it folds the same inputs, and may be damaged).
+    "save_checkpoint": (
+        "INSERT INTO {schema}.checkpoints (subject, context, seq, state) VALUES (%s, %s, %s, %s) "
+        "ON CONFLICT (subject, context) DO UPDATE SET seq = excluded.seq, state = excluded.state "
+        "WHERE excluded.seq >= {schema}.checkpoints.seq"
+    ),
+    "tables": (
+        "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+        "WHERE n.nspname = %s AND c.relkind IN ('r', 'p', 'v', 'm', 'f')"
+    ),
+    "marker": "SELECT application, format FROM {schema}.store",
+    "rows": "SELECT subject, seq, digest, raw FROM {schema}.inputs WHERE seq > %s ORDER BY seq LIMIT %s",
+    "all_inputs": "SELECT seq, subject, event_id, digest, raw FROM {schema}.inputs ORDER BY seq",
+    "all_checkpoints": "SELECT subject, context, seq, state FROM {schema}.checkpoints",
+}
+
+
+def _require_psycopg() -> None:
+    try:
+        import psycopg  # noqa: F401 (only whether it is there)
+    except ImportError as exc:
+        raise StoreError(INSTALL_HINT) from exc
+
+
+class PostgresStore(EventStore):
+    """An :class:`~merge.store.EventStore` in a PostgreSQL database, shared by any number of processes.
+
+    ``dsn``: a libpq connection string or URL (``postgresql://user@host/db``,
+    ``"host=/run/postgresql dbname=app"``). ``schema``: the PostgreSQL schema of the tables
+    (created when missing). ``timeout``: seconds to wait for the write lock (or to connect)
+    before :class:`~merge.store.StoreError`. ``threads``, ``cache_size``: see
+    :class:`~merge.store.EventStore`.
+    """
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        schema: str = DEFAULT_SCHEMA,
+        timeout: float = 30.0,
+        threads: int | None = 1,
+        cache_size: int = 8,
+    ) -> None:
+        _require_psycopg()
+        super().__init__(threads=threads, cache_size=cache_size)
+        self.dsn = dsn
+        self.schema = schema
+        self.timeout = timeout
+        self.name = self.location = _display_name(dsn, schema)
+        self._sql: dict[str, sql.Composed] = {name: self._compose(text) for name, text in _QUERIES.items()}
+        self._connection: psycopg.Connection[Any] | None = None
+        self._closed = False
+        self._conn()
+
+    def __repr__(self) -> str:
+        return f"PostgresStore({self.name!r})"
+
+    # -- connecting and opening -----------------------------------------------------------
+
+    def _conn(self) -> psycopg.Connection[Any]:
+        """The connection, (re)connecting when there is none or the last one was lost."""
+        if self._closed:
+            raise StoreError("the store is closed", path=self.name)
+        if self._connection is not None and not self._connection.broken and not self._connection.closed:
+            return self._connection
+        import psycopg
+
+        if self._connection is not None:  # lost: release it before connecting again
+            self._connection.close()
+            self._connection = None
+        try:
+            conn = psycopg.connect(
+                self.dsn,
+                autocommit=True,  # reads are single statements: no transaction left open
+                connect_timeout=max(1, round(self.timeout)),
+                application_name="pith-merge",
+            )
+        except psycopg.Error as exc:
+            raise StoreError(f"cannot connect: {_first_line(exc)}", path=self.name) from exc
+        try:
+            with self._errors():
+                conn.execute(
+                    "SELECT set_config('lock_timeout', %s, false)", (f"{round(self.timeout * 1000)}ms",)
+                )
+                self._open(conn)
+        except BaseException:
+            conn.close()
+            raise
+        self._connection = conn
+        return conn
+
+    def _open(self, conn: psycopg.Connection[Any]) -> None:
+        """Check the schema; create it when missing, upgrade it when older (under the lock)."""
+        if self._inspect(conn) == FORMAT_VERSION:
+            return
+        with conn.transaction():
+            conn.execute(self._sql["lock"], (APPLICATION_ID, self.schema))
+            found = self._inspect(conn)  # again: another process may have done it meanwhile
+            if found is None:
+                conn.execute(self._compose("CREATE SCHEMA IF NOT EXISTS {schema}"))
+                conn.execute(
+                    self._compose(
+                        "CREATE TABLE {schema}.store (application text NOT NULL, format integer NOT NULL)"
+                    )
+                )
+                conn.execute(self._compose("INSERT INTO {schema}.store VALUES (%s, 0)"), (APPLICATION,))
+                found = 0
+            for step in range(found, len(MIGRATIONS)):
+                for statement in MIGRATIONS[step]:
+                    conn.execute(self._compose(statement))
+                conn.execute(self._compose("UPDATE {schema}.store SET format = %s"), (step + 1,))
+            self._inspect(conn)
+
+    def _inspect(self, conn: psycopg.Connection[Any]) -> int | None:
+        """The store's format; ``None`` when the schema has no tables yet. Refuses what is not ours."""
+        tables = {row[0] for row in conn.execute(self._sql["tables"], (self.schema,))}
+        if not tables:
+            return None
+        if "store" not in tables:
+            raise StoreError(
+                f"not a pith-merge event store (schema {self.schema} holds other tables: "
+                f"{', '.join(sorted(tables)[:5])})",
+                path=self.name,
+            )
+        rows = conn.execute(self._sql["marker"]).fetchall()
+        if len(rows) != 1 or rows[0][0] != APPLICATION:
+            raise StoreError(
+                f"not a pith-merge event store (table {self.schema}.store is another program's)",
+                path=self.name,
+            )
+        found = int(rows[0][1])
+        if found > FORMAT_VERSION:
+            raise StoreError(
+                f"event store format {found}; this pith-merge reads format {FORMAT_VERSION} "
+                "(upgrade pith-merge)",
+                path=self.name,
+            )
+        missing = _TABLES - tables
+        if found == FORMAT_VERSION and missing:
+            raise StoreError(
+                f"damaged event store: table {', '.join(sorted(missing))} is missing", path=self.name
+            )
+        return found
+
+    def _compose(self, statement: str) -> sql.Composed:
+        from psycopg import sql
+
+        return sql.SQL(statement).format(schema=sql.Identifier(self.schema))
+
+    # -- primitives -------------------------------------------------------------------------
+
+    @contextmanager
+    def _transaction(self) -> Iterator[Callable[[PreparedInput], bool]]:
+        conn = self._conn()
+        with self._errors(), conn.transaction():
+            conn.execute(self._sql["lock"], (APPLICATION_ID, self.schema))
+            cursor = conn.cursor()
+            query = self._sql["insert"]
+
+            def insert(prepared: PreparedInput) -> bool:
+                cursor.execute(query, (prepared.subject, prepared.event_id, prepared.digest, prepared.raw))
+                return cursor.fetchone() is not None
+
+            yield insert
+
+    def subjects(self) -> list[str]:
+        return [row[0] for row in self._all("subjects")]
+
+    def head(self, subject: str) -> int:
+        return int(self._all("head", subject)[0][0] or 0)
+
+    def count(self, subject: str) -> int:
+        return int(self._all("count", subject)[0][0])
+
+    def read(self, subject: str, *, after: int = 0) -> Iterator[tuple[int, bytes]]:
+        while True:  # page by page, each page its own statement: no transaction stays open
+            rows = self._all("read", subject, after, READ_PAGE)
+            for seq, raw in rows:
+                yield int(seq), bytes(raw)
+            if len(rows) < READ_PAGE:
+                return
+            after = int(rows[-1][0])
+
+    def _load_checkpoint(self, subject: str, context: str) -> Checkpoint | None:
+        rows = self._all("load_checkpoint", subject, context)
+        return Checkpoint(int(rows[0][0]), bytes(rows[0][1])) if rows else None
+
+    def _save_checkpoint(self, subject: str, context: str, checkpoint: Checkpoint) -> None:
+        self._all("save_checkpoint", subject, context, checkpoint.seq, checkpoint.state, fetch=False)
+
+    def _rows(self) -> Iterator[tuple[str, int, bytes, bytes]]:
+        after = 0
+        while True:  # page by page, as read(): a check holds no transaction open either
+            rows = self._all("rows", after, READ_PAGE)
+            for subject, seq, digest, raw in rows:
+                yield str(subject), int(seq), bytes(digest), bytes(raw)
+            if len(rows) < READ_PAGE:
+                return
+            after = int(rows[-1][1])
+
+    def _checkpoints(self) -> Iterator[tuple[str, Checkpoint]]:
+        for subject, _, seq, state in self._all("all_checkpoints"):
+            yield str(subject), Checkpoint(int(seq), bytes(state))
+
+    def _check_storage(self) -> list[str]:
+        """The schema (PostgreSQL checks its own pages): what is wrong with it, if anything."""
+        try:
+            with self._errors():
+                self._inspect(self._conn())
+        except StoreError as exc:
+            return [exc.problem]
+        return []
+
+    def backup(self, dest: str | PathLike[str]) -> int:
+        """Copy the store to ``dest`` (a new SQLite store) in one REPEATABLE READ, READ ONLY transaction.
+
+        The snapshot holds no lock writers wait for; rows are streamed (server-side cursor).
+        """
+        conn = self._conn()
+        with self._errors(), conn.transaction():
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            checkpoints = [
+                (str(s), str(c), int(seq), bytes(state))
+                for s, c, seq, state in conn.execute(self._sql["all_checkpoints"])
+            ]
+            with conn.cursor(name="pith_merge_backup") as cursor:
+                cursor.itersize = READ_PAGE
+                cursor.execute(self._sql["all_inputs"])
+                rows: Iterator[BackupRow] = (
+                    (int(seq), str(subject), str(event_id), bytes(digest), bytes(raw))
+                    for seq, subject, event_id, digest, raw in cursor
+                )
+                return write_backup(dest, rows, checkpoints)
+
+    def close(self) -> None:
+        self._closed = True
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
+
+    # -- helpers ----------------------------------------------------------------------------
+
+    def _all(self, query: str, *params: Any, fetch: bool = True) -> list[Any]:
+        """Run one of the queries in autocommit mode; its rows."""
+        with self._errors():
+            cursor = self._conn().execute(self._sql[query], params)
+            return cursor.fetchall() if fetch else []
+
+    @contextmanager
+    def _errors(self) -> Iterator[None]:
+        """Turn psycopg's exceptions into :class:`StoreError` naming the store and the problem."""
+        import psycopg
+
+        try:
+            yield
+        except psycopg.errors.LockNotAvailable as exc:
+            raise StoreError(
+                f"the write lock is held by another connection (waited {self.timeout:g} s)", path=self.name
+            ) from exc
+        except psycopg.Error as exc:
+            if self._connection is not None and self._connection.broken:  # _conn() connects again
+                raise StoreError(
+                    "connection to the server lost (what was not committed is rolled back; "
+                    f"the next call connects again): {_first_line(exc)}",
+                    path=self.name,
+                ) from exc
+            raise StoreError(_first_line(exc), path=self.name) from exc
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
+
+
+def _display_name(dsn: str, schema: str) -> str:
+    """The store's name in messages: its connection parameters without the password."""
+    from psycopg import ProgrammingError
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    try:
+        params = conninfo_to_dict(dsn)
+    except ProgrammingError:  # a malformed DSN: connect() will say what is wrong with it
+        return "postgresql (malformed connection string)"
+    params.pop("password", None)
+    shown = make_conninfo("", **{key: value for key, value in params.items() if value is not None})
+    return f"postgresql: {shown} schema={schema}" if schema != DEFAULT_SCHEMA else f"postgresql: {shown}"

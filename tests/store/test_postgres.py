@@ -1,0 +1,302 @@
+"""PostgresStore specifics, on a real server: many processes, lost connections, restarts, schemas.
+
+The contract suite (test_contract.py) runs on PostgreSQL too; these are the cases only a shared
+database server has.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+from merge import Merger
+from merge.store import PostgresStore, Stored, StoreError
+from merge.store import postgres as module
+
+from .. import postgres_server
+from .events import KEYS, history, subject_of
+from .test_contract import ROOT, expected_fold, folded
+
+S1, S2 = subject_of(1), subject_of(2)
+
+
+@pytest.fixture
+def server() -> postgres_server.Server:
+    return postgres_server.server()
+
+
+@pytest.fixture
+def dsn(server: postgres_server.Server) -> str:
+    return server.dsn(server.create())
+
+
+@pytest.fixture
+def stores(dsn: str) -> Iterator[list[PostgresStore]]:
+    """Stores opened by a test (closed at its end): ``stores.append(PostgresStore(dsn))``."""
+    opened: list[PostgresStore] = []
+    yield opened
+    for store in opened:
+        store.close()
+
+
+def sql(dsn: str, statement: str, *params: Any) -> list[Any]:
+    """Run one statement on its own connection (another client of the server)."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        cursor = conn.execute(statement, params)  # type: ignore[arg-type]
+        return cursor.fetchall() if cursor.description else []
+
+
+def prefix_states(rows: list[tuple[int, bytes]], subject: str) -> set[str]:
+    """The state_sha256 of every prefix (in seq order) of a subject's inputs."""
+    merger = Merger(subject=subject, keys=KEYS)
+    seen = {merger.state_sha256}
+    for _, raw in rows:
+        merger.add(raw)
+        seen.add(merger.state_sha256)
+    return seen
+
+
+def test_processes_appending_and_folding_the_same_subjects(dsn: str, tmp_path: Path) -> None:
+    inputs = list(history(1, 100)) + list(history(2, 100))
+    PostgresStore(dsn).close()  # the schema exists before the instances start
+    processes: list[subprocess.Popen[str]] = []
+    try:
+        for number in range(3):  # each instance receives every input, in its own order
+            mine = inputs[:]
+            random.Random(number).shuffle(mine)
+            path = tmp_path / f"inputs-{number}.jsonl"
+            path.write_bytes(b"\n".join(mine) + b"\n")
+            command = [sys.executable, "-m", "tests.store.folding_writer", dsn, str(path), "4"]
+            processes.append(
+                subprocess.Popen(command, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            )
+        for process in processes:
+            assert process.stdout is not None
+            assert process.stdout.readline() == "ready\n"
+        for process in processes:  # all open and waiting: start them together
+            assert process.stdin is not None
+            process.stdin.write("go\n")
+            process.stdin.close()
+        reports = []
+        for process in processes:
+            assert process.stdout is not None
+            out = process.stdout.read()
+            assert process.wait(timeout=300) == 0
+            reports.append(json.loads(out))
+    finally:
+        for process in processes:
+            if process.poll() is None:
+                process.kill()
+            process.wait()
+            for stream in (process.stdin, process.stdout):
+                if stream is not None:
+                    stream.close()
+    with PostgresStore(dsn) as store:
+        store.check()
+        rows = {subject: list(store.read(subject)) for subject in (S1, S2)}
+        # No lost or duplicate rows; every input was new to exactly one instance.
+        assert sorted(raw for subject in rows for _, raw in rows[subject]) == sorted(inputs)
+        assert sum(report["new"].count("1") for report in reports) == len(inputs)
+        seqs = sorted(seq for subject in rows for seq, _ in rows[subject])
+        assert len(set(seqs)) == len(seqs)
+        # Every fold, in every instance, folded a prefix (in seq order) of its subject: sequence
+        # numbers are handed out in commit order, so no fold skipped an input committed later.
+        prefixes = {subject: prefix_states(rows[subject], subject) for subject in rows}
+        for report in reports:
+            assert all(state in prefixes[subject] for subject, state in report["folds"])
+            assert report["heads"] == sorted(report["heads"])  # growing, whoever appended
+        # They really interleaved: each instance stored some inputs first.
+        assert all(report["new"].count("1") > 0 for report in reports)
+        assert folded(store, S1) == expected_fold(list(history(1, 100)), S1)
+        assert folded(store, S2) == expected_fold(list(history(2, 100)), S2)
+
+
+def test_a_connection_killed_mid_batch_stores_nothing_of_it(dsn: str, stores: list[PostgresStore]) -> None:
+    inputs = list(history(1, 30))
+    stores.append(store := PostgresStore(dsn))
+    store.append_many(inputs[:10])
+    backend = store._conn().info.backend_pid
+
+    def killed_midway() -> Iterator[bytes]:
+        yield from inputs[10:15]
+        sql(dsn, "SELECT pg_terminate_backend(%s)", backend)
+        yield from inputs[15:20]
+
+    with pytest.raises(StoreError, match="connection to the server lost") as caught:
+        store.append_many(killed_midway())
+    assert "\n" not in str(caught.value)
+    assert list(store.events(S1)) == inputs[:10]  # all or nothing; and the store reconnected
+    assert store._conn().info.backend_pid != backend
+    assert [result.new for result in store.append_many(inputs[10:])] == [True] * 20  # type: ignore[union-attr]
+    assert folded(store, S1) == expected_fold(inputs, S1)
+
+
+def test_a_server_restart_is_a_store_error_then_the_store_works_again(
+    server: postgres_server.Server, dsn: str, stores: list[PostgresStore]
+) -> None:
+    inputs = list(history(1, 30))
+    stores.append(store := PostgresStore(dsn, timeout=2))
+    store.append_many(inputs[:10])
+    assert folded(store, S1) == expected_fold(inputs[:10], S1)
+    server.stop("immediate")
+    try:
+        with pytest.raises(StoreError, match="connection to the server lost"):
+            store.append_many(inputs[10:20])
+        with pytest.raises(StoreError, match="cannot connect"):
+            store.fold(S1, keys=KEYS)
+    finally:
+        server.start()
+    store.append_many(inputs[10:])
+    assert list(store.events(S1)) == inputs
+    assert folded(store, S1) == expected_fold(inputs, S1)
+
+
+def test_a_fold_holds_no_transaction_between_pages(
+    dsn: str, stores: list[PostgresStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(module, "READ_PAGE", 7)
+    inputs = list(history(1, 30))
+    stores.append(store := PostgresStore(dsn))
+    store.append_many(inputs)
+    backend = store._conn().info.backend_pid
+    read = []
+    for _, raw in store.read(S1):  # a reader paused in the middle of a subject
+        read.append(raw)
+        state = sql(dsn, "SELECT state FROM pg_stat_activity WHERE pid = %s", backend)
+        assert state == [("idle",)], f"after {len(read)} inputs the reader's backend is {state}"
+    assert read == inputs
+    assert folded(store, S1) == expected_fold(inputs, S1)
+
+
+def test_a_newer_schema_is_refused(dsn: str) -> None:
+    PostgresStore(dsn).close()
+    sql(dsn, "UPDATE pith_merge.store SET format = format + 1")
+    with pytest.raises(StoreError, match=r"format 2; this pith-merge reads format 1 \(upgrade pith-merge\)"):
+        PostgresStore(dsn)
+
+
+def test_a_schema_that_is_not_a_store_is_refused_and_left_alone(dsn: str) -> None:
+    sql(dsn, "CREATE SCHEMA pith_merge")
+    sql(dsn, "CREATE TABLE pith_merge.users (name text)")
+    with pytest.raises(StoreError, match=r"not a pith-merge event store .*other tables: users"):
+        PostgresStore(dsn)
+    assert sql(dsn, "SELECT tablename FROM pg_tables WHERE schemaname = 'pith_merge'") == [("users",)]
+    # Another schema of the same database is free: a store can live beside the service's tables.
+    with PostgresStore(dsn, schema="events") as store:
+        store.append_many(history(1, 3))
+        assert store.subjects() == [S1]
+
+
+def test_another_programs_store_table_and_a_missing_table(dsn: str) -> None:
+    PostgresStore(dsn).close()
+    sql(dsn, "DROP TABLE pith_merge.checkpoints")
+    with pytest.raises(StoreError, match="damaged event store: table checkpoints is missing"):
+        PostgresStore(dsn)
+    sql(dsn, "UPDATE pith_merge.store SET application = 'something else'")
+    with pytest.raises(StoreError, match="is another program's"):
+        PostgresStore(dsn)
+
+
+def test_an_older_schema_is_migrated_on_open(dsn: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    inputs = list(history(1, 20))
+    with PostgresStore(dsn) as store:  # a store of format 1, with inputs and a checkpoint
+        store.append_many(inputs)
+        expected = folded(store, S1)
+    step = ("ALTER TABLE {schema}.inputs ADD COLUMN received_at timestamptz",)
+    monkeypatch.setattr(module, "MIGRATIONS", (*module.MIGRATIONS, step))
+    monkeypatch.setattr(module, "FORMAT_VERSION", 2)
+    with PostgresStore(dsn) as store:  # a pith-merge of format 2 upgrades it
+        assert sql(dsn, "SELECT format FROM pith_merge.store") == [(2,)]
+        columns = sql(dsn, "SELECT column_name FROM information_schema.columns WHERE table_name = 'inputs'")
+        assert ("received_at",) in columns
+        assert list(store.events(S1)) == inputs
+        assert folded(store, S1) == expected
+    monkeypatch.undo()  # and the pith-merge of format 1 no longer misreads it
+    with pytest.raises(StoreError, match="upgrade pith-merge"):
+        PostgresStore(dsn)
+
+
+def test_check_finds_an_input_altered_behind_the_stores_back(dsn: str, stores: list[PostgresStore]) -> None:
+    stores.append(store := PostgresStore(dsn))
+    store.append_many(history(1, 10))
+    store.check()
+    sql(dsn, "UPDATE pith_merge.inputs SET raw = raw || ' '::bytea WHERE seq = 4")
+    with pytest.raises(StoreError, match=f"damaged: input 4 of {S1}: its bytes do not match their SHA-256"):
+        store.check()
+
+
+def test_a_lock_held_too_long_is_a_store_error(dsn: str, stores: list[PostgresStore]) -> None:
+    stores.append(store := PostgresStore(dsn, timeout=0.2))
+    store.append_many(history(1, 3))
+    with psycopg.connect(dsn) as other:  # another writer in the middle of its transaction
+        other.execute(
+            "SELECT pg_advisory_xact_lock(%s::integer, hashtext('pith_merge'))", (module.APPLICATION_ID,)
+        )
+        with pytest.raises(StoreError, match="write lock is held by another connection"):
+            store.append(history(1, 4)[3])
+        assert store.count(S1) == 3  # readers do not wait
+    late = history(1, 4)[3]  # the lock released, the append goes through
+    assert store.append(late) == Stored(S1, json.loads(late)["event_id"], True)
+
+
+def test_unreachable_server_and_password_kept_out_of_messages(server: postgres_server.Server) -> None:
+    dsn = f"host={server.root} port=1 dbname=nothing user=someone password=hunter2"
+    with pytest.raises(StoreError, match="cannot connect") as caught:
+        PostgresStore(dsn, timeout=1)
+    assert "hunter2" not in str(caught.value)
+    assert "\n" not in str(caught.value)
+
+
+def test_without_psycopg_the_store_says_how_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "psycopg", None)  # import psycopg now raises ImportError
+    with pytest.raises(StoreError, match=r"pip install 'pith-merge\[postgres\]'"):
+        PostgresStore("dbname=x")
+    script = "import sys; sys.modules['psycopg'] = None; import merge.store; print(merge.store.SQLiteStore)"
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, check=False
+    )
+    assert result.returncode == 0, result.stderr
+
+
+def test_two_openers_of_a_new_database_create_one_store(dsn: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    barrier = threading.Barrier(2, timeout=30)
+    first_look = threading.local()
+    real_inspect = PostgresStore._inspect
+
+    def inspect(self: PostgresStore, conn: Any) -> int | None:
+        found = real_inspect(self, conn)
+        if not getattr(first_look, "done", False):
+            first_look.done = True
+            barrier.wait()  # both have seen an empty schema before either creates it
+        return found
+
+    monkeypatch.setattr(PostgresStore, "_inspect", inspect)
+    errors: list[BaseException] = []
+    opened: list[PostgresStore] = []
+
+    def open_one() -> None:
+        try:
+            opened.append(PostgresStore(dsn))
+        except BaseException as exc:  # collected for the assertion below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=open_one) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for store in opened:
+        store.close()
+    assert errors == []
+    assert sql(dsn, "SELECT application, format FROM pith_merge.store") == [
+        (module.APPLICATION, module.FORMAT_VERSION)
+    ]

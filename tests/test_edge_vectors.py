@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import json
 import random
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +22,7 @@ from merge.store import SQLiteStore
 
 from . import edge_vectors
 from .conftest import EDGES, load_edge_vector, parsed_input
+from .test_cli import run  # the command in a subprocess, never a traceback
 
 ROOT = Path(__file__).resolve().parent.parent
 FOLDS = sorted(path.stem for path in EDGES.glob("*.json") if "inputs" in json.loads(path.read_bytes()))
@@ -93,18 +92,6 @@ def test_sqlite_store(name: str, tmp_path: Path) -> None:
         assert [i for i, r in enumerate(results) if not hasattr(r, "new")] == rejected
         for _ in range(2):  # folded, then served from its checkpoint
             assert canonical_json(store.fold(vector["subject"], keys=vector["keys"]).state) == state
-
-
-def run(*args: Any) -> subprocess.CompletedProcess[bytes]:
-    result = subprocess.run(
-        [sys.executable, "-m", "merge", *map(str, args)],
-        capture_output=True,
-        cwd=ROOT,
-        timeout=120,
-        check=False,
-    )
-    assert b"Traceback" not in result.stderr, result.stderr.decode()
-    return result
 
 
 @pytest.mark.parametrize("name", FOLDS)

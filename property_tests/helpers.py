@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from merge import FoldResult, Reason, fold
 from merge.signing import TestKey
-from merge.strategies import History, canonical_values, events, json_values
+from merge.testing import History, canonical_values, events, json_values
 
 
 def run(history: History, inputs: Sequence[Any] | None = None) -> FoldResult:

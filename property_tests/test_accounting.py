@@ -7,7 +7,7 @@ from collections import Counter
 
 from hypothesis import given
 
-from merge.strategies import FaultKind, History, histories
+from merge.testing import FaultKind, History, histories
 
 from .helpers import parsed, run
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from merge import MAX_DEPTH, MAX_SAFE_INTEGER, NotCanonicalError, canonical_json
 from merge.canonical import canonical_problem, decode_json
-from merge.strategies import canonical_values, json_values
+from merge.testing import canonical_values, json_values
 
 
 def reference(value: Any) -> bytes:

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from merge import canonical_json
-from merge.strategies import KEY_POOL_SIZE, SWITCHES, History, histories, pool_key
+from merge.testing import KEY_POOL_SIZE, SWITCHES, History, histories, pool_key
 from merge.timestamps import parse_timestamp
 
 from .helpers import broken_events, run

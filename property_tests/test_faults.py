@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from merge import Reason, canonical_json
 from merge.checks import CURRENT_KEYS
-from merge.strategies import CHAIN_FAULTS, SWITCHES, FaultKind, History, histories
+from merge.testing import CHAIN_FAULTS, SWITCHES, FaultKind, History, histories
 
 from .helpers import run, verdicts
 

@@ -9,7 +9,7 @@ from itertools import combinations
 from hypothesis import given
 
 from merge import Reason
-from merge.strategies import SWITCHES, FaultKind, History, histories
+from merge.testing import SWITCHES, FaultKind, History, histories
 
 from .helpers import parsed, run, verdicts
 from .naive_fold import instant

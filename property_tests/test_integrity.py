@@ -13,7 +13,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from merge import canonical_json
-from merge.strategies import History, canonical_values, histories
+from merge.testing import History, canonical_values, histories
 
 from .helpers import descendants, parsed, prev_links, run, verdicts
 

@@ -1,6 +1,6 @@
 """Property: the incremental Merger equals fold() after every single add, in any arrival order.
 
-Histories come from :func:`merge.strategies.histories` (every fault family on): forks, missing
+Histories come from :func:`merge.testing.histories` (every fault family on): forks, missing
 and late prevs, tampered copies, duplicates, garbage inputs. They are fed in a random order with
 random repeats, so late second successors, late prevs and late valid copies all occur.
 """
@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from merge import EventStatus, Merger, Rejection, canonical_json, fold
-from merge.strategies import History, histories
+from merge.testing import History, histories
 
 # The number of examples comes from the profile (property_tests/conftest.py: ci or deep).
 SETTINGS = settings(

@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from merge import canonical_json
-from merge.strategies import History, histories
+from merge.testing import History, histories
 
 from .helpers import run
 

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from merge import Merger, fold
-from merge.strategies import events, garbage_inputs, json_values, key_object, pool_key
+from merge.testing import events, garbage_inputs, json_values, key_object, pool_key
 
 from .helpers import broken_events, verdicts
 

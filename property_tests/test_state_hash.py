@@ -9,7 +9,7 @@ import msgspec
 from hypothesis import given
 
 from merge import State, canonical_json, decode_state, state_sha256
-from merge.strategies import History, histories
+from merge.testing import History, histories
 
 from .helpers import run
 

@@ -3,17 +3,24 @@ histories that describe themselves truthfully."""
 
 from __future__ import annotations
 
+import copy
+import importlib
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from merge import KeySet, canonical_json, fold, pith_number
-from merge.signing import TestKey
-from merge.strategies import (
+import merge.testing
+from merge import KeySet, MergeError, canonical_json, fold, pith_number
+from merge.signing import TestKey, record_created_payload, unsigned_event
+from merge.testing import (
+    CHAIN_FAULTS,
     EXPIRING_KEY_ROTATES_AT,
+    INSTALL_HINT,
     KEY_POOL_SIZE,
     SWITCHES,
     FaultKind,
@@ -28,12 +35,102 @@ from merge.strategies import (
     stranger_key,
     test_keys,
 )
+from merge.testing.faults import BREAKERS, REASON, RECORD_ONLY, STATELESS_CHAIN_FAULTS, break_event
+from merge.testing.values import encode
 from merge.timestamps import parse_timestamp
 
+from .helpers import verdicts
 
-def test_importing_merge_does_not_import_hypothesis() -> None:
-    code = "import sys, merge; sys.exit('hypothesis' in sys.modules)"
-    assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
+GOLDEN = (
+    Path(__file__).resolve().parent.parent / "tests" / "vectors" / "golden" / "pith-2303.04759.bundle.json"
+)
+
+#: Imports merge and runs the command; prints which of Hypothesis and rich were imported, and when.
+_OPTIONAL_IMPORTS = f"""
+import sys
+def loaded():
+    return sorted({{name.split(".")[0] for name in sys.modules}} & {{"hypothesis", "rich"}})
+import merge, merge.cli
+print("import", loaded())
+for args in (["verify", {str(GOLDEN)!r}], ["replay", "--no-progress", {str(GOLDEN)!r}]):
+    assert merge.cli.main(args) == 0
+    print(args[0], loaded())
+assert merge.cli.main(["replay", "--progress", {str(GOLDEN)!r}]) == 0
+print("progress", loaded())
+"""
+
+
+def test_merge_and_its_command_import_neither_hypothesis_nor_rich() -> None:
+    """Hypothesis is the extra [testing]; rich only draws replay's progress bar (and is seen then)."""
+    done = subprocess.run(
+        [sys.executable, "-c", _OPTIONAL_IMPORTS], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    report = [
+        line
+        for line in done.stdout.splitlines()
+        if line.split(" ")[0] in ("import", "verify", "replay", "progress")
+    ]
+    assert report == ["import []", "verify []", "replay []", "progress ['rich']"]
+
+
+def test_without_hypothesis_merge_testing_says_how_to_install_it() -> None:
+    code = (
+        "import sys\n"
+        "sys.modules['hypothesis'] = None  # what an absent package looks like\n"
+        "import merge\n"
+        "for name in ('merge.testing', 'merge.strategies'):\n"
+        "    try:\n"
+        "        __import__(name)\n"
+        "    except ImportError as exc:\n"
+        "        print(type(exc).__name__, isinstance(exc, merge.MergeError), exc.missing, exc, sep='|')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert len(lines) == 2
+    for line in lines:
+        name, is_merge_error, missing, message = line.split("|")
+        assert (name, is_merge_error, missing) == ("HypothesisUnavailableError", "True", "hypothesis")
+        assert message.endswith(INSTALL_HINT)
+    assert issubclass(merge.testing.HypothesisUnavailableError, MergeError | ImportError)
+
+
+def test_merge_strategies_is_a_deprecated_alias(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delitem(sys.modules, "merge.strategies", raising=False)
+    with pytest.warns(DeprecationWarning, match="import merge.testing"):
+        alias = importlib.import_module("merge.strategies")
+    assert alias.__all__ == merge.testing.__all__
+    for name in merge.testing.__all__:
+        assert getattr(alias, name) is getattr(merge.testing, name), name
+
+
+def test_every_stateless_fault_has_one_breaker() -> None:
+    """The table is the §6 faults a history injects: every kind with a reason, but the §7 ones
+    and those made by where an event sits (a withheld prev, an expired key)."""
+    injected = {kind for kinds in STATELESS_CHAIN_FAULTS.values() for kind in kinds} | set(RECORD_ONLY)
+    assert set(BREAKERS) == injected
+    assert injected == set(REASON) - CHAIN_FAULTS - {FaultKind.MISSING_PREV, FaultKind.KEY_EXPIRED}
+
+
+@given(st.sampled_from(sorted(BREAKERS)), canonical_records(), st.booleans(), st.data())
+def test_each_breaker_gives_its_reason_and_leaves_the_body_alone(
+    fault: FaultKind, record: dict[str, Any], as_record: bool, data: st.DataObject
+) -> None:
+    key, subject, created_at = pool_key(0), pith_number(record), "2024-03-01T00:00:00Z"
+    if fault in RECORD_ONLY or as_record:
+        event_type, payload = "record_created", record_created_payload(key, record, signed_at=created_at)[1]
+    else:
+        event_type, payload = "graph_snapshot", {"graph_snapshot": {}}
+    body = unsigned_event(key, event_type=event_type, subject=subject, payload=payload, created_at=created_at)
+    before = copy.deepcopy(body)
+    other = subject[:-1] + ("B" if subject.endswith("A") else "A")
+    broken, detail = break_event(data.draw, key, body, fault, other_subject=other)
+    assert body == before
+    result = fold([encode(broken)], subject=subject, keys=[key_object(key)])
+    assert list(verdicts(result).values()) == [REASON[fault]], detail
 
 
 def test_keys_are_deterministic_from_their_seeds() -> None:

@@ -14,9 +14,9 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e .
 	touch $@
 
-# Development install: dev tools, the optional Dask engine and PostgreSQL store (tested in CI).
+# Development install: dev tools, the optional Dask engine, PostgreSQL store and strategies (tested in CI).
 $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[dev,dask,postgres]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,dask,postgres,testing]'
 	touch $@ $(VENV)/.installed
 
 # The whole job on examples/: `pith-merge verify`, `replay` and `explain`, run by merge/demo.py.

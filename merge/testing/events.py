@@ -28,8 +28,6 @@ from .values import (
     texts,
 )
 
-__all__ = ["events", "garbage_inputs"]
-
 
 def seal_any(key: TestKey, body: Mapping[str, Any]) -> dict[str, Any]:
     """Seal any body, canonical-able or not (a non-canonical one gets the hash of msgspec's encoding)."""

@@ -26,8 +26,6 @@ from ..signing import TestKey, seal_event, signed_receipt
 from .events import seal_any
 from .values import BASE_US, KEY_POOL_SIZE, SECOND, pool_key, render_timestamp, stranger_key
 
-__all__ = ["CHAIN_FAULTS", "Fault", "FaultKind"]
-
 
 class FaultKind(StrEnum):
     """What :func:`histories` did to an event or an input."""

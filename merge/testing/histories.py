@@ -46,8 +46,6 @@ from .values import (
     test_keys,
 )
 
-__all__ = ["SWITCHES", "History", "histories"]
-
 _SIGNER_IDS: Final = st.sampled_from(("pith.science", "pith.science", "mirror.example"))
 
 #: The switches of :func:`histories`, each a kind of fault it may inject.

@@ -1,8 +1,8 @@
 """The building blocks of the strategies: keys, JSON values, timestamps, records and payloads.
 
 Keys come from fixed seeds (:class:`merge.signing.TestKey`), so every strategy is deterministic
-given Hypothesis' choices. The names not in ``__all__`` (the time base, the timestamp styles,
-payloads, :func:`encode`) are shared by the other modules of :mod:`merge.testing` only.
+given Hypothesis' choices. The public names are re-exported by :mod:`merge.testing`; the others
+(the time base, the timestamp styles, payloads, :func:`encode`) serve its other modules.
 """
 
 from __future__ import annotations
@@ -16,20 +16,6 @@ from hypothesis import strategies as st
 
 from ..canonical import MAX_SAFE_INTEGER
 from ..signing import TestKey
-
-__all__ = [
-    "EXPIRING_KEY_ROTATES_AT",
-    "KEY_POOL_SIZE",
-    "canonical_records",
-    "canonical_values",
-    "expiring_key",
-    "json_values",
-    "key_object",
-    "pool_key",
-    "render_timestamp",
-    "stranger_key",
-    "test_keys",
-]
 
 #: How many keys :func:`pool_key` knows (``fuzz-0`` … ``fuzz-3``).
 KEY_POOL_SIZE: Final = 4

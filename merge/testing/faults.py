@@ -145,6 +145,7 @@ class Breaking:
 
     @property
     def is_record(self) -> bool:
+        """Whether the event is a ``record_created``."""
         return bool(self.body["event_type"] == "record_created")
 
     def seal_body(self) -> dict[str, Any]:

@@ -49,6 +49,7 @@ from .canonical import canonical_json, decode_json
 from .errors import InputError, MergeError
 from .fold import fold
 from .graph import event_values, log_graph, to_dot, to_mermaid
+from .identifiers import ALGORITHM
 from .inspection import EventFate, EventStory, StateDiff, event_story, resolve_event_id, state_diff
 from .keys import Key, KeySet
 from .reasons import REASON_RULES, Reason
@@ -881,7 +882,7 @@ def keys_show(keys_file: str, as_json: bool) -> None:
         document = key.as_json()
         rotates = f", rotates_at {key.rotates_at}" if key.rotates_at else ""
         b32 = document["fingerprint_sha256_b32_first128bits"]
-        _out(f"{key.key_id}: ed25519 {key.fingerprint_hex} ({b32}){rotates}")
+        _out(f"{key.key_id}: {ALGORITHM} {key.fingerprint_hex} ({b32}){rotates}")
     _out(f"{len(key_set)} key(s), all checked (§3)")
 
 

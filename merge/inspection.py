@@ -18,6 +18,7 @@ from .audit import fates
 from .canonical import canonical_json
 from .errors import InputError
 from .fold import FoldResult
+from .identifiers import EVENT_ID_PREFIX
 from .reasons import REASON_RULES, Reason
 from .state import Entry, Equivocation, State
 
@@ -82,7 +83,7 @@ def resolve_event_id(wanted: str, events: Mapping[str, Any]) -> str:
     """
     if wanted in events:
         return wanted
-    prefix = wanted if wanted.startswith("sha256:") else "sha256:" + wanted
+    prefix = wanted if wanted.startswith(EVENT_ID_PREFIX) else EVENT_ID_PREFIX + wanted
     found = [event_id for event_id in events if event_id.startswith(prefix)]
     if len(found) == 1:
         return found[0]

@@ -41,8 +41,9 @@ from .identifiers import (
     short_pith_number,
     state_sha256,
 )
+from .inspection import EventFate, EventStory, StateDiff, event_story, resolve_event_id, state_diff
 from .keys import Key, KeySet
-from .reasons import Reason
+from .reasons import REASON_RULES, Reason
 from .record import (
     RECORD_CHECKS,
     RecordReport,
@@ -70,6 +71,7 @@ __all__ = [
     "MAX_INPUT_BYTES",
     "MAX_SAFE_INTEGER",
     "MERGE_VERSION",
+    "REASON_RULES",
     "RECORD_CHECKS",
     "REGISTRY_KEYS",
     "AddResult",
@@ -81,7 +83,9 @@ __all__ = [
     "Current",
     "Entry",
     "Equivocation",
+    "EventFate",
     "EventStatus",
+    "EventStory",
     "FoldResult",
     "InputError",
     "InvalidEvent",
@@ -101,6 +105,7 @@ __all__ = [
     "Snapshot",
     "SourceAlias",
     "State",
+    "StateDiff",
     "Supersession",
     "audit",
     "audit_history",
@@ -112,15 +117,18 @@ __all__ = [
     "document_kind",
     "event_body",
     "event_id",
+    "event_story",
     "fingerprint_b32",
     "fingerprint_hex",
     "fold",
     "pith_number",
     "record_agrees",
     "record_disagreement",
+    "resolve_event_id",
     "short_pith_number",
     "snapshot_of_bundle",
     "snapshot_of_events",
+    "state_diff",
     "state_sha256",
     "verify_bundle",
     "verify_record",

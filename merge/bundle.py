@@ -16,7 +16,12 @@ from .canonical import canonical_json, decode_json, encode_canonical_unchecked, 
 from .checks import signed_check
 from .errors import KeySetError, MergeError
 from .fold import FoldResult, fold
-from .identifiers import HEX64_PATTERN, pith_number_from_digest, pith_year, short_pith_number
+from .identifiers import (
+    BUNDLE_SIGNED_MESSAGE,
+    HEX64_PATTERN,
+    derived_pith_number,
+    short_pith_number,
+)
 from .keys import KeySet
 from .state import MERGE_VERSION
 
@@ -179,7 +184,7 @@ def _check_signature(bundle: Mapping[str, Any], trusted: KeySet, record: Any) ->
             f"computed {computed}" + ("" if computed == claimed else f", signed {claimed!r}"),
         )
     # The signature must cover the bundle as it is: the hash we computed, not the claimed one.
-    verdict = signed_check(signature, "bundle_sha256_bytes", computed, trusted, what="the bundle hash")
+    verdict = signed_check(signature, BUNDLE_SIGNED_MESSAGE, computed, trusted, what="the bundle hash")
     if verdict.problems:
         record("bundle_signature", False, "; ".join(verdict.problems))
         return None
@@ -199,10 +204,9 @@ def _check_record(bundle: Mapping[str, Any], record: Any) -> str | None:
         record("canonical_sha256", digest == claimed, f"H(canonical_record) is {digest}")
     pith_number = bundle.get("pith_number")
     valid_digest = isinstance(claimed, str) and HEX64_PATTERN.fullmatch(claimed) and digest == claimed
-    year = pith_year(canonical_record)
-    if valid_digest and year is not None:
+    want = derived_pith_number(canonical_record, digest) if valid_digest and digest is not None else None
+    if want is not None:
         assert digest is not None
-        want = pith_number_from_digest(digest, year)
         record("pith_number", pith_number == want, f"derived {want}")
         want_short = short_pith_number(digest)
         short = bundle.get("short_pith_number")

@@ -17,11 +17,16 @@ import msgspec
 from .admission import Admitted
 from .canonical import encode_canonical_unchecked
 from .identifiers import (
+    ALGORITHM,
     EVENT_ID_PATTERN,
+    EVENT_ID_PREFIX,
+    EVENT_SIGNED_MESSAGE,
     HEX32_PATTERN,
     HEX64_PATTERN,
-    pith_number_from_digest,
-    pith_year,
+    RECEIPT_KIND,
+    RECEIPT_SIGNED_MESSAGE,
+    SIGNATURE_STATUS,
+    derived_pith_number,
 )
 from .keys import Key, KeySet, decode_b64
 from .reasons import Reason
@@ -119,7 +124,7 @@ def precheck(copy: Admitted, subject: str, keys: KeySet) -> Reason | Candidate:
     if created_us is None:
         return Reason.MALFORMED
     content = event.content_sha256
-    if event.event_id != "sha256:" + content:
+    if event.event_id != EVENT_ID_PREFIX + content:
         return Reason.EVENT_ID_MISMATCH
     if hashlib.sha256(encode_canonical_unchecked(body_of(event))).hexdigest() != content:
         return Reason.CONTENT_HASH_MISMATCH
@@ -141,9 +146,9 @@ def precheck(copy: Admitted, subject: str, keys: KeySet) -> Reason | Candidate:
     ):
         return Reason.KEY_MISMATCH
     if (
-        signature.algorithm != "ed25519"
-        or signature.signed_message != "open_graph_event_sha256_bytes"
-        or signature.signature_status != "signed_v1"
+        signature.algorithm != ALGORITHM
+        or signature.signed_message != EVENT_SIGNED_MESSAGE
+        or signature.signature_status != SIGNATURE_STATUS
     ):
         return Reason.UNSUPPORTED_SIGNATURE
     raw_signature = decode_b64(signature.signature_b64)
@@ -227,8 +232,7 @@ def _record_payload_ok(payload: dict[str, Any], subject: str) -> bool:
         and source_version == source["version"]
     ):
         return False
-    year = pith_year(record)
-    return year is not None and pith_number_from_digest(digest, year) == subject
+    return derived_pith_number(record, digest) == subject
 
 
 class SignedCheck(NamedTuple):
@@ -265,12 +269,12 @@ def signed_check(
     ``what`` names the digest in the problem.
     """
     problems = []
-    if signed.get("algorithm") != "ed25519":
-        problems.append("algorithm is not ed25519")
+    if signed.get("algorithm") != ALGORITHM:
+        problems.append(f"algorithm is not {ALGORITHM}")
     if signed.get("signed_message") != signed_message:
         problems.append(f'signed_message is not "{signed_message}"')
-    if signed.get("signature_status") != "signed_v1":
-        problems.append('signature_status is not "signed_v1"')
+    if signed.get("signature_status") != SIGNATURE_STATUS:
+        problems.append(f'signature_status is not "{SIGNATURE_STATUS}"')
     key_id = signed.get("key_id")
     key = keys.get(key_id) if _is_str(key_id) else None
     if key is None:
@@ -303,14 +307,14 @@ def receipt_check(
     if not isinstance(receipt, Mapping):
         return SignedCheck(("the receipt is not an object",), None)
     problems = []
-    if receipt.get("kind") != "pith_receipt":
-        problems.append('kind is not "pith_receipt"')
+    if receipt.get("kind") != RECEIPT_KIND:
+        problems.append(f'kind is not "{RECEIPT_KIND}"')
     digest = canonical_sha256 if _is_str(canonical_sha256) and _HEX64(canonical_sha256) else None
     if digest is None:
         problems.append("the canonical_sha256 signed over is not 64 lower hex")
     elif receipt.get("canonical_sha256") != digest:
         problems.append(f"canonical_sha256 is not {digest}")
-    signed = signed_check(receipt, "canonical_sha256_bytes", digest, keys, verify, what="canonical_sha256")
+    signed = signed_check(receipt, RECEIPT_SIGNED_MESSAGE, digest, keys, verify, what="canonical_sha256")
     return SignedCheck((*problems, *signed.problems), signed.key, signed.unknown_key)
 
 

@@ -41,17 +41,18 @@ from .audit import (
     SubjectAudit,
     audit,
     audit_history,
-    fates,
     snapshot_of_bundle,
 )
 from .audit_store import LastBundles
 from .bundle import REGISTRY_KEYS, BundleReport, CheckedReport, parse_document, verify_bundle
 from .canonical import canonical_json, decode_json
 from .errors import InputError, MergeError
-from .fold import FoldResult, fold
+from .fold import fold
 from .graph import event_values, log_graph, to_dot, to_mermaid
+from .identifiers import ALGORITHM
+from .inspection import EventFate, EventStory, StateDiff, event_story, resolve_event_id, state_diff
 from .keys import Key, KeySet
-from .reasons import Reason
+from .reasons import REASON_RULES, Reason
 from .record import RecordReport, document_kind, verify_record
 from .replay import (
     InputProblem,
@@ -63,7 +64,7 @@ from .replay import (
     report_json,
     scan_corpus,
 )
-from .state import Entry, State, decode_state
+from .state import State, decode_state
 from .store import Refused, StoreError, open_store
 
 __all__ = [
@@ -85,31 +86,6 @@ EXIT_WORKER_LOST: Final = 3
 EXIT_INTERRUPTED: Final = 130
 #: 128 + SIGPIPE: what a shell reports for a tool whose reader went away (``yes | head``).
 EXIT_BROKEN_PIPE: Final = 141
-
-#: What each reason code means, in the words of the spec (§6 table, §7 rules).
-REASON_RULES: Final[Mapping[Reason, str]] = {
-    Reason.NON_CANONICAL_JSON: "the event is not canonical-able JSON (a float, an unsafe integer; §1)",
-    Reason.UNSUPPORTED_SCHEMA_VERSION: 'schema_version is missing or not "1.0"',
-    Reason.MALFORMED: "a rule of the event schema (§4) is broken",
-    Reason.EVENT_ID_MISMATCH: 'event_id is not "sha256:" + content_sha256',
-    Reason.CONTENT_HASH_MISMATCH: "content_sha256 is not the hash of the event body (it was changed)",
-    Reason.WRONG_SUBJECT: "subject_pith_number is not the merge's subject",
-    Reason.UNKNOWN_EVENT_TYPE: "event_type is not in the table of §8",
-    Reason.TARGET_MISMATCH: "target is not the §8 target of its event_type",
-    Reason.UNKNOWN_KEY: "signer.key_id is not in the key set",
-    Reason.KEY_MISMATCH: "signature.key_id differs from signer.key_id, or a fingerprint is not the key's",
-    Reason.UNSUPPORTED_SIGNATURE: "the signature's algorithm, signed_message or signature_status is not v1's",
-    Reason.BAD_SIGNATURE: "the Ed25519 signature does not verify (or is not base64 of 64 bytes)",
-    Reason.KEY_EXPIRED: "created_at is at or after the key's rotates_at",
-    Reason.RECORD_NOT_GENESIS: "a record_created with a prev_event or supersedes",
-    Reason.BAD_PAYLOAD: "the payload breaks its event type's rule (§8)",
-    Reason.BAD_RECEIPT: "the record_created receipt fails §8",
-    Reason.MISSING_PREV: "its prev_event is not an admitted event",
-    Reason.INVALID_PREV: "its prev_event was admitted but did not apply",
-    Reason.PREV_WRONG_CHAIN: "its prev_event is on another chain (target, key)",
-    Reason.CREATED_BEFORE_PREV: "created_at is earlier than its prev_event's",
-    Reason.EQUIVOCATION: "a fork: another event of the same chain names the same prev_event",
-}
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -734,8 +710,7 @@ def explain(  # noqa: PLR0917 (click passes every option positionally)
     inputs, subject, keys = _gather_inputs(bundle_file, events_file, subject, keys_file)
     result = fold(inputs, subject=subject, keys=keys)
     events = _admitted_events(inputs)
-    target = _resolve(event_id, events)
-    story = _story(target, events, result)
+    story = event_story(resolve_event_id(event_id, events), events, result)
     if as_json:
         _json_out(story)
     else:
@@ -779,93 +754,32 @@ def _admitted_events(inputs: Iterable[Any]) -> dict[str, dict[str, Any]]:
     return event_values(inputs)
 
 
-def _resolve(wanted: str, events: Mapping[str, Any]) -> str:
-    if wanted in events:
-        return wanted
-    prefix = wanted if wanted.startswith("sha256:") else "sha256:" + wanted
-    found = [event_id for event_id in events if event_id.startswith(prefix)]
-    if len(found) == 1:
-        return found[0]
-    if not found:
-        raise InputError(f"event {wanted} is not among the {len(events)} admitted events")
-    raise InputError(f"{wanted} is the prefix of {len(found)} events; give more of it")
-
-
-def _fate(event_id: str, result: FoldResult) -> dict[str, Any]:
-    state = result.state
-    reasons = result.reasons
-    if event_id in reasons:
-        reason = reasons[event_id]
-        return {"event_id": event_id, "fate": "invalid", "reason": str(reason), "section": reason.section}
-    if event_id not in state.applied_event_ids:
-        return {"event_id": event_id, "fate": "not admitted", "reason": None, "section": "§5"}
-    # Applied: "applied" while in current, else "superseded" (§7).
-    return {"event_id": event_id, "fate": fates(state)[event_id], "reason": None, "section": "§7"}
-
-
-def _field(event: Mapping[str, Any] | None, name: str) -> Any:
-    return event.get(name) if isinstance(event, Mapping) else None
-
-
-def _story(event_id: str, events: Mapping[str, dict[str, Any]], result: FoldResult) -> dict[str, Any]:
-    state = result.state
-    event = events[event_id]
-    story = _fate(event_id, result)
-    reason = result.reasons.get(event_id)
-    story["rule"] = REASON_RULES[reason] if reason is not None else None
-    story["event_type"] = _field(event, "event_type")
-    story["created_at"] = _field(event, "created_at")
-    signer = _field(event, "signer")
-    story["key_id"] = _field(signer, "key_id")
-    prev = _field(event, "prev_event")
-    story["prev_event"] = _fate(prev, result) if isinstance(prev, str) and prev in events else prev
-    if isinstance(prev, str) and prev not in events:
-        story["prev_event"] = {"event_id": prev, "fate": "missing", "reason": None, "section": "§7"}
-    story["children"] = [
-        _fate(other, result) for other in sorted(events) if _field(events[other], "prev_event") == event_id
-    ]
-    siblings: list[str] = []
-    for fork in state.equivocations:
-        if event_id in fork.event_ids:
-            siblings.extend(other for other in fork.event_ids if other != event_id)
-    story["fork_siblings"] = [_fate(other, result) for other in siblings]
-    supersedes = _field(event, "supersedes")
-    story["supersedes"] = [
-        _fate(other, result) if other in events else {"event_id": other, "fate": "missing"}
-        for other in (supersedes if isinstance(supersedes, list) else [])
-        if isinstance(other, str)
-    ]
-    # Who removed it from current is the fold's own finding (§7), never re-derived here.
-    removed_by = {item.event_id: item.superseded_by for item in result.superseded or ()}
-    story["superseded_by"] = [_fate(other, result) for other in removed_by.get(event_id, ())]
-    return story
-
-
-def _print_story(story: Mapping[str, Any]) -> None:
-    _out(f"event {story['event_id']}")
-    _out(f"  {story['event_type']} by key {story['key_id']}, created_at {story['created_at']}")
-    fate = story["fate"]
-    if fate == "invalid":
-        _out(f"  fate: INVALID, reason {story['reason']} ({story['section']}): {story['rule']}")
-    elif fate == "superseded":
+def _print_story(story: EventStory) -> None:
+    _out(f"event {story.event_id}")
+    _out(f"  {story.event_type} by key {story.key_id}, created_at {story.created_at}")
+    if story.fate == "invalid":
+        _out(f"  fate: INVALID, reason {story.reason} ({story.section}): {story.rule}")
+    elif story.fate == "superseded":
         _out("  fate: applied (§7), then superseded: it is in applied_event_ids but not in current")
     else:
         _out("  fate: applied (§7), in current")
 
-    def show(label: str, items: Sequence[Mapping[str, Any]]) -> None:
+    def show(label: str, items: Iterable[EventFate]) -> None:
         for item in items:
-            why = f" ({item['reason']})" if item.get("reason") else ""
-            _out(f"  {label}: {item['event_id']} {item['fate']}{why}")
+            why = f" ({item.reason})" if item.reason else ""
+            _out(f"  {label}: {item.event_id} {item.fate}{why}")
 
-    prev = story["prev_event"]
+    prev = story.prev_event
     if prev is None:
         _out("  prev_event: none (first of its chain)")
-    else:
+    elif isinstance(prev, EventFate):
         show("prev_event", [prev])
-    show("fork sibling", story["fork_siblings"])
-    show("child", story["children"])
-    show("supersedes", story["supersedes"])
-    show("superseded by", story["superseded_by"])
+    else:  # an invalid event's prev_event may be any JSON value
+        _out(f"  prev_event: {msgspec.json.encode(prev).decode()} (not an event id)")
+    show("fork sibling", story.fork_siblings)
+    show("child", story.children)
+    show("supersedes", story.supersedes)
+    show("superseded by", story.superseded_by)
 
 
 # --- diff -------------------------------------------------------------------------------------
@@ -890,7 +804,7 @@ def diff(state_a: str, state_b: str, as_json: bool) -> None:
         _json_out(changes)
     else:
         _print_diff(changes)
-    _exit(EXIT_OK if changes["identical"] else EXIT_FAILED)
+    _exit(EXIT_OK if changes.identical else EXIT_FAILED)
 
 
 def _load_state(path: str) -> State:
@@ -901,101 +815,38 @@ def _load_state(path: str) -> State:
         raise InputError(exc.problem, source=path) from None
 
 
-def state_diff(before: State, after: State) -> dict[str, Any]:
-    """What changed between two states, as a JSON-able document."""
-    counts = {
-        name: [getattr(before, name), getattr(after, name)]
-        for name in ("event_count", "valid_event_count", "invalid_event_count", "equivocation_count")
-        if getattr(before, name) != getattr(after, name)
-    }
-    applied_before, applied_after = set(before.applied_event_ids), set(after.applied_event_ids)
-    reasons_before = {item.event_id: str(item.reason) for item in before.invalid_events}
-    reasons_after = {item.event_id: str(item.reason) for item in after.invalid_events}
-    forks_before = {canonical_json(fork): fork for fork in before.equivocations}
-    forks_after = {canonical_json(fork): fork for fork in after.equivocations}
-    current: dict[str, dict[str, list[str]]] = {}
-    for name in before.current.__struct_fields__:
-        if name in ("canonical_record", "source_aliases"):
-            continue
-        old, new = _entry_ids(getattr(before.current, name)), _entry_ids(getattr(after.current, name))
-        added, removed = [i for i in new if i not in old], [i for i in old if i not in new]
-        if added or removed:
-            current[name] = {"entered": added, "left": removed}
-    document: dict[str, Any] = {
-        "subjects": [before.pith_number, after.pith_number],
-        "state_sha256": [before.state_sha256, after.state_sha256],
-        "counts": counts,
-        "applied": [i for i in after.applied_event_ids if i not in applied_before],
-        "withdrawn": [
-            {"event_id": i, "now": reasons_after.get(i, "absent")}
-            for i in before.applied_event_ids
-            if i not in applied_after
-        ],
-        "new_invalid": [
-            {"event_id": i, "reason": r} for i, r in sorted(reasons_after.items()) if i not in reasons_before
-        ],
-        "no_longer_invalid": [
-            {"event_id": i, "now": "applied" if i in applied_after else "absent"}
-            for i in sorted(reasons_before)
-            if i not in reasons_after
-        ],
-        "reason_changed": [
-            {"event_id": i, "before": reasons_before[i], "after": r}
-            for i, r in sorted(reasons_after.items())
-            if i in reasons_before and reasons_before[i] != r
-        ],
-        "new_equivocations": [
-            msgspec.to_builtins(f) for k, f in sorted(forks_after.items()) if k not in forks_before
-        ],
-        "resolved_equivocations": [
-            msgspec.to_builtins(f) for k, f in sorted(forks_before.items()) if k not in forks_after
-        ],
-        "current": current,
-        "canonical_record_changed": before.current.canonical_record != after.current.canonical_record,
-    }
-    document["identical"] = canonical_json(before) == canonical_json(after)
-    return document
-
-
-def _entry_ids(value: Any) -> list[str]:
-    if isinstance(value, Entry):
-        return [value.event_id]
-    if isinstance(value, tuple):
-        return [entry.event_id for entry in value]
-    return []
-
-
-def _print_diff(changes: Mapping[str, Any]) -> None:
-    if changes["identical"]:
-        _out(f"identical states (state_sha256 {changes['state_sha256'][0]})")
+def _print_diff(changes: StateDiff) -> None:
+    if changes.identical:
+        _out(f"identical states (state_sha256 {changes.state_sha256[0]})")
         return
-    a, b = changes["subjects"]
+    a, b = changes.subjects
     _out(f"subject: {a}" if a == b else f"subject: {a} -> {b}")
-    _out(f"state_sha256: {changes['state_sha256'][0]} -> {changes['state_sha256'][1]}")
-    for name, (old, new) in changes["counts"].items():
+    _out(f"state_sha256: {changes.state_sha256[0]} -> {changes.state_sha256[1]}")
+    for name, (old, new) in changes.counts.items():
         _out(f"{name}: {old} -> {new}")
-    for event_id in changes["applied"]:
+    for event_id in changes.applied:
         _out(f"+ applied    {event_id}")
-    for item in changes["withdrawn"]:
-        now = "not in STATE_B" if item["now"] == "absent" else f"now invalid: {item['now']}"
-        _out(f"- withdrawn  {item['event_id']} ({now})")
-    for item in changes["new_invalid"]:
-        _out(f"+ invalid    {item['event_id']} ({item['reason']})")
-    for item in changes["no_longer_invalid"]:
-        now = "now applied" if item["now"] == "applied" else "not in STATE_B"
-        _out(f"- invalid    {item['event_id']} ({now})")
-    for item in changes["reason_changed"]:
-        _out(f"~ reason     {item['event_id']}: {item['before']} -> {item['after']}")
-    for sign, name in (("+", "new_equivocations"), ("-", "resolved_equivocations")):
-        for fork in changes[name]:
-            chain = f"{fork['chain']['target']}/{fork['chain']['key_id']}"
-            _out(f"{sign} equivocation on {chain}: {', '.join(fork['event_ids'])}")
-    for name, moves in changes["current"].items():
-        for event_id in moves["entered"]:
+    for withdrawn in changes.withdrawn:
+        now = "not in STATE_B" if withdrawn.now == "absent" else f"now invalid: {withdrawn.now}"
+        _out(f"- withdrawn  {withdrawn.event_id} ({now})")
+    for invalid in changes.new_invalid:
+        _out(f"+ invalid    {invalid.event_id} ({invalid.reason})")
+    for former in changes.no_longer_invalid:
+        now = "now applied" if former.now == "applied" else "not in STATE_B"
+        _out(f"- invalid    {former.event_id} ({now})")
+    for change in changes.reason_changed:
+        _out(f"~ reason     {change.event_id}: {change.before} -> {change.after}")
+    for sign, forks in (("+", changes.new_equivocations), ("-", changes.resolved_equivocations)):
+        for fork in forks:
+            _out(
+                f"{sign} equivocation on {fork.chain.target}/{fork.chain.key_id}: {', '.join(fork.event_ids)}"
+            )
+    for name, moves in changes.current.items():
+        for event_id in moves.entered:
             _out(f"+ current.{name}: {event_id}")
-        for event_id in moves["left"]:
+        for event_id in moves.left:
             _out(f"- current.{name}: {event_id}")
-    if changes["canonical_record_changed"]:
+    if changes.canonical_record_changed:
         _out("~ current.canonical_record changed")
 
 
@@ -1031,7 +882,7 @@ def keys_show(keys_file: str, as_json: bool) -> None:
         document = key.as_json()
         rotates = f", rotates_at {key.rotates_at}" if key.rotates_at else ""
         b32 = document["fingerprint_sha256_b32_first128bits"]
-        _out(f"{key.key_id}: ed25519 {key.fingerprint_hex} ({b32}){rotates}")
+        _out(f"{key.key_id}: {ALGORITHM} {key.fingerprint_hex} ({b32}){rotates}")
     _out(f"{len(key_set)} key(s), all checked (§3)")
 
 

@@ -12,10 +12,20 @@ from .canonical import canonical_sha256_hex
 from .errors import InputError, RecordError
 
 __all__ = [
+    "ALGORITHM",
+    "BUNDLE_SIGNED_MESSAGE",
     "EVENT_ID_PATTERN",
+    "EVENT_ID_PREFIX",
+    "EVENT_SIGNED_MESSAGE",
+    "HEX32_PATTERN",
+    "HEX64_PATTERN",
+    "RECEIPT_KIND",
+    "RECEIPT_SIGNED_MESSAGE",
+    "SIGNATURE_STATUS",
     "b32",
     "bundle_sha256",
     "content_sha256",
+    "derived_pith_number",
     "event_body",
     "event_id",
     "fingerprint_b32",
@@ -29,10 +39,29 @@ __all__ = [
     "state_sha256",
 ]
 
-#: ``"sha256:"`` + 64 lower-case hex digits, matched against the whole string (no newline).
-EVENT_ID_PATTERN: Final = re.compile(r"sha256:[0-9a-f]{64}")
+#: What an event id is: this prefix and the event's ``content_sha256`` (spec §2).
+EVENT_ID_PREFIX: Final = "sha256:"
+#: A SHA-256 digest as text: 64 lower-case hex digits (§2), matched against the whole string.
 HEX64_PATTERN: Final = re.compile(r"[0-9a-f]{64}")
+#: A key fingerprint as text: 32 lower-case hex digits (``fingerprint_sha256_hex``, §3).
 HEX32_PATTERN: Final = re.compile(r"[0-9a-f]{32}")
+#: :data:`EVENT_ID_PREFIX` + 64 lower-case hex digits, matched against the whole string (no newline).
+EVENT_ID_PATTERN: Final = re.compile(re.escape(EVENT_ID_PREFIX) + HEX64_PATTERN.pattern)
+
+# §2 signatures, version 1: every signature object says these, and what it signs; the checks
+# (merge.checks), the key sets (merge.keys) and the makers of signed objects (merge.signing) use them.
+#: The one key and signature algorithm of v1 (``algorithm`` of signatures, §2, and key objects, §3).
+ALGORITHM: Final = "ed25519"
+#: ``signature_status`` of every v1 signature.
+SIGNATURE_STATUS: Final = "signed_v1"
+#: ``signed_message`` of an event's signature: the 32 bytes of its ``content_sha256``.
+EVENT_SIGNED_MESSAGE: Final = "open_graph_event_sha256_bytes"
+#: ``signed_message`` of a receipt (§8): the 32 bytes of ``canonical_sha256``.
+RECEIPT_SIGNED_MESSAGE: Final = "canonical_sha256_bytes"
+#: ``signed_message`` of a bundle signature (§10): the 32 bytes of ``bundle_sha256``.
+BUNDLE_SIGNED_MESSAGE: Final = "bundle_sha256_bytes"
+#: ``kind`` of a receipt (§8).
+RECEIPT_KIND: Final = "pith_receipt"
 
 #: The keys an event body leaves out (spec §2, "event body").
 NOT_IN_BODY: Final = frozenset({"signature", "content_sha256", "event_id"})
@@ -75,6 +104,16 @@ def pith_number(canonical_record: Mapping[str, Any]) -> str:
     if year is None:
         raise RecordError("metadata.submitted_at must be a string of at least 4 characters")
     return pith_number_from_digest(canonical_sha256_hex(canonical_record), year)
+
+
+def derived_pith_number(canonical_record: Any, canonical_sha256: str) -> str | None:
+    """The pith number of ``canonical_record``, whose hash is ``canonical_sha256`` (spec §2).
+
+    ``None`` when the record has no pith number (:func:`pith_year`). Never raises: what the
+    stateless checks (§8), bundles (§10) and records (§11) compare a claimed pith number with.
+    """
+    year = pith_year(canonical_record)
+    return None if year is None else pith_number_from_digest(canonical_sha256, year)
 
 
 def pith_year(canonical_record: Any) -> str | None:
@@ -134,7 +173,7 @@ def content_sha256(event: Mapping[str, Any]) -> str:
 
 def event_id(event: Mapping[str, Any]) -> str:
     """``"sha256:" + content_sha256`` of the event (spec §2)."""
-    return "sha256:" + content_sha256(event)
+    return EVENT_ID_PREFIX + content_sha256(event)
 
 
 def fingerprint_hex(public_key: bytes) -> str:

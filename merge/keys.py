@@ -11,7 +11,7 @@ import msgspec
 from nacl.signing import VerifyKey
 
 from .errors import KeySetError
-from .identifiers import fingerprint_b32, fingerprint_hex
+from .identifiers import ALGORITHM, fingerprint_b32, fingerprint_hex
 from .timestamps import parse_timestamp
 
 __all__ = ["Key", "KeySet", "decode_b64"]
@@ -44,7 +44,7 @@ class Key(msgspec.Struct, frozen=True, kw_only=True):
         """The key as a key object of spec §3 (every optional field filled in)."""
         return {
             "key_id": self.key_id,
-            "algorithm": "ed25519",
+            "algorithm": ALGORITHM,
             "format": "raw",
             "public_key_b64": base64.b64encode(self.public_key).decode("ascii"),
             "public_key_hex": self.public_key.hex(),
@@ -102,8 +102,8 @@ def _parse_key(index: int, obj: Any) -> Key:
     def fail(problem: str, field: str) -> KeySetError:
         return KeySetError(problem, index=index, key_id=key_id, field=field)
 
-    if obj.get("algorithm") != "ed25519":
-        raise fail('algorithm must be "ed25519"', "algorithm")
+    if obj.get("algorithm") != ALGORITHM:
+        raise fail(f'algorithm must be "{ALGORITHM}"', "algorithm")
     encoded = obj.get("public_key_b64")
     raw = decode_b64(encoded) if isinstance(encoded, str) else None
     if raw is None or len(raw) != 32:

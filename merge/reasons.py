@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from enum import StrEnum
+from typing import Final
 
-__all__ = ["CHECK_ORDER", "SPEC_SECTION", "Reason"]
+__all__ = ["CHECK_ORDER", "REASON_RULES", "SPEC_SECTION", "Reason"]
 
 
 class Reason(StrEnum):
@@ -54,3 +56,28 @@ class Reason(StrEnum):
 CHECK_ORDER: tuple[Reason, ...] = tuple(Reason)[:16]
 CHECK_RANK: dict[Reason, int] = {reason: rank for rank, reason in enumerate(CHECK_ORDER)}
 SPEC_SECTION: dict[Reason, str] = {r: ("§6" if r in CHECK_RANK else "§7") for r in Reason}
+
+#: What each reason code means, in the words of the spec (§6 table, §7 rules).
+REASON_RULES: Final[Mapping[Reason, str]] = {
+    Reason.NON_CANONICAL_JSON: "the event is not canonical-able JSON (a float, an unsafe integer; §1)",
+    Reason.UNSUPPORTED_SCHEMA_VERSION: 'schema_version is missing or not "1.0"',
+    Reason.MALFORMED: "a rule of the event schema (§4) is broken",
+    Reason.EVENT_ID_MISMATCH: 'event_id is not "sha256:" + content_sha256',
+    Reason.CONTENT_HASH_MISMATCH: "content_sha256 is not the hash of the event body (it was changed)",
+    Reason.WRONG_SUBJECT: "subject_pith_number is not the merge's subject",
+    Reason.UNKNOWN_EVENT_TYPE: "event_type is not in the table of §8",
+    Reason.TARGET_MISMATCH: "target is not the §8 target of its event_type",
+    Reason.UNKNOWN_KEY: "signer.key_id is not in the key set",
+    Reason.KEY_MISMATCH: "signature.key_id differs from signer.key_id, or a fingerprint is not the key's",
+    Reason.UNSUPPORTED_SIGNATURE: "the signature's algorithm, signed_message or signature_status is not v1's",
+    Reason.BAD_SIGNATURE: "the Ed25519 signature does not verify (or is not base64 of 64 bytes)",
+    Reason.KEY_EXPIRED: "created_at is at or after the key's rotates_at",
+    Reason.RECORD_NOT_GENESIS: "a record_created with a prev_event or supersedes",
+    Reason.BAD_PAYLOAD: "the payload breaks its event type's rule (§8)",
+    Reason.BAD_RECEIPT: "the record_created receipt fails §8",
+    Reason.MISSING_PREV: "its prev_event is not an admitted event",
+    Reason.INVALID_PREV: "its prev_event was admitted but did not apply",
+    Reason.PREV_WRONG_CHAIN: "its prev_event is on another chain (target, key)",
+    Reason.CREATED_BEFORE_PREV: "created_at is earlier than its prev_event's",
+    Reason.EQUIVOCATION: "a fork: another event of the same chain names the same prev_event",
+}

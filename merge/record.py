@@ -21,7 +21,7 @@ from .bundle import REGISTRY_KEYS, Check, CheckedReport, parse_document
 from .canonical import FloatLiteral, hash_if_canonical, same_json
 from .checks import receipt_check
 from .errors import InputError
-from .identifiers import pith_number_from_digest, pith_year, short_pith_number, source_alias_pairs
+from .identifiers import derived_pith_number, short_pith_number, source_alias_pairs
 from .keys import KeySet
 from .state import State
 from .timestamps import parse_timestamp
@@ -138,14 +138,14 @@ def _verify(record: Mapping[str, Any], trusted: KeySet) -> RecordReport:
             f"H(canonical_record) is {digest}",
         )
 
-    year = pith_year(canonical_record)
-    if digest is None or year is None:
+    want = None if digest is None else derived_pith_number(canonical_record, digest)
+    if digest is None or want is None:
         why = (
             "there is no H(canonical_record)" if digest is None else "submitted_at is not 4+ characters long"
         )
         check("pith_number", [f"no pith number derives: {why} (§2)"], "")
     else:
-        want, want_short = pith_number_from_digest(digest, year), short_pith_number(digest)
+        want_short = short_pith_number(digest)
         problems = differs("pith_number", want, "the derived one") + differs(
             "short_pith_number", want_short, "the derived one"
         )

@@ -17,7 +17,19 @@ from nacl.signing import SigningKey
 from .canonical import canonical_sha256_hex, encode_canonical_unchecked
 from .checks import EVENT_TYPES
 from .fold import fold
-from .identifiers import event_body, fingerprint_hex, pith_number, short_pith_number
+from .identifiers import (
+    ALGORITHM,
+    BUNDLE_SIGNED_MESSAGE,
+    EVENT_ID_PREFIX,
+    EVENT_SIGNED_MESSAGE,
+    RECEIPT_KIND,
+    RECEIPT_SIGNED_MESSAGE,
+    SIGNATURE_STATUS,
+    event_body,
+    fingerprint_hex,
+    pith_number,
+    short_pith_number,
+)
 from .keys import Key
 
 __all__ = [
@@ -139,6 +151,19 @@ def sign_event(
     return seal_event(key, body, signed_at=signed_at or created_at)
 
 
+def _signature(key: TestKey, signed_message: str, digest: str, signed_at: str) -> dict[str, Any]:
+    """A v1 signature object by ``key`` over the 32 bytes of ``digest`` (spec §2)."""
+    return {
+        "signature_status": SIGNATURE_STATUS,
+        "algorithm": ALGORITHM,
+        "key_id": key.key_id,
+        "public_key_fingerprint": key.fingerprint,
+        "signature_b64": key.sign_digest(digest),
+        "signed_message": signed_message,
+        "signed_at": signed_at,
+    }
+
+
 def seal_event(
     key: TestKey, body: Mapping[str, Any], *, signed_at: str, content_sha256: str | None = None
 ) -> dict[str, Any]:
@@ -149,32 +174,25 @@ def seal_event(
     """
     content = canonical_sha256_hex(event_body(body)) if content_sha256 is None else content_sha256
     event = dict(event_body(body))
-    event["signature"] = {
-        "signature_status": "signed_v1",
-        "algorithm": "ed25519",
-        "key_id": key.key_id,
-        "public_key_fingerprint": key.fingerprint,
-        "signature_b64": key.sign_digest(content),
-        "signed_message": "open_graph_event_sha256_bytes",
-        "signed_at": signed_at,
-    }
+    event["signature"] = _signature(key, EVENT_SIGNED_MESSAGE, content, signed_at)
     event["content_sha256"] = content
-    event["event_id"] = "sha256:" + content
+    event["event_id"] = EVENT_ID_PREFIX + content
     return event
 
 
 def signed_receipt(key: TestKey, canonical_record: Mapping[str, Any], *, signed_at: str) -> dict[str, Any]:
     """A ``pith_receipt`` over ``H(canonical_record)`` (spec §8)."""
     digest = canonical_sha256_hex(canonical_record)
+    # The fields in the registry's order (the vectors keep it: their JSON is not canonical).
     return {
-        "kind": "pith_receipt",
+        "kind": RECEIPT_KIND,
         "key_id": key.key_id,
-        "algorithm": "ed25519",
+        "algorithm": ALGORITHM,
         "signed_at": signed_at,
         "signature_b64": key.sign_digest(digest),
-        "signed_message": "canonical_sha256_bytes",
+        "signed_message": RECEIPT_SIGNED_MESSAGE,
         "canonical_sha256": digest,
-        "signature_status": "signed_v1",
+        "signature_status": SIGNATURE_STATUS,
         "public_key_fingerprint": key.fingerprint,
     }
 
@@ -203,13 +221,7 @@ def sign_bundle(key: TestKey, bundle: Mapping[str, Any], *, signed_at: str) -> d
     return {
         **unsigned,
         "bundle_signature": {
-            "signature_status": "signed_v1",
-            "algorithm": "ed25519",
-            "key_id": key.key_id,
-            "public_key_fingerprint": key.fingerprint,
-            "signature_b64": key.sign_digest(digest),
-            "signed_message": "bundle_sha256_bytes",
-            "signed_at": signed_at,
+            **_signature(key, BUNDLE_SIGNED_MESSAGE, digest, signed_at),
             "bundle_sha256": digest,
         },
     }

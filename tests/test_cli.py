@@ -22,7 +22,7 @@ from merge.replay import _partition
 from merge.signing import TestKey, make_bundle, sign_event
 from merge.store import SQLiteStore
 
-from .builders import KEY_A, RECORD, event, record_of_bundle
+from .builders import KEY_A, RECORD, SUBJECT, event, record_of_bundle, resealed
 from .builders import KEYS as TEST_KEYS
 from .conftest import GOLDEN_BUNDLE, GOLDEN_RECORD, VECTORS
 from .test_audit import BASE, T1, T2, T3, X2
@@ -546,6 +546,19 @@ def test_explain_lists_only_the_supersedes_that_section_7_applies(tmp_path: Path
         "explain", "--json", cross_type["event_id"], "--events", log, "--keys", KEYS, "--subject", LOG_SUBJECT
     )
     assert json.loads(alone.stdout)["fate"] == "applied"
+
+
+def test_explain_an_event_whose_prev_event_is_no_string(tmp_path: Path) -> None:
+    """An invalid event may hold any JSON as prev_event: explain shows it, never a traceback."""
+    odd = resealed(event("graph_snapshot"), lambda body: body.update(prev_event=5))
+    log = tmp_path / "events.jsonl"
+    log.write_bytes(canonical_json(odd) + b"\n")
+    keys = tmp_path / "keys.json"
+    keys.write_text(json.dumps(TEST_KEYS))
+    result = run("explain", odd["event_id"], "--events", log, "--keys", keys, "--subject", SUBJECT)
+    assert result.returncode == 0, err(result)
+    assert "fate: INVALID, reason malformed (§6)" in out(result)
+    assert "  prev_event: 5 (not an event id)" in out(result)
 
 
 def test_explain_errors() -> None:

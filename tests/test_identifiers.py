@@ -29,7 +29,7 @@ from merge import (
     short_pith_number,
     state_sha256,
 )
-from merge.identifiers import EVENT_ID_PATTERN
+from merge.identifiers import EVENT_ID_PATTERN, EVENT_ID_PREFIX, HEX64_PATTERN, derived_pith_number
 from merge.signatures import verify_signature
 from merge.signing import sign_event
 
@@ -298,3 +298,22 @@ def test_state_hash_of_a_fold_is_the_spec_rule() -> None:
         == state["state_sha256"]
         == _reference_hash({k: v for k, v in state.items() if k != "state_sha256"})
     )
+
+
+def test_derived_pith_number_is_none_without_a_year_and_else_the_record_s() -> None:
+    record = record_payload()["canonical_record"]
+    digest = record_payload()["canonical_sha256"]
+    assert derived_pith_number(record, digest) == pith_number(record) == SUBJECT
+    short = copy.deepcopy(record)
+    short["metadata"]["submitted_at"] = "202"
+    assert derived_pith_number(short, digest) is None
+    assert derived_pith_number("not a record", digest) is None
+
+
+def test_the_event_id_pattern_is_the_prefix_and_a_sha256_digest() -> None:
+    digest = hashlib.sha256(b"x").hexdigest()
+    assert HEX64_PATTERN.fullmatch(digest)
+    assert EVENT_ID_PATTERN.fullmatch(EVENT_ID_PREFIX + digest)
+    assert not EVENT_ID_PATTERN.fullmatch(EVENT_ID_PREFIX + digest.upper())
+    assert not EVENT_ID_PATTERN.fullmatch(EVENT_ID_PREFIX + digest + "\n")
+    assert not EVENT_ID_PATTERN.fullmatch("sha512:" + digest)

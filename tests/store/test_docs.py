@@ -19,8 +19,9 @@ BLOCKS = re.findall(r"```python\n(.*?)```", PAGE.read_text("utf-8"), flags=re.DO
 @pytest.mark.parametrize("number", range(len(BLOCKS)))
 def test_example_runs(number: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     code = BLOCKS[number]
-    # The examples read the golden vector by its path in the checkout and write in the cwd.
+    # The examples read the vectors and examples by their paths in the checkout and write in the cwd.
     (tmp_path / "tests").symlink_to(ROOT / "tests")
+    (tmp_path / "examples").symlink_to(ROOT / "examples")
     monkeypatch.chdir(tmp_path)
     code = code.replace("/var/lib/pith/events.db", str(tmp_path / "service.db"))
     if "postgresql://pith@db.internal/pith" in code:  # a real server, a new database

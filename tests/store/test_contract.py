@@ -406,9 +406,10 @@ def test_two_processes_append_concurrently_and_both_land_everything(
     inputs = list(history(1, 90)) + list(history(2, 90))
     connect().close()  # create the store first, as a service would at install time
     # 40 inputs are appended by both; the second writer goes backwards, in batches of two.
-    # Each pauses 2 ms between batches, as a service would: SQLite does not queue writers, so
+    # Each pauses 5 ms between batches, as a service would: SQLite does not queue writers, so
     # a process appending back to back could hold the lock until it is done (docs/embedding.md).
-    both = [writers(inputs[:110], batch=1, gap_ms=2), writers(inputs[70:][::-1], batch=2, gap_ms=2)]
+    # (2 ms let the first writer finish before the second woke up on a box running six jobs.)
+    both = [writers(inputs[:110], batch=1, gap_ms=5), writers(inputs[70:][::-1], batch=2, gap_ms=5)]
     for writer in both:  # both are open and waiting: start them together
         writer.start()
     assert [writer.finish() for writer in both] == [0, 0]

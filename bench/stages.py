@@ -19,9 +19,10 @@ from merge import KeySet
 from merge.admission import Admitted, Rejection, admit
 from merge.chains import Node, classify, supersessions
 from merge.checks import Candidate, ValidEvent, postcheck, precheck
-from merge.fold import assemble_state, gc_paused, with_state_sha256
+from merge.fold import gc_paused
 from merge.reasons import Reason
 from merge.signatures import SignatureVerifier, verify_signature
+from merge.state import assemble_state, with_state_sha256
 
 from .measure import Result
 from .measure import best_cpu_time as cpu

@@ -32,10 +32,10 @@ from .admission import Admitted, admit
 from .bundle import REGISTRY_KEYS, verify_bundle
 from .canonical import canonical_json, decode_json, encode_canonical_unchecked
 from .errors import InputError, MergeError
-from .fold import FoldResult, copy_identity, fold
+from .fold import copy_identity, fold
 from .keys import KeySet
 from .reasons import CHECK_ORDER
-from .state import Entry, State
+from .state import Entry, FoldResult, State
 from .timestamps import parse_timestamp
 
 __all__ = [

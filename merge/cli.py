@@ -48,7 +48,7 @@ from .audit_store import LastBundles
 from .bundle import REGISTRY_KEYS, BundleReport, CheckedReport, parse_document, verify_bundle
 from .canonical import canonical_json, decode_json
 from .errors import InputError, MergeError
-from .fold import FoldResult, fold
+from .fold import fold
 from .graph import event_values, log_graph, to_dot, to_mermaid
 from .keys import Key, KeySet
 from .reasons import Reason
@@ -63,7 +63,7 @@ from .replay import (
     report_json,
     scan_corpus,
 )
-from .state import Entry, State, decode_state
+from .state import Entry, FoldResult, State, decode_state
 from .store import Refused, StoreError, open_store
 
 __all__ = [

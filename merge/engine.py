@@ -12,8 +12,8 @@ orphans applicable; a late valid copy makes an event valid). It gets there witho
 * §7: :class:`merge.chains.ChainIndex` keeps the classification of :func:`merge.chains.classify`
   up to date by re-deciding only what an event can change: its own status, its fork group, and
   the descendants whose status follows from a status that changed.
-* §9: the state is assembled (by the code :func:`merge.fold.fold` uses) only when asked for,
-  and cached as canonical bytes with its ``state_sha256`` until the next change. Each read of
+* §9: the state is assembled (by :func:`merge.state.assemble_state`, as in the fold) only when
+  asked for, and cached as canonical bytes with its ``state_sha256`` until the next change. Each read of
   :attr:`Merger.state` decodes a new copy from those bytes: the engine keeps the payloads it
   folded, and a caller who edits a returned state (its payload dicts are plain dicts) can
   change nothing the engine, a later state, a checkpoint or another caller sees.
@@ -33,12 +33,12 @@ from .admission import Admitted, Rejection, admit, require_inputs
 from .canonical import encode_canonical_unchecked
 from .chains import ChainIndex, Node, supersessions
 from .checks import Candidate, ValidEvent, postcheck, precheck
-from .fold import FoldResult, Supersession, assemble_state, copy_identity, supersession_list
+from .fold import copy_identity
 from .identifiers import require_subject
 from .keys import KeySet
 from .reasons import Reason
 from .signatures import SignatureVerifier
-from .state import State, decode_state_unchecked
+from .state import FoldResult, State, Supersession, assemble_state, decode_state_unchecked, supersession_list
 
 __all__ = ["AddResult", "EventStatus", "Merger"]
 

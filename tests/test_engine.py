@@ -15,6 +15,7 @@ import pytest
 import merge.chains
 import merge.engine
 import merge.signatures
+import merge.state
 from merge import InputError, KeySetError, Merger, Reason, RejectCode, Rejection, canonical_json, fold
 from merge.chains import ChainIndex
 from merge.engine import EventStatus
@@ -305,9 +306,10 @@ def test_adding_never_refolds(monkeypatch: pytest.MonkeyPatch) -> None:
 
     fold_module = importlib.import_module("merge.fold")  # `merge.fold` is also the function
     for module, name in [
-        (fold_module, "classify"),
         (fold_module, "build_state"),
         (fold_module, "judge_events"),
+        (merge.state, "build_state"),
+        (merge.state, "classify"),
         (merge.chains, "classify"),
     ]:
         monkeypatch.setattr(module, name, forbidden)

@@ -29,11 +29,10 @@ from typing import Any, Final
 
 import msgspec
 
-from .admission import Admitted, Rejection, admit, require_inputs
+from .admission import Admitted, Rejection, admit, copy_identity, prevailing_verdict, require_inputs
 from .canonical import encode_canonical_unchecked
 from .chains import ChainIndex, Node, supersessions
 from .checks import Candidate, ValidEvent, postcheck, precheck
-from .fold import copy_identity
 from .identifiers import require_subject
 from .keys import KeySet
 from .reasons import Reason
@@ -163,9 +162,9 @@ class Merger:
         before = self._verdicts.get(event_id)
         duplicate = before is not None
         if isinstance(before, ValidEvent):
-            # §5: once a copy passed §6 the event is valid; other copies change nothing.
+            # §5 (prevailing_verdict): a copy passed, so the event is valid; others need no check.
             return EventStatus(copy.index, event_id, self._chains.reasons.get(event_id), True)
-        # The copy's identity, as fold() has it (copy_identity), kept as a digest: the engine
+        # The copy's identity (§5, copy_identity, as in the fold), kept as a digest: the engine
         # lives for days, so it remembers 33 bytes per distinct copy, not the whole text.
         raw, held_float = copy_identity(copy)
         digest = hashlib.sha256(raw).digest() + (b"F" if held_float else b"")
@@ -180,19 +179,21 @@ class Merger:
             if isinstance(prechecked, Candidate)
             else prechecked
         )
-        changed: list[str] = []
-        if isinstance(verdict, ValidEvent):
-            # A new event, or a late valid copy of an invalid one (§5): now it is valid.
-            self._verdicts[event_id] = self._valid[event_id] = verdict
-            del self._seen[event_id]
-            changed = self._chains.add(Node(event_id, verdict.prev_event, verdict.chain, verdict.created_us))
-        elif before is None:
-            self._verdicts[event_id] = verdict
-            changed = self._chains.admit(event_id)
-        elif verdict.rank > before.rank:
-            self._verdicts[event_id] = verdict  # §5: the copy that got furthest gives the reason
-        else:
+        standing = prevailing_verdict(before, verdict)
+        if standing is before:
             return EventStatus(copy.index, event_id, before, True)
+        self._verdicts[event_id] = standing
+        changed: list[str] = []
+        if isinstance(standing, ValidEvent):
+            # A new event, or a late valid copy of an invalid one (§5): now it is valid.
+            self._valid[event_id] = standing
+            del self._seen[event_id]
+            changed = self._chains.add(
+                Node(event_id, standing.prev_event, standing.chain, standing.created_us)
+            )
+        elif before is None:
+            changed = self._chains.admit(event_id)
+        # else: a copy that got further than the earlier ones now gives the event its reason.
         self._snapshot = None
         others = tuple(sorted({eid for eid in changed if eid != event_id}))
         return EventStatus(copy.index, event_id, self.reason(event_id), duplicate, others)

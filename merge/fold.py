@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from .admission import Admitted, Rejection, admit, require_inputs
+from .admission import Admitted, Rejection, admit, copy_identity, prevailing_verdict, require_inputs
 from .checks import Candidate, ValidEvent, postcheck, precheck
 from .identifiers import require_subject
 from .keys import KeySet
@@ -21,7 +21,7 @@ from .reasons import Reason
 from .signatures import SignatureJob, SignatureVerifier
 from .state import FoldResult, build_state
 
-__all__ = ["copy_identity", "fold", "gc_paused", "judge_events"]
+__all__ = ["fold", "gc_paused", "judge_events"]
 
 
 def fold(
@@ -87,15 +87,6 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def copy_identity(copy: Admitted) -> tuple[bytes, bool]:
-    """What makes two admitted copies identical, so that one verdict serves both (§5).
-
-    The JSON text, and whether the value held a float: a parsed NaN or infinity encodes as the
-    text of its ``null`` twin, yet one is ``non_canonical_json`` and the other may be valid.
-    """
-    return (copy.raw, copy.non_canonical is not None)
-
-
 def judge_events(
     copies: Mapping[str, list[Admitted]],
     subject: str,
@@ -138,15 +129,12 @@ def _settle(
     """Checks 12-16 on each event's candidates in order, until one passes (§5 copy merging)."""
     verdicts: dict[str, Reason | ValidEvent] = {}
     for event_id, results in prechecked.items():
-        furthest: Reason | None = None
+        standing: Reason | ValidEvent | None = None
         for result in results:
             verdict = postcheck(result, keys, verifier) if isinstance(result, Candidate) else result
-            if isinstance(verdict, ValidEvent):
-                verdicts[event_id] = verdict
-                break
-            if furthest is None or verdict.rank > furthest.rank:
-                furthest = verdict
-        else:
-            assert furthest is not None
-            verdicts[event_id] = furthest
+            standing = prevailing_verdict(standing, verdict)
+            if isinstance(standing, ValidEvent):
+                break  # a passing copy decides: the later ones need no signature check
+        assert standing is not None  # every event has at least one copy
+        verdicts[event_id] = standing
     return verdicts

@@ -71,7 +71,7 @@ def bench_stages(workload: Workload, *, repeat: int) -> list[Result]:
         valid = {eid: v for eid, v in verdicts.items() if isinstance(v, ValidEvent)}
 
         def classify_and_assemble() -> Any:
-            nodes = {eid: Node(eid, v.prev_event, v.chain, v.created_us) for eid, v in valid.items()}
+            nodes = {eid: Node.of(v) for eid, v in valid.items()}
             classification = classify(nodes, verdicts)
             removed = supersessions(classification.applied, valid)
             return assemble_state(subject, verdicts, valid, classification, removed)

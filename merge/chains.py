@@ -43,6 +43,11 @@ class Node(NamedTuple):
     chain: ChainKey
     created_us: int
 
+    @classmethod
+    def of(cls, event: ValidEvent) -> Node:
+        """What §7 sees of a valid event."""
+        return cls(event.event_id, event.prev_event, event.chain, event.created_us)
+
 
 class Fork(NamedTuple):
     """One entry of ``equivocations``: the chain, the shared ``prev_event`` and the sorted ids."""

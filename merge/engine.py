@@ -5,18 +5,23 @@ far).state``, including the retroactive cases of §7 (a late second successor tu
 event into an equivocation and withholds its descendants; a late ``prev_event`` makes earlier
 orphans applicable; a late valid copy makes an event valid). It gets there without re-folding:
 
-* §5/§6: each input is admitted and judged on its own. An event already valid ignores later
-  copies; an identical copy of an invalid event is not judged twice; signatures go through one
-  :class:`~merge.signatures.SignatureVerifier` per engine, whose cache verifies each distinct
-  (key, digest, signature) once however many copies arrive.
+* §5/§6: each input is admitted and judged on its own, and its verdict merged with the
+  event's earlier ones by :func:`merge.admission.prevailing_verdict`. An event already valid
+  ignores later copies; an identical copy of an invalid event is not judged twice; signatures
+  go through one :class:`~merge.signatures.SignatureVerifier` per engine, whose cache
+  verifies each distinct (key, digest, signature) once however many copies arrive.
 * §7: :class:`merge.chains.ChainIndex` keeps the classification of :func:`merge.chains.classify`
   up to date by re-deciding only what an event can change: its own status, its fork group, and
   the descendants whose status follows from a status that changed.
-* §9: the state is assembled (by :func:`merge.state.assemble_state`, as in the fold) only when
-  asked for, and cached as canonical bytes with its ``state_sha256`` until the next change. Each read of
-  :attr:`Merger.state` decodes a new copy from those bytes: the engine keeps the payloads it
-  folded, and a caller who edits a returned state (its payload dicts are plain dicts) can
-  change nothing the engine, a later state, a checkpoint or another caller sees.
+* §9: the state is assembled (by :func:`merge.state.assemble_state`, as in the fold) only
+  when asked for, and cached as canonical bytes with its ``state_sha256`` until the next
+  change. Each read of :attr:`Merger.state` decodes a new copy from those bytes: the engine
+  keeps the payloads it folded, and a caller who edits a returned state (its payload dicts
+  are plain dicts) can change nothing the engine, a later state, a checkpoint or another
+  caller sees.
+
+The engine and :func:`merge.fold` are two drivers side by side over the same section modules;
+neither imports the other.
 
 Pure: no clock, files, network or randomness; inputs are never mutated.
 """
@@ -188,9 +193,7 @@ class Merger:
             # A new event, or a late valid copy of an invalid one (§5): now it is valid.
             self._valid[event_id] = standing
             del self._seen[event_id]
-            changed = self._chains.add(
-                Node(event_id, standing.prev_event, standing.chain, standing.created_us)
-            )
+            changed = self._chains.add(Node.of(standing))
         elif before is None:
             changed = self._chains.admit(event_id)
         # else: a copy that got further than the earlier ones now gives the event its reason.

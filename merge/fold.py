@@ -1,7 +1,9 @@
-"""The fold, a batch driver: admitted inputs (§5) → §6 verdicts → §7 and §9 (:mod:`merge.state`).
+"""The fold, the batch driver: admitted inputs (§5) → §6 verdicts → §7 classification → §9 state.
 
-:class:`merge.Merger` (:mod:`merge.engine`) is the incremental driver beside it; both take the
-rules from the modules of their sections and share none of each other's code.
+Each step's rules live in the module of its section (:mod:`merge.admission`,
+:mod:`merge.checks`, :mod:`merge.chains`, :mod:`merge.state`); this module only runs them over
+a whole batch. :class:`merge.Merger` (:mod:`merge.engine`) is the incremental driver beside
+it: neither imports the other.
 
 Pure: no clock, no files, no network, no randomness; the inputs are never mutated.
 """

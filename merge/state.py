@@ -189,7 +189,7 @@ def build_state(
     Also returns who superseded whom (§7), as :attr:`FoldResult.superseded` reports it.
     """
     valid = {eid: v for eid, v in verdicts.items() if isinstance(v, ValidEvent)}
-    nodes = {eid: Node(eid, v.prev_event, v.chain, v.created_us) for eid, v in valid.items()}
+    nodes = {eid: Node.of(v) for eid, v in valid.items()}
     classification = classify(nodes, verdicts)
     removed = supersessions(classification.applied, valid)
     state = with_state_sha256(assemble_state(subject, verdicts, valid, classification, removed))

@@ -238,18 +238,18 @@ def may_supersede(event: ValidEvent, target: ValidEvent) -> bool:
 class ChainIndex:
     """Spec §7 kept up to date as events arrive; always equal to :func:`classify`.
 
-    :meth:`add` a valid event (§6 passed) as a :class:`Node`, :meth:`admit` the id
-    of an event that failed §6; :meth:`classification` then equals ``classify(nodes, admitted)``
-    (forks in a different order: the state sorts them). Each call re-decides only what the new
-    fact can change and returns the ids whose status changed.
+    :meth:`add` a valid event (§6 passed) as a :class:`Node`, :meth:`admit` the id of an event
+    that failed §6; :meth:`classification` then equals ``classify(nodes, admitted)`` (forks in
+    a different order: the state sorts them). Each call re-decides only what the new fact can
+    change and returns the ids whose status changed.
 
-    The status of a valid event follows from its prev alone, top-down (§7): a root, or an event
-    whose prev is not valid, is decided at once; under an applied prev it is decided within its
-    (chain, prev) group of eligible events, which applies alone and is a fork otherwise; under a
-    valid prev that did not apply it is ``invalid_prev`` (:func:`child_reason`, as for
-    :func:`classify`). So a change propagates only downwards,
-    and only while the applied set changes. Extending a chain costs one dictionary update and one
-    insertion in the apply order, O(log n).
+    The status of a valid event follows from its prev alone, top-down (§7, :func:`child_reason`,
+    as for :func:`classify`): a root, or an event whose prev is not valid, is decided at once;
+    under an applied prev it is decided within its (chain, prev) group of eligible events, which
+    applies alone and is a fork otherwise; under a valid prev that did not apply it is
+    ``invalid_prev``. So a change propagates only downwards, and only while the applied set
+    changes. Extending a chain costs one dictionary update and one insertion in the apply
+    order, O(log n).
 
     Cycles of ``prev_event`` (impossible without a SHA-256 collision, but §7 says what they give:
     ``missing_prev`` on the cycle, ``invalid_prev`` below it) are detected in near-constant time

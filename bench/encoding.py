@@ -15,7 +15,7 @@ import msgspec
 
 from merge import KeySet, canonical_json, fold
 from merge.canonical import encode_canonical_unchecked
-from merge.fold import with_state_sha256
+from merge.state import with_state_sha256
 
 from .measure import Result, best_times
 from .workload import Workload

@@ -19,9 +19,10 @@ from merge import KeySet
 from merge.admission import Admitted, Rejection, admit
 from merge.chains import Node, classify, supersessions
 from merge.checks import Candidate, ValidEvent, postcheck, precheck
-from merge.fold import assemble_state, gc_paused, with_state_sha256
+from merge.fold import gc_paused
 from merge.reasons import Reason
 from merge.signatures import SignatureVerifier, verify_signature
+from merge.state import assemble_state, with_state_sha256
 
 from .measure import Result
 from .measure import best_cpu_time as cpu
@@ -70,7 +71,7 @@ def bench_stages(workload: Workload, *, repeat: int) -> list[Result]:
         valid = {eid: v for eid, v in verdicts.items() if isinstance(v, ValidEvent)}
 
         def classify_and_assemble() -> Any:
-            nodes = {eid: Node(eid, v.prev_event, v.chain, v.created_us) for eid, v in valid.items()}
+            nodes = {eid: Node.of(v) for eid, v in valid.items()}
             classification = classify(nodes, verdicts)
             removed = supersessions(classification.applied, valid)
             return assemble_state(subject, verdicts, valid, classification, removed)

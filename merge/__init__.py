@@ -28,7 +28,7 @@ from .bundle import BUNDLE_CHECKS, REGISTRY_KEYS, BundleCheck, BundleReport, Che
 from .canonical import MAX_DEPTH, MAX_SAFE_INTEGER, canonical_json
 from .engine import AddResult, EventStatus, Merger
 from .errors import InputError, KeySetError, MergeError, NotCanonicalError, RecordError
-from .fold import FoldResult, Supersession, fold
+from .fold import fold
 from .identifiers import (
     b32,
     bundle_sha256,
@@ -58,10 +58,12 @@ from .state import (
     Current,
     Entry,
     Equivocation,
+    FoldResult,
     InvalidEvent,
     Signer,
     SourceAlias,
     State,
+    Supersession,
     decode_state,
 )
 

@@ -1,7 +1,10 @@
-"""Admission (spec §5): which inputs become events at all.
+"""Admission (spec §5): which inputs become events at all, and how copies of one event merge.
 
 An input is a JSON text (``bytes`` or ``str``) or an already-parsed JSON value. What is not
 admitted becomes a :class:`Rejection` with its position and cause, returned, never raised.
+Copies of one ``event_id`` merge as §5 says: :func:`copy_identity` tells identical copies
+(one verdict serves them all), :func:`prevailing_verdict` which copy's verdict stands; the
+batch fold and the incremental :class:`merge.Merger` both use these two.
 """
 
 from __future__ import annotations
@@ -9,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from enum import StrEnum
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 import msgspec
 
@@ -17,9 +20,19 @@ from .canonical import MAX_DEPTH, MAX_SAFE_INTEGER, FloatLiteral, decode_json, s
 from .errors import InputError, MergeError
 from .identifiers import EVENT_ID_PATTERN
 from .identifiers import event_id as body_event_id
+from .reasons import Reason
 from .schema import Event
 
-__all__ = ["MAX_INPUT_BYTES", "Admitted", "RejectCode", "Rejection", "admit", "require_inputs"]
+__all__ = [
+    "MAX_INPUT_BYTES",
+    "Admitted",
+    "RejectCode",
+    "Rejection",
+    "admit",
+    "copy_identity",
+    "prevailing_verdict",
+    "require_inputs",
+]
 
 #: Largest admissible JSON text, in bytes of UTF-8 (spec §5).
 MAX_INPUT_BYTES: Final = 1_048_576
@@ -122,6 +135,36 @@ class Admitted(msgspec.Struct, frozen=True):
             return body_event_id(self.value) == self.event_id
         except MergeError:
             return False
+
+
+def copy_identity(copy: Admitted) -> tuple[bytes, bool]:
+    """What makes two admitted copies identical, so that one verdict serves both (§5).
+
+    The JSON text, and whether the value held a float: a parsed NaN or infinity encodes as the
+    text of its ``null`` twin, yet one is ``non_canonical_json`` and the other may be valid.
+    """
+    return (copy.raw, copy.non_canonical is not None)
+
+
+#: A copy's verdict when it passed §6 (:class:`merge.checks.ValidEvent`); a failed copy's is a Reason.
+_Passed = TypeVar("_Passed")
+
+
+def prevailing_verdict(standing: Reason | _Passed | None, verdict: Reason | _Passed) -> Reason | _Passed:
+    """§5 copy merging: the verdict of an event once one more of its copies was judged.
+
+    ``standing``: the verdict of the copies judged so far (``None`` before the first);
+    ``verdict``: the new copy's. A copy that passed §6 wins (the first, when several do); else
+    the one that got furthest down the §6 checks (highest :attr:`Reason.rank`) gives the
+    event its reason.
+    """
+    if standing is None:
+        return verdict
+    if not isinstance(standing, Reason):
+        return standing  # a copy passed already: the event is valid, whatever the others say
+    if not isinstance(verdict, Reason) or verdict.rank > standing.rank:
+        return verdict
+    return standing
 
 
 def require_inputs(inputs: Iterable[Any]) -> Iterable[Any]:

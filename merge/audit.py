@@ -28,14 +28,14 @@ from typing import Any, Final, Literal
 
 import msgspec
 
-from .admission import Admitted, admit
+from .admission import Admitted, admit, copy_identity
 from .bundle import REGISTRY_KEYS, verify_bundle
 from .canonical import canonical_json, decode_json, encode_canonical_unchecked
 from .errors import InputError, MergeError
-from .fold import FoldResult, copy_identity, fold
+from .fold import fold
 from .keys import KeySet
 from .reasons import CHECK_ORDER
-from .state import Entry, State
+from .state import Entry, FoldResult, State
 from .timestamps import parse_timestamp
 
 __all__ = [
@@ -213,7 +213,7 @@ def _copy_digest(copy: Admitted) -> bytes:
     """What makes two copies one across snapshots: the same JSON value (§5 judges values).
 
     Of the canonical bytes when canonical-able, so a copy is the same whatever key order or
-    spacing a registry wrote it with; else of the text as :func:`merge.fold.copy_identity` has it.
+    spacing a registry wrote it with; else of the text as :func:`merge.admission.copy_identity` has it.
     """
     if copy.non_canonical is None:
         return hashlib.sha256(encode_canonical_unchecked(copy.decoded)).digest()

@@ -15,7 +15,7 @@ import msgspec
 from .canonical import canonical_json, decode_json, encode_canonical_unchecked, hash_if_canonical, same_json
 from .checks import signed_check
 from .errors import KeySetError, MergeError
-from .fold import FoldResult, fold
+from .fold import fold
 from .identifiers import (
     BUNDLE_SIGNED_MESSAGE,
     HEX64_PATTERN,
@@ -23,7 +23,7 @@ from .identifiers import (
     short_pith_number,
 )
 from .keys import KeySet
-from .state import MERGE_VERSION
+from .state import MERGE_VERSION, FoldResult
 
 __all__ = [
     "BUNDLE_CHECKS",

@@ -5,18 +5,23 @@ far).state``, including the retroactive cases of §7 (a late second successor tu
 event into an equivocation and withholds its descendants; a late ``prev_event`` makes earlier
 orphans applicable; a late valid copy makes an event valid). It gets there without re-folding:
 
-* §5/§6: each input is admitted and judged on its own. An event already valid ignores later
-  copies; an identical copy of an invalid event is not judged twice; signatures go through one
-  :class:`~merge.signatures.SignatureVerifier` per engine, whose cache verifies each distinct
-  (key, digest, signature) once however many copies arrive.
-* §7: :class:`ChainIndex` keeps the classification of :func:`merge.chains.classify` up to date
-  by re-deciding only what an event can change: its own status, its fork group, and the
-  descendants whose status follows from a status that changed.
-* §9: the state is assembled (by the code :func:`merge.fold.fold` uses) only when asked for,
-  and cached as canonical bytes with its ``state_sha256`` until the next change. Each read of
-  :attr:`Merger.state` decodes a new copy from those bytes: the engine keeps the payloads it
-  folded, and a caller who edits a returned state (its payload dicts are plain dicts) can
-  change nothing the engine, a later state, a checkpoint or another caller sees.
+* §5/§6: each input is admitted and judged on its own, and its verdict merged with the
+  event's earlier ones by :func:`merge.admission.prevailing_verdict`. An event already valid
+  ignores later copies; an identical copy of an invalid event is not judged twice; signatures
+  go through one :class:`~merge.signatures.SignatureVerifier` per engine, whose cache
+  verifies each distinct (key, digest, signature) once however many copies arrive.
+* §7: :class:`merge.chains.ChainIndex` keeps the classification of :func:`merge.chains.classify`
+  up to date by re-deciding only what an event can change: its own status, its fork group, and
+  the descendants whose status follows from a status that changed.
+* §9: the state is assembled (by :func:`merge.state.assemble_state`, as in the fold) only
+  when asked for, and cached as canonical bytes with its ``state_sha256`` until the next
+  change. Each read of :attr:`Merger.state` decodes a new copy from those bytes: the engine
+  keeps the payloads it folded, and a caller who edits a returned state (its payload dicts
+  are plain dicts) can change nothing the engine, a later state, a checkpoint or another
+  caller sees.
+
+The engine and :func:`merge.fold` are two drivers side by side over the same section modules;
+neither imports the other.
 
 Pure: no clock, files, network or randomness; inputs are never mutated.
 """
@@ -24,24 +29,22 @@ Pure: no clock, files, network or randomness; inputs are never mutated.
 from __future__ import annotations
 
 import hashlib
-from bisect import bisect_left, insort
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 import msgspec
 
-from .admission import Admitted, Rejection, admit, require_inputs
+from .admission import Admitted, Rejection, admit, copy_identity, prevailing_verdict, require_inputs
 from .canonical import encode_canonical_unchecked
-from .chains import ChainKey, Classification, Fork, Node, supersessions
+from .chains import ChainIndex, Node, supersessions
 from .checks import Candidate, ValidEvent, postcheck, precheck
-from .fold import FoldResult, Supersession, assemble_state, copy_identity, supersession_list
 from .identifiers import require_subject
 from .keys import KeySet
 from .reasons import Reason
 from .signatures import SignatureVerifier
-from .state import State, decode_state_unchecked
+from .state import FoldResult, State, Supersession, assemble_state, decode_state_unchecked, supersession_list
 
-__all__ = ["AddResult", "ChainIndex", "EventStatus", "Merger"]
+__all__ = ["AddResult", "EventStatus", "Merger"]
 
 
 class EventStatus(msgspec.Struct, frozen=True):
@@ -164,9 +167,9 @@ class Merger:
         before = self._verdicts.get(event_id)
         duplicate = before is not None
         if isinstance(before, ValidEvent):
-            # §5: once a copy passed §6 the event is valid; other copies change nothing.
+            # §5 (prevailing_verdict): a copy passed, so the event is valid; others need no check.
             return EventStatus(copy.index, event_id, self._chains.reasons.get(event_id), True)
-        # The copy's identity, as fold() has it (copy_identity), kept as a digest: the engine
+        # The copy's identity (§5, copy_identity, as in the fold), kept as a digest: the engine
         # lives for days, so it remembers 33 bytes per distinct copy, not the whole text.
         raw, held_float = copy_identity(copy)
         digest = hashlib.sha256(raw).digest() + (b"F" if held_float else b"")
@@ -181,19 +184,19 @@ class Merger:
             if isinstance(prechecked, Candidate)
             else prechecked
         )
-        changed: list[str] = []
-        if isinstance(verdict, ValidEvent):
-            # A new event, or a late valid copy of an invalid one (§5): now it is valid.
-            self._verdicts[event_id] = self._valid[event_id] = verdict
-            del self._seen[event_id]
-            changed = self._chains.add(Node(event_id, verdict.prev_event, verdict.chain, verdict.created_us))
-        elif before is None:
-            self._verdicts[event_id] = verdict
-            changed = self._chains.admit(event_id)
-        elif verdict.rank > before.rank:
-            self._verdicts[event_id] = verdict  # §5: the copy that got furthest gives the reason
-        else:
+        standing = prevailing_verdict(before, verdict)
+        if standing is before:
             return EventStatus(copy.index, event_id, before, True)
+        self._verdicts[event_id] = standing
+        changed: list[str] = []
+        if isinstance(standing, ValidEvent):
+            # A new event, or a late valid copy of an invalid one (§5): now it is valid.
+            self._valid[event_id] = standing
+            del self._seen[event_id]
+            changed = self._chains.add(Node.of(standing))
+        elif before is None:
+            changed = self._chains.admit(event_id)
+        # else: a copy that got further than the earlier ones now gives the event its reason.
         self._snapshot = None
         others = tuple(sorted({eid for eid in changed if eid != event_id}))
         return EventStatus(copy.index, event_id, self.reason(event_id), duplicate, others)
@@ -269,315 +272,3 @@ class _Snapshot(msgspec.Struct, frozen=True):
     body: bytes
     sha256: str
     superseded: tuple[Supersession, ...]
-
-
-Status = int | Reason  # an applied event's depth in its chain, or why a valid event did not apply
-SortKey = tuple[int, int, str]  # (created_at instant, depth, event_id): the §7 apply order
-
-
-class ChainIndex:
-    """Spec §7 kept up to date as events arrive; always equal to :func:`merge.chains.classify`.
-
-    :meth:`add` a valid event (§6 passed) as a :class:`~merge.chains.Node`, :meth:`admit` the id
-    of an event that failed §6; :meth:`classification` then equals ``classify(nodes, admitted)``
-    (forks in a different order: the state sorts them). Each call re-decides only what the new
-    fact can change and returns the ids whose status changed.
-
-    The status of a valid event follows from its prev alone, top-down (§7): a root, or an event
-    whose prev is not valid, is decided at once; under an applied prev it is decided within its
-    (chain, prev) group of eligible events, which applies alone and is a fork otherwise; under a
-    valid prev that did not apply it is ``invalid_prev``. So a change propagates only downwards,
-    and only while the applied set changes. Extending a chain costs one dictionary update and one
-    insertion in the apply order, O(log n).
-
-    Cycles of ``prev_event`` (impossible without a SHA-256 collision, but §7 says what they give:
-    ``missing_prev`` on the cycle, ``invalid_prev`` below it) are detected in near-constant time
-    with a disjoint-set forest of the weakly connected components of the prev graph: a node adds
-    a cycle exactly when its prev already lies in its own component (whose only sink it is).
-    """
-
-    __slots__ = (
-        "_children",
-        "_components",
-        "_dirty",
-        "_forked",
-        "_groups",
-        "_on_cycle",
-        "_order",
-        "admitted",
-        "depth",
-        "nodes",
-        "reasons",
-    )
-
-    def __init__(self) -> None:
-        #: The valid events.
-        self.nodes: dict[str, Node] = {}
-        #: Every admitted event id, valid or not.
-        self.admitted: set[str] = set()
-        #: Depth in its chain of every applied event (root 0).
-        self.depth: dict[str, int] = {}
-        #: §7 reason of every valid event that did not apply.
-        self.reasons: dict[str, Reason] = {}
-        # prev_event → the valid events naming it (whatever the prev is, even unknown).
-        self._children: dict[str, list[str]] = {}
-        # (prev_event or None, chain) → eligible events of that group, in arrival order.
-        self._groups: dict[tuple[str | None, ChainKey], list[str]] = {}
-        self._forked: set[tuple[str | None, ChainKey]] = set()
-        self._order = SortedKeys()
-        self._on_cycle: set[str] = set()
-        self._components = _DisjointSets()
-        self._dirty: list[str] = []
-
-    def admit(self, event_id: str) -> list[str]:
-        """Record an admitted event that failed §6: its children go from missing to invalid prev."""
-        if event_id in self.admitted:
-            return []
-        self.admitted.add(event_id)
-        changed: list[str] = []
-        self._settle_children(event_id, changed)
-        return changed
-
-    def add(self, node: Node) -> list[str]:
-        """Add a valid event (new, or admitted before as invalid); return every id whose status changed."""
-        event_id = node.event_id
-        if event_id in self.nodes:
-            return []
-        self.nodes[event_id] = node
-        self.admitted.add(event_id)
-        components = self._components
-        components.add(event_id)
-        for child in self._children.get(event_id, ()):
-            components.union(child, event_id)
-        changed: list[str] = []
-        prev = node.prev_event
-        if prev is None:
-            self._join((None, node.chain), event_id, 0, changed)
-        else:
-            self._children.setdefault(prev, []).append(event_id)
-            if prev in self.nodes and components.find(prev) == components.find(event_id):
-                self._close_cycle(node, changed)
-            else:
-                if prev in self.nodes:
-                    components.union(event_id, prev)
-                self._attach(node, changed)
-        # Propagate downwards while the applied set changes (and always below a new event).
-        dirty = self._dirty
-        while dirty:
-            self._settle_children(dirty.pop(), changed)
-        return changed
-
-    def classification(self) -> Classification:
-        """A snapshot equal to ``classify(nodes, admitted)`` (forks in another order)."""
-        live = self.live_classification()
-        return Classification(live.applied, dict(self.depth), dict(self.reasons), live.forks)
-
-    def live_classification(self) -> Classification:
-        """As :meth:`classification`, sharing this index's dictionaries (read them, do not keep them)."""
-        applied = [key[2] for key in self._order]
-        forks = [
-            Fork(chain, prev, tuple(sorted(self._groups[(prev, chain)]))) for prev, chain in self._forked
-        ]
-        return Classification(applied, self.depth, self.reasons, forks)
-
-    # -- internals ------------------------------------------------------------------------
-
-    def _attach(self, node: Node, changed: list[str]) -> None:
-        """Decide a new event under its prev (not None), as that prev stands now."""
-        prev = node.prev_event
-        assert prev is not None
-        parent = self.nodes.get(prev)
-        if parent is None:
-            reason = Reason.INVALID_PREV if prev in self.admitted else Reason.MISSING_PREV
-            self._set(node.event_id, reason, changed)
-            return
-        depth = self.depth.get(prev)
-        if depth is None:
-            self._set(node.event_id, self._below_unapplied(node.event_id), changed)
-        elif node.chain != parent.chain:
-            self._set(node.event_id, Reason.PREV_WRONG_CHAIN, changed)
-        elif node.created_us < parent.created_us:
-            self._set(node.event_id, Reason.CREATED_BEFORE_PREV, changed)
-        else:
-            self._join((prev, parent.chain), node.event_id, depth + 1, changed)
-
-    def _join(
-        self, group_key: tuple[str | None, ChainKey], event_id: str, depth: int, changed: list[str]
-    ) -> None:
-        """An eligible event joins its (prev, chain) group: alone it applies, else a fork (§7.4)."""
-        group = self._groups.setdefault(group_key, [])
-        group.append(event_id)
-        if len(group) == 1:
-            self._set(event_id, depth, changed)
-            return
-        if len(group) == 2:  # the late second successor: the first one stops applying
-            self._forked.add(group_key)
-            self._set(group[0], Reason.EQUIVOCATION, changed)
-        self._set(event_id, Reason.EQUIVOCATION, changed)
-
-    def _settle_children(self, parent_id: str, changed: list[str]) -> None:
-        """Re-decide every valid event naming ``parent_id`` after the parent's status changed."""
-        children = self._children.get(parent_id)
-        if not children:
-            return
-        parent = self.nodes.get(parent_id)
-        if parent is None:
-            reason = Reason.INVALID_PREV if parent_id in self.admitted else Reason.MISSING_PREV
-            for child in children:
-                self._set(child, reason, changed)
-            return
-        group_key = (parent_id, parent.chain)
-        self._groups.pop(group_key, None)
-        self._forked.discard(group_key)
-        depth = self.depth.get(parent_id)
-        if depth is None:
-            for child in children:
-                self._set(child, self._below_unapplied(child), changed)
-            return
-        for child in children:
-            node = self.nodes[child]
-            if node.chain != parent.chain:
-                self._set(child, Reason.PREV_WRONG_CHAIN, changed)
-            elif node.created_us < parent.created_us:
-                self._set(child, Reason.CREATED_BEFORE_PREV, changed)
-            else:
-                self._join(group_key, child, depth + 1, changed)
-
-    def _below_unapplied(self, event_id: str) -> Reason:
-        # Under a valid prev that did not apply: invalid_prev, unless on a prev cycle (§7).
-        return Reason.MISSING_PREV if event_id in self._on_cycle else Reason.INVALID_PREV
-
-    def _close_cycle(self, node: Node, changed: list[str]) -> None:
-        """``node`` closes a prev cycle: its prev descends from it. Everything on it is missing_prev."""
-        members = [node.event_id]
-        current = node.prev_event
-        while current is not None and current != node.event_id:
-            members.append(current)
-            current = self.nodes[current].prev_event
-        self._on_cycle.update(members)
-        # Every member but the new one descends from an event that was not valid: none applied,
-        # so their own children keep their status; only the members' reasons change.
-        for member in members:
-            self._set(member, Reason.MISSING_PREV, changed)
-
-    def _set(self, event_id: str, status: Status, changed: list[str]) -> None:
-        old_depth = self.depth.get(event_id)
-        old_reason = self.reasons.get(event_id)
-        created = self.nodes[event_id].created_us
-        if isinstance(status, Reason):
-            if old_reason == status:
-                return
-            if old_depth is not None:
-                del self.depth[event_id]
-                self._order.remove((created, old_depth, event_id))
-            self.reasons[event_id] = status
-            new_depth = None
-        else:
-            if old_depth == status:
-                return
-            if old_depth is not None:
-                self._order.remove((created, old_depth, event_id))
-            self.reasons.pop(event_id, None)
-            self.depth[event_id] = status
-            self._order.add((created, status, event_id))
-            new_depth = status
-        changed.append(event_id)
-        if new_depth != old_depth or old_reason is None:
-            # The children's status follows from whether (and how deep) this one applies; a
-            # new event's children may have waited for it (missing_prev until now).
-            self._dirty.append(event_id)
-
-
-class SortedKeys:
-    """Apply-order keys kept sorted, in blocks of bounded size (as the ``sortedcontainers`` package).
-
-    ``add``/``remove`` cost a binary search over the block maxima, one within a block of at
-    most ``2 * LOAD`` keys, and (every ``LOAD`` insertions into one block) a split: O(log n)
-    amortized for any practical n. Iteration is in order.
-    """
-
-    LOAD: Final = 256
-
-    __slots__ = ("_blocks", "_len", "_maxes")
-
-    def __init__(self) -> None:
-        self._blocks: list[list[SortKey]] = []
-        self._maxes: list[SortKey] = []
-        self._len = 0
-
-    def __len__(self) -> int:
-        return self._len
-
-    def __iter__(self) -> Iterator[SortKey]:
-        for block in self._blocks:
-            yield from block
-
-    def add(self, key: SortKey) -> None:
-        """Insert ``key`` (keys are unique by construction here; a repeat is kept twice)."""
-        self._len += 1
-        maxes, blocks = self._maxes, self._blocks
-        if not blocks:
-            blocks.append([key])
-            maxes.append(key)
-            return
-        i = bisect_left(maxes, key)
-        if i == len(maxes):  # beyond every key: the common case when events arrive in order
-            i -= 1
-            block = blocks[i]
-            block.append(key)
-            maxes[i] = key
-        else:
-            block = blocks[i]
-            insort(block, key)
-        if len(block) > 2 * self.LOAD:
-            half = self.LOAD
-            blocks[i : i + 1] = [block[:half], block[half:]]
-            maxes[i : i + 1] = [block[half - 1], block[-1]]
-
-    def remove(self, key: SortKey) -> None:
-        """Remove one occurrence of ``key``; ``ValueError`` when absent."""
-        maxes, blocks = self._maxes, self._blocks
-        i = bisect_left(maxes, key)
-        if i == len(maxes):
-            raise ValueError(f"{key!r} not in list")
-        block = blocks[i]
-        j = bisect_left(block, key)
-        if j == len(block) or block[j] != key:
-            raise ValueError(f"{key!r} not in list")
-        del block[j]
-        self._len -= 1
-        if not block:
-            del blocks[i]
-            del maxes[i]
-        elif j == len(block):
-            maxes[i] = block[-1]
-
-
-class _DisjointSets:
-    """Union-find with path halving and union by size: near-constant amortized operations."""
-
-    __slots__ = ("_parent", "_size")
-
-    def __init__(self) -> None:
-        self._parent: dict[str, str] = {}
-        self._size: dict[str, int] = {}
-
-    def add(self, item: str) -> None:
-        self._parent[item] = item
-        self._size[item] = 1
-
-    def find(self, item: str) -> str:
-        parent = self._parent
-        while parent[item] != item:
-            parent[item] = parent[parent[item]]
-            item = parent[item]
-        return item
-
-    def union(self, a: str, b: str) -> None:
-        ra, rb = self.find(a), self.find(b)
-        if ra == rb:
-            return
-        if self._size[ra] < self._size[rb]:
-            ra, rb = rb, ra
-        self._parent[rb] = ra
-        self._size[ra] += self._size.pop(rb)

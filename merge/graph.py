@@ -28,9 +28,9 @@ import msgspec
 
 from .admission import Admitted, Rejection, admit
 from .errors import InputError
-from .fold import FoldResult
 from .identifiers import EVENT_ID_PATTERN
 from .reasons import Reason
+from .state import FoldResult
 from .timestamps import parse_timestamp
 
 __all__ = [

@@ -17,10 +17,9 @@ from msgspec import UNSET, UnsetType
 from .audit import fates
 from .canonical import canonical_json
 from .errors import InputError
-from .fold import FoldResult
 from .identifiers import EVENT_ID_PREFIX
 from .reasons import REASON_RULES, Reason
-from .state import Entry, Equivocation, State
+from .state import Entry, Equivocation, FoldResult, State
 
 __all__ = [
     "CurrentMoves",

@@ -61,10 +61,10 @@ from .admission import MAX_INPUT_BYTES, Rejection, admit
 from .bundle import REGISTRY_KEYS, CheckedReport, parse_document, verify_bundle
 from .canonical import canonical_json, decode_json
 from .errors import InputError, KeySetError, MergeError
-from .fold import FoldResult, fold
+from .fold import fold
 from .keys import Key, KeySet
 from .record import record_disagreement, verify_record
-from .state import MERGE_VERSION, State
+from .state import MERGE_VERSION, FoldResult, State
 
 __all__ = [
     "MAX_DOCUMENT_BYTES",

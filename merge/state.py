@@ -1,17 +1,25 @@
-"""The merged state of spec §9, as typed, immutable msgspec Structs.
+"""The merged state of spec §9: its typed, immutable msgspec Structs, and how it is assembled.
 
 ``canonical_json(state)`` gives the exact bytes the registry hashes; ``msgspec.json.decode(
-data, type=State)`` reads a state back (decode(encode(state)) == state).
+data, type=State)`` reads a state back (decode(encode(state)) == state). :func:`assemble_state`
+builds the state of classified verdicts, for the batch fold (:func:`build_state`) and the
+incremental :class:`merge.Merger` alike; :func:`with_state_sha256` adds its hash (§2).
 """
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Mapping
 from typing import Any, Final
 
 import msgspec
 
-from .canonical import CanonicalStruct
+from .admission import Rejection
+from .canonical import CanonicalStruct, encode_canonical_unchecked
+from .chains import Classification, Node, classify, supersessions
+from .checks import CURRENT_KEYS, EVENT_TYPES, ValidEvent
 from .errors import InputError
+from .identifiers import source_alias_pairs
 from .reasons import Reason
 
 __all__ = [
@@ -20,11 +28,17 @@ __all__ = [
     "Current",
     "Entry",
     "Equivocation",
+    "FoldResult",
     "InvalidEvent",
     "Signer",
     "SourceAlias",
     "State",
+    "Supersession",
+    "assemble_state",
+    "build_state",
     "decode_state",
+    "supersession_list",
+    "with_state_sha256",
 ]
 
 MERGE_VERSION: Final = "pith-open-graph-merge-v1"
@@ -135,3 +149,136 @@ def decode_state(data: bytes | str) -> State:
         return _state_decoder.decode(data)
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
         raise InputError(f"not a merge-v1 state: {exc}") from None
+
+
+class Supersession(msgspec.Struct, frozen=True):
+    """An applied event that left ``current`` (§7 supersedes), and the applied events that removed it."""
+
+    event_id: str
+    superseded_by: tuple[str, ...]
+
+
+class FoldResult(msgspec.Struct, frozen=True):
+    """What :func:`merge.fold` returns: the state and the inputs that were not admitted.
+
+    ``superseded``: every applied event that some applied event superseded (§7), sorted by
+    ``event_id``, as the fold decided it; ``None`` when the result was served from a store
+    checkpoint, which keeps the state alone.
+    """
+
+    state: State
+    rejected: tuple[Rejection, ...]
+    superseded: tuple[Supersession, ...] | None = ()
+
+    @property
+    def state_sha256(self) -> str:
+        """``state.state_sha256``: the hash of the state without that key (§2)."""
+        return self.state.state_sha256
+
+    @property
+    def reasons(self) -> dict[str, Reason]:
+        """``event_id`` → reason, for every admitted event that did not apply."""
+        return {item.event_id: item.reason for item in self.state.invalid_events}
+
+
+def build_state(
+    subject: str, verdicts: Mapping[str, Reason | ValidEvent]
+) -> tuple[State, tuple[Supersession, ...]]:
+    """Classify the valid events (§7) and build the state (§9), ``state_sha256`` included.
+
+    Also returns who superseded whom (§7), as :attr:`FoldResult.superseded` reports it.
+    """
+    valid = {eid: v for eid, v in verdicts.items() if isinstance(v, ValidEvent)}
+    nodes = {eid: Node.of(v) for eid, v in valid.items()}
+    classification = classify(nodes, verdicts)
+    removed = supersessions(classification.applied, valid)
+    state = with_state_sha256(assemble_state(subject, verdicts, valid, classification, removed))
+    return state, supersession_list(removed)
+
+
+def supersession_list(removed: Mapping[str, tuple[str, ...]]) -> tuple[Supersession, ...]:
+    """:func:`merge.chains.supersessions`' map as the sorted Structs of :attr:`FoldResult.superseded`."""
+    return tuple(Supersession(event_id, removed[event_id]) for event_id in sorted(removed))
+
+
+def with_state_sha256(state: State) -> State:
+    """The state with ``state_sha256`` set to the hash of the rest (§2)."""
+    body = msgspec.structs.replace(state, state_sha256="")
+    digest = hashlib.sha256(encode_canonical_unchecked(body)).hexdigest()
+    return msgspec.structs.replace(state, state_sha256=digest)
+
+
+_STATE_TYPE: Final = "pith_open_graph_state"
+
+
+def assemble_state(
+    subject: str,
+    verdicts: Mapping[str, Reason | ValidEvent],
+    valid: Mapping[str, ValidEvent],
+    classification: Classification,
+    removed: Mapping[str, tuple[str, ...]],
+) -> State:
+    """The §9 state of classified verdicts, without ``state_sha256`` (see :func:`with_state_sha256`).
+
+    ``valid`` holds the :class:`ValidEvent` verdicts of ``verdicts``; ``removed`` is what
+    :func:`merge.chains.supersessions` says of the applied ones. Shared by :func:`build_state`
+    (the batch fold) and the incremental :class:`merge.Merger`, so both build the state the
+    same way.
+    """
+    applied = classification.applied
+    lists: dict[str, list[Entry]] = {key: [] for key in CURRENT_KEYS}
+    record: Entry | None = None
+    record_event: ValidEvent | None = None
+    for event_id in applied:
+        event = valid[event_id]
+        if event_id in removed:
+            continue
+        entry = Entry(
+            event_id=event_id,
+            target=event.target,
+            created_at=event.created_at,
+            signer=Signer(**msgspec.structs.asdict(event.signer)),
+            payload=event.payload,
+        )
+        if event.event_type == "record_created":
+            record, record_event = entry, event
+        else:
+            lists[EVENT_TYPES[event.event_type][1]].append(entry)
+
+    invalid = {eid: v for eid, v in verdicts.items() if isinstance(v, Reason)}
+    invalid.update(classification.reasons)
+    equivocations = sorted(
+        (
+            Equivocation(chain=Chain(*fork.chain), prev_event=fork.prev_event, event_ids=fork.event_ids)
+            for fork in classification.forks
+        ),
+        key=encode_canonical_unchecked,
+    )
+    current = Current(
+        canonical_record=record_event.payload["canonical_record"] if record_event else None,
+        source_aliases=_source_aliases(record_event) if record_event else (),
+        record_created=record,
+        **{key: tuple(entries) for key, entries in lists.items()},
+    )
+    return State(
+        state_type=_STATE_TYPE,
+        state_version="1.0",
+        pith_number=subject,
+        merge_version=MERGE_VERSION,
+        event_count=len(verdicts),
+        valid_event_count=len(applied),
+        invalid_event_count=len(invalid),
+        equivocation_count=len(equivocations),
+        current=current,
+        equivocations=tuple(equivocations),
+        invalid_events=tuple(InvalidEvent(eid, invalid[eid]) for eid in sorted(invalid)),
+        applied_event_ids=tuple(applied),
+    )
+
+
+def _source_aliases(record: ValidEvent) -> tuple[SourceAlias, ...]:
+    """§9 source aliases, sorted by (alias_kind, alias_value) as code points."""
+    payload = record.payload
+    pairs = source_alias_pairs(payload["canonical_record"]["source"], payload["canonical_sha256"])
+    assert pairs is not None  # the §8 payload rule held: the source has its id, kind and version
+    return tuple(SourceAlias(alias_kind=k, alias_value=v, created_at=record.created_at) for k, v in pairs)

@@ -13,9 +13,9 @@ from typing import Any
 
 from merge import canonical_json, fold
 from merge.canonical import canonical_problem
-from merge.fold import FoldResult
 from merge.reasons import Reason
 from merge.signing import TestKey, record_created_payload, seal_event, sign_event
+from merge.state import FoldResult
 
 KEY_A = TestKey("merge-v1 vector key A", "test-A")
 KEY_B = TestKey("merge-v1 vector key B", "test-B")

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from merge import MAX_INPUT_BYTES, RejectCode, Rejection
-from merge.admission import Admitted, admit
+from merge.admission import Admitted, admit, copy_identity, prevailing_verdict
 from merge.canonical import FloatLiteral
 from merge.reasons import Reason
 from merge.schema import Event
@@ -354,3 +354,27 @@ def test_a_parsed_int_of_4300_digits_is_admitted_either_sign() -> None:
         outcome = admit({"event_id": "sha256:" + "0" * 64, "x": value})
         assert isinstance(outcome, Admitted)
         assert outcome.non_canonical is not None
+
+
+# --- §5: how copies of one event merge.
+
+
+def test_copy_identity_is_the_text_and_whether_a_float_was_held() -> None:
+    nan = admitted({"event_id": ID, "x": math.nan})
+    null = admitted({"event_id": ID, "x": None})
+    assert nan.raw == null.raw  # one text...
+    assert copy_identity(nan) != copy_identity(null)  # ...yet not identical copies
+    assert copy_identity(null) == copy_identity(admitted(to_text({"event_id": ID, "x": None})))
+
+
+def test_prevailing_verdict_a_passing_copy_wins_else_the_furthest() -> None:
+    passed = object()  # stands for a ValidEvent: any verdict that is not a Reason
+    early, late = Reason.MALFORMED, Reason.BAD_SIGNATURE
+    assert late.rank > early.rank
+    assert prevailing_verdict(None, early) is early
+    assert prevailing_verdict(early, late) is late
+    assert prevailing_verdict(late, early) is late
+    assert prevailing_verdict(late, passed) is passed
+    assert prevailing_verdict(passed, late) is passed
+    other = object()
+    assert prevailing_verdict(passed, other) is passed  # the first passing copy stands

@@ -1,14 +1,21 @@
-"""Chains, forks and apply order (spec §7, merge.chains.classify) on synthetic graphs.
+"""Chains, forks and apply order (spec §7, merge.chains) on synthetic graphs.
 
-``classify`` sees only ids, prev links, chains and instants, so graphs here need no signing;
-``test_fold.py`` checks the same rules end to end with signed events.
+``classify`` and the incremental ``ChainIndex`` see only ids, prev links, chains and instants,
+so graphs here need no signing; ``test_fold.py`` checks the same rules end to end with signed
+events, ``test_engine.py`` the Merger built on ``ChainIndex``.
 """
 
 from __future__ import annotations
 
 import copy
+import random
+from typing import Any
 
-from merge.chains import Classification, Fork, Node, classify
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from merge.chains import ChainIndex, Classification, Fork, Node, SortedKeys, child_reason, classify
 from merge.reasons import Reason
 
 GRAPH = ("graph", "test-A")
@@ -219,9 +226,140 @@ def test_every_node_gets_exactly_one_verdict() -> None:
     assert not set(result.applied) & set(result.reasons)
 
 
+def test_child_reason_decides_each_prev_standing_in_order() -> None:
+    """The one §7 decision on a child, which classify and ChainIndex both use, case by case."""
+    parent = node("p", None, GRAPH, at=5)
+    child = node("c", "p", GRAPH, at=5)
+    assert child_reason(child, None, prev_admitted=False, prev_applied=False) is Reason.MISSING_PREV
+    assert child_reason(child, None, prev_admitted=True, prev_applied=False) is Reason.INVALID_PREV
+    assert child_reason(child, parent, prev_admitted=True, prev_applied=False) is Reason.INVALID_PREV
+    assert child_reason(child, parent, prev_admitted=True, prev_applied=True) is None
+    # Wrong chain is decided before time; equal instants are fine.
+    early_other_chain = node("c", "p", GRAPH_B, at=4)
+    assert child_reason(early_other_chain, parent, prev_admitted=True, prev_applied=True) is (
+        Reason.PREV_WRONG_CHAIN
+    )
+    early = node("c", "p", GRAPH, at=4)
+    assert child_reason(early, parent, prev_admitted=True, prev_applied=True) is Reason.CREATED_BEFORE_PREV
+
+
 def test_classify_does_not_mutate_its_arguments() -> None:
     nodes = {n.event_id: n for n in (node("a", None), node("b", "a"), node("c", "a"))}
     admitted = set(nodes)
     before = (copy.deepcopy(nodes), copy.deepcopy(admitted))
     classify(nodes, admitted)
     assert (nodes, admitted) == before
+
+
+# --- ChainIndex == classify on synthetic graphs (cycles included) --------------------------
+
+CHAINS = [("graph", "k1"), ("graph", "k2"), ("author", "k1"), ("record", None)]
+
+
+@st.composite
+def graphs(draw: st.DrawFn) -> tuple[list[Node], list[str], list[str]]:
+    """Synthetic valid nodes (prev among any ids: cycles, unknown prevs), admitted-invalid ids, an order."""
+    count = draw(st.integers(1, 14))
+    ids = [f"e{i:02d}" for i in range(count + 4)]  # the last four never become valid
+    nodes = [
+        Node(
+            ids[i],
+            draw(st.one_of(st.none(), st.sampled_from(ids))),
+            draw(st.sampled_from(CHAINS)),
+            draw(st.integers(0, 4)),
+        )
+        for i in range(count)
+    ]
+    invalid = draw(st.lists(st.sampled_from(ids), unique=True, max_size=4))
+    steps = [f"valid:{node.event_id}" for node in nodes] + [f"invalid:{eid}" for eid in invalid]
+    return nodes, invalid, draw(st.permutations(steps))
+
+
+def as_comparable(classification: Any) -> tuple[Any, ...]:
+    applied, depth, reasons, forks = classification
+    return list(applied), dict(depth), dict(reasons), sorted(forks)
+
+
+@settings(max_examples=400, deadline=None)
+@given(graphs())
+def test_chain_index_equals_classify_after_every_step(case: tuple[list[Node], list[str], list[str]]) -> None:
+    nodes, _, steps = case
+    by_id = {node.event_id: node for node in nodes}
+    index = ChainIndex()
+    present: dict[str, Node] = {}
+    admitted: set[str] = set()
+    for step in steps:
+        kind, event_id = step.split(":")
+        admitted.add(event_id)
+        if kind == "valid":
+            before = index.classification()
+            changed = index.add(by_id[event_id])
+            present[event_id] = by_id[event_id]
+        else:
+            before = index.classification()
+            changed = index.admit(event_id)
+        expected = classify(present, admitted)
+        assert as_comparable(index.classification()) == as_comparable(expected)
+        # `changed` names exactly the events whose status moved.
+        status_before = {**before.depth, **before.reasons}
+        status_after = {**expected.depth, **expected.reasons}
+        moved = {eid for eid in status_after if status_before.get(eid) != status_after[eid]}
+        assert set(changed) == moved
+
+
+def test_chain_index_closes_a_cycle_and_hangs_invalid_prev_below() -> None:
+    index = ChainIndex()
+    chain = ("graph", "k")
+    index.add(Node("c", "a", chain, 2))
+    index.add(Node("b", "c", chain, 1))
+    index.add(Node("d", "b", chain, 3))  # hangs off the cycle-to-be
+    index.add(Node("a", "b", chain, 0))  # closes a -> b -> c -> a
+    expected = classify(
+        {
+            n.event_id: n
+            for n in [Node("a", "b", chain, 0), Node("b", "c", chain, 1), Node("c", "a", chain, 2)]
+        }
+        | {"d": Node("d", "b", chain, 3)},
+        {"a", "b", "c", "d"},
+    )
+    assert as_comparable(index.classification()) == as_comparable(expected)
+    assert index.reasons == {
+        "a": Reason.MISSING_PREV,
+        "b": Reason.MISSING_PREV,
+        "c": Reason.MISSING_PREV,
+        "d": Reason.INVALID_PREV,
+    }
+    self_loop = ChainIndex()
+    self_loop.add(Node("s", "s", chain, 0))
+    assert self_loop.reasons == {"s": Reason.MISSING_PREV}
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), st.integers(0, 50)), max_size=600))
+def test_sorted_keys_is_a_sorted_multiset(operations: list[tuple[bool, int]]) -> None:
+    keys = SortedKeys()
+    model: list[tuple[int, int, str]] = []
+    for insert, value in operations:
+        key = (value, value % 3, str(value))
+        if insert or key not in model:
+            keys.add(key)
+            model.append(key)
+        else:
+            keys.remove(key)
+            model.remove(key)
+        assert len(keys) == len(model)
+    assert list(keys) == sorted(model)
+    with pytest.raises(ValueError, match="not in list"):
+        keys.remove((99, 0, "99"))
+
+
+def test_sorted_keys_splits_blocks() -> None:
+    keys = SortedKeys()
+    values = list(range(3 * SortedKeys.LOAD * 2))
+    random.Random(1).shuffle(values)
+    for value in values:
+        keys.add((value, 0, ""))
+    assert [key[0] for key in keys] == sorted(values)
+    for value in values[::2]:
+        keys.remove((value, 0, ""))
+    assert [key[0] for key in keys] == sorted(values[1::2])

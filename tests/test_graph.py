@@ -21,8 +21,8 @@ import pydot
 import pytest
 
 from merge import InputError, Reason, fold
-from merge.fold import FoldResult
 from merge.graph import REASON_COLOURS, event_values, log_graph, to_dot, to_mermaid
+from merge.state import FoldResult
 
 from .builders import KEYS, SUBJECT, event, record_event, run
 from .conftest import CONFORMANCE, EDGES, load_vector

@@ -24,7 +24,7 @@ from merge import (
     fold,
     state_sha256,
 )
-from merge.fold import with_state_sha256
+from merge.state import with_state_sha256
 
 from .conftest import CONFORMANCE, load_vector
 

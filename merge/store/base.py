@@ -30,10 +30,9 @@ from ..admission import Rejection, admit, require_inputs
 from ..canonical import canonical_sha256_hex
 from ..engine import Merger
 from ..errors import InputError, MergeError
-from ..fold import FoldResult, with_state_sha256
 from ..identifiers import require_subject
 from ..keys import KeySet
-from ..state import MERGE_VERSION, State, decode_state
+from ..state import MERGE_VERSION, FoldResult, State, decode_state, with_state_sha256
 
 __all__ = [
     "NOT_JSON_TEXT",

@@ -64,6 +64,7 @@ from .errors import InputError, KeySetError, MergeError
 from .fold import FoldResult, fold
 from .keys import Key, KeySet
 from .record import record_disagreement, verify_record
+from .signatures import SignatureVerifier
 from .state import MERGE_VERSION, State
 
 __all__ = [
@@ -513,6 +514,9 @@ def fold_subject(
     ``trusted_keys``: the anchors bundle signatures (§10) and record receipts (§11) are checked against.
     """
     trusted = KeySet.parse(trusted_keys)
+    # One verifier for every bundle's fold and the subject's: a bundle's signatures, and those of
+    # the log lines that repeat its events, are verified once (its cache: (key, digest, signature)).
+    verifier = SignatureVerifier(threads)
     inputs: list[Any] = []
     sources: list[str] = []
     problems: list[InputProblem] = []
@@ -551,7 +555,7 @@ def fold_subject(
             problems.append(InputProblem(item.source, "bundle_failed", f"not JSON: {exc}"))
             mismatches += 1
             continue
-        report = verify_bundle(bundle, trusted_keys=trusted, threads=threads)
+        report = verify_bundle(bundle, trusted_keys=trusted, threads=threads, verifier=verifier)
         if not report.check("state").ok:
             mismatches += 1
         if not report.ok:
@@ -597,7 +601,7 @@ def fold_subject(
     # A subject that is exactly one bundle, with no caller keys, folds exactly as §10 did.
     # A subject that is exactly one trusted bundle, with no caller keys, folds exactly as §10 did.
     if not (distinct == 1 and keys is None and single is not None):
-        single = fold(inputs, subject=subject, keys=KeySet(key_list), threads=threads)
+        single = fold(inputs, subject=subject, keys=KeySet(key_list), threads=threads, verifier=verifier)
     result = single
     problems.extend(InputProblem(sources[r.index], str(r.code), r.detail) for r in result.rejected)
     if repeats:
@@ -630,10 +634,11 @@ def _verify_record_item(
     item: CorpusItem, trusted: KeySet, problems: list[InputProblem]
 ) -> tuple[str, Any, bool]:
     """Verify a record of the corpus (§11); a failure is a ``record_failed`` problem."""
-    report = verify_record(item.data, trusted_keys=trusted)
+    parsed, not_json = parse_document(item.data)  # decoded once, for the check and the comparison
+    report = verify_record(item.data if not_json else parsed, trusted_keys=trusted)
     if not report.ok:
         problems.append(InputProblem(item.source, "record_failed", _failed_checks(report)))
-    return item.source, parse_document(item.data)[0], report.ok
+    return item.source, parsed, report.ok
 
 
 def _failed_checks(report: CheckedReport) -> str:

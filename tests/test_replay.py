@@ -18,6 +18,7 @@ import msgspec
 import pytest
 
 import merge.replay
+import merge.signatures
 from merge import InputError, canonical_json, decode_state, fold, verify_bundle
 from merge.bundle import REGISTRY_KEYS
 from merge.keys import KeySet
@@ -152,6 +153,34 @@ def test_fold_subject_combines_log_lines_and_bundles() -> None:
     assert outcome.summary.event_count == len(bundle["events"]) + len(extra)
     assert outcome.summary.state_matches is True
     assert outcome.problems == ()
+
+
+def test_each_distinct_signature_is_verified_once_per_subject(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One verifier serves a subject's bundles and its fold: (key, digest, signature) once each.
+
+    The golden bundle needs 4 Ed25519 verifications: its 2 events, the receipt of its
+    record_created and its bundle signature. A log line that repeats one of its events adds an
+    input, not a signature: still 4 (it was 7 when the bundle and the fold verified apart).
+    """
+    calls: list[bytes] = []
+    verify = merge.signatures.crypto_sign_open
+
+    def counting(signed: bytes, public_key: bytes) -> bytes:
+        calls.append(signed[:64])
+        return verify(signed, public_key)
+
+    monkeypatch.setattr(merge.signatures, "crypto_sign_open", counting)
+    bundle = json.loads(GOLDEN_BUNDLE.read_bytes())
+    line = msgspec.json.encode(bundle["events"][1])
+    keys = KeySet.parse(bundle["public_keys"])
+    alone = [bundle_item(GOLDEN_BUNDLE)]
+    with_line = [*alone, CorpusItem(GOLDEN_SUBJECT, "log:1", "event", line)]
+    for items, given in ((alone, None), (with_line, None), (with_line, keys)):
+        calls.clear()
+        outcome = fold_subject(GOLDEN_SUBJECT, items, given)
+        assert outcome.summary.state_sha256 == GOLDEN_STATE_SHA256
+        assert outcome.problems == ()
+        assert (len(calls), len(set(calls))) == (4, 4)
 
 
 def test_fold_subject_reports_untrusted_and_mismatched_bundles() -> None:

@@ -72,6 +72,7 @@ __all__ = [
     "PARTITIONS",
     "PROBLEM_SAMPLE",
     "CorpusItem",
+    "FoldedSubjects",
     "InputProblem",
     "ItemKind",
     "ProblemLog",
@@ -81,9 +82,11 @@ __all__ = [
     "SubjectSummary",
     "display_name",
     "fold_subject",
+    "fold_subjects",
     "read_document",
     "read_lines",
     "replay",
+    "replay_report",
     "report_json",
     "scan_corpus",
     "scan_file",
@@ -265,17 +268,6 @@ class ProblemLog:
             self.kept.append(problem)
         for code, count in counts.items():
             self.counts[code] = self.counts.get(code, 0) + count
-
-    def report(self, rows: Sequence[tuple[SubjectSummary, Sequence[InputProblem]]]) -> ReplayReport:
-        """The report of a replay: its scan's problems (this log) then the subjects', by subject.
-
-        ``rows``: one summary and its problems per subject, every problem of every subject.
-        """
-        ordered = sorted(rows, key=lambda row: row[0].subject)
-        for _, found in ordered:
-            for problem in found:
-                self.add(problem)
-        return self.as_report(ordered)
 
     def as_report(self, ordered: Sequence[tuple[SubjectSummary, Any]]) -> ReplayReport:
         """The report of these rows (sorted by subject) with the problems of this log alone."""
@@ -721,6 +713,52 @@ def _read_item(handle: IO[bytes], offset: int) -> CorpusItem:
 
 
 _Rows = list[tuple[SubjectSummary, tuple[InputProblem, ...]]]
+#: What :func:`fold_subjects` returns: one row per subject (its summary and the problems kept of
+#: it) and how many problems of each code there were, kept or not.
+FoldedSubjects = tuple[_Rows, dict[str, int]]
+
+
+def fold_subjects(
+    groups: Iterable[tuple[str, Iterable[CorpusItem]]],
+    keys: KeySet | None,
+    trusted_keys: KeySet,
+    out_dir: str | None = None,
+) -> FoldedSubjects:
+    """Fold each subject of ``groups`` with :func:`fold_subject` and write its state to ``out_dir``.
+
+    What a worker of either engine runs (a spill partition here, a shuffled partition on Dask):
+    the engines differ only in how ``(subject, items)`` reach it. ``groups`` come in subject
+    order, each subject once; the rows keep at most :data:`PROBLEM_SAMPLE` problems, the first
+    in that order, so that :func:`replay_report` finds the report's first ones among them.
+    """
+    rows: _Rows = []
+    log = ProblemLog()
+    for subject, items in groups:
+        outcome = fold_subject(subject, items, keys, trusted_keys)
+        if out_dir is not None:
+            write_state(out_dir, outcome.state)
+        kept = len(log.kept)
+        for problem in outcome.problems:
+            log.add(problem)
+        rows.append((outcome.summary, tuple(log.kept[kept:])))
+    return rows, log.counts
+
+
+def replay_report(log: ProblemLog, folded: Iterable[FoldedSubjects]) -> ReplayReport:
+    """The report of a replay, the same for both engines: ``log`` holds the scan's problems (in
+    corpus order), ``folded`` what :func:`fold_subjects` returned for each group, in any order.
+
+    Rows are sorted by subject. Each group kept its first problems in subject order: together,
+    in subject order, they hold the first :data:`PROBLEM_SAMPLE` of the whole report, which is
+    what the log keeps after the scan's; every problem is counted.
+    """
+    rows: _Rows = []
+    for found, counted in folded:
+        rows.extend(found)
+        log.merge((), counted)
+    rows.sort(key=lambda row: row[0].subject)
+    log.merge((problem for _, found in rows for problem in found), {})
+    return log.as_report(rows)
 
 
 def _fold_partition(
@@ -728,28 +766,17 @@ def _fold_partition(
     keys: list[dict[str, Any]] | None,
     trusted: list[dict[str, Any]],
     out_dir: str | None,
-) -> tuple[_Rows, dict[str, int]]:
-    """Fold one spill partition, one subject at a time (runs in a worker process).
-
-    Returns the rows (each subject's summary with the problems kept of it: the partition keeps
-    at most :data:`PROBLEM_SAMPLE`, the first in subject order) and the counts of all problems.
-    """
+) -> FoldedSubjects:
+    """Fold one spill partition, one subject at a time (runs in a worker process): its subjects
+    in order, each read back from the spill file by offset, so one is in memory at a time."""
     key_set = KeySet.parse(keys) if keys is not None else None
-    trusted_set = KeySet.parse(trusted)
-    results = []
-    log = ProblemLog()
     with open(path, "rb") as handle:
         offsets = _index(handle)
-        for subject in sorted(offsets):
-            items = (_read_item(handle, offset) for offset in offsets[subject])
-            outcome = fold_subject(subject, items, key_set, trusted_set)
-            if out_dir is not None:
-                write_state(out_dir, outcome.state)
-            kept = len(log.kept)
-            for problem in outcome.problems:
-                log.add(problem)
-            results.append((outcome.summary, tuple(log.kept[kept:])))
-    return results, log.counts
+        groups = (
+            (subject, (_read_item(handle, offset) for offset in offsets[subject]))
+            for subject in sorted(offsets)
+        )
+        return fold_subjects(groups, key_set, KeySet.parse(trusted), out_dir)
 
 
 def replay(
@@ -779,8 +806,6 @@ def replay(
         except OSError as exc:
             raise InputError(f"cannot create the output directory: {exc.strerror}", source=out) from exc
     log = ProblemLog()  # the scan's problems, then the partitions' (bounded: see ProblemLog)
-    rows: _Rows = []
-    counts: list[dict[str, int]] = []
     with ExitStack() as stack:
         stack.enter_context(_stopped_by_signals())  # first in, last out: after the cleanup below
         spill_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="pith-merge-"))
@@ -801,28 +826,15 @@ def replay(
         bar.start_fold(len(subjects))  # the bar counts subjects, not spill partitions
         subjects.clear()
         if workers == 1 or len(parts) <= 1:
-            for part in parts:
-                found, counted = _fold_partition(part, key_json, trusted_json, out)
-                rows.extend(found)
-                counts.append(counted)
-                bar.advance(len(found))
+            folded: Iterable[FoldedSubjects] = (
+                _fold_partition(part, key_json, trusted_json, out) for part in parts
+            )
         else:
-            for found, counted in _fold_in_workers(parts, (key_json, trusted_json, out), workers):
-                rows.extend(found)
-                counts.append(counted)
-                bar.advance(len(found))
-    rows.sort(key=lambda row: row[0].subject)
-    # Each partition kept its first problems in subject order: together, in subject order, they
-    # hold the first PROBLEM_SAMPLE of the whole report, which is what the log keeps.
-    log.merge((problem for _, found in rows for problem in found), {})
-    for counted in counts:
-        log.merge((), counted)
-    return log.as_report(rows)
+            folded = _fold_in_workers(parts, (key_json, trusted_json, out), workers)
+        return replay_report(log, bar.track_fold(folded))
 
 
-def _fold_in_workers(
-    parts: Sequence[str], args: tuple[Any, ...], workers: int
-) -> Iterator[tuple[_Rows, dict[str, int]]]:
+def _fold_in_workers(parts: Sequence[str], args: tuple[Any, ...], workers: int) -> Iterator[FoldedSubjects]:
     """Fold the partitions in worker processes; what each returns, as they finish.
 
     A worker that dies (SIGKILL, the kernel's OOM killer) breaks the whole pool: every
@@ -964,6 +976,11 @@ class _Progress:
     def advance(self, subjects: int) -> None:
         if self._progress is not None:
             self._progress.advance(self._task, subjects)
+
+    def track_fold(self, folded: Iterable[FoldedSubjects]) -> Iterator[FoldedSubjects]:
+        for rows, counts in folded:
+            yield rows, counts
+            self.advance(len(rows))
 
 
 def report_json(report: ReplayReport) -> bytes:

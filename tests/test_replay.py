@@ -26,6 +26,7 @@ from merge.replay import (
     PROBLEM_SAMPLE,
     CorpusItem,
     InputProblem,
+    ProblemLog,
     ReplayWorkerError,
     _index,
     _partition,
@@ -33,9 +34,11 @@ from merge.replay import (
     _spill,
     display_name,
     fold_subject,
+    fold_subjects,
     read_document,
     read_lines,
     replay,
+    replay_report,
     report_json,
     scan_corpus,
     state_filename,
@@ -284,6 +287,33 @@ def test_fold_subject_maps_rejections_to_their_source() -> None:
 
 
 # --- spilling and file names ------------------------------------------------------------------
+
+
+def test_fold_subjects_and_replay_report_do_not_depend_on_the_grouping() -> None:
+    """What both engines share: subjects folded in groups of any split, the groups arriving in any
+    order, make one report (rows by subject, the first problems in subject order, all counted)."""
+    lines: dict[str, list[CorpusItem]] = {f"s{i:02d}": [] for i in range(30)}
+    for i in range(1200):  # 40 inputs not admitted per subject: 1,200 problems, more than are listed
+        subject = f"s{i % 30:02d}"
+        data = b'{"subject_pith_number": "%s", "event_id": "bad", "n": %d}' % (subject.encode(), i)
+        lines[subject].append(CorpusItem(subject, f"log:{i}", "event", data))
+    keys, trusted = KeySet.parse(EXAMPLE_KEYS), KeySet.parse(REGISTRY_KEYS)
+    subjects = sorted(lines)
+    scan = InputProblem("log:x", "not_json", "not JSON")
+
+    def report(split: list[list[str]]) -> merge.replay.ReplayReport:
+        folded = [
+            fold_subjects(((subject, lines[subject]) for subject in part), keys, trusted) for part in split
+        ]
+        return replay_report(ProblemLog([scan]), folded)
+
+    whole = report([subjects])
+    assert whole == report([subjects[1::2], subjects[::2]])
+    assert whole == report([[subject] for subject in reversed(subjects)])
+    assert [row.subject for row in whole.subjects] == subjects
+    by_subject = [item.source for subject in subjects for item in lines[subject]]
+    assert [problem.source for problem in whole.problems] == ["log:x", *by_subject][:PROBLEM_SAMPLE]
+    assert whole.problem_counts == {"bad_event_id": 1200, "not_json": 1}
 
 
 def test_spill_round_trip_and_stable_partitions(tmp_path: Path) -> None:

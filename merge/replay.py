@@ -23,14 +23,17 @@ signed by a trusted key (the keys its producer folded with; an untrusted bundle'
 folded, but its keys are not used); a key id carried twice with different keys is a problem and the
 first one wins, the caller's before any bundle's. Each bundle is also verified on its own
 (spec §10): ``state_matches`` says whether its published state is what its own events fold into.
+One signature verifier serves the bundles' folds and the subject's, so each distinct (key, digest,
+signature) of a subject is verified once.
 A record carries no events and no keys: it is verified on its own (§11, ``record_ok``) and compared
 with the subject's folded state (``record_agrees``).
 
 How memory stays bounded (:func:`replay`): items are spilled to :data:`PARTITIONS` temporary files
 by SHA-256 of the subject, then each partition is folded subject by subject, reading only that
 subject's records back (by offset); so a worker holds one subject at a time, never the corpus.
-Partitions are folded by ``workers`` processes; each subject's result depends only on its items,
-and results are sorted by subject, so the report is identical for every ``workers``.
+Partitions are folded by ``workers`` processes (:func:`fold_subjects`, which the Dask engine runs
+too); each subject's result depends only on its items, and :func:`replay_report` sorts results
+by subject, so the report is identical for every ``workers`` and both engines.
 """
 
 from __future__ import annotations

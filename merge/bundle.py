@@ -23,6 +23,7 @@ from .identifiers import (
     short_pith_number,
 )
 from .keys import KeySet
+from .signatures import SignatureVerifier
 from .state import MERGE_VERSION, FoldResult
 
 __all__ = [
@@ -115,12 +116,14 @@ def verify_bundle(
     *,
     trusted_keys: KeySet | Iterable[Mapping[str, Any]] = REGISTRY_KEYS,
     threads: int | None = None,
+    verifier: SignatureVerifier | None = None,
 ) -> BundleReport:
     """Verify a bundle (spec §10): a JSON text or a parsed JSON object.
 
     A bundle is untrusted data: whatever is wrong with it is a failed check in the report,
     never an exception. ``trusted_keys`` is the caller's: a broken key set raises
-    :class:`merge.KeySetError`.
+    :class:`merge.KeySetError`. ``verifier``: the signature verifier of the fold of its events
+    (see :func:`merge.fold`; default: a new one), shared by a caller that folds them again.
     """
     trusted = KeySet.parse(trusted_keys)
     checks: dict[str, Check] = {}
@@ -143,7 +146,7 @@ def verify_bundle(
     subject = _check_record(bundle, record)
     merge_version = bundle.get("merge_version")
     record("merge_version", merge_version == MERGE_VERSION, f"merge_version is {merge_version!r}")
-    result = _check_state(bundle, subject, threads, record)
+    result = _check_state(bundle, subject, threads, record, verifier)
     return _finish(checks, result, trusted_key_id)
 
 
@@ -223,7 +226,11 @@ def _check_record(bundle: Mapping[str, Any], record: Any) -> str | None:
 
 
 def _check_state(
-    bundle: Mapping[str, Any], subject: str | None, threads: int | None, record: Any
+    bundle: Mapping[str, Any],
+    subject: str | None,
+    threads: int | None,
+    record: Any,
+    verifier: SignatureVerifier | None = None,
 ) -> FoldResult | None:
     keys: KeySet | None = None
     try:
@@ -238,7 +245,7 @@ def _check_state(
         record("state", False, f"cannot fold: {why} is missing or wrong")
         record("source_aliases", False, "cannot compare without a folded state")
         return None
-    result = fold(events, subject=subject, keys=keys, threads=threads)
+    result = fold(events, subject=subject, keys=keys, threads=threads, verifier=verifier)
     folded = encode_canonical_unchecked(result.state)
     published = bundle.get("state")
     try:

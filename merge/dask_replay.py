@@ -17,8 +17,9 @@ The work, as one Dask graph (see ``docs/dask.md``):
 3. **Route** (``Bag.groupby(subject, shuffle="tasks")``): Dask's task-based shuffle sends every
    record to the partition of its subject, whichever block it came from.
 4. **Fold** (one task per shuffled partition): each subject's records are put back in corpus order
-   and folded with :func:`merge.replay.fold_subject`; states are written to ``out_dir`` (atomically,
-   by :func:`merge.replay.write_state`) and one summary row per subject comes back.
+   and folded by :func:`merge.replay.fold_subjects`, the local replayer's loop over subjects; states
+   are written to ``out_dir`` (atomically, by :func:`merge.replay.write_state`) and one summary row
+   per subject comes back, made into the report by :func:`merge.replay.replay_report`, as locally.
 
 Line numbers are global, as in the local replay: a scan only knows a line's number inside its byte
 range, so each scan also counts the lines it started, and a tiny task turns those counts into the
@@ -49,17 +50,17 @@ from .keys import KeySet
 from .replay import (
     JSON_SUFFIX,
     CorpusItem,
+    FoldedSubjects,
     InputProblem,
     ItemKind,
     ProblemLog,
     ReplayReport,
-    SubjectSummary,
-    fold_subject,
+    fold_subjects,
+    replay_report,
     scan_file,
     scan_log,
     scan_walked,
     walk_corpus,
-    write_state,
 )
 
 if TYPE_CHECKING:
@@ -345,19 +346,27 @@ def _fold_subjects(
     keys: KeySet | None,
     trusted: KeySet,
     out_dir: str | None,
-) -> list[tuple[SubjectSummary, tuple[InputProblem, ...]]]:
-    rows = []
-    for subject, records in groups:
-        items = [
-            CorpusItem(subject, _source(r.source, r.segment, r.position, r.in_range, first), r.kind, r.data)
-            # Back in corpus order: the order the local replay hands a subject's items over in.
-            for r in sorted(records, key=lambda record: (record.segment, record.position))
-        ]
-        outcome = fold_subject(subject, items, keys, trusted)
-        if out_dir is not None:
-            write_state(out_dir, outcome.state)
-        rows.append((outcome.summary, outcome.problems))
-    return rows
+) -> list[FoldedSubjects]:
+    """A shuffled partition folded by :func:`merge.replay.fold_subjects`, the local replay's own
+    loop: its subjects in order (as a spill partition's), each one's items in corpus order."""
+    items = (
+        (
+            subject,
+            [
+                CorpusItem(
+                    subject, _source(r.source, r.segment, r.position, r.in_range, first), r.kind, r.data
+                )
+                # Back in corpus order: the order the local replay hands a subject's items over in.
+                for r in sorted(records, key=lambda record: (record.segment, record.position))
+            ],
+        )
+        for subject, records in sorted(groups, key=_group_subject)
+    )
+    return [fold_subjects(items, keys, trusted, out_dir)]  # a partition is a list: of one element
+
+
+def _group_subject(group: tuple[str, list[Record]]) -> str:
+    return group[0]
 
 
 # Partitions are lists, never generators: a partition may be sent to another worker (pickled).
@@ -425,13 +434,13 @@ def replay_on_dask(
     scanned = bag.from_sequence(plan.blocks, partition_size=1).map(_scan_block)
     first = delayed(_first_lines)(scanned.map_partitions(_line_counts), segments)
     by_subject = scanned.map_partitions(_records).groupby(_subject, shuffle="tasks")
-    rows_bag = by_subject.map_partitions(_fold_subjects, first, key_set, trusted, out)
+    folded_bag = by_subject.map_partitions(_fold_subjects, first, key_set, trusted, out)
     problems_bag = scanned.map_partitions(_problems, first)
-    rows_future, problems_future = client.compute([rows_bag, problems_bag])  # type: ignore[no-untyped-call]
-    rows: list[tuple[SubjectSummary, tuple[InputProblem, ...]]] = rows_future.result()
+    folded_future, problems_future = client.compute([folded_bag, problems_bag])  # type: ignore[no-untyped-call]
+    folded: list[FoldedSubjects] = folded_future.result()
     problems: list[InputProblem] = problems_future.result()
     # As the local replay: problems of the scan in corpus order, then each subject's, by subject.
-    return ProblemLog(problems).report(rows)
+    return replay_report(ProblemLog(problems), folded)
 
 
 def run_replay_cli(

@@ -32,6 +32,7 @@ def fold(
     subject: str,
     keys: KeySet | Iterable[Mapping[str, Any]],
     threads: int | None = None,
+    verifier: SignatureVerifier | None = None,
 ) -> FoldResult:
     """Fold events into the merge-v1 state of ``subject`` (spec §5–§9).
 
@@ -39,6 +40,9 @@ def fold(
     repeats. ``keys``: a :class:`KeySet` or a list of key objects (§3); a broken key set raises
     :class:`merge.KeySetError`. ``threads``: signature verification threads (``None``: one per
     core for inputs large enough to pay for it; ``1``: none). The result never depends on it.
+    ``verifier``: a :class:`~merge.signatures.SignatureVerifier` to use (its ``threads`` then
+    apply) instead of a new one, so that folds of overlapping inputs verify each (key, digest,
+    signature) once; only its cache of verdicts grows, and the result never depends on it.
     """
     subject = require_subject(subject)
     inputs = require_inputs(inputs)
@@ -59,7 +63,7 @@ def fold(
                 distinct.add(identity)
                 copies.setdefault(outcome.event_id, []).append(outcome)
         distinct.clear()
-        verdicts = judge_events(copies, subject, key_set, SignatureVerifier(threads))
+        verdicts = judge_events(copies, subject, key_set, verifier or SignatureVerifier(threads))
         copies.clear()
         state, superseded = build_state(subject, verdicts)
         # Free the decoded copies now, by reference counting: the collector resumes at the end

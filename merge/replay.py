@@ -23,14 +23,17 @@ signed by a trusted key (the keys its producer folded with; an untrusted bundle'
 folded, but its keys are not used); a key id carried twice with different keys is a problem and the
 first one wins, the caller's before any bundle's. Each bundle is also verified on its own
 (spec §10): ``state_matches`` says whether its published state is what its own events fold into.
+One signature verifier serves the bundles' folds and the subject's, so each distinct (key, digest,
+signature) of a subject is verified once.
 A record carries no events and no keys: it is verified on its own (§11, ``record_ok``) and compared
 with the subject's folded state (``record_agrees``).
 
 How memory stays bounded (:func:`replay`): items are spilled to :data:`PARTITIONS` temporary files
 by SHA-256 of the subject, then each partition is folded subject by subject, reading only that
 subject's records back (by offset); so a worker holds one subject at a time, never the corpus.
-Partitions are folded by ``workers`` processes; each subject's result depends only on its items,
-and results are sorted by subject, so the report is identical for every ``workers``.
+Partitions are folded by ``workers`` processes (:func:`fold_subjects`, which the Dask engine runs
+too); each subject's result depends only on its items, and :func:`replay_report` sorts results
+by subject, so the report is identical for every ``workers`` and both engines.
 """
 
 from __future__ import annotations
@@ -64,6 +67,7 @@ from .errors import InputError, KeySetError, MergeError
 from .fold import fold
 from .keys import Key, KeySet
 from .record import record_disagreement, verify_record
+from .signatures import SignatureVerifier
 from .state import MERGE_VERSION, FoldResult, State
 
 __all__ = [
@@ -71,6 +75,7 @@ __all__ = [
     "PARTITIONS",
     "PROBLEM_SAMPLE",
     "CorpusItem",
+    "FoldedSubjects",
     "InputProblem",
     "ItemKind",
     "ProblemLog",
@@ -80,9 +85,11 @@ __all__ = [
     "SubjectSummary",
     "display_name",
     "fold_subject",
+    "fold_subjects",
     "read_document",
     "read_lines",
     "replay",
+    "replay_report",
     "report_json",
     "scan_corpus",
     "scan_file",
@@ -264,17 +271,6 @@ class ProblemLog:
             self.kept.append(problem)
         for code, count in counts.items():
             self.counts[code] = self.counts.get(code, 0) + count
-
-    def report(self, rows: Sequence[tuple[SubjectSummary, Sequence[InputProblem]]]) -> ReplayReport:
-        """The report of a replay: its scan's problems (this log) then the subjects', by subject.
-
-        ``rows``: one summary and its problems per subject, every problem of every subject.
-        """
-        ordered = sorted(rows, key=lambda row: row[0].subject)
-        for _, found in ordered:
-            for problem in found:
-                self.add(problem)
-        return self.as_report(ordered)
 
     def as_report(self, ordered: Sequence[tuple[SubjectSummary, Any]]) -> ReplayReport:
         """The report of these rows (sorted by subject) with the problems of this log alone."""
@@ -513,6 +509,9 @@ def fold_subject(
     ``trusted_keys``: the anchors bundle signatures (§10) and record receipts (§11) are checked against.
     """
     trusted = KeySet.parse(trusted_keys)
+    # One verifier for every bundle's fold and the subject's: a bundle's signatures, and those of
+    # the log lines that repeat its events, are verified once (its cache: (key, digest, signature)).
+    verifier = SignatureVerifier(threads)
     inputs: list[Any] = []
     sources: list[str] = []
     problems: list[InputProblem] = []
@@ -551,7 +550,7 @@ def fold_subject(
             problems.append(InputProblem(item.source, "bundle_failed", f"not JSON: {exc}"))
             mismatches += 1
             continue
-        report = verify_bundle(bundle, trusted_keys=trusted, threads=threads)
+        report = verify_bundle(bundle, trusted_keys=trusted, threads=threads, verifier=verifier)
         if not report.check("state").ok:
             mismatches += 1
         if not report.ok:
@@ -597,7 +596,7 @@ def fold_subject(
     # A subject that is exactly one bundle, with no caller keys, folds exactly as §10 did.
     # A subject that is exactly one trusted bundle, with no caller keys, folds exactly as §10 did.
     if not (distinct == 1 and keys is None and single is not None):
-        single = fold(inputs, subject=subject, keys=KeySet(key_list), threads=threads)
+        single = fold(inputs, subject=subject, keys=KeySet(key_list), threads=threads, verifier=verifier)
     result = single
     problems.extend(InputProblem(sources[r.index], str(r.code), r.detail) for r in result.rejected)
     if repeats:
@@ -630,10 +629,11 @@ def _verify_record_item(
     item: CorpusItem, trusted: KeySet, problems: list[InputProblem]
 ) -> tuple[str, Any, bool]:
     """Verify a record of the corpus (§11); a failure is a ``record_failed`` problem."""
-    report = verify_record(item.data, trusted_keys=trusted)
+    parsed, not_json = parse_document(item.data)  # decoded once, for the check and the comparison
+    report = verify_record(item.data if not_json else parsed, trusted_keys=trusted)
     if not report.ok:
         problems.append(InputProblem(item.source, "record_failed", _failed_checks(report)))
-    return item.source, parse_document(item.data)[0], report.ok
+    return item.source, parsed, report.ok
 
 
 def _failed_checks(report: CheckedReport) -> str:
@@ -716,6 +716,52 @@ def _read_item(handle: IO[bytes], offset: int) -> CorpusItem:
 
 
 _Rows = list[tuple[SubjectSummary, tuple[InputProblem, ...]]]
+#: What :func:`fold_subjects` returns: one row per subject (its summary and the problems kept of
+#: it) and how many problems of each code there were, kept or not.
+FoldedSubjects = tuple[_Rows, dict[str, int]]
+
+
+def fold_subjects(
+    groups: Iterable[tuple[str, Iterable[CorpusItem]]],
+    keys: KeySet | None,
+    trusted_keys: KeySet,
+    out_dir: str | None = None,
+) -> FoldedSubjects:
+    """Fold each subject of ``groups`` with :func:`fold_subject` and write its state to ``out_dir``.
+
+    What a worker of either engine runs (a spill partition here, a shuffled partition on Dask):
+    the engines differ only in how ``(subject, items)`` reach it. ``groups`` come in subject
+    order, each subject once; the rows keep at most :data:`PROBLEM_SAMPLE` problems, the first
+    in that order, so that :func:`replay_report` finds the report's first ones among them.
+    """
+    rows: _Rows = []
+    log = ProblemLog()
+    for subject, items in groups:
+        outcome = fold_subject(subject, items, keys, trusted_keys)
+        if out_dir is not None:
+            write_state(out_dir, outcome.state)
+        kept = len(log.kept)
+        for problem in outcome.problems:
+            log.add(problem)
+        rows.append((outcome.summary, tuple(log.kept[kept:])))
+    return rows, log.counts
+
+
+def replay_report(log: ProblemLog, folded: Iterable[FoldedSubjects]) -> ReplayReport:
+    """The report of a replay, the same for both engines: ``log`` holds the scan's problems (in
+    corpus order), ``folded`` what :func:`fold_subjects` returned for each group, in any order.
+
+    Rows are sorted by subject. Each group kept its first problems in subject order: together,
+    in subject order, they hold the first :data:`PROBLEM_SAMPLE` of the whole report, which is
+    what the log keeps after the scan's; every problem is counted.
+    """
+    rows: _Rows = []
+    for found, counted in folded:
+        rows.extend(found)
+        log.merge((), counted)
+    rows.sort(key=lambda row: row[0].subject)
+    log.merge((problem for _, found in rows for problem in found), {})
+    return log.as_report(rows)
 
 
 def _fold_partition(
@@ -723,28 +769,17 @@ def _fold_partition(
     keys: list[dict[str, Any]] | None,
     trusted: list[dict[str, Any]],
     out_dir: str | None,
-) -> tuple[_Rows, dict[str, int]]:
-    """Fold one spill partition, one subject at a time (runs in a worker process).
-
-    Returns the rows (each subject's summary with the problems kept of it: the partition keeps
-    at most :data:`PROBLEM_SAMPLE`, the first in subject order) and the counts of all problems.
-    """
+) -> FoldedSubjects:
+    """Fold one spill partition, one subject at a time (runs in a worker process): its subjects
+    in order, each read back from the spill file by offset, so one is in memory at a time."""
     key_set = KeySet.parse(keys) if keys is not None else None
-    trusted_set = KeySet.parse(trusted)
-    results = []
-    log = ProblemLog()
     with open(path, "rb") as handle:
         offsets = _index(handle)
-        for subject in sorted(offsets):
-            items = (_read_item(handle, offset) for offset in offsets[subject])
-            outcome = fold_subject(subject, items, key_set, trusted_set)
-            if out_dir is not None:
-                write_state(out_dir, outcome.state)
-            kept = len(log.kept)
-            for problem in outcome.problems:
-                log.add(problem)
-            results.append((outcome.summary, tuple(log.kept[kept:])))
-    return results, log.counts
+        groups = (
+            (subject, (_read_item(handle, offset) for offset in offsets[subject]))
+            for subject in sorted(offsets)
+        )
+        return fold_subjects(groups, key_set, KeySet.parse(trusted), out_dir)
 
 
 def replay(
@@ -774,8 +809,6 @@ def replay(
         except OSError as exc:
             raise InputError(f"cannot create the output directory: {exc.strerror}", source=out) from exc
     log = ProblemLog()  # the scan's problems, then the partitions' (bounded: see ProblemLog)
-    rows: _Rows = []
-    counts: list[dict[str, int]] = []
     with ExitStack() as stack:
         stack.enter_context(_stopped_by_signals())  # first in, last out: after the cleanup below
         spill_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="pith-merge-"))
@@ -796,28 +829,15 @@ def replay(
         bar.start_fold(len(subjects))  # the bar counts subjects, not spill partitions
         subjects.clear()
         if workers == 1 or len(parts) <= 1:
-            for part in parts:
-                found, counted = _fold_partition(part, key_json, trusted_json, out)
-                rows.extend(found)
-                counts.append(counted)
-                bar.advance(len(found))
+            folded: Iterable[FoldedSubjects] = (
+                _fold_partition(part, key_json, trusted_json, out) for part in parts
+            )
         else:
-            for found, counted in _fold_in_workers(parts, (key_json, trusted_json, out), workers):
-                rows.extend(found)
-                counts.append(counted)
-                bar.advance(len(found))
-    rows.sort(key=lambda row: row[0].subject)
-    # Each partition kept its first problems in subject order: together, in subject order, they
-    # hold the first PROBLEM_SAMPLE of the whole report, which is what the log keeps.
-    log.merge((problem for _, found in rows for problem in found), {})
-    for counted in counts:
-        log.merge((), counted)
-    return log.as_report(rows)
+            folded = _fold_in_workers(parts, (key_json, trusted_json, out), workers)
+        return replay_report(log, bar.track_fold(folded))
 
 
-def _fold_in_workers(
-    parts: Sequence[str], args: tuple[Any, ...], workers: int
-) -> Iterator[tuple[_Rows, dict[str, int]]]:
+def _fold_in_workers(parts: Sequence[str], args: tuple[Any, ...], workers: int) -> Iterator[FoldedSubjects]:
     """Fold the partitions in worker processes; what each returns, as they finish.
 
     A worker that dies (SIGKILL, the kernel's OOM killer) breaks the whole pool: every
@@ -959,6 +979,11 @@ class _Progress:
     def advance(self, subjects: int) -> None:
         if self._progress is not None:
             self._progress.advance(self._task, subjects)
+
+    def track_fold(self, folded: Iterable[FoldedSubjects]) -> Iterator[FoldedSubjects]:
+        for rows, counts in folded:
+            yield rows, counts
+            self.advance(len(rows))
 
 
 def report_json(report: ReplayReport) -> bytes:

@@ -22,18 +22,31 @@ from typing import Any
 import pytest
 
 from merge import InputError
+from merge.bundle import REGISTRY_KEYS
 from merge.dask_replay import (
     INSTALL_HINT,
     DaskUnavailableError,
+    Record,
     SchedulerError,
     _first_lines,
+    _fold_subjects,
     _scan_block,
     _source,
     plan_corpus,
     replay_on_dask,
     run_replay_cli,
 )
-from merge.replay import CorpusItem, InputProblem, ReplayReport, replay, report_json, scan_corpus
+from merge.keys import KeySet
+from merge.replay import (
+    CorpusItem,
+    InputProblem,
+    ProblemLog,
+    ReplayReport,
+    replay,
+    replay_report,
+    report_json,
+    scan_corpus,
+)
 from merge.signing import TestKey, record_created_payload, sign_event
 
 from .builders import record_of_bundle
@@ -510,3 +523,24 @@ def test_special_files_in_a_directory_are_problems_as_locally(client: Any, tmp_p
         (str(corpus / "pipe.jsonl"), "not_a_regular_file"),
         (str(corpus / "zero.jsonl"), "not_a_regular_file"),
     ]
+
+
+def test_a_shuffled_partition_is_folded_as_a_spill_partition(tmp_path: Path) -> None:
+    """The shuffle hands a fold task its subjects and records in any order: folded in subject
+    order, each subject's records in corpus order, it gives the local report, down to which
+    problems are listed when there are more than PROBLEM_SAMPLE (no cluster needed)."""
+    lines = [
+        b'{"subject_pith_number": "s%02d", "event_id": "bad", "n": %d}' % (i % 20, i) for i in range(1100)
+    ]
+    log = tmp_path / "bad.jsonl"
+    log.write_bytes(b"\n".join(lines) + b"\n")
+    groups: dict[str, list[Record]] = {}
+    for number, line in enumerate(lines, start=1):
+        subject = json.loads(line)["subject_pith_number"]
+        groups.setdefault(subject, []).append(
+            Record(subject, 0, number, True, f"{log}:{number}", "event", line)
+        )
+    shuffled = [(subject, records[::-1]) for subject, records in sorted(groups.items(), reverse=True)]
+    trusted = KeySet.parse(REGISTRY_KEYS)
+    folded = _fold_subjects(shuffled, {0: 0}, KeySet.parse(KEYS), trusted, None)
+    assert replay_report(ProblemLog(), folded) == replay([log], keys=KEYS, workers=1)

@@ -18,6 +18,7 @@ import msgspec
 import pytest
 
 import merge.replay
+import merge.signatures
 from merge import InputError, canonical_json, decode_state, fold, verify_bundle
 from merge.bundle import REGISTRY_KEYS
 from merge.keys import KeySet
@@ -25,6 +26,7 @@ from merge.replay import (
     PROBLEM_SAMPLE,
     CorpusItem,
     InputProblem,
+    ProblemLog,
     ReplayWorkerError,
     _index,
     _partition,
@@ -32,9 +34,11 @@ from merge.replay import (
     _spill,
     display_name,
     fold_subject,
+    fold_subjects,
     read_document,
     read_lines,
     replay,
+    replay_report,
     report_json,
     scan_corpus,
     state_filename,
@@ -154,6 +158,34 @@ def test_fold_subject_combines_log_lines_and_bundles() -> None:
     assert outcome.problems == ()
 
 
+def test_each_distinct_signature_is_verified_once_per_subject(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One verifier serves a subject's bundles and its fold: (key, digest, signature) once each.
+
+    The golden bundle needs 4 Ed25519 verifications: its 2 events, the receipt of its
+    record_created and its bundle signature. A log line that repeats one of its events adds an
+    input, not a signature: still 4 (it was 7 when the bundle and the fold verified apart).
+    """
+    calls: list[bytes] = []
+    verify = merge.signatures.crypto_sign_open
+
+    def counting(signed: bytes, public_key: bytes) -> bytes:
+        calls.append(signed[:64])
+        return verify(signed, public_key)
+
+    monkeypatch.setattr(merge.signatures, "crypto_sign_open", counting)
+    bundle = json.loads(GOLDEN_BUNDLE.read_bytes())
+    line = msgspec.json.encode(bundle["events"][1])
+    keys = KeySet.parse(bundle["public_keys"])
+    alone = [bundle_item(GOLDEN_BUNDLE)]
+    with_line = [*alone, CorpusItem(GOLDEN_SUBJECT, "log:1", "event", line)]
+    for items, given in ((alone, None), (with_line, None), (with_line, keys)):
+        calls.clear()
+        outcome = fold_subject(GOLDEN_SUBJECT, items, given)
+        assert outcome.summary.state_sha256 == GOLDEN_STATE_SHA256
+        assert outcome.problems == ()
+        assert (len(calls), len(set(calls))) == (4, 4)
+
+
 def test_fold_subject_reports_untrusted_and_mismatched_bundles() -> None:
     bundle = json.loads(EXAMPLE_BUNDLE.read_bytes())
     bundle["state"]["event_count"] += 1  # the published state no longer matches
@@ -255,6 +287,33 @@ def test_fold_subject_maps_rejections_to_their_source() -> None:
 
 
 # --- spilling and file names ------------------------------------------------------------------
+
+
+def test_fold_subjects_and_replay_report_do_not_depend_on_the_grouping() -> None:
+    """What both engines share: subjects folded in groups of any split, the groups arriving in any
+    order, make one report (rows by subject, the first problems in subject order, all counted)."""
+    lines: dict[str, list[CorpusItem]] = {f"s{i:02d}": [] for i in range(30)}
+    for i in range(1200):  # 40 inputs not admitted per subject: 1,200 problems, more than are listed
+        subject = f"s{i % 30:02d}"
+        data = b'{"subject_pith_number": "%s", "event_id": "bad", "n": %d}' % (subject.encode(), i)
+        lines[subject].append(CorpusItem(subject, f"log:{i}", "event", data))
+    keys, trusted = KeySet.parse(EXAMPLE_KEYS), KeySet.parse(REGISTRY_KEYS)
+    subjects = sorted(lines)
+    scan = InputProblem("log:x", "not_json", "not JSON")
+
+    def report(split: list[list[str]]) -> merge.replay.ReplayReport:
+        folded = [
+            fold_subjects(((subject, lines[subject]) for subject in part), keys, trusted) for part in split
+        ]
+        return replay_report(ProblemLog([scan]), folded)
+
+    whole = report([subjects])
+    assert whole == report([subjects[1::2], subjects[::2]])
+    assert whole == report([[subject] for subject in reversed(subjects)])
+    assert [row.subject for row in whole.subjects] == subjects
+    by_subject = [item.source for subject in subjects for item in lines[subject]]
+    assert [problem.source for problem in whole.problems] == ["log:x", *by_subject][:PROBLEM_SAMPLE]
+    assert whole.problem_counts == {"bad_event_id": 1200, "not_json": 1}
 
 
 def test_spill_round_trip_and_stable_partitions(tmp_path: Path) -> None:

@@ -30,8 +30,9 @@ lint: $(VENV)/.installed-dev
 typecheck: $(VENV)/.installed-dev
 	$(BIN)/mypy
 
+# The suite, with the coverage gate on the core ([tool.coverage] in pyproject.toml).
 test: lint typecheck
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest --cov --cov-report=term
 
 # Benchmarks (docs/performance.md), never part of `make test`: `make bench BENCH_ARGS=--quick`.
 bench: $(VENV)/.installed-dev

@@ -36,7 +36,7 @@ import msgspec
 
 from .admission import Admitted, Rejection, admit, copy_identity, prevailing_verdict, require_inputs
 from .canonical import encode_canonical_unchecked
-from .chains import ChainIndex, Node, supersessions
+from .chains import ChainIndex, Node, SortedKeys, supersessions
 from .checks import Candidate, ValidEvent, postcheck, precheck
 from .identifiers import require_subject
 from .keys import KeySet
@@ -44,7 +44,10 @@ from .reasons import Reason
 from .signatures import SignatureVerifier
 from .state import FoldResult, State, Supersession, assemble_state, decode_state_unchecked, supersession_list
 
-__all__ = ["AddResult", "EventStatus", "Merger"]
+__all__ = ["AddResult", "ChainIndex", "EventStatus", "Merger", "SortedKeys"]
+
+# ChainIndex and SortedKeys moved to merge.chains (issue 17: §7 in one room); importable from
+# here still, for code written against 0.1.
 
 
 class EventStatus(msgspec.Struct, frozen=True):

@@ -21,9 +21,21 @@ from .identifiers import require_subject
 from .keys import KeySet
 from .reasons import Reason
 from .signatures import SignatureJob, SignatureVerifier
-from .state import FoldResult, build_state
+from .state import FoldResult, assemble_state, build_state, with_state_sha256
 
-__all__ = ["fold", "gc_paused", "judge_events"]
+__all__ = [
+    "FoldResult",
+    "assemble_state",
+    "build_state",
+    "copy_identity",
+    "fold",
+    "gc_paused",
+    "judge_events",
+    "with_state_sha256",
+]
+
+# FoldResult, the state's assembly and copy_identity moved to merge.state and merge.admission
+# (issue 17: one room per rule); importable from here still, for code written against 0.1.
 
 
 def fold(

@@ -216,15 +216,17 @@ def assemble_state(
     verdicts: Mapping[str, Reason | ValidEvent],
     valid: Mapping[str, ValidEvent],
     classification: Classification,
-    removed: Mapping[str, tuple[str, ...]],
+    removed: Mapping[str, tuple[str, ...]] | None = None,
 ) -> State:
     """The §9 state of classified verdicts, without ``state_sha256`` (see :func:`with_state_sha256`).
 
     ``valid`` holds the :class:`ValidEvent` verdicts of ``verdicts``; ``removed`` is what
-    :func:`merge.chains.supersessions` says of the applied ones. Shared by :func:`build_state`
-    (the batch fold) and the incremental :class:`merge.Merger`, so both build the state the
-    same way.
+    :func:`merge.chains.supersessions` says of the applied ones (computed here when not given).
+    Shared by :func:`build_state` (the batch fold) and the incremental :class:`merge.Merger`, so
+    both build the state the same way.
     """
+    if removed is None:
+        removed = supersessions(classification.applied, valid)
     applied = classification.applied
     lists: dict[str, list[Entry]] = {key: [] for key in CURRENT_KEYS}
     record: Entry | None = None

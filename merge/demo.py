@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     ]
     status = 0
     for args in commands:
-        print(f"+ pith-merge {' '.join(args)}", flush=True)  # "+ ", as bash -x shows a command
+        print(f"$ pith-merge {' '.join(args)}", flush=True)
         code = pith_merge(args)
         print(f"(exit code {code})\n", flush=True)
         status |= code != EXIT_OK

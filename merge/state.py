@@ -33,6 +33,7 @@ __all__ = [
     "Signer",
     "SourceAlias",
     "State",
+    "StateDecodeError",
     "Supersession",
     "assemble_state",
     "build_state",
@@ -139,16 +140,21 @@ def decode_state_unchecked(data: bytes) -> State:
     return _state_decoder.decode(data)
 
 
+class StateDecodeError(InputError, msgspec.ValidationError):
+    """What :func:`decode_state` raises: a :class:`merge.InputError` (a caller's mistake), and
+    still the ``msgspec.ValidationError`` that version 0.1 raised, for code that catches that."""
+
+
 def decode_state(data: bytes | str) -> State:
     """Read a state from JSON (for example one printed by ``pith-merge fold``).
 
-    Raises :class:`merge.InputError` when ``data`` is not a §9 state, with msgspec's account of
-    where (``Expected `int`, got `str` - at `$.event_count```).
+    Raises :class:`StateDecodeError` (an :class:`merge.InputError`) when ``data`` is not a §9
+    state, with msgspec's account of where (``Expected `int`, got `str` - at `$.event_count```).
     """
     try:
         return _state_decoder.decode(data)
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-        raise InputError(f"not a merge-v1 state: {exc}") from None
+        raise StateDecodeError(f"not a merge-v1 state: {exc}") from None
 
 
 class Supersession(msgspec.Struct, frozen=True):

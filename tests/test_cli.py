@@ -777,8 +777,8 @@ def test_demo_runs_verify_and_replay(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stderr.decode()
     text = result.stdout.decode()
-    assert "+ pith-merge verify examples/pith-2303.04759.bundle.json" in text
-    assert "+ pith-merge replay" in text
+    assert "$ pith-merge verify examples/pith-2303.04759.bundle.json" in text
+    assert "$ pith-merge replay" in text
     assert text.count("(exit code 0)") == 4
     assert len(list(tmp_path.iterdir())) == 3
 

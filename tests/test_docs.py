@@ -4,8 +4,8 @@ A *transcript* is a fenced block without a language whose lines start with ``$ `
 followed by what it printed (its standard output and its standard error, one after the other, in
 either order) and, where shown, ``[exit code N]``. Each page's transcripts run in order in one
 sandbox (a copy of ``examples/``, the vectors, an empty ``out/``), with this environment's
-``pith-merge`` first on ``PATH``, and must print exactly what the page shows; a command of the
-checkout itself (``.venv/bin/…``) runs in the checkout. Output that differs on every run (timings)
+``pith-merge`` and ``python`` first on ``PATH`` (a ``.venv/bin/`` prefix is dropped), and must
+print exactly what the page shows. Output that differs on every run (timings)
 is fenced as ``text`` and not compared. Python blocks run as written in the same kind of
 sandbox. The few blocks that need what a test cannot have here (a cluster's address, your own
 service) are run by the test named beside them in :data:`RUN_ELSEWHERE`, so a new block is never
@@ -117,15 +117,10 @@ def lines(stream: bytes | None) -> list[str]:
 TRANSCRIPT_PAGES = [page for page in PAGES if any(transcript(lang, body) for lang, body in blocks(page))]
 
 
-#: Commands of the checkout itself, run there (the demo runs on the checkout's examples/).
-IN_CHECKOUT = ("python -m merge.demo",)
-
-
 def mismatch(written: Step, sandbox_dir: Path) -> str | None:
     """Run one step of a transcript; None when it printed what the page shows, else a diff."""
     step = Step(written.command.removeprefix(".venv/bin/"), written.expected, written.exit_code)
-    here = ROOT if step.command in IN_CHECKOUT else sandbox_dir
-    out, err, code = run(step, here)
+    out, err, code = run(step, sandbox_dir)
     expected = lines("\n".join(step.expected).encode())
     if "Traceback" in "\n".join(err):
         return "\n".join(["a traceback:", *err])
@@ -133,7 +128,7 @@ def mismatch(written: Step, sandbox_dir: Path) -> str | None:
         return f"exit code {code}, the page says {step.exit_code}"
     if expected in (out + err, err + out):
         return None
-    merged = run(step, here, merged=True)[0]  # interleaved, as a terminal shows them
+    merged = run(step, sandbox_dir, merged=True)[0]  # interleaved, as a terminal shows them
     if expected == merged:
         return None
     return "\n".join(difflib.unified_diff(expected, merged, "the page", "the command", lineterm=""))

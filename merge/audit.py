@@ -35,7 +35,7 @@ from .errors import InputError, MergeError
 from .fold import fold
 from .keys import KeySet
 from .reasons import CHECK_ORDER
-from .state import Entry, FoldResult, State
+from .state import FoldResult, State
 from .timestamps import parse_timestamp
 
 __all__ = [
@@ -233,13 +233,7 @@ def _as_snapshot(item: Snapshot | bytes | str | Mapping[str, Any], trusted: KeyS
 def fates(state: State) -> dict[str, str]:
     """event_id -> fate in ``state``: ``applied`` (in ``current``), ``superseded`` (applied,
     left ``current``, §7) or the reason code of an event that did not apply."""
-    current: set[str] = set()
-    for name in state.current.__struct_fields__:
-        value = getattr(state.current, name)
-        if isinstance(value, Entry):
-            current.add(value.event_id)
-        elif isinstance(value, tuple):
-            current.update(entry.event_id for entry in value if isinstance(entry, Entry))
+    current = {event_id for ids in state.current.entry_ids().values() for event_id in ids}
     result = {eid: "applied" if eid in current else "superseded" for eid in state.applied_event_ids}
     result.update((item.event_id, str(item.reason)) for item in state.invalid_events)
     return result

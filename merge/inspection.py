@@ -19,7 +19,7 @@ from .canonical import canonical_json
 from .errors import InputError
 from .identifiers import EVENT_ID_PREFIX
 from .reasons import REASON_RULES, Reason
-from .state import Entry, Equivocation, FoldResult, State
+from .state import Equivocation, FoldResult, State
 
 __all__ = [
     "CurrentMoves",
@@ -225,14 +225,6 @@ class StateDiff(msgspec.Struct, frozen=True):
 _COUNTS = ("event_count", "valid_event_count", "invalid_event_count", "equivocation_count")
 
 
-def _entry_ids(value: Any) -> list[str]:
-    if isinstance(value, Entry):
-        return [value.event_id]
-    if isinstance(value, tuple):
-        return [entry.event_id for entry in value]
-    return []
-
-
 def state_diff(before: State, after: State) -> StateDiff:
     """What changed from ``before`` to ``after`` (two states, of one subject or not)."""
     applied_before, applied_after = set(before.applied_event_ids), set(after.applied_event_ids)
@@ -241,10 +233,9 @@ def state_diff(before: State, after: State) -> StateDiff:
     forks_before = {canonical_json(fork): fork for fork in before.equivocations}
     forks_after = {canonical_json(fork): fork for fork in after.equivocations}
     current: dict[str, CurrentMoves] = {}
-    for name in before.current.__struct_fields__:
-        if name in ("canonical_record", "source_aliases"):
-            continue
-        old, new = _entry_ids(getattr(before.current, name)), _entry_ids(getattr(after.current, name))
+    after_ids = after.current.entry_ids()
+    for name, old in before.current.entry_ids().items():
+        new = after_ids[name]
         added, removed = tuple(i for i in new if i not in old), tuple(i for i in old if i not in new)
         if added or removed:
             current[name] = CurrentMoves(entered=added, left=removed)

@@ -87,6 +87,12 @@ class Current(CanonicalStruct, frozen=True):
     mirror_hints: tuple[Entry, ...]
     record_created: Entry | None
 
+    def entry_ids(self) -> dict[str, tuple[str, ...]]:
+        """The event ids of each entry field (the lists, then ``record_created``), in order."""
+        ids = {key: tuple(entry.event_id for entry in getattr(self, key)) for key in CURRENT_KEYS}
+        ids["record_created"] = (self.record_created.event_id,) if self.record_created else ()
+        return ids
+
 
 class Chain(CanonicalStruct, frozen=True):
     """A chain (§7): ``key_id`` is ``None`` for the record chain."""

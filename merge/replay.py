@@ -814,20 +814,18 @@ def replay(
         spill_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="pith-merge-"))
         bar = stack.enter_context(_Progress(progress))
         used: dict[int, IO[bytes]] = {}
-        subjects: set[str] = set()  # for the progress bar's total
         with ExitStack() as files:
             for entry in bar.track_scan(scan_corpus(paths)):
                 if isinstance(entry, InputProblem):
                     log.add(entry)
                     continue
-                subjects.add(entry.subject)
                 number = _partition(entry.subject)
                 if number not in used:
                     used[number] = files.enter_context(open(Path(spill_dir) / f"{number:02d}.spill", "wb"))
                 _spill(used[number], entry)
         parts = [str(Path(spill_dir) / f"{number:02d}.spill") for number in sorted(used)]
-        bar.start_fold(len(subjects))  # the bar counts subjects, not spill partitions
-        subjects.clear()
+        bar.start_fold(len(bar.subjects))  # the bar counts subjects, not spill partitions
+        bar.subjects.clear()
         if workers == 1 or len(parts) <= 1:
             folded: Iterable[FoldedSubjects] = (
                 _fold_partition(part, key_json, trusted_json, out) for part in parts
@@ -946,6 +944,8 @@ class _Progress:
         self.enabled = enabled
         self._progress: Any = None
         self._task: Any = None
+        #: The distinct subjects scanned: the fold bar's total (kept only when a bar is shown).
+        self.subjects: set[str] = set()
 
     def __enter__(self) -> _Progress:
         if self.enabled:
@@ -969,6 +969,8 @@ class _Progress:
         for entry in entries:
             yield entry
             count += 1
+            if isinstance(entry, CorpusItem):
+                self.subjects.add(entry.subject)
             self._progress.advance(task)
         self._progress.update(task, total=count, completed=count)
 

@@ -9,13 +9,25 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
+# The compiled per-event path (native/, Rust through PyO3; docs/performance.md), built where
+# cargo is. Without a Rust toolchain it is skipped and the pure-Python path serves alone.
+NATIVE_SOURCES := native/Cargo.toml native/Cargo.lock native/pyproject.toml native/pith_merge_native.pyi $(wildcard native/src/*.rs)
+$(VENV)/.installed-native: $(NATIVE_SOURCES) | $(BIN)/python
+	@if command -v cargo >/dev/null 2>&1; then \
+		echo "building the compiled path (native/, cargo)"; \
+		$(BIN)/python -m pip install --quiet ./native; \
+	else \
+		echo "no cargo on PATH: the compiled path is not built; the pure-Python path serves"; \
+	fi
+	touch $@
+
 # Runtime install: what a user of the command gets.
-$(VENV)/.installed: pyproject.toml | $(BIN)/python
+$(VENV)/.installed: pyproject.toml $(VENV)/.installed-native | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e .
 	touch $@
 
 # Development install: dev tools, the optional Dask engine, PostgreSQL store and strategies (tested in CI).
-$(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
+$(VENV)/.installed-dev: pyproject.toml $(VENV)/.installed-native | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[dev,dask,postgres,testing]'
 	touch $@ $(VENV)/.installed
 

@@ -43,6 +43,7 @@ from .identifiers import (
 )
 from .inspection import EventFate, EventStory, StateDiff, event_story, resolve_event_id, state_diff
 from .keys import Key, KeySet
+from .native import native_available
 from .reasons import REASON_RULES, Reason
 from .record import (
     RECORD_CHECKS,
@@ -123,6 +124,7 @@ __all__ = [
     "fingerprint_b32",
     "fingerprint_hex",
     "fold",
+    "native_available",
     "pith_number",
     "record_agrees",
     "record_disagreement",

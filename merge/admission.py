@@ -29,6 +29,7 @@ __all__ = [
     "RejectCode",
     "Rejection",
     "admit",
+    "admit_batch",
     "copy_identity",
     "prevailing_verdict",
     "require_inputs",
@@ -165,6 +166,28 @@ def prevailing_verdict(standing: Reason | _Passed | None, verdict: Reason | _Pas
     if not isinstance(verdict, Reason) or verdict.rank > standing.rank:
         return verdict
     return standing
+
+
+def admit_batch(items: Iterable[tuple[int, Any]]) -> tuple[list[Rejection], dict[str, list[Admitted]]]:
+    """Admit ``(index, input)`` pairs (§5): the rejections, and the distinct copies by ``event_id``.
+
+    An identical copy gets an identical verdict, so only distinct copies are kept (see
+    :func:`copy_identity`): memory stays bounded by the distinct inputs, however often one is
+    replayed (docs/security.md).
+    """
+    rejected: list[Rejection] = []
+    copies: dict[str, list[Admitted]] = {}
+    distinct: set[tuple[bytes, bool]] = set()
+    for index, item in items:
+        outcome = admit(item, index)
+        if isinstance(outcome, Rejection):
+            rejected.append(outcome)
+            continue
+        identity = copy_identity(outcome)
+        if identity not in distinct:
+            distinct.add(identity)
+            copies.setdefault(outcome.event_id, []).append(outcome)
+    return rejected, copies
 
 
 def require_inputs(inputs: Iterable[Any]) -> Iterable[Any]:

@@ -9,12 +9,12 @@ fold can verify many signatures at once, in parallel, between :func:`precheck` a
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Final, NamedTuple, TypeGuard
 
 import msgspec
 
-from .admission import Admitted
+from .admission import Admitted, copy_identity, prevailing_verdict
 from .canonical import encode_canonical_unchecked
 from .identifiers import (
     ALGORITHM,
@@ -31,7 +31,7 @@ from .identifiers import (
 from .keys import Key, KeySet, decode_b64
 from .reasons import Reason
 from .schema import Event, EventSigner, body_of
-from .signatures import SignatureVerifier, verify_signature
+from .signatures import SignatureJob, SignatureVerifier, verify_signature
 from .timestamps import parse_timestamp
 
 __all__ = [
@@ -40,6 +40,7 @@ __all__ = [
     "Candidate",
     "SignedCheck",
     "ValidEvent",
+    "judge_events",
     "postcheck",
     "precheck",
     "receipt_check",
@@ -322,3 +323,56 @@ def _receipt_ok(payload: dict[str, Any], keys: KeySet, verifier: SignatureVerifi
     # The payload's canonical_sha256 was checked against H(canonical_record) already (§8).
     verdict = receipt_check(payload.get("receipt"), payload["canonical_sha256"], keys, verifier.verify)
     return not verdict.problems
+
+
+def judge_events(
+    copies: Mapping[str, list[Admitted]],
+    subject: str,
+    keys: KeySet,
+    verifier: SignatureVerifier,
+) -> dict[str, Reason | ValidEvent]:
+    """Run §6 on every copy of every event (merging copies as §5 says).
+
+    Checks 1–11 run first on every copy; the signatures of the first candidate of each event
+    are verified meanwhile (on other threads when there are many); copies are tried further
+    only when earlier ones fail.
+    """
+    prechecked: dict[str, list[Reason | Candidate]] = {}
+
+    def first_signatures() -> Iterator[SignatureJob]:
+        # Yield each signature as soon as its event passed checks 1-11: the verifier's threads
+        # work on the batches while this one checks on (docs/performance.md).
+        for event_id, event_copies in copies.items():
+            if len(event_copies) == 1:  # the common case, without the set
+                results = [precheck(event_copies[0], subject, keys)]
+            else:
+                seen: set[tuple[bytes, bool]] = set()
+                results = []
+                for copy in event_copies:
+                    if (identity := copy_identity(copy)) not in seen:
+                        seen.add(identity)
+                        results.append(precheck(copy, subject, keys))
+            prechecked[event_id] = results
+            first = results[0]
+            if isinstance(first, Candidate) and (job := first.signature_job) is not None:
+                yield job
+
+    verifier.prefetch(first_signatures())
+    return _settle(prechecked, keys, verifier)
+
+
+def _settle(
+    prechecked: Mapping[str, list[Reason | Candidate]], keys: KeySet, verifier: SignatureVerifier
+) -> dict[str, Reason | ValidEvent]:
+    """Checks 12-16 on each event's candidates in order, until one passes (§5 copy merging)."""
+    verdicts: dict[str, Reason | ValidEvent] = {}
+    for event_id, results in prechecked.items():
+        standing: Reason | ValidEvent | None = None
+        for result in results:
+            verdict = postcheck(result, keys, verifier) if isinstance(result, Candidate) else result
+            standing = prevailing_verdict(standing, verdict)
+            if isinstance(standing, ValidEvent):
+                break  # a passing copy decides: the later ones need no signature check
+        assert standing is not None  # every event has at least one copy
+        verdicts[event_id] = standing
+    return verdicts

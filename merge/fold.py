@@ -15,12 +15,12 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from .admission import Admitted, Rejection, admit, copy_identity, prevailing_verdict, require_inputs
-from .checks import Candidate, ValidEvent, postcheck, precheck
+from .admission import admit_batch, copy_identity, require_inputs
+from .checks import judge_events
 from .identifiers import require_subject
 from .keys import KeySet
-from .reasons import Reason
-from .signatures import SignatureJob, SignatureVerifier
+from .native import fold_native, native_available
+from .signatures import SignatureVerifier
 from .state import FoldResult, assemble_state, build_state, with_state_sha256
 
 __all__ = [
@@ -59,23 +59,15 @@ def fold(
     subject = require_subject(subject)
     inputs = require_inputs(inputs)
     key_set = KeySet.parse(keys)
-    rejected: list[Rejection] = []
-    copies: dict[str, list[Admitted]] = {}
-    # §5: an identical copy gets an identical verdict, so only distinct copies are kept: memory
-    # stays bounded by the distinct inputs, however often one is replayed (docs/security.md).
-    distinct: set[tuple[bytes, bool]] = set()
+    verifier = verifier or SignatureVerifier(threads)
     with gc_paused():
-        for index, item in enumerate(inputs):
-            outcome = admit(item, index)
-            if isinstance(outcome, Rejection):
-                rejected.append(outcome)
-                continue
-            identity = copy_identity(outcome)
-            if identity not in distinct:
-                distinct.add(identity)
-                copies.setdefault(outcome.event_id, []).append(outcome)
-        distinct.clear()
-        verdicts = judge_events(copies, subject, key_set, verifier or SignatureVerifier(threads))
+        if native_available():
+            # The compiled path (merge.native): the same bytes, the common case in Rust.
+            return fold_native(
+                inputs if isinstance(inputs, list) else list(inputs), subject, key_set, verifier
+            )
+        rejected, copies = admit_batch(enumerate(inputs))
+        verdicts = judge_events(copies, subject, key_set, verifier)
         copies.clear()
         state, superseded = build_state(subject, verdicts)
         # Free the decoded copies now, by reference counting: the collector resumes at the end
@@ -103,56 +95,3 @@ def gc_paused() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
-
-
-def judge_events(
-    copies: Mapping[str, list[Admitted]],
-    subject: str,
-    keys: KeySet,
-    verifier: SignatureVerifier,
-) -> dict[str, Reason | ValidEvent]:
-    """Run §6 on every copy of every event (merging copies as §5 says).
-
-    Checks 1–11 run first on every copy; the signatures of the first candidate of each event
-    are verified meanwhile (on other threads when there are many); copies are tried further
-    only when earlier ones fail.
-    """
-    prechecked: dict[str, list[Reason | Candidate]] = {}
-
-    def first_signatures() -> Iterator[SignatureJob]:
-        # Yield each signature as soon as its event passed checks 1-11: the verifier's threads
-        # work on the batches while this one checks on (docs/performance.md).
-        for event_id, event_copies in copies.items():
-            if len(event_copies) == 1:  # the common case, without the set
-                results = [precheck(event_copies[0], subject, keys)]
-            else:
-                seen: set[tuple[bytes, bool]] = set()
-                results = []
-                for copy in event_copies:
-                    if (identity := copy_identity(copy)) not in seen:
-                        seen.add(identity)
-                        results.append(precheck(copy, subject, keys))
-            prechecked[event_id] = results
-            first = results[0]
-            if isinstance(first, Candidate) and (job := first.signature_job) is not None:
-                yield job
-
-    verifier.prefetch(first_signatures())
-    return _settle(prechecked, keys, verifier)
-
-
-def _settle(
-    prechecked: Mapping[str, list[Reason | Candidate]], keys: KeySet, verifier: SignatureVerifier
-) -> dict[str, Reason | ValidEvent]:
-    """Checks 12-16 on each event's candidates in order, until one passes (§5 copy merging)."""
-    verdicts: dict[str, Reason | ValidEvent] = {}
-    for event_id, results in prechecked.items():
-        standing: Reason | ValidEvent | None = None
-        for result in results:
-            verdict = postcheck(result, keys, verifier) if isinstance(result, Candidate) else result
-            standing = prevailing_verdict(standing, verdict)
-            if isinstance(standing, ValidEvent):
-                break  # a passing copy decides: the later ones need no signature check
-        assert standing is not None  # every event has at least one copy
-        verdicts[event_id] = standing
-    return verdicts

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Final
+from typing import Any, Final
 
 from nacl.bindings import crypto_sign_open
 from nacl.exceptions import BadSignatureError
@@ -43,11 +43,22 @@ class SignatureVerifier:
     ``threads``: ``None`` sizes the pool to the machine's cores, ``1`` never starts one.
     """
 
-    __slots__ = ("_cache", "threads")
+    __slots__ = ("_cache", "_native_cache", "threads")
 
     def __init__(self, threads: int | None = None) -> None:
         self.threads = threads if threads is not None else (os.cpu_count() or 1)
         self._cache: dict[SignatureJob, bool] = {}
+        self._native_cache: Any = None
+
+    def native_cache(self, native: Any) -> Any:
+        """The verdict cache of the compiled path (:mod:`merge.native`), made on first use.
+
+        The compiled path verifies in Rust and keeps its verdicts there, so that the folds
+        sharing this verifier verify each distinct triple once, as the pure path's folds do.
+        """
+        if self._native_cache is None:
+            self._native_cache = native.VerdictCache()
+        return self._native_cache
 
     def verify(self, public_key: bytes, message: bytes, signature: bytes) -> bool:
         """Verify one triple (from the cache when it was verified before)."""

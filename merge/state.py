@@ -38,6 +38,7 @@ __all__ = [
     "assemble_state",
     "build_state",
     "decode_state",
+    "source_aliases",
     "supersession_list",
     "with_state_sha256",
 ]
@@ -270,7 +271,7 @@ def assemble_state(
     )
     current = Current(
         canonical_record=record_event.payload["canonical_record"] if record_event else None,
-        source_aliases=_source_aliases(record_event) if record_event else (),
+        source_aliases=source_aliases(record_event) if record_event else (),
         record_created=record,
         **{key: tuple(entries) for key, entries in lists.items()},
     )
@@ -290,8 +291,8 @@ def assemble_state(
     )
 
 
-def _source_aliases(record: ValidEvent) -> tuple[SourceAlias, ...]:
-    """§9 source aliases, sorted by (alias_kind, alias_value) as code points."""
+def source_aliases(record: ValidEvent) -> tuple[SourceAlias, ...]:
+    """§9 source aliases of a valid ``record_created``, sorted by (alias_kind, alias_value) as code points."""
     payload = record.payload
     pairs = source_alias_pairs(payload["canonical_record"]["source"], payload["canonical_sha256"])
     assert pairs is not None  # the §8 payload rule held: the source has its id, kind and version

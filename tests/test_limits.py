@@ -191,7 +191,9 @@ def test_one_mib_array_of_small_integers_folds_in_bounded_memory() -> None:
 
 @pytest.fixture
 def verify_calls(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
-    """Every call of the engine's one Ed25519 verification, by signature."""
+    """Every call of the pure path's one Ed25519 verification, by signature (the compiled path
+    verifies in Rust: tests/test_native.py counts its verdicts)."""
+    monkeypatch.setenv("PITH_MERGE_PURE", "1")
     calls: list[bytes] = []
     real = merge.signatures.verify_signature
 

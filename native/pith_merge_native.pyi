@@ -1,0 +1,26 @@
+"""Types of the compiled module (see src/lib.rs and merge/native.py, its only caller)."""
+
+from collections.abc import Sequence
+from typing import Any, Final
+
+CHECK_ORDER: Final[list[str]]
+EVENT_TYPES: Final[list[tuple[str, str]]]
+
+class VerdictCache:
+    def __init__(self) -> None: ...
+    def __len__(self) -> int: ...
+
+class Judgement:
+    def finish(
+        self, invalid: Sequence[tuple[str, str]], valid: Sequence[tuple[Any, ...]]
+    ) -> tuple[bytes, list[tuple[str, list[str]]]]: ...
+
+def judge(
+    inputs: list[Any],
+    subject: str,
+    keys: Sequence[tuple[str, bytes, str, int | None]],
+    sign_open: int,
+    threads: int,
+    cache: VerdictCache | None = None,
+) -> tuple[Judgement, list[int]]: ...
+def verify_signature(sign_open: int, public_key: bytes, message: bytes, signature: bytes) -> bool: ...

@@ -1,0 +1,379 @@
+//! One input, judged as the pure path judges it: admission (§5), the event schema (§4) and the
+//! stateless checks of §6, verification (check 12) included.
+//!
+//! This is the common case only. Whatever it does not decide with certainty it hands back as
+//! [`Outcome::Fallback`], and the pure-Python path (the reference) judges that input from
+//! scratch: every rejection (§5: its message is the pure path's), every value that is not
+//! canonical-able or not of §4's exact shape (the pure path tells `unsupported_schema_version`
+//! from `malformed` and says where), an odd base64 form, and every `record_created` (one per
+//! subject; its payload and receipt rules stay in Python). So a verdict given here is one the
+//! pure path gives too, and the differential tests hold the two paths to that.
+
+use base64::alphabet::STANDARD;
+use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig};
+use base64::engine::DecodePaddingMode;
+use base64::Engine;
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+
+use crate::canonical::{self, canonical_able};
+use crate::HashMap;
+use crate::timestamps::parse_timestamp;
+use crate::verify::Verifier;
+
+/// Largest admissible JSON text (§5).
+pub const MAX_INPUT_BYTES: usize = 1_048_576;
+const EVENT_ID_PREFIX: &str = "sha256:";
+const ALGORITHM: &str = "ed25519";
+const EVENT_SIGNED_MESSAGE: &str = "open_graph_event_sha256_bytes";
+const SIGNATURE_STATUS: &str = "signed_v1";
+
+/// The §6 checks in order; a copy that fails later got "further down the list" (§5).
+pub const CHECK_ORDER: [&str; 16] = [
+    "non_canonical_json",
+    "unsupported_schema_version",
+    "malformed",
+    "event_id_mismatch",
+    "content_hash_mismatch",
+    "wrong_subject",
+    "unknown_event_type",
+    "target_mismatch",
+    "unknown_key",
+    "key_mismatch",
+    "unsupported_signature",
+    "bad_signature",
+    "key_expired",
+    "record_not_genesis",
+    "bad_payload",
+    "bad_receipt",
+];
+
+/// §8: event_type → target.
+pub const EVENT_TYPES: [(&str, &str); 9] = [
+    ("record_created", "record"),
+    ("graph_snapshot", "graph"),
+    ("author_attestation", "author"),
+    ("timestamp_anchor", "timestamp"),
+    ("storage_attestation", "storage"),
+    ("citation_signature", "citation"),
+    ("replication_record", "replication"),
+    ("correction", "correction"),
+    ("mirror_hint", "mirror"),
+];
+
+/// A key of the merge's key set (§3), as the checks use it.
+pub struct Key {
+    pub public_key: [u8; 32],
+    pub fingerprint_hex: String,
+    pub rotates_at_us: Option<i64>,
+}
+
+/// An event that passed §6: what §7 and §9 use of it.
+pub struct ValidEvent {
+    pub event_id: String,
+    pub event_type: String,
+    pub target: String,
+    pub created_at: String,
+    pub created_us: i64,
+    pub prev_event: Option<String>,
+    pub supersedes: Vec<String>,
+    pub key_id: String,
+    /// `CJ(signer)`: the whole object, which the supersedes rule compares (§7).
+    pub signer: Vec<u8>,
+    /// `CJ(payload)`, spliced into the state as it is (§9).
+    pub payload: Vec<u8>,
+    /// `record_created` only: `CJ(canonical_record)` and `CJ(source_aliases)` (§9).
+    pub record: Option<(Vec<u8>, Vec<u8>)>,
+}
+
+impl ValidEvent {
+    /// The chain of §7: `("record", None)` for `record_created`, else `(target, key_id)`.
+    pub fn chain(&self) -> (&str, Option<&str>) {
+        if self.event_type == "record_created" {
+            ("record", None)
+        } else {
+            (&self.target, Some(&self.key_id))
+        }
+    }
+}
+
+/// A copy's verdict under §6: a reason (its index in [`CHECK_ORDER`]) or a valid event.
+pub enum Verdict {
+    Invalid(u8),
+    Valid(Box<ValidEvent>),
+}
+
+impl Verdict {
+    /// §5 copy merging: a copy that passed wins, else the one that got furthest down §6.
+    pub fn prevails_over(&self, standing: &Verdict) -> bool {
+        match (standing, self) {
+            (Verdict::Valid(_), _) => false,
+            (Verdict::Invalid(_), Verdict::Valid(_)) => true,
+            (Verdict::Invalid(old), Verdict::Invalid(new)) => new > old,
+        }
+    }
+}
+
+/// What the compiled path makes of one input.
+pub enum Outcome {
+    /// Not decided here: the pure path judges this input.
+    Fallback,
+    /// Admitted, with this `event_id`, and judged.
+    Judged(String, Verdict),
+}
+
+/// The base64 of §4 as `base64.b64decode(s, validate=True)` reads an 88-character text: the
+/// standard alphabet, `==` at the end, the 4 bits left over ignored (as binascii ignores them).
+const BASE64: GeneralPurpose = GeneralPurpose::new(
+    &STANDARD,
+    GeneralPurposeConfig::new()
+        .with_decode_allow_trailing_bits(true)
+        .with_decode_padding_mode(DecodePaddingMode::RequireCanonical),
+);
+
+fn is_lower_hex(text: &str, length: usize) -> bool {
+    text.len() == length && text.bytes().all(|byte| matches!(byte, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+fn is_event_id(text: &str) -> bool {
+    text.strip_prefix(EVENT_ID_PREFIX).is_some_and(|hex| is_lower_hex(hex, 64))
+}
+
+fn as_str(value: &Value) -> Option<&str> {
+    match value {
+        Value::String(text) => Some(text),
+        _ => None,
+    }
+}
+
+/// The members of an object that has exactly these keys, each a string.
+fn string_object<'a, const N: usize>(value: &'a Value, keys: [&str; N]) -> Option<[&'a str; N]> {
+    let Value::Object(members) = value else { return None };
+    if members.len() != N {
+        return None;
+    }
+    let mut found = [""; N];
+    for (slot, key) in found.iter_mut().zip(keys) {
+        *slot = as_str(members.get(key)?)?;
+    }
+    Some(found)
+}
+
+/// The 12 keys of §4, each of its JSON type; `None` when the shape is off in any way.
+struct Shape<'a> {
+    event_type: &'a str,
+    subject: &'a str,
+    target: &'a str,
+    payload: &'a Map<String, Value>,
+    signer: &'a Value,
+    signer_fields: [&'a str; 4],
+    created_at: &'a str,
+    supersedes: Vec<&'a str>,
+    prev_event: Option<&'a str>,
+    signature: [&'a str; 7],
+    content_sha256: &'a str,
+    schema_version: &'a str,
+}
+
+impl<'a> Shape<'a> {
+    fn of(event: &'a Map<String, Value>) -> Option<Shape<'a>> {
+        if event.len() != 12 {
+            return None;
+        }
+        let string = |key: &str| event.get(key).and_then(as_str);
+        let Value::Object(payload) = event.get("payload")? else { return None };
+        let signer = event.get("signer")?;
+        let Value::Array(supersedes) = event.get("supersedes")? else { return None };
+        let prev_event = match event.get("prev_event")? {
+            Value::Null => None,
+            Value::String(prev) => Some(prev.as_str()),
+            _ => return None,
+        };
+        Some(Shape {
+            event_type: string("event_type")?,
+            subject: string("subject_pith_number")?,
+            target: string("target")?,
+            payload,
+            signer,
+            // Sorted key order: key_id, public_key_fingerprint, signer_id, signer_type.
+            signer_fields: string_object(signer, ["key_id", "public_key_fingerprint", "signer_id", "signer_type"])?,
+            created_at: string("created_at")?,
+            supersedes: supersedes.iter().map(as_str).collect::<Option<_>>()?,
+            prev_event,
+            // algorithm, key_id, public_key_fingerprint, signature_b64, signature_status,
+            // signed_at, signed_message
+            signature: string_object(
+                event.get("signature")?,
+                [
+                    "algorithm",
+                    "key_id",
+                    "public_key_fingerprint",
+                    "signature_b64",
+                    "signature_status",
+                    "signed_at",
+                    "signed_message",
+                ],
+            )?,
+            content_sha256: string("content_sha256")?,
+            schema_version: string("schema_version")?,
+        })
+    }
+}
+
+fn reason(code: &str) -> Verdict {
+    Verdict::Invalid(CHECK_ORDER.iter().position(|known| *known == code).expect("a §6 reason") as u8)
+}
+
+/// Judge one JSON text, as the pure path would (see the module's note on what falls back).
+pub fn judge(text: &[u8], subject: &str, keys: &HashMap<String, Key>, verifier: Verifier) -> Outcome {
+    if text.len() > MAX_INPUT_BYTES {
+        return Outcome::Fallback;
+    }
+    // serde_json refuses what msgspec refuses (bad UTF-8, lone surrogate escapes, bad syntax,
+    // more than 128 levels) and keeps the last of duplicate keys, as §5 says; any refusal here
+    // goes to the pure path, which says which rejection it is.
+    let Ok(Value::Object(event)) = serde_json::from_slice::<Value>(text) else { return Outcome::Fallback };
+    let Some(event_id) = event.get("event_id").and_then(as_str).filter(|id| is_event_id(id)) else {
+        return Outcome::Fallback;
+    };
+    if !event.values().all(|value| canonical_able(value, 1)) {
+        return Outcome::Fallback; // §6 check 1, with its path and cause, is the pure path's
+    }
+    let Some(shape) = Shape::of(&event) else { return Outcome::Fallback };
+    if shape.event_type == "record_created" || !signature_form_is_simple(shape.signature[3]) {
+        // §8's payload and receipt rules stay in Python; so does any other base64 form.
+        return Outcome::Fallback;
+    }
+    Outcome::Judged(event_id.to_owned(), judge_shaped(&shape, event_id, subject, keys, verifier))
+}
+
+fn judge_shaped(shape: &Shape, event_id: &str, subject: &str, keys: &HashMap<String, Key>, verifier: Verifier) -> Verdict {
+    if shape.schema_version != "1.0" {
+        return reason("unsupported_schema_version");
+    }
+    let [key_id, signer_fingerprint, ..] = shape.signer_fields;
+    let created_us = match schema_instant(shape, event_id, signer_fingerprint) {
+        Some(instant) => instant,
+        None => return reason("malformed"),
+    };
+    let content = shape.content_sha256;
+    if event_id.strip_prefix(EVENT_ID_PREFIX) != Some(content) {
+        return reason("event_id_mismatch");
+    }
+    let mut payload = Vec::with_capacity(256);
+    canonical::write(&mut payload, shape.payload);
+    let mut signer = Vec::with_capacity(160);
+    canonical::write(&mut signer, shape.signer);
+    let digest: [u8; 32] = Sha256::digest(body(shape, &payload, &signer)).into();
+    if hex::encode(digest) != content {
+        return reason("content_hash_mismatch");
+    }
+    if shape.subject != subject {
+        return reason("wrong_subject");
+    }
+    let Some((_, target)) = EVENT_TYPES.iter().find(|(name, _)| *name == shape.event_type) else {
+        return reason("unknown_event_type");
+    };
+    if shape.target != *target {
+        return reason("target_mismatch");
+    }
+    let Some(key) = keys.get(key_id) else { return reason("unknown_key") };
+    let [algorithm, signature_key_id, signature_fingerprint, signature_b64, status, _, signed_message] = shape.signature;
+    if signature_key_id != key_id || signer_fingerprint != key.fingerprint_hex || signature_fingerprint != key.fingerprint_hex {
+        return reason("key_mismatch");
+    }
+    if algorithm != ALGORITHM || signed_message != EVENT_SIGNED_MESSAGE || status != SIGNATURE_STATUS {
+        return reason("unsupported_signature");
+    }
+    let signature = match decode_signature(signature_b64) {
+        Some(signature) => signature,
+        None => return reason("bad_signature"),
+    };
+    if !verifier.verify(&key.public_key, &digest, &signature) {
+        return reason("bad_signature");
+    }
+    if key.rotates_at_us.is_some_and(|rotates_at| created_us >= rotates_at) {
+        return reason("key_expired");
+    }
+    if shape.event_type == "graph_snapshot" && !matches!(shape.payload.get("graph_snapshot"), Some(Value::Object(_))) {
+        return reason("bad_payload");
+    }
+    Verdict::Valid(Box::new(ValidEvent {
+        event_id: event_id.to_owned(),
+        event_type: shape.event_type.to_owned(),
+        target: shape.target.to_owned(),
+        created_at: shape.created_at.to_owned(),
+        created_us,
+        prev_event: shape.prev_event.map(str::to_owned),
+        supersedes: shape.supersedes.iter().map(|id| (*id).to_owned()).collect(),
+        key_id: key_id.to_owned(),
+        signer,
+        payload,
+        record: None,
+    }))
+}
+
+/// The rules of §4 that no JSON type says: patterns, unique `supersedes`, a real `created_at`.
+fn schema_instant(shape: &Shape, event_id: &str, signer_fingerprint: &str) -> Option<i64> {
+    if !is_lower_hex(signer_fingerprint, 32) || !is_lower_hex(shape.content_sha256, 64) {
+        return None;
+    }
+    if shape.prev_event.is_some_and(|prev| !is_event_id(prev)) {
+        return None;
+    }
+    let supersedes = &shape.supersedes;
+    if !supersedes.iter().all(|id| is_event_id(id)) || supersedes.contains(&event_id) {
+        return None;
+    }
+    let mut sorted = supersedes.clone();
+    sorted.sort_unstable();
+    if sorted.windows(2).any(|pair| pair[0] == pair[1]) {
+        return None;
+    }
+    parse_timestamp(shape.created_at)
+}
+
+/// `CJ(event body)` (§2): the event without `signature`, `content_sha256` and `event_id`, its
+/// nine keys written in code point order.
+fn body(shape: &Shape, payload: &[u8], signer: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(payload.len() + signer.len() + 512);
+    out.extend_from_slice(b"{\"created_at\":");
+    canonical::write_str(&mut out, shape.created_at);
+    out.extend_from_slice(b",\"event_type\":");
+    canonical::write_str(&mut out, shape.event_type);
+    out.extend_from_slice(b",\"payload\":");
+    out.extend_from_slice(payload);
+    out.extend_from_slice(b",\"prev_event\":");
+    canonical::write_opt_str(&mut out, shape.prev_event);
+    out.extend_from_slice(b",\"schema_version\":");
+    canonical::write_str(&mut out, shape.schema_version);
+    out.extend_from_slice(b",\"signer\":");
+    out.extend_from_slice(signer);
+    out.extend_from_slice(b",\"subject_pith_number\":");
+    canonical::write_str(&mut out, shape.subject);
+    out.extend_from_slice(b",\"supersedes\":");
+    canonical::write_str_array(&mut out, shape.supersedes.iter().copied());
+    out.extend_from_slice(b",\"target\":");
+    canonical::write_str(&mut out, shape.target);
+    out.push(b'}');
+    out
+}
+
+/// 64 bytes from `signature_b64`, or `None` when it is base64 but not of 64 bytes.
+///
+/// Only the form of [`signature_form_is_simple`] comes here: the others fall back, and Python's
+/// `b64decode` says on the pure path what they are.
+fn decode_signature(text: &str) -> Option<[u8; 64]> {
+    let mut out = [0_u8; 66];
+    match BASE64.decode_slice(text, &mut out) {
+        Ok(64) => Some(out[..64].try_into().expect("64 bytes")),
+        _ => None,
+    }
+}
+
+/// True when `signature_b64` is of the one form [`decode_signature`] reads as Python does.
+pub fn signature_form_is_simple(text: &str) -> bool {
+    text.len() == 88
+        && text.ends_with("==")
+        && text[..86].bytes().all(|byte| byte.is_ascii_alphanumeric() || byte == b'+' || byte == b'/')
+}

@@ -1,0 +1,271 @@
+//! pith-merge's compiled per-event path (merge-v1), an optional accelerator of the pure-Python
+//! engine, which stays the reference. One module per spec section, as in `merge/`:
+//! [`canonical`] (§1), [`timestamps`] (§4), [`checks`] (§4–§6), [`verify`] (check 12, by
+//! PyNaCl's libsodium), [`chains`] (§7), [`state`] (§9). Used by `merge.native` (see there).
+//!
+//! A fold runs in two calls. [`judge`] admits and checks every distinct input on native threads
+//! without the GIL and hands back the indices of the inputs it does not decide (rejections and
+//! the uncommon cases: see [`checks`]); the pure path judges those, and [`Judgement::finish`]
+//! merges its verdicts with the native ones (§5), classifies (§7) and writes the state (§9).
+
+mod canonical;
+mod chains;
+mod checks;
+mod state;
+mod timestamps;
+mod verify;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyList, PyString};
+
+use checks::{Key, Outcome, ValidEvent, Verdict, CHECK_ORDER};
+use verify::{SignOpen, Verdicts, Verifier};
+
+/// Hash maps with foldhash (seeded per process, as std's are, against crafted collisions; much
+/// faster on long keys such as whole JSON texts). No result depends on their order.
+pub(crate) type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
+pub(crate) type HashSet<K> = std::collections::HashSet<K, foldhash::fast::RandomState>;
+
+/// Events from which a fold's data is freed on a thread of its own (see `finish`).
+const BACKGROUND_DROP: usize = 2048;
+
+/// Inputs judged per task: large enough that taking a task costs nothing next to the work.
+const CHUNK: usize = 32;
+
+/// Signature verdicts shared by folds (`merge.SignatureVerifier` keeps one): each distinct
+/// (key, digest, signature) is verified once, whichever fold meets it first.
+#[pyclass(module = "pith_merge_native", frozen)]
+#[derive(Default)]
+struct VerdictCache {
+    verdicts: Verdicts,
+}
+
+#[pymethods]
+impl VerdictCache {
+    #[new]
+    fn new() -> Self {
+        Self::default()
+    }
+
+    fn __len__(&self) -> usize {
+        self.verdicts.lock().expect("a verdict cache lock").len()
+    }
+}
+
+/// The native verdicts of one fold, waiting for the pure path's (see [`judge`]).
+#[pyclass(module = "pith_merge_native")]
+struct Judgement {
+    subject: String,
+    verdicts: HashMap<String, Verdict>,
+}
+
+/// An event the pure path judged valid, as `merge.native` hands it over.
+type PyValid = (
+    String,                      // event_id
+    String,                      // event_type
+    String,                      // target
+    String,                      // created_at
+    i64,                         // created_us
+    Option<String>,              // prev_event
+    Vec<String>,                 // supersedes
+    String,                      // signer.key_id
+    Vec<u8>,                     // CJ(signer)
+    Vec<u8>,                     // CJ(payload)
+    Option<(Vec<u8>, Vec<u8>)>,  // record_created: CJ(canonical_record), CJ(source_aliases)
+);
+
+fn merge_verdict(verdicts: &mut HashMap<String, Verdict>, event_id: String, verdict: Verdict) {
+    match verdicts.get(&event_id) {
+        Some(standing) if !verdict.prevails_over(standing) => {}
+        _ => {
+            verdicts.insert(event_id, verdict);
+        }
+    }
+}
+
+#[pymethods]
+impl Judgement {
+    /// Merge the pure path's verdicts in (§5), classify (§7) and build the state (§9).
+    ///
+    /// ``invalid``: ``(event_id, §6 reason)``; ``valid``: the events it judged valid. Returns
+    /// ``(CJ(state) with state_sha256, [(superseded id, [ids that superseded it])])``. Once only.
+    fn finish<'py>(
+        &mut self,
+        py: Python<'py>,
+        invalid: Vec<(String, String)>,
+        valid: Vec<PyValid>,
+    ) -> PyResult<(Bound<'py, PyBytes>, Vec<(String, Vec<String>)>)> {
+        let mut verdicts = std::mem::take(&mut self.verdicts);
+        for (event_id, code) in invalid {
+            let rank = CHECK_ORDER
+                .iter()
+                .position(|known| *known == code)
+                .ok_or_else(|| PyValueError::new_err(format!("{code:?} is not a reason of spec §6")))?;
+            merge_verdict(&mut verdicts, event_id, Verdict::Invalid(rank as u8));
+        }
+        for (event_id, event_type, target, created_at, created_us, prev_event, supersedes, key_id, signer, payload, record) in valid {
+            let event = ValidEvent { event_id: event_id.clone(), event_type, target, created_at, created_us, prev_event, supersedes, key_id, signer, payload, record };
+            merge_verdict(&mut verdicts, event_id, Verdict::Valid(Box::new(event)));
+        }
+        let subject = self.subject.clone();
+        let built = py.allow_threads(|| state::build(&subject, &verdicts));
+        // Freeing every event's data costs ~0.6 µs an event: for a large fold it is done on a
+        // thread of its own, off the caller's path (the memory is freed all the same, a moment
+        // later); for a small one, starting the thread would cost more.
+        if verdicts.len() >= BACKGROUND_DROP {
+            std::thread::spawn(move || drop(verdicts));
+        }
+        Ok((PyBytes::new(py, &built.state), built.superseded))
+    }
+}
+
+/// Admit and check every input that is a JSON text (§5, §6, verification included), on
+/// ``threads`` native threads without the GIL.
+///
+/// ``keys``: ``(key_id, 32-byte public key, fingerprint hex, rotates_at µs or None)``;
+/// ``sign_open``: the address of libsodium's ``crypto_sign_open`` in PyNaCl's cffi module.
+/// Returns the judgement and the indices (ascending) of the inputs left to the pure path.
+#[pyfunction]
+#[pyo3(signature = (inputs, subject, keys, sign_open, threads, cache=None))]
+#[allow(clippy::too_many_arguments)]
+fn judge(
+    py: Python<'_>,
+    inputs: &Bound<'_, PyList>,
+    subject: String,
+    keys: Vec<(String, Vec<u8>, String, Option<i64>)>,
+    sign_open: usize,
+    threads: usize,
+    cache: Option<&Bound<'_, VerdictCache>>,
+) -> PyResult<(Judgement, Vec<usize>)> {
+    let sign_open = sign_open_function(sign_open)?;
+    let keys: HashMap<String, Key> = keys
+        .into_iter()
+        .map(|(key_id, public_key, fingerprint_hex, rotates_at_us)| {
+            let public_key: [u8; 32] =
+                public_key.try_into().map_err(|_| PyValueError::new_err("a public key is not 32 bytes"))?;
+            Ok((key_id, Key { public_key, fingerprint_hex, rotates_at_us }))
+        })
+        .collect::<PyResult<_>>()?;
+    let cache: Option<&Verdicts> = cache.map(|cache| &cache.get().verdicts);
+    let verifier = Verifier { sign_open, cache };
+
+    // The texts, borrowed from the list's own objects: `held` keeps each alive (and bytes and
+    // the UTF-8 of a str never change) until this function returns, GIL or not.
+    let held: Vec<Bound<'_, PyAny>> = inputs.iter().collect();
+    let mut texts: Vec<Option<(usize, usize)>> = Vec::with_capacity(held.len());
+    for item in &held {
+        let text: Option<&[u8]> = if let Ok(bytes) = item.downcast::<PyBytes>() {
+            Some(bytes.as_bytes())
+        } else if let Ok(string) = item.downcast::<PyString>() {
+            // A str with a lone surrogate has no UTF-8: a rejection, for the pure path to word.
+            string.to_str().ok().map(str::as_bytes)
+        } else {
+            None // a parsed value: the pure path admits it (§5)
+        };
+        texts.push(text.map(|text| (text.as_ptr() as usize, text.len())));
+    }
+
+    let (verdicts, fallback) = py.allow_threads(|| {
+        // SAFETY: see `held` above.
+        let slice = |(ptr, len): (usize, usize)| unsafe { std::slice::from_raw_parts(ptr as *const u8, len) };
+        // §5: an identical copy gets an identical verdict, so each distinct text is judged once.
+        let mut distinct: HashMap<&[u8], usize> = HashMap::default();
+        let mut unique: Vec<&[u8]> = Vec::new();
+        let copy_of: Vec<Option<usize>> = texts
+            .iter()
+            .map(|text| {
+                text.map(|text| {
+                    let text = slice(text);
+                    *distinct.entry(text).or_insert_with(|| {
+                        unique.push(text);
+                        unique.len() - 1
+                    })
+                })
+            })
+            .collect();
+        drop(distinct);
+        let outcomes = judge_all(&unique, &subject, &keys, verifier, threads);
+        let mut verdicts: HashMap<String, Verdict> = HashMap::default();
+        let mut judged: Vec<Option<Outcome>> = outcomes.into_iter().map(Some).collect();
+        let mut fallback: Vec<usize> = Vec::new();
+        for (index, copy) in copy_of.iter().enumerate() {
+            match copy {
+                None => fallback.push(index),
+                Some(at) => match judged[*at].take() {
+                    Some(Outcome::Judged(event_id, verdict)) => merge_verdict(&mut verdicts, event_id, verdict),
+                    Some(Outcome::Fallback) => {
+                        judged[*at] = Some(Outcome::Fallback);
+                        fallback.push(index);
+                    }
+                    None => {} // a later copy of a text already judged
+                },
+            }
+        }
+        (verdicts, fallback)
+    });
+    drop(held);
+    Ok((Judgement { subject, verdicts }, fallback))
+}
+
+/// [`checks::judge`] over every text, on up to `threads` threads taking chunks in turn.
+fn judge_all(texts: &[&[u8]], subject: &str, keys: &HashMap<String, Key>, verifier: Verifier, threads: usize) -> Vec<Outcome> {
+    let threads = threads.clamp(1, texts.len().div_ceil(CHUNK).max(1));
+    if threads == 1 {
+        return texts.iter().map(|text| checks::judge(text, subject, keys, verifier)).collect();
+    }
+    let next = AtomicUsize::new(0);
+    let mut parts: Vec<(usize, Vec<Outcome>)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut done: Vec<(usize, Vec<Outcome>)> = Vec::new();
+                    loop {
+                        let start = next.fetch_add(CHUNK, Ordering::Relaxed);
+                        if start >= texts.len() {
+                            return done;
+                        }
+                        let end = (start + CHUNK).min(texts.len());
+                        let chunk = texts[start..end].iter().map(|text| checks::judge(text, subject, keys, verifier)).collect();
+                        done.push((start, chunk));
+                    }
+                })
+            })
+            .collect();
+        workers.into_iter().flat_map(|worker| worker.join().expect("a judging thread panicked")).collect()
+    });
+    parts.sort_unstable_by_key(|(start, _)| *start);
+    parts.into_iter().flat_map(|(_, chunk)| chunk).collect()
+}
+
+/// libsodium's verdict on one signature, through the function the fold uses (for the tests that
+/// hold it to PyNaCl's on every Wycheproof, CCTV and RFC 8032 case).
+#[pyfunction]
+fn verify_signature(sign_open: usize, public_key: &[u8], message: &[u8], signature: &[u8]) -> PyResult<bool> {
+    let (Ok(public_key), Ok(signature)) = (<&[u8; 32]>::try_from(public_key), <&[u8; 64]>::try_from(signature)) else {
+        return Ok(false); // as merge.signatures.verify_signature: wrong lengths never verify
+    };
+    Ok(verify::verify(sign_open_function(sign_open)?, public_key, message, signature))
+}
+
+fn sign_open_function(address: usize) -> PyResult<SignOpen> {
+    if address == 0 {
+        return Err(PyValueError::new_err("sign_open is not the address of crypto_sign_open"));
+    }
+    // SAFETY: the caller passes the address of libsodium's crypto_sign_open (merge.native takes
+    // it from nacl._sodium, which stays imported, so the function stays mapped).
+    Ok(unsafe { std::mem::transmute::<usize, SignOpen>(address) })
+}
+
+#[pymodule]
+fn pith_merge_native(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    module.add_function(wrap_pyfunction!(judge, module)?)?;
+    module.add_function(wrap_pyfunction!(verify_signature, module)?)?;
+    module.add_class::<Judgement>()?;
+    module.add_class::<VerdictCache>()?;
+    module.add("CHECK_ORDER", CHECK_ORDER.to_vec())?;
+    module.add("EVENT_TYPES", checks::EVENT_TYPES.to_vec())?;
+    Ok(())
+}

@@ -1,0 +1,174 @@
+//! The state of spec §9, written as its canonical JSON bytes, `state_sha256` included (§2).
+//!
+//! The state's shape is fixed, so its keys are written in code point order by hand around the
+//! canonical bytes of each payload, signer, record and alias list, which the checks already made.
+
+use crate::{HashMap, HashSet};
+
+use sha2::{Digest, Sha256};
+
+use crate::canonical::{write_opt_str, write_str, write_str_array};
+use crate::chains::{classify, supersessions};
+use crate::checks::{ValidEvent, Verdict, CHECK_ORDER};
+
+/// The keys of `current` that hold lists, by event type (§8), in code point order of the key.
+const CURRENT_LISTS: [(&str, &str); 8] = [
+    ("author_attestations", "author_attestation"),
+    ("citation_signatures", "citation_signature"),
+    ("corrections", "correction"),
+    ("graph_snapshots", "graph_snapshot"),
+    ("mirror_hints", "mirror_hint"),
+    ("replication_records", "replication_record"),
+    ("storage_attestations", "storage_attestation"),
+    ("timestamp_anchors", "timestamp_anchor"),
+];
+
+/// A built state: its canonical bytes and who superseded whom (sorted by event id).
+pub struct Built {
+    pub state: Vec<u8>,
+    pub superseded: Vec<(String, Vec<String>)>,
+}
+
+fn write_entry(out: &mut Vec<u8>, event: &ValidEvent) {
+    out.extend_from_slice(b"{\"created_at\":");
+    write_str(out, &event.created_at);
+    out.extend_from_slice(b",\"event_id\":");
+    write_str(out, &event.event_id);
+    out.extend_from_slice(b",\"payload\":");
+    out.extend_from_slice(&event.payload);
+    out.extend_from_slice(b",\"signer\":");
+    out.extend_from_slice(&event.signer);
+    out.extend_from_slice(b",\"target\":");
+    write_str(out, &event.target);
+    out.push(b'}');
+}
+
+fn write_entries<'a>(out: &mut Vec<u8>, entries: impl IntoIterator<Item = &'a ValidEvent>) {
+    out.push(b'[');
+    for (position, event) in entries.into_iter().enumerate() {
+        if position > 0 {
+            out.push(b',');
+        }
+        write_entry(out, event);
+    }
+    out.push(b']');
+}
+
+fn write_count(out: &mut Vec<u8>, key: &str, count: usize) {
+    out.extend_from_slice(format!(",\"{key}\":{count}").as_bytes());
+}
+
+/// Classify the verdicts (§7) and write the state of `subject` (§9) with its `state_sha256`.
+pub fn build(subject: &str, verdicts: &HashMap<String, Verdict>) -> Built {
+    let mut valid: Vec<&ValidEvent> = Vec::new();
+    let mut invalid: Vec<(&str, &'static str)> = Vec::new();
+    for (event_id, verdict) in verdicts {
+        match verdict {
+            Verdict::Valid(event) => valid.push(event),
+            Verdict::Invalid(rank) => invalid.push((event_id, CHECK_ORDER[*rank as usize])),
+        }
+    }
+    // Sorted by id so that nothing below depends on the hash map's order.
+    valid.sort_unstable_by(|a, b| a.event_id.cmp(&b.event_id));
+    let admitted: HashSet<&str> = verdicts.keys().map(String::as_str).collect();
+    let classification = classify(&valid, &admitted);
+    let removed = supersessions(&classification.applied, &valid);
+    invalid.extend(classification.reasons.iter().map(|&(at, code)| (valid[at].event_id.as_str(), code)));
+    invalid.sort_unstable();
+
+    let current: Vec<&ValidEvent> =
+        classification.applied.iter().filter(|at| !removed.contains_key(at)).map(|&at| valid[at]).collect();
+    let record = current.iter().find(|event| event.event_type == "record_created").copied();
+    let mut lists: HashMap<&str, Vec<&ValidEvent>> = HashMap::default();
+    for event in &current {
+        lists.entry(event.event_type.as_str()).or_default().push(event);
+    }
+
+    let mut equivocations: Vec<Vec<u8>> = classification
+        .forks
+        .iter()
+        .map(|fork| {
+            let mut out = b"{\"chain\":{\"key_id\":".to_vec();
+            write_opt_str(&mut out, fork.chain.1);
+            out.extend_from_slice(b",\"target\":");
+            write_str(&mut out, fork.chain.0);
+            out.extend_from_slice(b"},\"event_ids\":");
+            write_str_array(&mut out, fork.event_ids.iter().copied());
+            out.extend_from_slice(b",\"prev_event\":");
+            write_opt_str(&mut out, fork.prev_event);
+            out.push(b'}');
+            out
+        })
+        .collect();
+    equivocations.sort_unstable(); // §9: sorted by canonical JSON bytes
+
+    let size: usize = current.iter().map(|event| event.payload.len() + event.signer.len() + 256).sum();
+    let mut out: Vec<u8> = Vec::with_capacity(size + 100 * verdicts.len() + 4096);
+    out.extend_from_slice(b"{\"applied_event_ids\":");
+    write_str_array(&mut out, classification.applied.iter().map(|&at| valid[at].event_id.as_str()));
+    out.extend_from_slice(b",\"current\":{");
+    for (position, (key, event_type)) in CURRENT_LISTS.iter().enumerate() {
+        if position > 0 {
+            out.push(b',');
+        }
+        write_str(&mut out, key);
+        out.push(b':');
+        write_entries(&mut out, lists.get(event_type).into_iter().flatten().copied());
+        match *key {
+            // canonical_record sorts between author_attestations and citation_signatures,
+            // record_created between mirror_hints and replication_records, source_aliases
+            // between replication_records and storage_attestations.
+            "author_attestations" => {
+                out.extend_from_slice(b",\"canonical_record\":");
+                out.extend_from_slice(record.and_then(|r| r.record.as_ref()).map_or(b"null".as_slice(), |r| &r.0));
+            }
+            "mirror_hints" => {
+                out.extend_from_slice(b",\"record_created\":");
+                match record {
+                    Some(event) => write_entry(&mut out, event),
+                    None => out.extend_from_slice(b"null"),
+                }
+            }
+            "replication_records" => {
+                out.extend_from_slice(b",\"source_aliases\":");
+                out.extend_from_slice(record.and_then(|r| r.record.as_ref()).map_or(b"[]".as_slice(), |r| &r.1));
+            }
+            _ => {}
+        }
+    }
+    out.push(b'}');
+    write_count(&mut out, "equivocation_count", equivocations.len());
+    out.extend_from_slice(b",\"equivocations\":[");
+    out.extend_from_slice(&equivocations.join(b",".as_slice()));
+    out.push(b']');
+    write_count(&mut out, "event_count", verdicts.len());
+    write_count(&mut out, "invalid_event_count", invalid.len());
+    out.extend_from_slice(b",\"invalid_events\":[");
+    for (position, (event_id, code)) in invalid.iter().enumerate() {
+        if position > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(b"{\"event_id\":");
+        write_str(&mut out, event_id);
+        out.extend_from_slice(b",\"reason\":");
+        write_str(&mut out, code);
+        out.push(b'}');
+    }
+    out.extend_from_slice(b"],\"merge_version\":\"pith-open-graph-merge-v1\",\"pith_number\":");
+    write_str(&mut out, subject);
+    let tail_at = out.len();
+    out.extend_from_slice(b",\"state_type\":\"pith_open_graph_state\",\"state_version\":\"1.0\"");
+    write_count(&mut out, "valid_event_count", classification.applied.len());
+    out.push(b'}');
+    // state_sha256 = H(state without state_sha256) (§2), then the key in its sorted place.
+    let digest = hex::encode(Sha256::digest(&out));
+    let sha = format!(",\"state_sha256\":\"{digest}\"");
+    out.splice(tail_at..tail_at, sha.into_bytes());
+
+    let mut superseded: Vec<(String, Vec<String>)> = removed
+        .into_iter()
+        .map(|(at, by)| (valid[at].event_id.clone(), by.into_iter().map(|b| valid[b].event_id.clone()).collect()))
+        .collect();
+    superseded.sort_unstable();
+    Built { state: out, superseded }
+}

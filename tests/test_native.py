@@ -1,0 +1,333 @@
+"""The compiled path (merge.native) against the pure path, the reference: the same bytes, always.
+
+The differential law: for any inputs, ``fold`` on the compiled path and on the pure path
+(``PITH_MERGE_PURE=1``) give equal results (state, rejections with their messages, who
+superseded whom). It is checked on every vector, on the histories of :mod:`merge.testing`
+with every fault switched on, and on mutated texts; and libsodium's verdicts through the
+compiled path equal PyNaCl's on every Wycheproof, CCTV and RFC 8032 case.
+"""
+
+from __future__ import annotations
+
+import base64
+import importlib
+import json
+import os
+import random
+import shutil
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import merge
+from merge import FoldResult, KeySet, canonical_json, fold
+from merge.native import _SIGN_OPEN, PURE_ENVIRONMENT_VARIABLE, native_available, native_module
+from merge.reasons import CHECK_ORDER
+from merge.signatures import SignatureVerifier, verify_signature
+from merge.testing import histories
+
+from .conftest import CONFORMANCE, EDGES, load_vector
+
+NATIVE = native_module()
+needs_native = pytest.mark.skipif(NATIVE is None, reason="the compiled path is not built (no cargo)")
+VECTORS = Path(__file__).parent / "vectors"
+EXTERNAL = VECTORS / "external"
+
+
+@contextmanager
+def pure_path() -> Iterator[None]:
+    """The pure path for the block (PITH_MERGE_PURE=1), as it was afterwards."""
+    before = os.environ.get(PURE_ENVIRONMENT_VARIABLE)
+    os.environ[PURE_ENVIRONMENT_VARIABLE] = "1"
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ[PURE_ENVIRONMENT_VARIABLE]
+        else:
+            os.environ[PURE_ENVIRONMENT_VARIABLE] = before
+
+
+def both(inputs: Sequence[Any], subject: str, keys: Any, threads: int | None = None) -> FoldResult:
+    """Fold on both paths, assert the results equal (and the state bytes), return the native one."""
+    compiled = fold(list(inputs), subject=subject, keys=keys, threads=threads)
+    with pure_path():
+        reference = fold(list(inputs), subject=subject, keys=keys, threads=threads)
+    assert canonical_json(compiled.state) == canonical_json(reference.state)
+    assert compiled.rejected == reference.rejected
+    assert compiled.superseded == reference.superseded
+    assert compiled == reference
+    return compiled
+
+
+def left_to_python(inputs: Sequence[Any], subject: str, keys: Any) -> list[int]:
+    """The inputs the compiled path hands to the pure one."""
+    assert NATIVE is not None
+    key_set = KeySet.parse(keys)
+    table = [
+        (k.key_id, k.public_key, k.fingerprint_hex, k.rotates_at_us)
+        for k in map(key_set.__getitem__, key_set)
+    ]
+    _, left = NATIVE.judge(list(inputs), subject, table, _SIGN_OPEN, 1)
+    return list(left)
+
+
+def test_the_compiled_path_is_built_where_cargo_is() -> None:
+    """`make` builds native/ where cargo is: CI (which has cargo) must test the compiled path."""
+    if shutil.which("cargo") is None:
+        pytest.skip("no cargo on PATH: the pure path serves alone")
+    assert NATIVE is not None, "cargo is on PATH, yet pith_merge_native is not installed: run make"
+
+
+@needs_native
+def test_pure_environment_variable_forces_the_pure_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert native_available()
+    assert merge.native_available()
+    monkeypatch.setenv(PURE_ENVIRONMENT_VARIABLE, "1")
+    assert not merge.native_available()
+    calls: list[object] = []
+    driver = importlib.import_module(merge.fold.__module__)  # the module of the fold function
+    monkeypatch.setattr(driver, "fold_native", lambda *args: calls.append(args))
+    vector = load_vector(CONFORMANCE[0].stem)
+    fold([text.encode() for text in vector["inputs"]], subject=vector["subject"], keys=vector["keys"])
+    assert calls == []
+    monkeypatch.delenv(PURE_ENVIRONMENT_VARIABLE)
+    fold([text.encode() for text in vector["inputs"]], subject=vector["subject"], keys=vector["keys"])
+    assert len(calls) == 1
+
+
+@needs_native
+def test_the_compiled_tables_are_the_specs() -> None:
+    """§6's order and §8's targets, stated in Rust too, are the Python ones."""
+    from merge.checks import EVENT_TYPES
+
+    assert NATIVE is not None
+    assert [str(reason) for reason in CHECK_ORDER] == NATIVE.CHECK_ORDER
+    assert dict(NATIVE.EVENT_TYPES) == {name: target for name, (target, _) in EVENT_TYPES.items()}
+
+
+def _vector_folds() -> Iterator[tuple[str, str, Any, list[bytes]]]:
+    for path in sorted(CONFORMANCE):
+        vector = load_vector(path.stem)
+        yield path.stem, vector["subject"], vector["keys"], [text.encode() for text in vector["inputs"]]
+    for path in sorted(EDGES.glob("*.json")):
+        vector = json.loads(path.read_bytes())
+        if "inputs" in vector:
+            inputs = [text.encode() for text in vector["inputs"]]
+            yield f"edges/{path.stem}", vector["subject"], vector["keys"], inputs
+    for path in sorted((VECTORS / "golden").glob("*.bundle.json")):
+        bundle = json.loads(path.read_bytes())
+        events = [msgspec.json.encode(event) for event in bundle["events"]]
+        yield f"golden/{path.stem}", bundle["pith_number"], bundle["public_keys"], events
+
+
+VECTOR_FOLDS = list(_vector_folds())
+
+
+@needs_native
+@pytest.mark.parametrize(
+    ("name", "subject", "keys", "inputs"), VECTOR_FOLDS, ids=[v[0] for v in VECTOR_FOLDS]
+)
+def test_every_vector_gives_the_same_result_on_both_paths(
+    name: str, subject: str, keys: Any, inputs: list[bytes]
+) -> None:
+    rng = random.Random(name)
+    both(inputs, subject, keys)
+    shuffled = inputs + rng.choices(inputs, k=len(inputs) // 2)
+    rng.shuffle(shuffled)
+    both(shuffled, subject, keys, threads=2)
+    both([text.decode() for text in inputs], subject, keys)
+
+
+@needs_native
+def test_the_compiled_path_decides_the_common_case() -> None:
+    """Not everything falls back: the golden graph_snapshot and the vectors' events of other
+    types than record_created are decided in Rust (else the differential law says nothing)."""
+    decided = 0
+    for _, subject, keys, inputs in VECTOR_FOLDS:
+        decided += len(inputs) - len(left_to_python(inputs, subject, keys))
+    assert decided > len(VECTOR_FOLDS) * 2
+    bundle = json.loads((VECTORS / "golden" / "pith-2303.04759.bundle.json").read_bytes())
+    events = [msgspec.json.encode(event) for event in bundle["events"]]
+    types = [event["event_type"] for event in bundle["events"]]
+    assert [types[i] for i in left_to_python(events, bundle["pith_number"], bundle["public_keys"])] == [
+        "record_created"
+    ]
+
+
+@needs_native
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
+@given(history=histories(max_chains=3, max_chain_length=4), data=st.data())
+def test_histories_with_every_fault_give_the_same_result(history: Any, data: st.DataObject) -> None:
+    """merge.testing's histories (every fault on): both paths agree, and agree with the spec."""
+    inputs = data.draw(st.permutations(history.inputs))
+    result = both(inputs, history.subject, history.keys, threads=data.draw(st.sampled_from([1, 2, None])))
+    assert {e.event_id: e.reason for e in result.state.invalid_events} == history.invalid
+    assert set(result.state.applied_event_ids) == history.applied
+
+
+def _mutations(text: bytes, rng: random.Random) -> Iterator[bytes]:
+    """Texts near a valid event: a flipped bit, a cut, a changed byte, an inserted space."""
+    for _ in range(6):
+        at = rng.randrange(len(text))
+        yield text[:at] + bytes([text[at] ^ (1 << rng.randrange(8))]) + text[at + 1 :]
+        yield text[:at]
+        yield text[:at] + bytes([rng.randrange(256)]) + text[at + 1 :]
+        yield text[:at] + b" " + text[at:]
+
+
+@needs_native
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
+@given(history=histories(max_chains=2, max_chain_length=3, garbage=False), seed=st.integers(0, 2**32))
+def test_mutated_texts_give_the_same_result(history: Any, seed: int) -> None:
+    rng = random.Random(seed)
+    mutated = [m for text in history.inputs for m in _mutations(text, rng)]
+    both(history.inputs + mutated, history.subject, history.keys)
+
+
+@needs_native
+def test_reencoded_values_give_the_same_result() -> None:
+    """The same events as other JSON texts of the same values (§5): keys out of order,
+    whitespace, escapes, duplicate keys, -0 and floats: the compiled path decides some and
+    leaves the rest, and the result is the pure path's."""
+    vector = load_vector("all_types")
+    rng = random.Random(7)
+    inputs: list[bytes] = []
+    for text in vector["inputs"]:
+        value = json.loads(text)
+        if not isinstance(value, dict):
+            continue
+        items = list(value.items())
+        rng.shuffle(items)
+        inputs.append(json.dumps(dict(items), indent=1).encode())
+        inputs.append(json.dumps(value, ensure_ascii=True).encode())
+        inputs.append(b'{"event_id": 1, ' + json.dumps(value).encode()[1:])  # a duplicate key, last wins
+        payload = value.get("payload")
+        if isinstance(payload, dict):
+            inputs.append(json.dumps({**value, "payload": {**payload, "n": -0.0}}).encode())
+            inputs.append(json.dumps({**value, "payload": {**payload, "n": 2**53}}).encode())
+    both(inputs, vector["subject"], vector["keys"])
+
+
+@needs_native
+def test_a_shared_verifier_verifies_each_signature_once() -> None:
+    """A SignatureVerifier given to several folds (replay does so) lends them one native cache."""
+    assert NATIVE is not None
+    vector = load_vector("all_types")
+    inputs = [text.encode() for text in vector["inputs"]]
+    verifier = SignatureVerifier(1)
+    first = fold(inputs, subject=vector["subject"], keys=vector["keys"], verifier=verifier)
+    cache = verifier.native_cache(NATIVE)
+    cached = len(cache)
+    assert cached > 0
+    second = fold(inputs, subject=vector["subject"], keys=vector["keys"], verifier=verifier)
+    assert len(cache) == cached
+    assert first == second
+
+
+@needs_native
+def test_ten_thousand_broken_copies_verify_once_each() -> None:
+    """As tests/test_limits.py asks of the pure path: a distinct copy is verified once, identical
+    copies once in all, and no broken copy masks the valid one (counted by the native cache)."""
+    assert NATIVE is not None
+    vector = load_vector("all_types")
+    event = next(
+        json.loads(t) for t in vector["inputs"] if json.loads(t).get("event_type") == "graph_snapshot"
+    )
+    good = base64.b64decode(event["signature"]["signature_b64"])
+    broken = [
+        json.dumps(
+            {**event, "signature": {**event["signature"], "signature_b64": base64.b64encode(sig).decode()}}
+        )
+        for sig in (n.to_bytes(4, "big") + good[4:] for n in range(1, 10_001))
+    ]
+    for inputs, verdicts in [
+        (broken, 10_000),
+        ([broken[0]] * 10_000, 1),
+        ([*broken, json.dumps(event)], 10_001),
+    ]:
+        verifier = SignatureVerifier(2)
+        result = fold(inputs, subject=vector["subject"], keys=vector["keys"], verifier=verifier)
+        assert len(verifier.native_cache(NATIVE)) == verdicts
+        applied = event["event_id"] in result.state.applied_event_ids
+        assert applied is (verdicts == 10_001)
+
+
+def _verify_cases() -> Iterator[tuple[str, bytes, bytes, bytes]]:
+    wycheproof = json.loads((EXTERNAL / "wycheproof" / "ed25519_test.json").read_text())
+    for group in wycheproof["testGroups"]:
+        public_key = bytes.fromhex(group["publicKey"]["pk"])
+        for case in group["tests"]:
+            yield (
+                f"wycheproof/{case['tcId']}",
+                public_key,
+                bytes.fromhex(case["msg"]),
+                bytes.fromhex(case["sig"]),
+            )
+    for case in json.loads((EXTERNAL / "cctv" / "ed25519vectors.json").read_text()):
+        key, message, signature = bytes.fromhex(case["key"]), case["msg"].encode(), bytes.fromhex(case["sig"])
+        yield (f"cctv/{case['number']}", key, message, signature)
+    for case in json.loads((EXTERNAL / "rfc8032" / "rfc8032_7_1_ed25519.json").read_text())["vectors"]:
+        key, message, signature = (bytes.fromhex(case[k]) for k in ("public_key", "message", "signature"))
+        yield (f"rfc8032/{case['name']}", key, message, signature)
+    for line in (EXTERNAL / "pynacl" / "ed25519_sign.sample.input").read_text().splitlines():
+        _, public_key, message, signed = line.split(":")[:4]
+        signature = bytes.fromhex(signed)[:64]
+        message_bytes = bytes.fromhex(message)
+        yield ("pynacl", bytes.fromhex(public_key), message_bytes, signature)
+        flipped = bytes([signature[0] ^ 1]) + signature[1:]
+        yield ("pynacl/flipped", bytes.fromhex(public_key), message_bytes, flipped)
+
+
+@needs_native
+def test_verdicts_are_libsodiums_on_every_known_case() -> None:
+    """crypto_sign_open through the compiled path and through PyNaCl: the same verdict on every
+    Wycheproof, CCTV, RFC 8032 and PyNaCl case (and bit flips of the valid ones)."""
+    assert NATIVE is not None
+    cases = list(_verify_cases())
+    assert len(cases) > 1000
+    accepted = 0
+    for name, public_key, message, signature in cases:
+        expected = verify_signature(public_key, message, signature)
+        assert NATIVE.verify_signature(_SIGN_OPEN, public_key, message, signature) is expected, name
+        accepted += expected
+    assert 0 < accepted < len(cases)
+
+
+@needs_native
+def test_signatures_in_events_get_libsodiums_verdict() -> None:
+    """An event's signature_b64 swapped for each Wycheproof signature (all invalid over the
+    event's digest) and base64 forms Python's decoder reads its own way: both paths agree."""
+    vector = load_vector("all_types")
+    event = next(
+        json.loads(t) for t in vector["inputs"] if json.loads(t).get("event_type") == "graph_snapshot"
+    )
+    signature = base64.b64decode(event["signature"]["signature_b64"])
+    encoded = base64.b64encode(signature).decode()
+    alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+    # The last letter carries 2 bits of the signature and 4 left over, which Python ignores.
+    last = alphabet[(alphabet.index(encoded[-3]) & 0b110000) | 0b0101]
+    forms = [
+        encoded,
+        encoded[:-3] + last + "==",
+        encoded.rstrip("="),
+        base64.b64encode(signature[:63]).decode(),
+        encoded[:-2] + "A=",
+        base64.b64encode(signature + b"\0").decode(),
+        base64.urlsafe_b64encode(signature).decode(),
+        " " + base64.b64encode(signature).decode(),
+    ]
+    for form in forms:
+        text = json.dumps({**event, "signature": {**event["signature"], "signature_b64": form}}).encode()
+        result = both([text], vector["subject"], vector["keys"])
+        assert (event["event_id"] in result.state.applied_event_ids) is (form in forms[:2]), form

@@ -59,13 +59,13 @@ def fold(
     subject = require_subject(subject)
     inputs = require_inputs(inputs)
     key_set = KeySet.parse(keys)
+    shared = verifier is not None
     verifier = verifier or SignatureVerifier(threads)
     with gc_paused():
         if native_available():
             # The compiled path (merge.native): the same bytes, the common case in Rust.
-            return fold_native(
-                inputs if isinstance(inputs, list) else list(inputs), subject, key_set, verifier
-            )
+            items = inputs if isinstance(inputs, list) else list(inputs)
+            return fold_native(items, subject, key_set, verifier, share_verdicts=shared)
         rejected, copies = admit_batch(enumerate(inputs))
         verdicts = judge_events(copies, subject, key_set, verifier)
         copies.clear()

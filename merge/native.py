@@ -18,7 +18,6 @@ vector, on the histories of :mod:`merge.testing` and on Hypothesis' inputs.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 from types import ModuleType
 from typing import Any, Final
 
@@ -61,20 +60,23 @@ def native_available() -> bool:
     return _native is not None and os.environ.get(PURE_ENVIRONMENT_VARIABLE) != "1"
 
 
-def fold_native(items: Sequence[Any], subject: str, keys: KeySet, verifier: SignatureVerifier) -> FoldResult:
+def fold_native(
+    items: list[Any], subject: str, keys: KeySet, verifier: SignatureVerifier, *, share_verdicts: bool
+) -> FoldResult:
     """:func:`merge.fold` of ``items`` on the compiled path (see the module's note).
 
     The inputs it leaves go through the pure path's own §5 and §6 steps (:func:`admit_batch`,
     :func:`judge_events`), and their verdicts are merged with the compiled path's.
+    ``share_verdicts``: keep the verdicts in ``verifier`` for later folds (a caller's verifier);
+    within one fold, identical texts are judged once anyway.
     """
     assert _native is not None
     table = [
         (key.key_id, key.public_key, key.fingerprint_hex, key.rotates_at_us)
         for key in (keys[key_id] for key_id in keys)
     ]
-    judgement, left = _native.judge(
-        list(items), subject, table, _SIGN_OPEN, verifier.threads, verifier.native_cache(_native)
-    )
+    cache = verifier.native_cache(_native) if share_verdicts else None
+    judgement, left = _native.judge(items, subject, table, _SIGN_OPEN, verifier.threads, cache)
     rejected, copies = admit_batch((index, items[index]) for index in left)
     verdicts = judge_events(copies, subject, keys, verifier)
     invalid = [(event_id, str(v)) for event_id, v in verdicts.items() if isinstance(v, Reason)]

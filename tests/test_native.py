@@ -93,7 +93,7 @@ def test_pure_environment_variable_forces_the_pure_path(monkeypatch: pytest.Monk
     assert not merge.native_available()
     calls: list[object] = []
     driver = importlib.import_module(merge.fold.__module__)  # the module of the fold function
-    monkeypatch.setattr(driver, "fold_native", lambda *args: calls.append(args))
+    monkeypatch.setattr(driver, "fold_native", lambda *args, **kwargs: calls.append(args))
     vector = load_vector(CONFORMANCE[0].stem)
     fold([text.encode() for text in vector["inputs"]], subject=vector["subject"], keys=vector["keys"])
     assert calls == []

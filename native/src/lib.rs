@@ -32,7 +32,7 @@ pub(crate) type HashSet<K> = std::collections::HashSet<K, foldhash::fast::Random
 /// Events from which a fold's data is freed on a thread of its own (see `finish`).
 const BACKGROUND_DROP: usize = 2048;
 
-/// Inputs judged per task: large enough that taking a task costs nothing next to the work.
+/// Most inputs judged per task.
 const CHUNK: usize = 32;
 
 /// Signature verdicts shared by folds (`merge.SignatureVerifier` keeps one): each distinct
@@ -212,7 +212,10 @@ fn judge(
 
 /// [`checks::judge`] over every text, on up to `threads` threads taking chunks in turn.
 fn judge_all(texts: &[&[u8]], subject: &str, keys: &HashMap<String, Key>, verifier: Verifier, threads: usize) -> Vec<Outcome> {
-    let threads = threads.clamp(1, texts.len().div_ceil(CHUNK).max(1));
+    // Chunks small enough that every thread gets several (a subject of 20 events is split
+    // too), large enough that taking one costs nothing next to judging it.
+    let chunk = (texts.len() / (threads.max(1) * 4)).clamp(1, CHUNK);
+    let threads = threads.clamp(1, texts.len().div_ceil(chunk).max(1));
     if threads == 1 {
         return texts.iter().map(|text| checks::judge(text, subject, keys, verifier)).collect();
     }
@@ -223,11 +226,11 @@ fn judge_all(texts: &[&[u8]], subject: &str, keys: &HashMap<String, Key>, verifi
                 scope.spawn(|| {
                     let mut done: Vec<(usize, Vec<Outcome>)> = Vec::new();
                     loop {
-                        let start = next.fetch_add(CHUNK, Ordering::Relaxed);
+                        let start = next.fetch_add(chunk, Ordering::Relaxed);
                         if start >= texts.len() {
                             return done;
                         }
-                        let end = (start + CHUNK).min(texts.len());
+                        let end = (start + chunk).min(texts.len());
                         let chunk = texts[start..end].iter().map(|text| checks::judge(text, subject, keys, verifier)).collect();
                         done.push((start, chunk));
                     }

@@ -36,7 +36,7 @@ from .gil import bench_gil
 from .incremental import bench_merger
 from .measure import Result
 from .replaying import bench_replay
-from .stages import bench_stages
+from .stages import bench_native_stages, bench_stages
 from .storing import bench_store
 from .workload import Workload, WorkloadSpec, generate
 
@@ -90,6 +90,11 @@ def run(names: Sequence[str], sizes: Sizes, repeat: int, log: Callable[[str], No
             results.extend(bench())
 
     step("stages", "stages of a fold, one subject", lambda: bench_stages(single(), repeat=repeat))
+    step(
+        "stages",
+        "stages of a fold on the compiled path, one subject",
+        lambda: bench_native_stages(single(), repeat=repeat),
+    )
     if "fold" in names:
         log("fold: one subject")
         results += bench_fold(single(), "one subject", repeat=repeat)

@@ -16,19 +16,21 @@ from typing import Any
 import msgspec
 
 from merge import KeySet
-from merge.admission import Admitted, Rejection, admit
+from merge.admission import Admitted, Rejection, admit, admit_batch
 from merge.chains import Node, classify, supersessions
-from merge.checks import Candidate, ValidEvent, postcheck, precheck
+from merge.checks import Candidate, ValidEvent, judge_events, postcheck, precheck
 from merge.fold import gc_paused
+from merge.native import _SIGN_OPEN, _handover, native_module
 from merge.reasons import Reason
 from merge.signatures import SignatureVerifier, verify_signature
-from merge.state import assemble_state, with_state_sha256
+from merge.state import assemble_state, decode_state_unchecked, with_state_sha256
 
+from .bound import signature_jobs, verify_serial
 from .measure import Result
 from .measure import best_cpu_time as cpu
 from .workload import Workload
 
-__all__ = ["bench_stages"]
+__all__ = ["bench_native_stages", "bench_stages"]
 
 
 def bench_stages(workload: Workload, *, repeat: int) -> list[Result]:
@@ -91,6 +93,67 @@ def bench_stages(workload: Workload, *, repeat: int) -> list[Result]:
     results.append(
         Result(
             "stage: everything but verification",
+            overhead / events * 1e6,
+            "µs/event",
+            f"single-thread ceiling of fold / bound: {verify / (verify + overhead):.2f}",
+        )
+    )
+    return results
+
+
+def bench_native_stages(workload: Workload, *, repeat: int) -> list[Result]:
+    """Per-event CPU cost of each stage of a fold on the compiled path (merge.native), one thread.
+
+    The compiled judge (admission, §4, checks 1–15 with verification), less the bare
+    verifications it makes, gives what the compiled path costs besides libsodium; then what the
+    pure path does with the inputs left to it, ``finish`` (§5 merging, §7, §9, ``state_sha256``)
+    and decoding the state's bytes into Structs.
+    """
+    native = native_module()
+    if native is None:
+        return [Result("native stages", 0, "", "not built (no cargo): the pure path alone serves")]
+    history = workload.histories[0]
+    keys = KeySet.parse(workload.keys)
+    subject, inputs = history.subject, history.inputs
+    table = [
+        (k.key_id, k.public_key, k.fingerprint_hex, k.rotates_at_us) for k in map(keys.__getitem__, keys)
+    ]
+    jobs = signature_jobs(inputs, workload.keys)
+    timings: dict[str, float] = {}
+    with gc_paused():
+        verify, _ = cpu(lambda: verify_serial(jobs), repeat)
+        judged, _ = cpu(lambda: native.judge(inputs, subject, table, _SIGN_OPEN, 1), repeat)
+        timings["native: admission, checks 1-15 (besides verification)"] = judged - verify
+        _, left = native.judge(inputs, subject, table, _SIGN_OPEN, 1)
+
+        def pure_part() -> Any:
+            _, copies = admit_batch((index, inputs[index]) for index in left)
+            return judge_events(copies, subject, keys, SignatureVerifier(1))
+
+        timings[f"native: the pure path on the {len(left)} inputs left to it"], verdicts = cpu(
+            pure_part, repeat
+        )
+        invalid = [(event_id, str(v)) for event_id, v in verdicts.items() if isinstance(v, Reason)]
+        valid = [_handover(v) for v in verdicts.values() if isinstance(v, ValidEvent)]
+
+        def finish() -> Any:
+            # finish() consumes its judgement: judge again outside the timed part for each run.
+            return judgements.pop().finish(invalid, valid)
+
+        judgements = [native.judge(inputs, subject, table, _SIGN_OPEN, 1)[0] for _ in range(repeat)]
+        timings["native: finish (§5 merging, §7, §9, state_sha256)"], (state_json, _) = cpu(finish, repeat)
+        timings["native: state bytes decoded into Structs"], _ = cpu(
+            lambda: decode_state_unchecked(state_json), repeat
+        )
+    events = decode_state_unchecked(state_json).event_count
+    overhead = sum(timings.values())
+    results = [
+        Result(name, seconds / events * 1e6, "µs/event", f"{seconds / verify:.0%} of a verification")
+        for name, seconds in timings.items()
+    ]
+    results.append(
+        Result(
+            "native: everything but verification",
             overhead / events * 1e6,
             "µs/event",
             f"single-thread ceiling of fold / bound: {verify / (verify + overhead):.2f}",

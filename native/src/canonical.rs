@@ -1,12 +1,17 @@
 //! Canonical JSON (spec §1): which values are canonical-able, and their bytes.
 //!
-//! `serde_json` builds objects as `BTreeMap`s (the crate's `preserve_order` feature is off), so
-//! keys iterate in byte order, which for UTF-8 is the code point order of §1, and its compact
-//! writer escapes exactly `"`, `\` and U+0000–U+001F (`\b \f \n \r \t`, else `\u00xx` in lower
-//! case) and writes every other character raw: `serde_json::to_vec` of a canonical-able value is
-//! `CJ(v)`, byte for byte (the differential tests compare it with the pure path on every vector).
+//! A [`Json`] object's members are sorted by key bytes, which for UTF-8 is the code point order
+//! of §1, so writing members in order gives `CJ(v)`. Strings are written as serde_json's
+//! compact writer writes them, which escapes exactly `"`, `\` and U+0000–U+001F (`\b \f \n \r
+//! \t`, else `\u00xx` in lower case) and writes every other character raw, as §1 says; a string
+//! borrowed from its text had no escape there, so its bytes are already that (JSON allows no
+//! raw `"`, `\` or control character in a string). The differential tests compare the bytes
+//! with the pure path's on every vector.
 
-use serde_json::Value;
+use std::borrow::Cow;
+use std::io::Write;
+
+use crate::json::Json;
 
 /// Nesting bound of §1 for inputs: a scalar at top level is depth 0, `[]` is depth 1.
 pub const MAX_DEPTH: usize = 64;
@@ -15,24 +20,63 @@ pub const MAX_SAFE_INTEGER: i64 = 9_007_199_254_740_991;
 
 /// True when `value` (nested inside `enclosing` containers) is canonical-able (§1).
 ///
-/// A float (serde_json's `f64`, which includes `-0`) or an integer outside ±(2^53-1) says no;
-/// the pure path then judges the input, and says exactly why (§6 check 1).
-pub fn canonical_able(value: &Value, enclosing: usize) -> bool {
+/// A float (`-0` included) or an integer outside ±(2^53-1) says no; the pure path then judges
+/// the input, and says exactly why (§6 check 1).
+pub fn canonical_able(value: &Json, enclosing: usize) -> bool {
     match value {
-        Value::Number(number) => number
-            .as_i64()
-            .is_some_and(|integer| (-MAX_SAFE_INTEGER..=MAX_SAFE_INTEGER).contains(&integer)),
-        Value::Array(items) => enclosing < MAX_DEPTH && items.iter().all(|item| canonical_able(item, enclosing + 1)),
-        Value::Object(members) => {
-            enclosing < MAX_DEPTH && members.values().all(|member| canonical_able(member, enclosing + 1))
+        Json::Int(integer) => (-MAX_SAFE_INTEGER..=MAX_SAFE_INTEGER).contains(integer),
+        Json::NotInteger => false,
+        Json::Array(items) => enclosing < MAX_DEPTH && items.iter().all(|item| canonical_able(item, enclosing + 1)),
+        Json::Object(members) => {
+            enclosing < MAX_DEPTH && members.iter().all(|(_, member)| canonical_able(member, enclosing + 1))
         }
-        Value::Null | Value::Bool(_) | Value::String(_) => true,
+        Json::Null | Json::Bool(_) | Json::Str(_) => true,
     }
 }
 
-/// `CJ(value)` appended to `out`, for a canonical-able value (a `Value`, a `Map`).
-pub fn write<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
-    serde_json::to_writer(out, value).expect("writing JSON to memory cannot fail");
+/// `CJ(value)` appended to `out`, for a canonical-able value.
+pub fn write(out: &mut Vec<u8>, value: &Json) {
+    match value {
+        Json::Null => out.extend_from_slice(b"null"),
+        Json::Bool(true) => out.extend_from_slice(b"true"),
+        Json::Bool(false) => out.extend_from_slice(b"false"),
+        Json::Int(integer) => write!(out, "{integer}").expect("writing to memory cannot fail"),
+        Json::NotInteger => unreachable!("only canonical-able values are written"),
+        Json::Str(text) => write_cow(out, text),
+        Json::Array(items) => {
+            out.push(b'[');
+            for (position, item) in items.iter().enumerate() {
+                if position > 0 {
+                    out.push(b',');
+                }
+                write(out, item);
+            }
+            out.push(b']');
+        }
+        Json::Object(members) => {
+            out.push(b'{');
+            for (position, (key, member)) in members.iter().enumerate() {
+                if position > 0 {
+                    out.push(b',');
+                }
+                write_cow(out, key);
+                out.push(b':');
+                write(out, member);
+            }
+            out.push(b'}');
+        }
+    }
+}
+
+fn write_cow(out: &mut Vec<u8>, text: &Cow<str>) {
+    match text {
+        Cow::Borrowed(raw) => {
+            out.push(b'"');
+            out.extend_from_slice(raw.as_bytes());
+            out.push(b'"');
+        }
+        Cow::Owned(text) => write_str(out, text),
+    }
 }
 
 /// `CJ(text)`: a JSON string, escaped as §1 says.
@@ -65,7 +109,7 @@ mod tests {
     use super::*;
 
     fn cj(text: &str) -> String {
-        let value: Value = serde_json::from_str(text).unwrap();
+        let value: Json = serde_json::from_str(text).unwrap();
         let mut out = Vec::new();
         write(&mut out, &value);
         String::from_utf8(out).unwrap()
@@ -73,7 +117,10 @@ mod tests {
 
     #[test]
     fn keys_sort_by_code_point_and_characters_stay_raw() {
-        assert_eq!(cj(r#"{"b":1,"a":[true,null],"日":"\u00e9\u001f\n"}"#), "{\"a\":[true,null],\"b\":1,\"日\":\"é\\u001f\\n\"}");
+        assert_eq!(
+            cj(r#"{"b":1,"a":[true,null,-5],"日":"\u00e9\u001f\n\/","x":"é"}"#),
+            "{\"a\":[true,null,-5],\"b\":1,\"x\":\"é\",\"日\":\"é\\u001f\\n/\"}"
+        );
         // U+FB33 sorts before U+1F602 by code point (UTF-16 order would swap them).
         assert_eq!(cj("{\"\u{1F602}\":1,\"\u{FB33}\":2}"), "{\"\u{FB33}\":2,\"\u{1F602}\":1}");
     }
@@ -83,6 +130,7 @@ mod tests {
         let able = |text: &str| canonical_able(&serde_json::from_str(text).unwrap(), 0);
         assert!(able("[9007199254740991,-9007199254740991]"));
         assert!(!able("9007199254740992"));
+        assert!(!able("18446744073709551616"));
         assert!(!able("1.0"));
         assert!(!able("-0"));
         assert!(able(&format!("{}{}", "[".repeat(64), "]".repeat(64))));

@@ -13,10 +13,10 @@ use base64::alphabet::STANDARD;
 use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig};
 use base64::engine::DecodePaddingMode;
 use base64::Engine;
-use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 use crate::canonical::{self, canonical_able};
+use crate::json::Json;
 use crate::HashMap;
 use crate::timestamps::parse_timestamp;
 use crate::verify::Verifier;
@@ -139,54 +139,51 @@ fn is_event_id(text: &str) -> bool {
     text.strip_prefix(EVENT_ID_PREFIX).is_some_and(|hex| is_lower_hex(hex, 64))
 }
 
-fn as_str(value: &Value) -> Option<&str> {
-    match value {
-        Value::String(text) => Some(text),
-        _ => None,
-    }
-}
-
-/// The members of an object that has exactly these keys, each a string.
-fn string_object<'a, const N: usize>(value: &'a Value, keys: [&str; N]) -> Option<[&'a str; N]> {
-    let Value::Object(members) = value else { return None };
+/// The members of an object that has exactly these keys (in sorted order), each a string.
+fn string_object<'v, const N: usize>(value: &'v Json, keys: [&str; N]) -> Option<[&'v str; N]> {
+    let Json::Object(members) = value else { return None };
     if members.len() != N {
         return None;
     }
     let mut found = [""; N];
-    for (slot, key) in found.iter_mut().zip(keys) {
-        *slot = as_str(members.get(key)?)?;
+    for ((slot, key), (name, member)) in found.iter_mut().zip(keys).zip(members) {
+        if name != key {
+            return None;
+        }
+        *slot = member.as_str()?;
     }
     Some(found)
 }
 
 /// The 12 keys of §4, each of its JSON type; `None` when the shape is off in any way.
-struct Shape<'a> {
-    event_type: &'a str,
-    subject: &'a str,
-    target: &'a str,
-    payload: &'a Map<String, Value>,
-    signer: &'a Value,
-    signer_fields: [&'a str; 4],
-    created_at: &'a str,
-    supersedes: Vec<&'a str>,
-    prev_event: Option<&'a str>,
-    signature: [&'a str; 7],
-    content_sha256: &'a str,
-    schema_version: &'a str,
+struct Shape<'v, 'a> {
+    event_type: &'v str,
+    subject: &'v str,
+    target: &'v str,
+    payload: &'v Json<'a>,
+    signer: &'v Json<'a>,
+    signer_fields: [&'v str; 4],
+    created_at: &'v str,
+    supersedes: Vec<&'v str>,
+    prev_event: Option<&'v str>,
+    signature: [&'v str; 7],
+    content_sha256: &'v str,
+    schema_version: &'v str,
 }
 
-impl<'a> Shape<'a> {
-    fn of(event: &'a Map<String, Value>) -> Option<Shape<'a>> {
-        if event.len() != 12 {
+impl<'v, 'a> Shape<'v, 'a> {
+    fn of(event: &'v Json<'a>) -> Option<Shape<'v, 'a>> {
+        let Json::Object(members) = event else { return None };
+        if members.len() != 12 {
             return None;
         }
-        let string = |key: &str| event.get(key).and_then(as_str);
-        let Value::Object(payload) = event.get("payload")? else { return None };
+        let string = |key: &str| event.get(key).and_then(Json::as_str);
+        let payload = event.get("payload").filter(|payload| matches!(payload, Json::Object(_)))?;
         let signer = event.get("signer")?;
-        let Value::Array(supersedes) = event.get("supersedes")? else { return None };
+        let Json::Array(supersedes) = event.get("supersedes")? else { return None };
         let prev_event = match event.get("prev_event")? {
-            Value::Null => None,
-            Value::String(prev) => Some(prev.as_str()),
+            Json::Null => None,
+            Json::Str(prev) => Some(prev.as_ref()),
             _ => return None,
         };
         Some(Shape {
@@ -195,13 +192,10 @@ impl<'a> Shape<'a> {
             target: string("target")?,
             payload,
             signer,
-            // Sorted key order: key_id, public_key_fingerprint, signer_id, signer_type.
             signer_fields: string_object(signer, ["key_id", "public_key_fingerprint", "signer_id", "signer_type"])?,
             created_at: string("created_at")?,
-            supersedes: supersedes.iter().map(as_str).collect::<Option<_>>()?,
+            supersedes: supersedes.iter().map(Json::as_str).collect::<Option<_>>()?,
             prev_event,
-            // algorithm, key_id, public_key_fingerprint, signature_b64, signature_status,
-            // signed_at, signed_message
             signature: string_object(
                 event.get("signature")?,
                 [
@@ -232,11 +226,11 @@ pub fn judge(text: &[u8], subject: &str, keys: &HashMap<String, Key>, verifier: 
     // serde_json refuses what msgspec refuses (bad UTF-8, lone surrogate escapes, bad syntax,
     // more than 128 levels) and keeps the last of duplicate keys, as §5 says; any refusal here
     // goes to the pure path, which says which rejection it is.
-    let Ok(Value::Object(event)) = serde_json::from_slice::<Value>(text) else { return Outcome::Fallback };
-    let Some(event_id) = event.get("event_id").and_then(as_str).filter(|id| is_event_id(id)) else {
+    let Ok(event) = serde_json::from_slice::<Json>(text) else { return Outcome::Fallback };
+    let Some(event_id) = event.get("event_id").and_then(Json::as_str).filter(|id| is_event_id(id)) else {
         return Outcome::Fallback;
     };
-    if !event.values().all(|value| canonical_able(value, 1)) {
+    if !canonical_able(&event, 0) {
         return Outcome::Fallback; // §6 check 1, with its path and cause, is the pure path's
     }
     let Some(shape) = Shape::of(&event) else { return Outcome::Fallback };
@@ -247,7 +241,7 @@ pub fn judge(text: &[u8], subject: &str, keys: &HashMap<String, Key>, verifier: 
     Outcome::Judged(event_id.to_owned(), judge_shaped(&shape, event_id, subject, keys, verifier))
 }
 
-fn judge_shaped(shape: &Shape, event_id: &str, subject: &str, keys: &HashMap<String, Key>, verifier: Verifier) -> Verdict {
+fn judge_shaped(shape: &Shape<'_, '_>, event_id: &str, subject: &str, keys: &HashMap<String, Key>, verifier: Verifier) -> Verdict {
     if shape.schema_version != "1.0" {
         return reason("unsupported_schema_version");
     }
@@ -265,7 +259,8 @@ fn judge_shaped(shape: &Shape, event_id: &str, subject: &str, keys: &HashMap<Str
     let mut signer = Vec::with_capacity(160);
     canonical::write(&mut signer, shape.signer);
     let digest: [u8; 32] = Sha256::digest(body(shape, &payload, &signer)).into();
-    if hex::encode(digest) != content {
+    let mut claimed = [0_u8; 32];
+    if hex::decode_to_slice(content, &mut claimed).is_err() || claimed != digest {
         return reason("content_hash_mismatch");
     }
     if shape.subject != subject {
@@ -295,7 +290,7 @@ fn judge_shaped(shape: &Shape, event_id: &str, subject: &str, keys: &HashMap<Str
     if key.rotates_at_us.is_some_and(|rotates_at| created_us >= rotates_at) {
         return reason("key_expired");
     }
-    if shape.event_type == "graph_snapshot" && !matches!(shape.payload.get("graph_snapshot"), Some(Value::Object(_))) {
+    if shape.event_type == "graph_snapshot" && !matches!(shape.payload.get("graph_snapshot"), Some(Json::Object(_))) {
         return reason("bad_payload");
     }
     Verdict::Valid(Box::new(ValidEvent {
@@ -314,7 +309,7 @@ fn judge_shaped(shape: &Shape, event_id: &str, subject: &str, keys: &HashMap<Str
 }
 
 /// The rules of §4 that no JSON type says: patterns, unique `supersedes`, a real `created_at`.
-fn schema_instant(shape: &Shape, event_id: &str, signer_fingerprint: &str) -> Option<i64> {
+fn schema_instant(shape: &Shape<'_, '_>, event_id: &str, signer_fingerprint: &str) -> Option<i64> {
     if !is_lower_hex(signer_fingerprint, 32) || !is_lower_hex(shape.content_sha256, 64) {
         return None;
     }
@@ -335,7 +330,7 @@ fn schema_instant(shape: &Shape, event_id: &str, signer_fingerprint: &str) -> Op
 
 /// `CJ(event body)` (§2): the event without `signature`, `content_sha256` and `event_id`, its
 /// nine keys written in code point order.
-fn body(shape: &Shape, payload: &[u8], signer: &[u8]) -> Vec<u8> {
+fn body(shape: &Shape<'_, '_>, payload: &[u8], signer: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(payload.len() + signer.len() + 512);
     out.extend_from_slice(b"{\"created_at\":");
     canonical::write_str(&mut out, shape.created_at);

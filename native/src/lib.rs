@@ -11,6 +11,7 @@
 mod canonical;
 mod chains;
 mod checks;
+mod json;
 mod state;
 mod timestamps;
 mod verify;

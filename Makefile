@@ -43,8 +43,15 @@ typecheck: $(VENV)/.installed-dev
 	$(BIN)/mypy
 
 # The suite, with the coverage gate on the core ([tool.coverage] in pyproject.toml).
+# Where the compiled path is built, the suite runs on it (the default); then the fold's own
+# suites run again on the pure path, the reference (PITH_MERGE_PURE=1), so both stay tested.
+PURE_SUITES := tests/test_conformance.py tests/test_edge_vectors.py tests/test_fold.py tests/test_bundle.py tests/test_external_vectors.py property_tests
 test: lint typecheck
 	$(BIN)/python -m pytest --cov --cov-report=term
+	@if $(BIN)/python -c "import pith_merge_native" 2>/dev/null; then \
+		echo "the fold's suites again, on the pure path (PITH_MERGE_PURE=1)"; \
+		PITH_MERGE_PURE=1 $(BIN)/python -m pytest -q $(PURE_SUITES); \
+	fi
 
 # Benchmarks (docs/performance.md), never part of `make test`: `make bench BENCH_ARGS=--quick`.
 bench: $(VENV)/.installed-dev
@@ -63,4 +70,4 @@ stress: $(VENV)/.installed-dev
 	$(BIN)/python -m tests.store.soak $(STRESS_ARGS)
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis native/target

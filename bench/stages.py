@@ -17,9 +17,9 @@ import msgspec
 
 from merge import KeySet
 from merge.admission import Admitted, Rejection, admit
+from merge.batch import gc_paused
 from merge.chains import Node, classify, supersessions
 from merge.checks import Candidate, ValidEvent, postcheck, precheck
-from merge.fold import gc_paused
 from merge.reasons import Reason
 from merge.signatures import SignatureVerifier, verify_signature
 from merge.state import assemble_state, with_state_sha256

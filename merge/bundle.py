@@ -12,10 +12,10 @@ from typing import Any, Final
 
 import msgspec
 
+from .batch import fold
 from .canonical import canonical_json, decode_json, encode_canonical_unchecked, hash_if_canonical, same_json
 from .checks import signed_check
 from .errors import KeySetError, MergeError
-from .fold import fold
 from .identifiers import (
     BUNDLE_SIGNED_MESSAGE,
     HEX64_PATTERN,

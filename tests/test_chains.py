@@ -1,7 +1,7 @@
 """Chains, forks and apply order (spec §7, merge.chains) on synthetic graphs.
 
 ``classify`` and the incremental ``ChainIndex`` see only ids, prev links, chains and instants,
-so graphs here need no signing; ``test_fold.py`` checks the same rules end to end with signed
+so graphs here need no signing; ``test_batch.py`` checks the same rules end to end with signed
 events, ``test_engine.py`` the Merger built on ``ChainIndex``.
 """
 

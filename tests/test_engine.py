@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import json
 import math
 import random
@@ -12,6 +11,7 @@ from typing import Any
 
 import pytest
 
+import merge.batch
 import merge.chains
 import merge.engine
 import merge.signatures
@@ -304,10 +304,9 @@ def test_adding_never_refolds(monkeypatch: pytest.MonkeyPatch) -> None:
     def forbidden(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("the engine re-folded")
 
-    fold_module = importlib.import_module("merge.fold")  # `merge.fold` is also the function
     for module, name in [
-        (fold_module, "build_state"),
-        (fold_module, "judge_events"),
+        (merge.batch, "build_state"),
+        (merge.batch, "judge_events"),
         (merge.state, "build_state"),
         (merge.state, "classify"),
         (merge.chains, "classify"),

@@ -238,8 +238,8 @@ def may_supersede(event: ValidEvent, target: ValidEvent) -> bool:
 class ChainIndex:
     """Spec §7 kept up to date as events arrive; always equal to :func:`classify`.
 
-    :meth:`add` a valid event (§6 passed) as a :class:`Node`, :meth:`admit` the id of an event
-    that failed §6; :meth:`classification` then equals ``classify(nodes, admitted)`` (forks in
+    :meth:`add` a valid event (§6 passed) as a :class:`Node`, :meth:`add_invalid` the id of an
+    event that failed §6; :meth:`classification` then equals ``classify(nodes, admitted)`` (forks in
     a different order: the state sorts them). Each call re-decides only what the new fact can
     change and returns the ids whose status changed.
 
@@ -290,7 +290,7 @@ class ChainIndex:
         self._components = _DisjointSets()
         self._dirty: list[str] = []
 
-    def admit(self, event_id: str) -> list[str]:
+    def add_invalid(self, event_id: str) -> list[str]:
         """Record an admitted event that failed §6: its children go from missing to invalid prev."""
         if event_id in self.admitted:
             return []
@@ -327,6 +327,13 @@ class ChainIndex:
         while dirty:
             self._settle_children(dirty.pop(), changed)
         return changed
+
+    def admit(self, event_id: str) -> list[str]:
+        """Deprecated alias of :meth:`add_invalid`, its name until 0.2 (kept, without a warning).
+
+        Renamed because :func:`merge.admission.admit` is another thing: admission of an input (§5).
+        """
+        return self.add_invalid(event_id)
 
     def classification(self) -> Classification:
         """A snapshot equal to ``classify(nodes, admitted)`` (forks in another order)."""

@@ -1120,7 +1120,7 @@ def store_check(store_url: str, as_json: bool) -> None:
     every checkpoint against its state_sha256. Exits 1 when it is damaged."""
     with open_store(store_url) as target:
         try:
-            target.check()
+            target.verify_integrity()
         except StoreError as exc:
             problem: str | None = str(exc)
         else:

@@ -198,7 +198,7 @@ class Merger:
             del self._seen[event_id]
             changed = self._chains.add(Node.of(standing))
         elif before is None:
-            changed = self._chains.admit(event_id)
+            changed = self._chains.add_invalid(event_id)
         # else: a copy that got further than the earlier ones now gives the event its reason.
         self._snapshot = None
         others = tuple(sorted({eid for eid in changed if eid != event_id}))

@@ -55,7 +55,7 @@ NOT_JSON_TEXT: Final = "not_json_text"
 BackupRow: TypeAlias = tuple[int, str, str, bytes, bytes]
 #: How many stored inputs a fold hands to :meth:`merge.Merger.extend` at once.
 LOAD_BATCH: Final = 1024
-#: How many damaged rows :meth:`EventStore.check` names in its error (it counts them all).
+#: How many damaged rows :meth:`EventStore.verify_integrity` names in its error (it counts them all).
 SHOWN_PROBLEMS: Final = 5
 
 #: Where a store says what it did instead of failing: a damaged checkpoint folded again, a
@@ -190,11 +190,11 @@ class EventStore(ABC):
 
     @abstractmethod
     def _rows(self) -> Iterator[tuple[str, int, bytes, bytes]]:
-        """``(subject, seq, digest, raw)`` of every stored input, as stored (for :meth:`check`)."""
+        """``(subject, seq, digest, raw)`` of every stored input, as stored (for :meth:`verify_integrity`)."""
 
     @abstractmethod
     def _checkpoints(self) -> Iterator[tuple[str, Checkpoint]]:
-        """``(subject, checkpoint)`` of every stored checkpoint (for :meth:`check`)."""
+        """``(subject, checkpoint)`` of every stored checkpoint (for :meth:`verify_integrity`)."""
 
     @abstractmethod
     def _check_storage(self) -> list[str]:
@@ -217,8 +217,8 @@ class EventStore(ABC):
 
     # -- what every store does the same way ------------------------------------------------
 
-    def check(self) -> None:
-        """Check that the stored data is intact; raise :class:`StoreError` when it is not.
+    def verify_integrity(self) -> None:
+        """Verify that the stored data is intact; raise :class:`StoreError` when it is not.
 
         The database's own check (its pages and indexes), then the content a database cannot
         judge: every input's bytes against their stored SHA-256, every checkpoint's state
@@ -239,6 +239,14 @@ class EventStore(ABC):
             raise StoreError(
                 f"damaged: {shown}" + (f" (and {more} more)" if more > 0 else ""), path=self.location
             )
+
+    def check(self) -> None:
+        """Deprecated alias of :meth:`verify_integrity`, its name until 0.2 (kept, without a warning).
+
+        Renamed because a report's ``check(name)`` (:meth:`merge.BundleReport.check`) is a §10
+        check's result: here the store is verified, a verb.
+        """
+        self.verify_integrity()
 
     def append(self, item: Any, *, subject: str | None = None) -> Stored | Refused:
         """Store one input (a JSON text or a parsed value), durably once this returns.

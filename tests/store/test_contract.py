@@ -3,7 +3,7 @@
 Guarantees tested for real: durability of acknowledged appends across SIGKILL of a writer
 process in the middle of a batch, two processes appending to one store concurrently, four
 processes creating one new store at once, and damage inside rows (a flipped bit in an input,
-damaged checkpoints: found by check(), never served by fold()). The long crash test is
+damaged checkpoints: found by verify_integrity(), never served by fold()). The long crash test is
 soak.py (``make stress``).
 """
 
@@ -272,7 +272,7 @@ def test_a_closed_store_raises_store_error(store: EventStore) -> None:
 
 def test_check_passes_on_a_healthy_store(store: EventStore) -> None:
     store.append_many(history(1, 5))
-    store.check()
+    store.verify_integrity()
 
 
 # --- real processes: SIGKILL mid-batch, two concurrent writers ------------------------------
@@ -378,7 +378,7 @@ def test_sigkill_mid_batch_loses_nothing_acknowledged(
     assert writer.kill() == -signal.SIGKILL
     assert writer.acked == 70
     store = connect()
-    store.check()
+    store.verify_integrity()
     assert list(store.events(S1)) == inputs[:70]  # all acknowledged, nothing of the open batch
     store.append_many(inputs[70:])  # and the store takes writes again
     assert folded(store, S1) == expected_fold(inputs, S1)
@@ -393,7 +393,7 @@ def test_sigkill_at_any_moment_keeps_whole_acknowledged_batches(
     writer.read_until(lambda line: line.startswith("ack") and int(line.split()[1]) >= 45)
     writer.kill()  # wherever the writer is now: most likely inside a batch
     store = connect()
-    store.check()
+    store.verify_integrity()
     stored = list(store.events(S1))
     assert stored[: writer.acked] == inputs[: writer.acked]
     assert stored == inputs[: len(stored)]  # a prefix...
@@ -414,7 +414,7 @@ def test_two_processes_append_concurrently_and_both_land_everything(
         writer.start()
     assert [writer.finish() for writer in both] == [0, 0]
     store = connect()
-    store.check()
+    store.verify_integrity()
     assert set(store.events(S1)) | set(store.events(S2)) == set(inputs)
     assert store.count(S1) + store.count(S2) == len(inputs)
     # They really ran together: in arrival order, the two writers' own inputs interleave.
@@ -458,11 +458,11 @@ def test_processes_creating_one_new_store_at_once_all_succeed(adapter: str, tmp_
         failures = [errors.get() for _ in range(errors.qsize())]
         assert failures == [], f"attempt {attempt}: {failures}"
         with open_store(adapter, location) as store:
-            store.check()
+            store.verify_integrity()
             assert store.subjects() == []
 
 
-# --- damage inside rows: check() finds it, fold() never serves it ------------------------------
+# --- damage inside rows: verify_integrity() finds it, fold() never serves it ------------------------------
 
 
 def test_check_finds_a_flipped_bit_inside_a_stored_input(
@@ -470,13 +470,15 @@ def test_check_finds_a_flipped_bit_inside_a_stored_input(
 ) -> None:
     store = connect()
     store.append_many(history(1, 20))
-    store.check()
+    store.verify_integrity()
     seq = [seq for seq, _ in store.read(S1)][7]
     flip_bit_in_input(adapter, location, seq, bit=8 * 40 + 1)  # inside the event, still one line
     with pytest.raises(StoreError, match=f"input {seq} of {S1}: its bytes do not match") as caught:
-        connect().check()
+        connect().verify_integrity()
     assert caught.value.path == store.location
     assert "\n" not in str(caught.value)
+    with pytest.raises(StoreError, match=f"input {seq} of {S1}: its bytes do not match"):
+        connect().check()  # the former name (until 0.2), silently the same
 
 
 def _tampered_states(store: EventStore) -> list[bytes]:
@@ -506,12 +508,12 @@ def test_a_damaged_checkpoint_is_never_served(
     expected = folded(store, S1)
     assert replace_checkpoint_state(adapter, location, S1, _tampered_states(store)[damage]) == 1
     with pytest.raises(StoreError, match=f"checkpoint of {S1}: its state does not match"):
-        connect().check()
+        connect().verify_integrity()
     reader = connect()  # no engine in memory: the checkpoint is what it would serve
     with caplog.at_level(logging.WARNING, logger="merge.store"):
         assert folded(reader, S1) == expected == expected_fold(list(history(1, 20)), S1)
     assert f"the checkpoint of {S1} does not verify; folding again" in caplog.text
-    connect().check()  # the fold replaced the damaged checkpoint
+    connect().verify_integrity()  # the fold replaced the damaged checkpoint
 
 
 # --- a store that cannot take a checkpoint -----------------------------------------------------

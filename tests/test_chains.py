@@ -241,6 +241,9 @@ def test_child_reason_decides_each_prev_standing_in_order() -> None:
     )
     early = node("c", "p", GRAPH, at=4)
     assert child_reason(early, parent, prev_admitted=True, prev_applied=True) is Reason.CREATED_BEFORE_PREV
+    # On a prev cycle (§7 Decision): missing_prev, though its prev is valid and did not apply.
+    looped = child_reason(child, parent, prev_admitted=True, prev_applied=False, on_cycle=True)
+    assert looped is Reason.MISSING_PREV
 
 
 def test_classify_does_not_mutate_its_arguments() -> None:

@@ -9,6 +9,7 @@ soak.py (``make stress``).
 
 from __future__ import annotations
 
+import hashlib
 import io
 import itertools
 import json
@@ -19,6 +20,7 @@ import os
 import signal
 import subprocess
 import sys
+from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -26,6 +28,8 @@ from typing import Any
 import msgspec
 import pytest
 
+import merge.admission
+import merge.store.base
 from merge import MergeError, Merger, Reason, RejectCode, canonical_json, fold
 from merge.admission import MAX_INPUT_BYTES
 from merge.store import NO_SUBJECT, NOT_JSON_TEXT, EventStore, Refused, Stored, StoreError
@@ -172,6 +176,45 @@ def test_fold_equals_fold_of_the_stored_inputs_after_every_batch(store: EventSto
     merger = store.merger(S1, keys=KEYS)
     assert isinstance(merger, Merger)
     assert canonical_json(merger.state) == expected_fold(list(one), S1)
+
+
+@pytest.mark.parametrize("room", ["room", "none"])
+def test_an_appended_input_is_admitted_once_for_the_engine_that_folds_it(
+    store: EventStore, monkeypatch: pytest.MonkeyPatch, room: str
+) -> None:
+    """Append admits (§5) each input, and the subject's engine folds those copies as they are
+    (issue 17: each was admitted twice); the store adds one SHA-256 per input (its digest) to
+    the engine's own. Without room to keep the copies (``ADMITTED_BYTES``), the fold admits the
+    stored bytes: twice, and the same fold."""
+    if room == "none":
+        monkeypatch.setattr(merge.store.base, "ADMITTED_BYTES", 0)
+    inputs = list(history(1, 30))
+    texts = set(inputs)
+    expected = [expected_fold(inputs[:20], S1), expected_fold(inputs, S1)]
+    calls: Counter[str] = Counter()
+    admit_text, sha256 = merge.admission._admit_text, hashlib.sha256
+
+    def counted_admission(data: bytes, index: int) -> Any:
+        calls["admitted"] += data in texts
+        return admit_text(data, index)
+
+    def counted_sha256(data: Any = b"", **options: Any) -> Any:
+        calls["hashed"] += type(data) is bytes and data in texts
+        return sha256(data, **options)
+
+    monkeypatch.setattr(merge.admission, "_admit_text", counted_admission)
+    monkeypatch.setattr(hashlib, "sha256", counted_sha256)
+    Merger(subject=S1, keys=KEYS).extend(inputs)
+    engine_alone = calls.copy()
+    calls.clear()
+    store.fold(S1, keys=KEYS)  # the subject's engine is in memory: a service folding as it goes
+    store.append_many(inputs[:20])
+    assert folded(store, S1) == expected[0]
+    store.append_many(inputs[20:])
+    assert folded(store, S1) == expected[1]
+    monkeypatch.undo()
+    admissions = len(inputs) if room == "room" else 2 * len(inputs)
+    assert calls == Counter(admitted=admissions, hashed=len(inputs) + engine_alone["hashed"])
 
 
 def test_fold_of_an_unknown_subject_is_the_empty_state(store: EventStore) -> None:

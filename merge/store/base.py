@@ -26,7 +26,7 @@ from typing import IO, Any, Final, TypeAlias
 import msgspec
 
 from .. import __version__
-from ..admission import Admitted, Rejection, admit, require_inputs
+from ..admission import JSON_TEXT_TYPES, Admitted, Rejection, admit, require_inputs
 from ..canonical import canonical_sha256_hex
 from ..engine import Merger
 from ..errors import InputError, MergeError
@@ -285,10 +285,7 @@ class EventStore(ABC):
                 prepared, copy = outcome
                 new = insert(prepared)
                 results.append(Stored(prepared.subject, prepared.event_id, new))
-                # A JSON text admits the same when read back (a parsed value need not: another
-                # shape of the same copy), so its admission can serve the fold.
-                is_text = isinstance(item, (bytes, bytearray, memoryview, str))
-                if new and is_text and prepared.subject in folded:
+                if new and copy is not None and prepared.subject in folded:
                     kept.append((prepared.subject, copy))
         for stored_subject, copy in kept:  # committed: they are copies of stored inputs now
             self._keep_admitted(stored_subject, copy)
@@ -420,15 +417,19 @@ def _verified(checkpoint: Checkpoint, subject: str) -> State | None:
     return state
 
 
-def prepare(item: Any, subject: str | None, index: int = 0) -> tuple[PreparedInput, Admitted] | Refused:
+def prepare(
+    item: Any, subject: str | None, index: int = 0
+) -> tuple[PreparedInput, Admitted | None] | Refused:
     """Admit one input (§5) and find its subject; the :class:`Refused` of what cannot be stored.
 
-    With the row to store comes the admitted copy, so that a fold can use it as it is.
+    With the row to store comes the admitted copy, for a fold to use as it is, when it is what
+    admitting the stored bytes gives: a JSON text's (a parsed value's may differ in shape).
     """
     outcome = admit(item, index)
     if isinstance(outcome, Rejection):
         return Refused(str(outcome.code), outcome.detail)
-    if outcome.non_canonical is not None and not isinstance(item, (bytes, bytearray, memoryview, str)):
+    is_text = isinstance(item, JSON_TEXT_TYPES)
+    if outcome.non_canonical is not None and not is_text:
         # A parsed NaN or infinity encodes as null: stored, this copy would come back as its
         # (possibly valid) null twin. No JSON text carries it, so it is refused, not altered.
         again = admit(outcome.raw, index)
@@ -440,4 +441,4 @@ def prepare(item: Any, subject: str | None, index: int = 0) -> tuple[PreparedInp
             return Refused(NO_SUBJECT, "the event has no string subject_pith_number; pass subject=")
         subject = named
     digest = hashlib.sha256(outcome.raw).digest()
-    return PreparedInput(subject, outcome.event_id, digest, outcome.raw), outcome
+    return PreparedInput(subject, outcome.event_id, digest, outcome.raw), outcome if is_text else None

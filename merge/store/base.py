@@ -53,7 +53,7 @@ NO_SUBJECT: Final = "no_subject"
 NOT_JSON_TEXT: Final = "not_json_text"
 #: One stored input as a backup copies it: ``(seq, subject, event_id, digest, raw)``.
 BackupRow: TypeAlias = tuple[int, str, str, bytes, bytes]
-#: How many stored inputs a fold hands to :meth:`merge.Merger.extend` at once.
+#: How many stored inputs a fold hands to :meth:`merge.Merger.extend_admitted` at once.
 LOAD_BATCH: Final = 1024
 #: How many bytes of appended inputs a store keeps admitted in memory, for the engines it holds
 #: to fold them without admitting them again (beyond it, a fold admits what it reads).

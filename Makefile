@@ -45,7 +45,7 @@ typecheck: $(VENV)/.installed-dev
 # The suite, with the coverage gate on the core ([tool.coverage] in pyproject.toml).
 # Where the compiled path is built, the suite runs on it (the default); then the fold's own
 # suites run again on the pure path, the reference (PITH_MERGE_PURE=1), so both stay tested.
-PURE_SUITES := tests/test_conformance.py tests/test_edge_vectors.py tests/test_fold.py tests/test_bundle.py tests/test_external_vectors.py property_tests
+PURE_SUITES := tests/test_conformance.py tests/test_edge_vectors.py tests/test_batch.py tests/test_bundle.py tests/test_external_vectors.py property_tests
 test: lint typecheck
 	$(BIN)/python -m pytest --cov --cov-report=term
 	@if $(BIN)/python -c "import pith_merge_native" 2>/dev/null; then \

@@ -30,7 +30,7 @@ process runs on one core at a time; with the floor far below a verification that
 not bind first, but it makes the 2-core ceiling an optimistic one.)
 
 Every figure is CPU time of this process (``time.process_time``), best of ``repeat``, with
-the collector paused (:func:`merge.fold.gc_paused`), in µs per distinct event of the first
+the collector paused (:func:`merge.batch.gc_paused`), in µs per distinct event of the first
 subject of the workload; the threaded speed-up is a ratio of wall times. The floor checks
 that it computes what the fold computes: the body bytes equal
 :func:`merge.canonical.encode_canonical_unchecked` of the dict body, and their SHA-256
@@ -47,8 +47,8 @@ from typing import Any
 import msgspec
 
 from merge.admission import _decode_event_no_float, _HasFloat, _surely_shallow_and_safe
+from merge.batch import gc_paused
 from merge.canonical import encode_canonical_unchecked
-from merge.fold import gc_paused
 from merge.identifiers import event_body
 from merge.schema import Event, body_of
 

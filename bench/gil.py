@@ -102,7 +102,7 @@ def bench_gil(workload: Workload, *, repeat: int, seconds: float = 1.0) -> list[
         if verifier is None:
             return fold(history.inputs, subject=history.subject, keys=keys, threads=1).state
         # fold() makes its own SignatureVerifier; the prototype is swapped in for this call.
-        with mock.patch("merge.fold.SignatureVerifier", return_value=verifier):
+        with mock.patch("merge.batch.SignatureVerifier", return_value=verifier):
             return fold(history.inputs, subject=history.subject, keys=keys).state
 
     context = multiprocessing.get_context("spawn")

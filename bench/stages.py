@@ -17,9 +17,9 @@ import msgspec
 
 from merge import KeySet
 from merge.admission import Admitted, Rejection, admit, admit_batch
+from merge.batch import gc_paused
 from merge.chains import Node, classify, supersessions
 from merge.checks import Candidate, ValidEvent, judge_events, postcheck, precheck
-from merge.fold import gc_paused
 from merge.native import _SIGN_OPEN, _handover, native_module
 from merge.reasons import Reason
 from merge.signatures import SignatureVerifier, verify_signature

@@ -14,6 +14,8 @@ name); :mod:`pith_merge` is the same API under an unambiguous name.
 #: This package's version (the only place it is written; pyproject.toml reads it from here).
 __version__ = "0.2.0"
 
+import sys
+
 from .admission import MAX_INPUT_BYTES, RejectCode, Rejection
 from .audit import (
     AuditReport,
@@ -24,11 +26,11 @@ from .audit import (
     snapshot_of_bundle,
     snapshot_of_events,
 )
+from .batch import fold
 from .bundle import BUNDLE_CHECKS, REGISTRY_KEYS, BundleCheck, BundleReport, Check, verify_bundle
 from .canonical import MAX_DEPTH, MAX_SAFE_INTEGER, canonical_json
 from .engine import AddResult, EventStatus, Merger
 from .errors import InputError, KeySetError, MergeError, NotCanonicalError, RecordError
-from .fold import fold
 from .identifiers import (
     b32,
     bundle_sha256,
@@ -137,3 +139,10 @@ __all__ = [
     "verify_bundle",
     "verify_record",
 ]
+
+# The batch driver was the module ``merge.fold`` until 0.2, a name it shared with the function
+# ``merge.fold`` (issue 17: a name means one thing). Deprecated, and kept silently (suites run
+# with warnings as errors): the former path is this very module, so ``from merge.fold import
+# FoldResult`` works, while ``import merge.fold`` leaves ``merge.fold`` the function (a module
+# already in sys.modules is not set on its package again). ``merge/fold.pyi`` types the path.
+sys.modules[f"{__name__}.fold"] = sys.modules[f"{__name__}.batch"]

@@ -24,6 +24,7 @@ from .reasons import Reason
 from .schema import Event
 
 __all__ = [
+    "JSON_TEXT_TYPES",
     "MAX_INPUT_BYTES",
     "Admitted",
     "RejectCode",
@@ -37,6 +38,8 @@ __all__ = [
 
 #: Largest admissible JSON text, in bytes of UTF-8 (spec §5).
 MAX_INPUT_BYTES: Final = 1_048_576
+#: What an input is when it is a JSON text (§5); any other input is a parsed JSON value.
+JSON_TEXT_TYPES: Final = (bytes, bytearray, memoryview, str)
 
 _SURROGATE_ESCAPE: Final = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 
@@ -196,7 +199,7 @@ def require_inputs(inputs: Iterable[Any]) -> Iterable[Any]:
     A single JSON text or object handed over where a list of them is due would be iterated
     byte by byte (or key by key) into rejections: a caller's mistake, so :class:`InputError`.
     """
-    if isinstance(inputs, (bytes, bytearray, memoryview, str, Mapping)):
+    if isinstance(inputs, (*JSON_TEXT_TYPES, Mapping)):
         raise InputError(
             f"inputs must be a collection of inputs (a list of JSON texts or values), not one "
             f"{type(inputs).__name__}: pass [item]"

@@ -29,10 +29,10 @@ from typing import Any, Final, Literal
 import msgspec
 
 from .admission import Admitted, admit, copy_identity
+from .batch import fold
 from .bundle import REGISTRY_KEYS, verify_bundle
 from .canonical import canonical_json, decode_json, encode_canonical_unchecked
 from .errors import InputError, MergeError
-from .fold import fold
 from .keys import KeySet
 from .reasons import CHECK_ORDER
 from .state import FoldResult, State

@@ -12,10 +12,11 @@ from typing import Any, Final
 
 import msgspec
 
+from .admission import JSON_TEXT_TYPES
+from .batch import fold
 from .canonical import canonical_json, decode_json, encode_canonical_unchecked, hash_if_canonical, same_json
 from .checks import signed_check
 from .errors import KeySetError, MergeError
-from .fold import fold
 from .identifiers import (
     BUNDLE_SIGNED_MESSAGE,
     HEX64_PATTERN,
@@ -153,7 +154,7 @@ def verify_bundle(
 def parse_document(document: Any) -> tuple[Any, str | None]:
     """A registry document (§10, §11) given as a JSON text parsed, else as given; and, when the
     text is not JSON, why (the document is then ``None``). Never raises."""
-    if not isinstance(document, (bytes, bytearray, memoryview, str)):
+    if not isinstance(document, JSON_TEXT_TYPES):
         return document, None
     try:
         return decode_json(document if isinstance(document, str) else bytes(document)), None

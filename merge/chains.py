@@ -70,14 +70,22 @@ class Classification(NamedTuple):
     forks: list[Fork]
 
 
-def child_reason(child: Node, prev: Node | None, *, prev_admitted: bool, prev_applied: bool) -> Reason | None:
+def child_reason(
+    child: Node, prev: Node | None, *, prev_admitted: bool, prev_applied: bool, on_cycle: bool = False
+) -> Reason | None:
     """What its ``prev_event`` makes of a valid event (§7): a reason, or ``None`` when eligible.
 
     ``prev``: the prev's :class:`Node` when it is valid, else ``None``; ``prev_admitted``: an
-    event of that id was admitted (valid or not); ``prev_applied``: the prev applied. An
-    eligible event applies alone in its (chain, prev) group and is a fork otherwise. A root
-    (no ``prev_event``) is always eligible and never asked.
+    event of that id was admitted (valid or not); ``prev_applied``: the prev applied;
+    ``on_cycle``: following ``prev_event`` from the child leads back to it. An eligible event
+    applies alone in its (chain, prev) group and is a fork otherwise. A root (no
+    ``prev_event``) is always eligible and never asked.
     """
+    if on_cycle:
+        # §7 Decision (docs/merge-v1.md, Cycles): no root leads to an event on a prev cycle, so
+        # it is missing_prev; an event hanging below one has a valid prev that did not apply,
+        # and the rule below makes it invalid_prev.
+        return Reason.MISSING_PREV
     if prev is None:
         # Not valid: it failed §6 (invalid_prev), or no event of that id was admitted.
         return Reason.INVALID_PREV if prev_admitted else Reason.MISSING_PREV
@@ -152,12 +160,17 @@ def classify(nodes: Mapping[str, Node], admitted: Collection[str]) -> Classifica
     _mark_descendants(not_applied, nodes, children, reasons)
 
     # What is left was reached from no root: a prev_event cycle (impossible without a SHA-256
-    # collision) and whatever hangs off one. Cycle members are missing_prev, the rest invalid_prev.
+    # collision) and whatever hangs off one; child_reason says what each of them gets.
     left = [event_id for event_id in nodes if event_id not in reasons and event_id not in depth]
     if left:
         on_cycle = _cycle_members(left, nodes)
         for event_id in on_cycle:
-            reasons[event_id] = Reason.MISSING_PREV
+            node = nodes[event_id]
+            assert node.prev_event is not None  # a member's prev is the next member
+            member_prev = nodes[node.prev_event]
+            reason = child_reason(node, member_prev, prev_admitted=True, prev_applied=False, on_cycle=True)
+            assert reason is not None
+            reasons[event_id] = reason
         _mark_descendants(sorted(on_cycle), nodes, children, reasons)
 
     order.sort()
@@ -238,8 +251,8 @@ def may_supersede(event: ValidEvent, target: ValidEvent) -> bool:
 class ChainIndex:
     """Spec §7 kept up to date as events arrive; always equal to :func:`classify`.
 
-    :meth:`add` a valid event (§6 passed) as a :class:`Node`, :meth:`admit` the id of an event
-    that failed §6; :meth:`classification` then equals ``classify(nodes, admitted)`` (forks in
+    :meth:`add` a valid event (§6 passed) as a :class:`Node`, :meth:`add_invalid` the id of an
+    event that failed §6; :meth:`classification` then equals ``classify(nodes, admitted)`` (forks in
     a different order: the state sorts them). Each call re-decides only what the new fact can
     change and returns the ids whose status changed.
 
@@ -290,7 +303,7 @@ class ChainIndex:
         self._components = _DisjointSets()
         self._dirty: list[str] = []
 
-    def admit(self, event_id: str) -> list[str]:
+    def add_invalid(self, event_id: str) -> list[str]:
         """Record an admitted event that failed §6: its children go from missing to invalid prev."""
         if event_id in self.admitted:
             return []
@@ -328,6 +341,13 @@ class ChainIndex:
             self._settle_children(dirty.pop(), changed)
         return changed
 
+    def admit(self, event_id: str) -> list[str]:
+        """Deprecated alias of :meth:`add_invalid`, its name until 0.2 (kept, without a warning).
+
+        Renamed because :func:`merge.admission.admit` is another thing: admission of an input (§5).
+        """
+        return self.add_invalid(event_id)
+
     def classification(self) -> Classification:
         """A snapshot equal to ``classify(nodes, admitted)`` (forks in another order)."""
         live = self.live_classification()
@@ -349,14 +369,15 @@ class ChainIndex:
         assert prev is not None
         depth = self.depth.get(prev)
         reason = child_reason(
-            node, self.nodes.get(prev), prev_admitted=prev in self.admitted, prev_applied=depth is not None
+            node,
+            self.nodes.get(prev),
+            prev_admitted=prev in self.admitted,
+            prev_applied=depth is not None,
+            on_cycle=node.event_id in self._on_cycle,
         )
         if reason is None:
             assert depth is not None
             self._join((prev, node.chain), node.event_id, depth + 1, changed)
-        elif node.event_id in self._on_cycle:
-            # On a prev cycle (its prev is valid and never applies): missing_prev, as classify says.
-            self._set(node.event_id, Reason.MISSING_PREV, changed)
         else:
             self._set(node.event_id, reason, changed)
 
@@ -389,17 +410,13 @@ class ChainIndex:
             self._attach(nodes[child], changed)
 
     def _close_cycle(self, node: Node, changed: list[str]) -> None:
-        """``node`` closes a prev cycle: its prev descends from it. Everything on it is missing_prev."""
-        members = [node.event_id]
-        current = node.prev_event
-        while current is not None and current != node.event_id:
-            members.append(current)
-            current = self.nodes[current].prev_event
+        """``node`` closes a prev cycle: its prev descends from it. Its members are re-decided."""
+        members = _cycle_members([node.event_id], self.nodes)
         self._on_cycle.update(members)
         # Every member but the new one descends from an event that was not valid: none applied,
         # so their own children keep their status; only the members' reasons change.
-        for member in members:
-            self._set(member, Reason.MISSING_PREV, changed)
+        for member in sorted(members):
+            self._attach(self.nodes[member], changed)
 
     def _set(self, event_id: str, status: Status, changed: list[str]) -> None:
         old_depth = self.depth.get(event_id)

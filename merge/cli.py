@@ -44,10 +44,10 @@ from .audit import (
     snapshot_of_bundle,
 )
 from .audit_store import LastBundles
+from .batch import fold
 from .bundle import REGISTRY_KEYS, BundleReport, CheckedReport, parse_document, verify_bundle
 from .canonical import canonical_json, decode_json
 from .errors import InputError, MergeError
-from .fold import fold
 from .graph import event_values, log_graph, to_dot, to_mermaid
 from .identifiers import ALGORITHM
 from .inspection import EventFate, EventStory, StateDiff, event_story, resolve_event_id, state_diff
@@ -1120,7 +1120,7 @@ def store_check(store_url: str, as_json: bool) -> None:
     every checkpoint against its state_sha256. Exits 1 when it is damaged."""
     with open_store(store_url) as target:
         try:
-            target.check()
+            target.verify_integrity()
         except StoreError as exc:
             problem: str | None = str(exc)
         else:

@@ -115,7 +115,8 @@ class Merger:
         self._verdicts: dict[str, Reason | ValidEvent] = {}
         self._valid: dict[str, ValidEvent] = {}
         # SHA-256 of every copy already judged, for events that are not (yet) valid: an
-        # identical copy gets an identical verdict (§5), so it is not judged again.
+        # identical copy gets an identical verdict (§5), so it is not judged again. A new event
+        # is judged without it: most are valid, and a valid event's copies need no digest.
         self._seen: dict[str, set[bytes]] = {}
         self._chains = ChainIndex()
         self._rejected: list[Rejection] = []
@@ -147,6 +148,23 @@ class Merger:
         for item in require_inputs(items):
             admitted.append(admit(item, self._count))
             self._count += 1
+        return self._extend(admitted)
+
+    def extend_admitted(self, outcomes: Iterable[Admitted | Rejection]) -> list[AddResult]:
+        """Add inputs admitted already: what :func:`merge.admission.admit` returned on them, in order.
+
+        The same as :meth:`extend` on the inputs themselves, without admitting (decoding) them
+        again: for a caller that had to admit them first, as an :class:`~merge.store.EventStore`
+        does when it stores them. Each counts as the next input: its ``index`` is renumbered to
+        its position in this engine. A :class:`Rejection` is kept in :attr:`rejected`.
+        """
+        renumbered: list[Admitted | Rejection] = []
+        for outcome in outcomes:
+            renumbered.append(msgspec.structs.replace(outcome, index=self._count))
+            self._count += 1
+        return self._extend(renumbered)
+
+    def _extend(self, admitted: list[Admitted | Rejection]) -> list[AddResult]:
         prechecked: list[Reason | Candidate | None] = []
         for outcome in admitted:
             if isinstance(outcome, Rejection) or isinstance(self._verdicts.get(outcome.event_id), ValidEvent):
@@ -172,14 +190,13 @@ class Merger:
         if isinstance(before, ValidEvent):
             # §5 (prevailing_verdict): a copy passed, so the event is valid; others need no check.
             return EventStatus(copy.index, event_id, self._chains.reasons.get(event_id), True)
-        # The copy's identity (§5, copy_identity, as in the fold), kept as a digest: the engine
-        # lives for days, so it remembers 33 bytes per distinct copy, not the whole text.
-        raw, held_float = copy_identity(copy)
-        digest = hashlib.sha256(raw).digest() + (b"F" if held_float else b"")
-        seen = self._seen.setdefault(event_id, set())
-        if digest in seen:
-            return EventStatus(copy.index, event_id, self.reason(event_id), True)
-        seen.add(digest)
+        if before is not None:
+            # An invalid event: an identical copy (§5, copy_identity) gets the verdict it got.
+            digest = _copy_digest(copy)
+            seen = self._seen[event_id]
+            if digest in seen:
+                return EventStatus(copy.index, event_id, self.reason(event_id), True)
+            seen.add(digest)
         if prechecked is None:
             prechecked = precheck(copy, self.subject, self.keys)
         verdict = (
@@ -195,10 +212,12 @@ class Merger:
         if isinstance(standing, ValidEvent):
             # A new event, or a late valid copy of an invalid one (§5): now it is valid.
             self._valid[event_id] = standing
-            del self._seen[event_id]
+            self._seen.pop(event_id, None)
             changed = self._chains.add(Node.of(standing))
         elif before is None:
-            changed = self._chains.admit(event_id)
+            # A new invalid event: its copies are remembered from now on (a valid one's never are).
+            self._seen[event_id] = {_copy_digest(copy)}
+            changed = self._chains.add_invalid(event_id)
         # else: a copy that got further than the earlier ones now gives the event its reason.
         self._snapshot = None
         others = tuple(sorted({eid for eid in changed if eid != event_id}))
@@ -267,6 +286,13 @@ class Merger:
         if isinstance(verdict, Reason):
             return verdict
         return self._chains.reasons.get(event_id)
+
+
+def _copy_digest(copy: Admitted) -> bytes:
+    """The copy's identity (§5, copy_identity, as in the fold) as a digest: the engine lives for
+    days, so it remembers 33 bytes per distinct copy of an invalid event, not the whole text."""
+    raw, held_float = copy_identity(copy)
+    return hashlib.sha256(raw).digest() + (b"F" if held_float else b"")
 
 
 class _Snapshot(msgspec.Struct, frozen=True):

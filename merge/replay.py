@@ -61,10 +61,10 @@ from typing import IO, Any, Final, Literal
 import msgspec
 
 from .admission import MAX_INPUT_BYTES, Rejection, admit
+from .batch import fold
 from .bundle import REGISTRY_KEYS, CheckedReport, parse_document, verify_bundle
 from .canonical import canonical_json, decode_json
 from .errors import InputError, KeySetError, MergeError
-from .fold import fold
 from .keys import Key, KeySet
 from .record import record_disagreement, verify_record
 from .signatures import SignatureVerifier

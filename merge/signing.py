@@ -14,9 +14,9 @@ from typing import Any
 import msgspec
 from nacl.signing import SigningKey
 
+from .batch import fold
 from .canonical import canonical_sha256_hex, encode_canonical_unchecked
 from .checks import EVENT_TYPES
-from .fold import fold
 from .identifiers import (
     ALGORITHM,
     BUNDLE_SIGNED_MESSAGE,

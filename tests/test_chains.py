@@ -1,7 +1,7 @@
 """Chains, forks and apply order (spec §7, merge.chains) on synthetic graphs.
 
 ``classify`` and the incremental ``ChainIndex`` see only ids, prev links, chains and instants,
-so graphs here need no signing; ``test_fold.py`` checks the same rules end to end with signed
+so graphs here need no signing; ``test_batch.py`` checks the same rules end to end with signed
 events, ``test_engine.py`` the Merger built on ``ChainIndex``.
 """
 
@@ -241,6 +241,9 @@ def test_child_reason_decides_each_prev_standing_in_order() -> None:
     )
     early = node("c", "p", GRAPH, at=4)
     assert child_reason(early, parent, prev_admitted=True, prev_applied=True) is Reason.CREATED_BEFORE_PREV
+    # On a prev cycle (§7 Decision): missing_prev, though its prev is valid and did not apply.
+    looped = child_reason(child, parent, prev_admitted=True, prev_applied=False, on_cycle=True)
+    assert looped is Reason.MISSING_PREV
 
 
 def test_classify_does_not_mutate_its_arguments() -> None:
@@ -297,7 +300,7 @@ def test_chain_index_equals_classify_after_every_step(case: tuple[list[Node], li
             present[event_id] = by_id[event_id]
         else:
             before = index.classification()
-            changed = index.admit(event_id)
+            changed = index.add_invalid(event_id)
         expected = classify(present, admitted)
         assert as_comparable(index.classification()) == as_comparable(expected)
         # `changed` names exactly the events whose status moved.
@@ -305,6 +308,17 @@ def test_chain_index_equals_classify_after_every_step(case: tuple[list[Node], li
         status_after = {**expected.depth, **expected.reasons}
         moved = {eid for eid in status_after if status_before.get(eid) != status_after[eid]}
         assert set(changed) == moved
+
+
+def test_chain_index_admit_is_the_former_name_of_add_invalid() -> None:
+    """Code written against 0.1 calls ``admit``: the same effect, silently (warnings are errors here)."""
+    chain = ("graph", "k")
+    former, current = ChainIndex(), ChainIndex()
+    for index in (former, current):
+        index.add(Node("b", "a", chain, 1))
+    assert former.admit("a") == current.add_invalid("a") == ["b"]
+    assert former.classification() == current.classification()
+    assert former.reasons == {"b": Reason.INVALID_PREV}
 
 
 def test_chain_index_closes_a_cycle_and_hangs_invalid_prev_below() -> None:

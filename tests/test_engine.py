@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import json
 import math
 import random
@@ -12,11 +11,13 @@ from typing import Any
 
 import pytest
 
+import merge.batch
 import merge.chains
 import merge.engine
 import merge.signatures
 import merge.state
 from merge import InputError, KeySetError, Merger, Reason, RejectCode, Rejection, canonical_json, fold
+from merge.admission import admit
 from merge.chains import ChainIndex
 from merge.engine import EventStatus
 from merge.signing import TestKey, record_created_payload, sign_event
@@ -198,6 +199,47 @@ def test_invalid_copies_keep_the_reason_that_got_furthest() -> None:
     assert_same_as_fold(merger, [text(unsupported), text(bad_signature), text(unsupported)])
 
 
+def test_extend_admitted_is_extend_without_admitting_again() -> None:
+    """Copies admitted elsewhere (a store at append) count as the next inputs, in order."""
+    root = graph(0)
+    inputs = [text(root), b"[1]", text(graph(1, root)), text(root)]
+    merger, other = Merger(subject=SUBJECT, keys=KEYS), Merger(subject=SUBJECT, keys=KEYS)
+    merger.add(text(graph(5)))
+    other.add(text(graph(5)))
+    assert merger.extend_admitted([admit(item, 7) for item in inputs]) == other.extend(inputs)
+    assert merger.input_count == 5
+    assert merger.rejected == (Rejection(2, RejectCode.NOT_AN_OBJECT, "an array, not an object"),)
+    assert merger.state == other.state
+
+
+def test_only_copies_of_an_invalid_event_are_hashed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The engine keeps the SHA-256 of each copy of an invalid event, to judge an identical one
+    no more (§5); a valid event needs none, so its copies are never hashed (one less per input)."""
+    root = graph(0)
+    child = graph(1, root)
+    late = graph(2, child)
+    forged = text(dict(late, signature=dict(late["signature"], signature_b64="AAAA")))
+    inputs = [text(root), text(child), forged, forged, text(late), text(late)]
+    hashed: Counter[bytes] = Counter()
+    sha256 = merge.engine.hashlib.sha256
+
+    def counted(data: Any = b"", **options: Any) -> Any:
+        if type(data) is bytes and data in inputs:
+            hashed[data] += 1
+        return sha256(data, **options)
+
+    monkeypatch.setattr(merge.engine.hashlib, "sha256", counted)
+    merger = Merger(subject=SUBJECT, keys=KEYS)
+    merger.extend(inputs[:3])
+    for item in inputs[3:]:
+        merger.add(item)
+    monkeypatch.undo()
+    # The forged copy when judged, its repeat (not judged again), the late valid copy once.
+    assert hashed == Counter({forged: 2, text(late): 1})
+    assert merger.reason(late["event_id"]) is None
+    assert_same_as_fold(merger, inputs)
+
+
 def test_an_admitted_invalid_prev_turns_missing_prev_into_invalid_prev() -> None:
     root = graph(0)
     child = graph(1, root)
@@ -304,10 +346,9 @@ def test_adding_never_refolds(monkeypatch: pytest.MonkeyPatch) -> None:
     def forbidden(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("the engine re-folded")
 
-    fold_module = importlib.import_module("merge.fold")  # `merge.fold` is also the function
     for module, name in [
-        (fold_module, "build_state"),
-        (fold_module, "judge_events"),
+        (merge.batch, "build_state"),
+        (merge.batch, "judge_events"),
         (merge.state, "build_state"),
         (merge.state, "classify"),
         (merge.chains, "classify"),

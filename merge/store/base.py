@@ -26,7 +26,7 @@ from typing import IO, Any, Final, TypeAlias
 import msgspec
 
 from .. import __version__
-from ..admission import Rejection, admit, require_inputs
+from ..admission import JSON_TEXT_TYPES, Admitted, Rejection, admit, require_inputs
 from ..canonical import canonical_sha256_hex
 from ..engine import Merger
 from ..errors import InputError, MergeError
@@ -53,9 +53,12 @@ NO_SUBJECT: Final = "no_subject"
 NOT_JSON_TEXT: Final = "not_json_text"
 #: One stored input as a backup copies it: ``(seq, subject, event_id, digest, raw)``.
 BackupRow: TypeAlias = tuple[int, str, str, bytes, bytes]
-#: How many stored inputs a fold hands to :meth:`merge.Merger.extend` at once.
+#: How many stored inputs a fold hands to :meth:`merge.Merger.extend_admitted` at once.
 LOAD_BATCH: Final = 1024
-#: How many damaged rows :meth:`EventStore.check` names in its error (it counts them all).
+#: How many bytes of appended inputs a store keeps admitted in memory, for the engines it holds
+#: to fold them without admitting them again (beyond it, a fold admits what it reads).
+ADMITTED_BYTES: Final = 32 * 1024 * 1024
+#: How many damaged rows :meth:`EventStore.verify_integrity` names in its error (it counts them all).
 SHOWN_PROBLEMS: Final = 5
 
 #: Where a store says what it did instead of failing: a damaged checkpoint folded again, a
@@ -146,6 +149,11 @@ class EventStore(ABC):
         self.threads = threads
         self.cache_size = cache_size
         self._engines: OrderedDict[tuple[str, str], _Live] = OrderedDict()
+        # What append admitted (§5), by subject and bytes, for the subjects an engine here
+        # folds: that engine's next fold takes these copies instead of admitting the stored
+        # bytes again (one decode per input, not two). At most ADMITTED_BYTES of inputs.
+        self._admitted: dict[str, dict[bytes, Admitted]] = {}
+        self._admitted_bytes = 0
 
     # -- storage primitives: what an adapter implements ------------------------------------
 
@@ -190,11 +198,11 @@ class EventStore(ABC):
 
     @abstractmethod
     def _rows(self) -> Iterator[tuple[str, int, bytes, bytes]]:
-        """``(subject, seq, digest, raw)`` of every stored input, as stored (for :meth:`check`)."""
+        """``(subject, seq, digest, raw)`` of every stored input, as stored (for :meth:`verify_integrity`)."""
 
     @abstractmethod
     def _checkpoints(self) -> Iterator[tuple[str, Checkpoint]]:
-        """``(subject, checkpoint)`` of every stored checkpoint (for :meth:`check`)."""
+        """``(subject, checkpoint)`` of every stored checkpoint (for :meth:`verify_integrity`)."""
 
     @abstractmethod
     def _check_storage(self) -> list[str]:
@@ -217,8 +225,8 @@ class EventStore(ABC):
 
     # -- what every store does the same way ------------------------------------------------
 
-    def check(self) -> None:
-        """Check that the stored data is intact; raise :class:`StoreError` when it is not.
+    def verify_integrity(self) -> None:
+        """Verify that the stored data is intact; raise :class:`StoreError` when it is not.
 
         The database's own check (its pages and indexes), then the content a database cannot
         judge: every input's bytes against their stored SHA-256, every checkpoint's state
@@ -240,6 +248,14 @@ class EventStore(ABC):
                 f"damaged: {shown}" + (f" (and {more} more)" if more > 0 else ""), path=self.location
             )
 
+    def check(self) -> None:
+        """Deprecated alias of :meth:`verify_integrity`, its name until 0.2 (kept, without a warning).
+
+        Renamed because a report's ``check(name)`` (:meth:`merge.BundleReport.check`) is a §10
+        check's result: here the store is verified, a verb.
+        """
+        self.verify_integrity()
+
     def append(self, item: Any, *, subject: str | None = None) -> Stored | Refused:
         """Store one input (a JSON text or a parsed value), durably once this returns.
 
@@ -258,14 +274,31 @@ class EventStore(ABC):
         if subject is not None:
             subject = require_subject(subject)
         results: list[Stored | Refused] = []
+        folded = {name for name, _ in self._engines}  # the subjects an engine here folds
+        kept: list[tuple[str, Admitted]] = []
         with self._transaction() as insert:
             for index, item in enumerate(require_inputs(items)):
-                prepared = prepare(item, subject, index)
-                if isinstance(prepared, Refused):
-                    results.append(prepared)
-                else:
-                    results.append(Stored(prepared.subject, prepared.event_id, insert(prepared)))
+                outcome = prepare(item, subject, index)
+                if isinstance(outcome, Refused):
+                    results.append(outcome)
+                    continue
+                prepared, copy = outcome
+                new = insert(prepared)
+                results.append(Stored(prepared.subject, prepared.event_id, new))
+                if new and copy is not None and prepared.subject in folded:
+                    kept.append((prepared.subject, copy))
+        for stored_subject, copy in kept:  # committed: they are copies of stored inputs now
+            self._keep_admitted(stored_subject, copy)
         return results
+
+    def _keep_admitted(self, subject: str, copy: Admitted) -> None:
+        if self._admitted_bytes + len(copy.raw) <= ADMITTED_BYTES:
+            self._admitted.setdefault(subject, {})[copy.raw] = copy
+            self._admitted_bytes += len(copy.raw)
+
+    def _drop_admitted(self, subject: str) -> None:
+        dropped = self._admitted.pop(subject, {})
+        self._admitted_bytes -= sum(len(raw) for raw in dropped)
 
     def events(self, subject: str) -> Iterator[bytes]:
         """The subject's stored inputs, as received, in arrival order (streamed)."""
@@ -319,10 +352,14 @@ class EventStore(ABC):
         self._engines[(subject, context)] = live
         self._engines.move_to_end((subject, context))
         while len(self._engines) > self.cache_size:
-            self._engines.popitem(last=False)
+            (evicted, _), _ = self._engines.popitem(last=False)
+            if all(kept != evicted for kept, _ in self._engines):
+                self._drop_admitted(evicted)
         if live.seq < head:
             live.seq = self._load(live.merger, live.seq)
             self._keep_checkpoint(subject, context, Checkpoint(live.seq, live.merger.state_json))
+        # Its engine has them now (an engine of another key set admits the stored bytes).
+        self._drop_admitted(subject)
         return live.merger.result
 
     def _keep_checkpoint(self, subject: str, context: str, checkpoint: Checkpoint) -> None:
@@ -338,17 +375,23 @@ class EventStore(ABC):
             )
 
     def _load(self, merger: Merger, after: int) -> int:
-        """Feed the inputs after ``after`` to ``merger`` in batches; return the last seq read."""
-        batch: list[bytes] = []
+        """Feed the inputs after ``after`` to ``merger`` in batches; return the last seq read.
+
+        An input this store appended is handed over as append admitted it (§5); the rest are
+        admitted from the stored bytes, as :meth:`merge.Merger.extend` would.
+        """
+        admitted = self._admitted.get(merger.subject, {})
+        batch: list[Admitted | Rejection] = []
         last = after
         for seq, raw in self.read(merger.subject, after=after):
-            batch.append(raw)
+            copy = admitted.get(raw)
+            batch.append(admit(raw) if copy is None else copy)
             last = seq
             if len(batch) >= LOAD_BATCH:
-                merger.extend(batch)
+                merger.extend_admitted(batch)
                 batch = []
         if batch:
-            merger.extend(batch)
+            merger.extend_admitted(batch)
         return last
 
     def __enter__(self) -> EventStore:
@@ -374,12 +417,19 @@ def _verified(checkpoint: Checkpoint, subject: str) -> State | None:
     return state
 
 
-def prepare(item: Any, subject: str | None, index: int = 0) -> PreparedInput | Refused:
-    """Admit one input (§5) and find its subject; the :class:`Refused` of what cannot be stored."""
+def prepare(
+    item: Any, subject: str | None, index: int = 0
+) -> tuple[PreparedInput, Admitted | None] | Refused:
+    """Admit one input (§5) and find its subject; the :class:`Refused` of what cannot be stored.
+
+    With the row to store comes the admitted copy, for a fold to use as it is, when it is what
+    admitting the stored bytes gives: a JSON text's (a parsed value's may differ in shape).
+    """
     outcome = admit(item, index)
     if isinstance(outcome, Rejection):
         return Refused(str(outcome.code), outcome.detail)
-    if outcome.non_canonical is not None and not isinstance(item, (bytes, bytearray, memoryview, str)):
+    is_text = isinstance(item, JSON_TEXT_TYPES)
+    if outcome.non_canonical is not None and not is_text:
         # A parsed NaN or infinity encodes as null: stored, this copy would come back as its
         # (possibly valid) null twin. No JSON text carries it, so it is refused, not altered.
         again = admit(outcome.raw, index)
@@ -390,4 +440,5 @@ def prepare(item: Any, subject: str | None, index: int = 0) -> PreparedInput | R
         if type(named) is not str:
             return Refused(NO_SUBJECT, "the event has no string subject_pith_number; pass subject=")
         subject = named
-    return PreparedInput(subject, outcome.event_id, hashlib.sha256(outcome.raw).digest(), outcome.raw)
+    digest = hashlib.sha256(outcome.raw).digest()
+    return PreparedInput(subject, outcome.event_id, digest, outcome.raw), outcome if is_text else None

@@ -54,7 +54,7 @@ def one_round(adapter: str, location: str, number: int, work: Path, rng: random.
     acked = max([acked, *(int(line.split()[1]) for line in writer.stdout if line.startswith("ack"))])
     writer.stdout.close()
     with open_store(adapter, location) as store:
-        store.check()
+        store.verify_integrity()
         stored = list(store.events(subject_of(number)))
         if number % 25 == 0:
             store.fold(subject_of(number), keys=KEYS)  # checkpoints in the store too

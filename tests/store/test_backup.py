@@ -29,7 +29,7 @@ def test_a_backup_is_a_store_with_the_same_inputs_and_checkpoints(
     (out := tmp_path / "backups").mkdir()
     assert store.backup(out / "backup.db") == 30
     with SQLiteStore(out / "backup.db") as copy:
-        copy.check()
+        copy.verify_integrity()
         assert copy.subjects() == store.subjects() == sorted([S1, S2])
         for subject in (S1, S2):  # the same inputs, in the same order, with their seq
             assert list(copy.read(subject)) == list(store.read(subject))

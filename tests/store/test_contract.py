@@ -3,12 +3,13 @@
 Guarantees tested for real: durability of acknowledged appends across SIGKILL of a writer
 process in the middle of a batch, two processes appending to one store concurrently, four
 processes creating one new store at once, and damage inside rows (a flipped bit in an input,
-damaged checkpoints: found by check(), never served by fold()). The long crash test is
+damaged checkpoints: found by verify_integrity(), never served by fold()). The long crash test is
 soak.py (``make stress``).
 """
 
 from __future__ import annotations
 
+import hashlib
 import io
 import itertools
 import json
@@ -19,6 +20,7 @@ import os
 import signal
 import subprocess
 import sys
+from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -26,6 +28,8 @@ from typing import Any
 import msgspec
 import pytest
 
+import merge.admission
+import merge.store.base
 from merge import MergeError, Merger, Reason, RejectCode, canonical_json, fold
 from merge.admission import MAX_INPUT_BYTES
 from merge.store import NO_SUBJECT, NOT_JSON_TEXT, EventStore, Refused, Stored, StoreError
@@ -174,6 +178,45 @@ def test_fold_equals_fold_of_the_stored_inputs_after_every_batch(store: EventSto
     assert canonical_json(merger.state) == expected_fold(list(one), S1)
 
 
+@pytest.mark.parametrize("room", ["room", "none"])
+def test_an_appended_input_is_admitted_once_for_the_engine_that_folds_it(
+    store: EventStore, monkeypatch: pytest.MonkeyPatch, room: str
+) -> None:
+    """Append admits (§5) each input, and the subject's engine folds those copies as they are
+    (issue 17: each was admitted twice); the store adds one SHA-256 per input (its digest) to
+    the engine's own. Without room to keep the copies (``ADMITTED_BYTES``), the fold admits the
+    stored bytes: twice, and the same fold."""
+    if room == "none":
+        monkeypatch.setattr(merge.store.base, "ADMITTED_BYTES", 0)
+    inputs = list(history(1, 30))
+    texts = set(inputs)
+    expected = [expected_fold(inputs[:20], S1), expected_fold(inputs, S1)]
+    calls: Counter[str] = Counter()
+    admit_text, sha256 = merge.admission._admit_text, hashlib.sha256
+
+    def counted_admission(data: bytes, index: int) -> Any:
+        calls["admitted"] += data in texts
+        return admit_text(data, index)
+
+    def counted_sha256(data: Any = b"", **options: Any) -> Any:
+        calls["hashed"] += type(data) is bytes and data in texts
+        return sha256(data, **options)
+
+    monkeypatch.setattr(merge.admission, "_admit_text", counted_admission)
+    monkeypatch.setattr(hashlib, "sha256", counted_sha256)
+    Merger(subject=S1, keys=KEYS).extend(inputs)
+    engine_alone = calls.copy()
+    calls.clear()
+    store.fold(S1, keys=KEYS)  # the subject's engine is in memory: a service folding as it goes
+    store.append_many(inputs[:20])
+    assert folded(store, S1) == expected[0]
+    store.append_many(inputs[20:])
+    assert folded(store, S1) == expected[1]
+    monkeypatch.undo()
+    admissions = len(inputs) if room == "room" else 2 * len(inputs)
+    assert calls == Counter(admitted=admissions, hashed=len(inputs) + engine_alone["hashed"])
+
+
 def test_fold_of_an_unknown_subject_is_the_empty_state(store: EventStore) -> None:
     assert folded(store, S1) == expected_fold([], S1)
     assert store.count(S1) == 0
@@ -272,7 +315,7 @@ def test_a_closed_store_raises_store_error(store: EventStore) -> None:
 
 def test_check_passes_on_a_healthy_store(store: EventStore) -> None:
     store.append_many(history(1, 5))
-    store.check()
+    store.verify_integrity()
 
 
 # --- real processes: SIGKILL mid-batch, two concurrent writers ------------------------------
@@ -378,7 +421,7 @@ def test_sigkill_mid_batch_loses_nothing_acknowledged(
     assert writer.kill() == -signal.SIGKILL
     assert writer.acked == 70
     store = connect()
-    store.check()
+    store.verify_integrity()
     assert list(store.events(S1)) == inputs[:70]  # all acknowledged, nothing of the open batch
     store.append_many(inputs[70:])  # and the store takes writes again
     assert folded(store, S1) == expected_fold(inputs, S1)
@@ -393,7 +436,7 @@ def test_sigkill_at_any_moment_keeps_whole_acknowledged_batches(
     writer.read_until(lambda line: line.startswith("ack") and int(line.split()[1]) >= 45)
     writer.kill()  # wherever the writer is now: most likely inside a batch
     store = connect()
-    store.check()
+    store.verify_integrity()
     stored = list(store.events(S1))
     assert stored[: writer.acked] == inputs[: writer.acked]
     assert stored == inputs[: len(stored)]  # a prefix...
@@ -414,7 +457,7 @@ def test_two_processes_append_concurrently_and_both_land_everything(
         writer.start()
     assert [writer.finish() for writer in both] == [0, 0]
     store = connect()
-    store.check()
+    store.verify_integrity()
     assert set(store.events(S1)) | set(store.events(S2)) == set(inputs)
     assert store.count(S1) + store.count(S2) == len(inputs)
     # They really ran together: in arrival order, the two writers' own inputs interleave.
@@ -458,11 +501,11 @@ def test_processes_creating_one_new_store_at_once_all_succeed(adapter: str, tmp_
         failures = [errors.get() for _ in range(errors.qsize())]
         assert failures == [], f"attempt {attempt}: {failures}"
         with open_store(adapter, location) as store:
-            store.check()
+            store.verify_integrity()
             assert store.subjects() == []
 
 
-# --- damage inside rows: check() finds it, fold() never serves it ------------------------------
+# --- damage inside rows: verify_integrity() finds it, fold() never serves it ------------------------------
 
 
 def test_check_finds_a_flipped_bit_inside_a_stored_input(
@@ -470,13 +513,15 @@ def test_check_finds_a_flipped_bit_inside_a_stored_input(
 ) -> None:
     store = connect()
     store.append_many(history(1, 20))
-    store.check()
+    store.verify_integrity()
     seq = [seq for seq, _ in store.read(S1)][7]
     flip_bit_in_input(adapter, location, seq, bit=8 * 40 + 1)  # inside the event, still one line
     with pytest.raises(StoreError, match=f"input {seq} of {S1}: its bytes do not match") as caught:
-        connect().check()
+        connect().verify_integrity()
     assert caught.value.path == store.location
     assert "\n" not in str(caught.value)
+    with pytest.raises(StoreError, match=f"input {seq} of {S1}: its bytes do not match"):
+        connect().check()  # the former name (until 0.2), silently the same
 
 
 def _tampered_states(store: EventStore) -> list[bytes]:
@@ -506,12 +551,12 @@ def test_a_damaged_checkpoint_is_never_served(
     expected = folded(store, S1)
     assert replace_checkpoint_state(adapter, location, S1, _tampered_states(store)[damage]) == 1
     with pytest.raises(StoreError, match=f"checkpoint of {S1}: its state does not match"):
-        connect().check()
+        connect().verify_integrity()
     reader = connect()  # no engine in memory: the checkpoint is what it would serve
     with caplog.at_level(logging.WARNING, logger="merge.store"):
         assert folded(reader, S1) == expected == expected_fold(list(history(1, 20)), S1)
     assert f"the checkpoint of {S1} does not verify; folding again" in caplog.text
-    connect().check()  # the fold replaced the damaged checkpoint
+    connect().verify_integrity()  # the fold replaced the damaged checkpoint
 
 
 # --- a store that cannot take a checkpoint -----------------------------------------------------

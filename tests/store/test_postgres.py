@@ -101,7 +101,7 @@ def test_processes_appending_and_folding_the_same_subjects(dsn: str, tmp_path: P
                 if stream is not None:
                     stream.close()
     with PostgresStore(dsn) as store:
-        store.check()
+        store.verify_integrity()
         rows = {subject: list(store.read(subject)) for subject in (S1, S2)}
         # No lost or duplicate rows; every input was new to exactly one instance.
         assert sorted(raw for subject in rows for _, raw in rows[subject]) == sorted(inputs)
@@ -228,10 +228,10 @@ def test_an_older_schema_is_migrated_on_open(dsn: str, monkeypatch: pytest.Monke
 def test_check_finds_an_input_altered_behind_the_stores_back(dsn: str, stores: list[PostgresStore]) -> None:
     stores.append(store := PostgresStore(dsn))
     store.append_many(history(1, 10))
-    store.check()
+    store.verify_integrity()
     sql(dsn, "UPDATE pith_merge.inputs SET raw = raw || ' '::bytea WHERE seq = 4")
     with pytest.raises(StoreError, match=f"damaged: input 4 of {S1}: its bytes do not match their SHA-256"):
-        store.check()
+        store.verify_integrity()
 
 
 def test_a_lock_held_too_long_is_a_store_error(dsn: str, stores: list[PostgresStore]) -> None:

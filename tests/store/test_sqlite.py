@@ -35,7 +35,7 @@ def assert_store_error(path: Path, match: str) -> StoreError:
 def open_check_and_read(path: Path) -> None:
     """Everything a reader does first: open, check, read. Damage must surface as StoreError."""
     with SQLiteStore(path) as store:
-        store.check()
+        store.verify_integrity()
         list(store.events(subject_of(1)))
 
 
@@ -182,7 +182,7 @@ def test_a_flipped_bit_in_the_file_inside_an_input_is_found_by_check(tmp_path: P
     with SQLiteStore(path) as store:
         assert [row[0] for row in store._conn().execute("PRAGMA integrity_check")] == ["ok"]
         with pytest.raises(StoreError, match=r"damaged: input \d+ of pith:.*do not match their SHA-256"):
-            store.check()
+            store.verify_integrity()
 
 
 def test_a_read_only_store_folds_without_checkpoints_and_refuses_appends(tmp_path: Path) -> None:
@@ -193,7 +193,7 @@ def test_a_read_only_store_folds_without_checkpoints_and_refuses_appends(tmp_pat
         assert store.read_only
         result = store.fold(subject_of(1), keys=KEYS)
         assert result == fold(history(1, 30), subject=subject_of(1), keys=KEYS)
-        store.check()
+        store.verify_integrity()
         with pytest.raises(StoreError, match="open read-only"):
             store.append(history(1, 31)[30])
     conn = sqlite3.connect(path)

@@ -3,12 +3,12 @@
 The pure-Python engine is the reference, the diagnostic path and the fallback; the compiled
 path, a Rust extension built through PyO3 (``native/`` in the source tree, installed by
 ``make`` where cargo is), gives the same bytes faster. With it, a fold of JSON texts runs the
-common case end to end in Rust, without the GIL: admission (§5), the schema and checks 1–15
-(§4, §6), verification on native threads by the very ``crypto_sign_open`` PyNaCl ships (§2:
-libsodium's verdicts by construction), then §7 and §9 with ``state_sha256``. The pure path
-judges what the compiled one does not decide (every rejection, so that its message is the
-pure path's; values that are not canonical-able or not of §4's shape; other base64 forms;
-``record_created``, whose payload and receipt rules stay here), and its verdicts are merged
+common case end to end in Rust, without the GIL: admission (§5), the schema and checks 1–16
+(§4, §6, §8, receipts included), verification on native threads by the very
+``crypto_sign_open`` PyNaCl ships (§2: libsodium's verdicts by construction), then §7 and §9
+with ``state_sha256``. The pure path judges what the compiled one does not decide (every
+rejection, so that its message is the pure path's; values that are not canonical-able or not
+of §4's shape; base64 forms other than the 88 letters of 64 bytes), and its verdicts are merged
 in as §5 says. ``PITH_MERGE_PURE=1`` in the environment forces the pure path.
 
 The differential tests (``tests/test_native.py``) hold both paths to the same bytes on every

@@ -10,6 +10,7 @@ compiled path equal PyNaCl's on every Wycheproof, CCTV and RFC 8032 case.
 from __future__ import annotations
 
 import base64
+import hashlib
 import importlib
 import json
 import os
@@ -28,10 +29,12 @@ from hypothesis import strategies as st
 import merge
 from merge import FoldResult, KeySet, canonical_json, fold
 from merge.native import _SIGN_OPEN, PURE_ENVIRONMENT_VARIABLE, native_available, native_module
-from merge.reasons import CHECK_ORDER
+from merge.reasons import CHECK_ORDER, Reason
 from merge.signatures import SignatureVerifier, verify_signature
+from merge.signing import signed_receipt
 from merge.testing import histories
 
+from .builders import KEY_A, KEYS, record_payload
 from .conftest import CONFORMANCE, EDGES, load_vector
 
 NATIVE = native_module()
@@ -147,18 +150,15 @@ def test_every_vector_gives_the_same_result_on_both_paths(
 
 @needs_native
 def test_the_compiled_path_decides_the_common_case() -> None:
-    """Not everything falls back: the golden graph_snapshot and the vectors' events of other
-    types than record_created are decided in Rust (else the differential law says nothing)."""
+    """Not everything falls back (else the differential law would say little): both events of
+    the golden bundle, its record_created and receipt included, are decided in Rust."""
     decided = 0
     for _, subject, keys, inputs in VECTOR_FOLDS:
         decided += len(inputs) - len(left_to_python(inputs, subject, keys))
     assert decided > len(VECTOR_FOLDS) * 2
     bundle = json.loads((VECTORS / "golden" / "pith-2303.04759.bundle.json").read_bytes())
     events = [msgspec.json.encode(event) for event in bundle["events"]]
-    types = [event["event_type"] for event in bundle["events"]]
-    assert [types[i] for i in left_to_python(events, bundle["pith_number"], bundle["public_keys"])] == [
-        "record_created"
-    ]
+    assert left_to_python(events, bundle["pith_number"], bundle["public_keys"]) == []
 
 
 @needs_native
@@ -331,3 +331,82 @@ def test_signatures_in_events_get_libsodiums_verdict() -> None:
         text = json.dumps({**event, "signature": {**event["signature"], "signature_b64": form}}).encode()
         result = both([text], vector["subject"], vector["keys"])
         assert (event["event_id"] in result.state.applied_event_ids) is (form in forms[:2]), form
+
+
+def _record_breakers() -> dict[str, tuple[Any, Reason | None]]:
+    """How to break a record_created's payload (§8) or receipt, and the reason it must get."""
+    from .builders import KEY_B, RECORD
+
+    def receipt(field: str, value: Any) -> Any:
+        return lambda p: p["receipt"].__setitem__(field, value)
+
+    def record(change: Any) -> Any:
+        def breaker(payload: dict[str, Any]) -> None:
+            canonical = json.loads(json.dumps(RECORD))
+            change(canonical)
+            payload["canonical_record"] = canonical
+            payload["canonical_sha256"] = hashlib.sha256(canonical_json(canonical)).hexdigest()
+            payload["receipt"] = signed_receipt(KEY_A, canonical, signed_at="2026-07-05T05:49:24Z")
+
+        return breaker
+
+    good_signature = record_payload()["receipt"]["signature_b64"]
+    return {
+        "valid": (lambda p: None, None),
+        "receipt kind": (receipt("kind", "receipt"), Reason.BAD_RECEIPT),
+        "receipt canonical_sha256": (receipt("canonical_sha256", "0" * 64), Reason.BAD_RECEIPT),
+        "receipt algorithm": (receipt("algorithm", "ed448"), Reason.BAD_RECEIPT),
+        "receipt signed_message": (receipt("signed_message", "bytes"), Reason.BAD_RECEIPT),
+        "receipt signature_status": (receipt("signature_status", "unsigned"), Reason.BAD_RECEIPT),
+        "receipt unknown key": (receipt("key_id", "nobody"), Reason.BAD_RECEIPT),
+        "receipt key_id a number": (receipt("key_id", 7), Reason.BAD_RECEIPT),
+        "receipt other key's id": (receipt("key_id", KEY_B.key_id), Reason.BAD_RECEIPT),
+        "receipt fingerprint": (receipt("public_key_fingerprint", "0" * 32), Reason.BAD_RECEIPT),
+        "receipt signature": (receipt("signature_b64", KEY_A.sign_digest("0" * 64)), Reason.BAD_RECEIPT),
+        "receipt signature unpadded": (
+            receipt("signature_b64", good_signature.rstrip("=")),
+            Reason.BAD_RECEIPT,
+        ),
+        "receipt signature a number": (receipt("signature_b64", 5), Reason.BAD_RECEIPT),
+        "receipt missing": (lambda p: p.pop("receipt"), Reason.BAD_RECEIPT),
+        "receipt not an object": (lambda p: p.__setitem__("receipt", []), Reason.BAD_RECEIPT),
+        "canonical_sha256": (lambda p: p.__setitem__("canonical_sha256", "0" * 64), Reason.BAD_PAYLOAD),
+        "source_id": (lambda p: p.__setitem__("source_id", "2405.99999"), Reason.BAD_PAYLOAD),
+        "source_kind a number": (lambda p: p.__setitem__("source_kind", 1), Reason.BAD_PAYLOAD),
+        "source_version true": (lambda p: p.__setitem__("source_version", True), Reason.BAD_PAYLOAD),
+        "attestation_state missing": (lambda p: p.pop("attestation_state"), Reason.BAD_PAYLOAD),
+        "record not an object": (lambda p: p.__setitem__("canonical_record", [RECORD]), Reason.BAD_PAYLOAD),
+        "record of another subject": (
+            record(lambda r: r["metadata"].__setitem__("license", "x")),
+            Reason.BAD_PAYLOAD,
+        ),
+        "submitted_at of 3 characters": (
+            record(lambda r: r["metadata"].__setitem__("submitted_at", "202")),
+            Reason.BAD_PAYLOAD,
+        ),
+        "no metadata": (record(lambda r: r.pop("metadata")), Reason.BAD_PAYLOAD),
+        "source version true": (
+            record(lambda r: r["source"].__setitem__("version", True)),
+            Reason.BAD_PAYLOAD,
+        ),
+        "source not an object": (record(lambda r: r.__setitem__("source", "arxiv")), Reason.BAD_PAYLOAD),
+    }
+
+
+RECORD_BREAKERS = _record_breakers()
+
+
+@needs_native
+@pytest.mark.parametrize("how", RECORD_BREAKERS)
+def test_record_created_payload_and_receipt_rules_agree(how: str) -> None:
+    """Each rule of §8 for record_created, broken alone in a freshly signed event: both paths
+    give the reason it must get (and the compiled path decides it, but for an odd base64)."""
+    from .builders import SUBJECT, record_event
+
+    breaker, reason = RECORD_BREAKERS[how]
+    payload = record_payload()
+    breaker(payload)
+    text = canonical_json(record_event(payload=payload))
+    result = both([text], SUBJECT, KEYS)
+    assert result.reasons == ({} if reason is None else {json.loads(text)["event_id"]: reason})
+    assert left_to_python([text], SUBJECT, KEYS) == ([0] if how == "receipt signature unpadded" else [])

@@ -5,14 +5,14 @@
 //! [`Outcome::Fallback`], and the pure-Python path (the reference) judges that input from
 //! scratch: every rejection (§5: its message is the pure path's), every value that is not
 //! canonical-able or not of §4's exact shape (the pure path tells `unsupported_schema_version`
-//! from `malformed` and says where), an odd base64 form, and every `record_created` (one per
-//! subject; its payload and receipt rules stay in Python). So a verdict given here is one the
+//! from `malformed` and says where) and an odd base64 form. So a verdict given here is one the
 //! pure path gives too, and the differential tests hold the two paths to that.
 
 use base64::alphabet::STANDARD;
 use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig};
 use base64::engine::DecodePaddingMode;
 use base64::Engine;
+use data_encoding::BASE32_NOPAD;
 use sha2::{Digest, Sha256};
 
 use crate::canonical::{self, canonical_able};
@@ -27,6 +27,8 @@ const EVENT_ID_PREFIX: &str = "sha256:";
 const ALGORITHM: &str = "ed25519";
 const EVENT_SIGNED_MESSAGE: &str = "open_graph_event_sha256_bytes";
 const SIGNATURE_STATUS: &str = "signed_v1";
+const RECEIPT_KIND: &str = "pith_receipt";
+const RECEIPT_SIGNED_MESSAGE: &str = "canonical_sha256_bytes";
 
 /// The §6 checks in order; a copy that fails later got "further down the list" (§5).
 pub const CHECK_ORDER: [&str; 16] = [
@@ -234,9 +236,11 @@ pub fn judge(text: &[u8], subject: &str, keys: &HashMap<String, Key>, verifier: 
         return Outcome::Fallback; // §6 check 1, with its path and cause, is the pure path's
     }
     let Some(shape) = Shape::of(&event) else { return Outcome::Fallback };
-    if shape.event_type == "record_created" || !signature_form_is_simple(shape.signature[3]) {
-        // §8's payload and receipt rules stay in Python; so does any other base64 form.
-        return Outcome::Fallback;
+    let receipt_signature = shape.payload.get("receipt").and_then(|receipt| receipt.get("signature_b64"));
+    let odd_receipt = shape.event_type == "record_created"
+        && receipt_signature.and_then(Json::as_str).is_some_and(|text| !signature_form_is_simple(text));
+    if !signature_form_is_simple(shape.signature[3]) || odd_receipt {
+        return Outcome::Fallback; // another base64 form: Python's b64decode reads it (§4)
     }
     Outcome::Judged(event_id.to_owned(), judge_shaped(&shape, event_id, subject, keys, verifier))
 }
@@ -290,7 +294,19 @@ fn judge_shaped(shape: &Shape<'_, '_>, event_id: &str, subject: &str, keys: &Has
     if key.rotates_at_us.is_some_and(|rotates_at| created_us >= rotates_at) {
         return reason("key_expired");
     }
-    if shape.event_type == "graph_snapshot" && !matches!(shape.payload.get("graph_snapshot"), Some(Json::Object(_))) {
+    let mut record = None;
+    if shape.event_type == "record_created" {
+        if shape.prev_event.is_some() || !shape.supersedes.is_empty() {
+            return reason("record_not_genesis");
+        }
+        let Some((canonical_record, digest, aliases)) = record_payload(shape.payload, subject, shape.created_at) else {
+            return reason("bad_payload");
+        };
+        if !receipt_ok(shape.payload.get("receipt"), &digest, keys, verifier) {
+            return reason("bad_receipt");
+        }
+        record = Some((canonical_record, aliases));
+    } else if shape.event_type == "graph_snapshot" && !matches!(shape.payload.get("graph_snapshot"), Some(Json::Object(_))) {
         return reason("bad_payload");
     }
     Verdict::Valid(Box::new(ValidEvent {
@@ -304,8 +320,88 @@ fn judge_shaped(shape: &Shape<'_, '_>, event_id: &str, subject: &str, keys: &Has
         key_id: key_id.to_owned(),
         signer,
         payload,
-        record: None,
+        record,
     }))
+}
+
+/// The `record_created` payload rule of §8: `CJ(canonical_record)`, its SHA-256 and
+/// `CJ(source_aliases)` (§9) when it holds, else `None` (`bad_payload`).
+fn record_payload(payload: &Json, subject: &str, created_at: &str) -> Option<(Vec<u8>, [u8; 32], Vec<u8>)> {
+    let record = payload.get("canonical_record").filter(|record| matches!(record, Json::Object(_)))?;
+    let mut canonical_record = Vec::with_capacity(1024);
+    canonical::write(&mut canonical_record, record);
+    let digest: [u8; 32] = Sha256::digest(&canonical_record).into();
+    let digest_hex = hex::encode(digest);
+    if payload.get("canonical_sha256").and_then(Json::as_str) != Some(digest_hex.as_str()) {
+        return None;
+    }
+    let source = record.get("source").filter(|source| matches!(source, Json::Object(_)))?;
+    let source_id = payload.get("source_id").and_then(Json::as_str)?;
+    let source_kind = payload.get("source_kind").and_then(Json::as_str)?;
+    let Json::Int(source_version) = payload.get("source_version")? else { return None };
+    payload.get("attestation_state").and_then(Json::as_str)?;
+    let Json::Int(version) = source.get("version")? else { return None };
+    if source.get("id").and_then(Json::as_str) != Some(source_id)
+        || source.get("kind").and_then(Json::as_str) != Some(source_kind)
+        || *version != *source_version
+    {
+        return None;
+    }
+    // §2: "pith:" + the first 4 characters of submitted_at + ":" + b32(canonical_sha256)[:26].
+    let submitted_at = record.get("metadata").and_then(|metadata| metadata.get("submitted_at")).and_then(Json::as_str)?;
+    let year: String = submitted_at.chars().take(4).collect();
+    let b32 = BASE32_NOPAD.encode(&digest);
+    if year.chars().count() < 4 || format!("pith:{year}:{}", &b32[..26]) != subject {
+        return None;
+    }
+    Some((canonical_record, digest, source_aliases(source_kind, source_id, *version, &b32, created_at)))
+}
+
+/// `CJ(source_aliases)` of §9, sorted by (alias_kind, alias_value) as code points.
+fn source_aliases(kind: &str, id: &str, version: i64, b32: &str, created_at: &str) -> Vec<u8> {
+    let mut pairs: Vec<(String, String)> = vec![
+        ("pith_short_8".into(), b32[..8].into()),
+        ("pith_short_12".into(), b32[..12].into()),
+        ("pith_short_16".into(), b32[..16].into()),
+    ];
+    if kind == "arxiv" {
+        pairs.push(("arxiv".into(), id.into()));
+        pairs.push(("arxiv_version".into(), format!("{id}v{version}")));
+        pairs.push(("doi".into(), format!("10.48550/arxiv.{id}")));
+    } else {
+        pairs.push((kind.into(), id.into()));
+    }
+    pairs.sort_unstable();
+    let mut out = vec![b'['];
+    for (position, (alias_kind, alias_value)) in pairs.iter().enumerate() {
+        if position > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(b"{\"alias_kind\":");
+        canonical::write_str(&mut out, alias_kind);
+        out.extend_from_slice(b",\"alias_value\":");
+        canonical::write_str(&mut out, alias_value);
+        out.extend_from_slice(b",\"created_at\":");
+        canonical::write_str(&mut out, created_at);
+        out.push(b'}');
+    }
+    out.push(b']');
+    out
+}
+
+/// The receipt rule of §8: a `pith_receipt` over `canonical_sha256`, signed by a key of the set.
+fn receipt_ok(receipt: Option<&Json>, digest: &[u8; 32], keys: &HashMap<String, Key>, verifier: Verifier) -> bool {
+    let Some(receipt @ Json::Object(_)) = receipt else { return false };
+    let field = |key: &str| receipt.get(key).and_then(Json::as_str);
+    let Some(key) = field("key_id").and_then(|key_id| keys.get(key_id)) else { return false };
+    let signature = field("signature_b64").and_then(decode_signature);
+    field("kind") == Some(RECEIPT_KIND)
+        && field("canonical_sha256") == Some(hex::encode(digest).as_str())
+        && field("algorithm") == Some(ALGORITHM)
+        && field("signed_message") == Some(RECEIPT_SIGNED_MESSAGE)
+        && field("signature_status") == Some(SIGNATURE_STATUS)
+        && field("public_key_fingerprint") == Some(key.fingerprint_hex.as_str())
+        && signature.is_some_and(|signature| verifier.verify(&key.public_key, digest, &signature))
 }
 
 /// The rules of §4 that no JSON type says: patterns, unique `supersedes`, a real `created_at`.

@@ -16,11 +16,13 @@ mod state;
 mod timestamps;
 mod verify;
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyString};
+use rayon::prelude::*;
+use rayon::{ThreadPool, ThreadPoolBuilder};
 
 use checks::{Key, Outcome, ValidEvent, Verdict, CHECK_ORDER};
 use verify::{SignOpen, Verdicts, Verifier};
@@ -32,9 +34,6 @@ pub(crate) type HashSet<K> = std::collections::HashSet<K, foldhash::fast::Random
 
 /// Events from which a fold's data is freed on a thread of its own (see `finish`).
 const BACKGROUND_DROP: usize = 2048;
-
-/// Most inputs judged per task.
-const CHUNK: usize = 32;
 
 /// Signature verdicts shared by folds (`merge.SignatureVerifier` keeps one): each distinct
 /// (key, digest, signature) is verified once, whichever fold meets it first.
@@ -211,37 +210,35 @@ fn judge(
     Ok((Judgement { subject, verdicts }, fallback))
 }
 
-/// [`checks::judge`] over every text, on up to `threads` threads taking chunks in turn.
+/// [`checks::judge`] over every text, on a pool of `threads` threads (in order).
 fn judge_all(texts: &[&[u8]], subject: &str, keys: &HashMap<String, Key>, verifier: Verifier, threads: usize) -> Vec<Outcome> {
-    // Chunks small enough that every thread gets several (a subject of 20 events is split
-    // too), large enough that taking one costs nothing next to judging it.
-    let chunk = (texts.len() / (threads.max(1) * 4)).clamp(1, CHUNK);
-    let threads = threads.clamp(1, texts.len().div_ceil(chunk).max(1));
-    if threads == 1 {
-        return texts.iter().map(|text| checks::judge(text, subject, keys, verifier)).collect();
+    let judge = |text: &&[u8]| checks::judge(text, subject, keys, verifier);
+    if threads <= 1 || texts.len() < 2 {
+        return texts.iter().map(judge).collect();
     }
-    let next = AtomicUsize::new(0);
-    let mut parts: Vec<(usize, Vec<Outcome>)> = std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..threads)
-            .map(|_| {
-                scope.spawn(|| {
-                    let mut done: Vec<(usize, Vec<Outcome>)> = Vec::new();
-                    loop {
-                        let start = next.fetch_add(chunk, Ordering::Relaxed);
-                        if start >= texts.len() {
-                            return done;
-                        }
-                        let end = (start + chunk).min(texts.len());
-                        let chunk = texts[start..end].iter().map(|text| checks::judge(text, subject, keys, verifier)).collect();
-                        done.push((start, chunk));
-                    }
-                })
-            })
-            .collect();
-        workers.into_iter().flat_map(|worker| worker.join().expect("a judging thread panicked")).collect()
-    });
-    parts.sort_unstable_by_key(|(start, _)| *start);
-    parts.into_iter().flat_map(|(_, chunk)| chunk).collect()
+    // One input per task at least: a subject of 20 events is spread over the threads too.
+    pool(threads).install(|| texts.par_iter().with_min_len(1).map(judge).collect())
+}
+
+/// The pool of `threads` threads, made on first use and kept: starting threads for each fold
+/// would cost more than a small fold's work. A process made by `fork` gets pools of its own
+/// (the threads of the parent's do not exist in the child).
+fn pool(threads: usize) -> Arc<ThreadPool> {
+    static POOLS: OnceLock<Mutex<HashMap<(u32, usize), Arc<ThreadPool>>>> = OnceLock::new();
+    let key = (std::process::id(), threads);
+    let mut pools = POOLS.get_or_init(Mutex::default).lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    pools
+        .entry(key)
+        .or_insert_with(|| {
+            Arc::new(
+                ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .thread_name(|index| format!("pith-merge-judge-{index}"))
+                    .build()
+                    .expect("starting the judging threads"),
+            )
+        })
+        .clone()
 }
 
 /// libsodium's verdict on one signature, through the function the fold uses (for the tests that

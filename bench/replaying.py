@@ -22,12 +22,15 @@ import time
 from pathlib import Path
 from typing import Any
 
+from .bound import signature_jobs, verify_serial
 from .measure import Result
 from .workload import Workload, WorkloadSpec, generate, write_corpus
 
 __all__ = ["bench_replay", "run_replay"]
 
 SPEED_UP_TARGET = 1.7
+#: Issue 18: replay on 2 workers >= 1.5 x the single-thread verify bound (events/s over verify/s).
+BOUND_TARGET = 1.5
 _ROOT = Path(__file__).resolve().parent.parent
 MEMORY_TARGET_MB = 300.0
 
@@ -56,7 +59,13 @@ def bench_replay(spec: WorkloadSpec, big_subject_events: int, *, repeat: int) ->
         write_corpus(quarter, root / "quarter")
         write_corpus(big, root / "big", files=1)
         runs: dict[int, list[dict[str, Any]]] = {1: [], 2: []}
+        jobs = signature_jobs((item for h in workload.histories for item in h.inputs), workload.keys)
+        bounds: list[float] = []
         for _ in range(repeat):
+            # The bound in turn with the replays, so that the ratio compares runs under one load.
+            started = time.perf_counter()
+            verify_serial(jobs)
+            bounds.append(len(jobs) / (time.perf_counter() - started))
             for workers in (1, 2):
                 runs[workers].append(run_replay([root / "main"], keys_path, workers))
         quarter_run = run_replay([root / "quarter"], keys_path, 1)
@@ -71,10 +80,21 @@ def bench_replay(spec: WorkloadSpec, big_subject_events: int, *, repeat: int) ->
     peak_one = max(run["peak_mb"] for run in runs[1])
     peak_two = max(run["peak_mb"] for run in runs[2])
     speed_up = one / two
+    bound = max(bounds)
+    over_bound = events / two / bound
     corpus = f"{spec.subjects} subjects x {spec.events_per_subject} events, {events} events in all"
     return [
         Result("replay: workers=1", events / one, "events/s", corpus),
         Result("replay: workers=2", events / two, "events/s", "identical --json report (checked)"),
+        Result("replay: bound, 1 thread", bound, "verify/s", f"{len(jobs)} bare PyNaCl verifications"),
+        Result(
+            "replay: workers=2 / 1-thread bound",
+            over_bound,
+            "ratio",
+            "events replayed per second over verifications per second",
+            target=f">= {BOUND_TARGET}",
+            met=over_bound >= BOUND_TARGET,
+        ),
         Result(
             "replay: speed-up 2 workers / 1",
             speed_up,

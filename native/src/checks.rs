@@ -75,15 +75,15 @@ pub struct ValidEvent {
     pub event_id: String,
     pub event_type: String,
     pub target: String,
-    pub created_at: String,
     pub created_us: i64,
     pub prev_event: Option<String>,
     pub supersedes: Vec<String>,
     pub key_id: String,
     /// `CJ(signer)`: the whole object, which the supersedes rule compares (§7).
     pub signer: Vec<u8>,
-    /// `CJ(payload)`, spliced into the state as it is (§9).
-    pub payload: Vec<u8>,
+    /// `CJ(entry)` of §9 (`event_id`, `target`, `created_at`, `signer`, `payload`), made on the
+    /// judging threads and spliced into the state as it is.
+    pub entry: Vec<u8>,
     /// `record_created` only: `CJ(canonical_record)` and `CJ(source_aliases)` (§9).
     pub record: Option<(Vec<u8>, Vec<u8>)>,
 }
@@ -313,15 +313,31 @@ fn judge_shaped(shape: &Shape<'_, '_>, event_id: &str, subject: &str, keys: &Has
         event_id: event_id.to_owned(),
         event_type: shape.event_type.to_owned(),
         target: shape.target.to_owned(),
-        created_at: shape.created_at.to_owned(),
         created_us,
         prev_event: shape.prev_event.map(str::to_owned),
         supersedes: shape.supersedes.iter().map(|id| (*id).to_owned()).collect(),
         key_id: key_id.to_owned(),
+        entry: entry(event_id, shape.target, shape.created_at, &signer, &payload),
         signer,
-        payload,
         record,
     }))
+}
+
+/// `CJ` of the §9 entry of an applied event, its five keys in code point order.
+pub fn entry(event_id: &str, target: &str, created_at: &str, signer: &[u8], payload: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(payload.len() + signer.len() + 160);
+    out.extend_from_slice(b"{\"created_at\":");
+    canonical::write_str(&mut out, created_at);
+    out.extend_from_slice(b",\"event_id\":");
+    canonical::write_str(&mut out, event_id);
+    out.extend_from_slice(b",\"payload\":");
+    out.extend_from_slice(payload);
+    out.extend_from_slice(b",\"signer\":");
+    out.extend_from_slice(signer);
+    out.extend_from_slice(b",\"target\":");
+    canonical::write_str(&mut out, target);
+    out.push(b'}');
+    out
 }
 
 /// The `record_created` payload rule of §8: `CJ(canonical_record)`, its SHA-256 and

@@ -107,7 +107,8 @@ impl Judgement {
             merge_verdict(&mut verdicts, event_id, Verdict::Invalid(rank as u8));
         }
         for (event_id, event_type, target, created_at, created_us, prev_event, supersedes, key_id, signer, payload, record) in valid {
-            let event = ValidEvent { event_id: event_id.clone(), event_type, target, created_at, created_us, prev_event, supersedes, key_id, signer, payload, record };
+            let entry = checks::entry(&event_id, &target, &created_at, &signer, &payload);
+            let event = ValidEvent { event_id: event_id.clone(), event_type, target, created_us, prev_event, supersedes, key_id, signer, entry, record };
             merge_verdict(&mut verdicts, event_id, Verdict::Valid(Box::new(event)));
         }
         let subject = self.subject.clone();
@@ -118,7 +119,16 @@ impl Judgement {
         if verdicts.len() >= BACKGROUND_DROP {
             std::thread::spawn(move || drop(verdicts));
         }
-        Ok((PyBytes::new(py, &built.state), built.superseded))
+        let size = built.parts.iter().map(Vec::len).sum();
+        let state = PyBytes::new_with(py, size, |buffer| {
+            let mut at = 0;
+            for part in &built.parts {
+                buffer[at..at + part.len()].copy_from_slice(part);
+                at += part.len();
+            }
+            Ok(())
+        })?;
+        Ok((state, built.superseded))
     }
 }
 

@@ -23,35 +23,54 @@ const CURRENT_LISTS: [(&str, &str); 8] = [
     ("timestamp_anchors", "timestamp_anchor"),
 ];
 
-/// A built state: its canonical bytes and who superseded whom (sorted by event id).
+/// A built state: its canonical bytes (in parts, to be joined) and who superseded whom (sorted
+/// by event id).
 pub struct Built {
-    pub state: Vec<u8>,
+    pub parts: Vec<Vec<u8>>,
     pub superseded: Vec<(String, Vec<String>)>,
 }
 
-fn write_entry(out: &mut Vec<u8>, event: &ValidEvent) {
-    out.extend_from_slice(b"{\"created_at\":");
-    write_str(out, &event.created_at);
-    out.extend_from_slice(b",\"event_id\":");
-    write_str(out, &event.event_id);
-    out.extend_from_slice(b",\"payload\":");
-    out.extend_from_slice(&event.payload);
-    out.extend_from_slice(b",\"signer\":");
-    out.extend_from_slice(&event.signer);
-    out.extend_from_slice(b",\"target\":");
-    write_str(out, &event.target);
-    out.push(b'}');
-}
-
-fn write_entries<'a>(out: &mut Vec<u8>, entries: impl IntoIterator<Item = &'a ValidEvent>) {
+fn write_entries<'a>(out: &mut Vec<u8>, sink: &mut Sink, entries: impl IntoIterator<Item = &'a ValidEvent>) {
     out.push(b'[');
     for (position, event) in entries.into_iter().enumerate() {
         if position > 0 {
             out.push(b',');
         }
-        write_entry(out, event);
+        out.extend_from_slice(&event.entry);
+        sink.flush_when_full(out);
     }
     out.push(b']');
+}
+
+/// Bytes of state handed to the hash at a time.
+const SEGMENT: usize = 1 << 20;
+/// Events from which a state is hashed on a thread of its own while it is written.
+const THREADED_HASH: usize = 4096;
+
+/// Where the state's bytes go as they are written: each full segment is hashed (on a thread of
+/// its own for a large state, so that hashing overlaps writing) and kept, in order.
+enum Sink {
+    Inline(Sha256, Vec<Vec<u8>>),
+    Threaded(std::sync::mpsc::Sender<Vec<u8>>),
+}
+
+impl Sink {
+    fn flush_when_full(&mut self, out: &mut Vec<u8>) {
+        if out.len() >= SEGMENT {
+            self.flush(out);
+        }
+    }
+
+    fn flush(&mut self, out: &mut Vec<u8>) {
+        let segment = std::mem::replace(out, Vec::with_capacity(SEGMENT + SEGMENT / 4));
+        match self {
+            Sink::Inline(hash, parts) => {
+                hash.update(&segment);
+                parts.push(segment);
+            }
+            Sink::Threaded(sender) => sender.send(segment).expect("the hashing thread is alive"),
+        }
+    }
 }
 
 fn write_count(out: &mut Vec<u8>, key: &str, count: usize) {
@@ -79,10 +98,6 @@ pub fn build(subject: &str, verdicts: &HashMap<String, Verdict>) -> Built {
     let current: Vec<&ValidEvent> =
         classification.applied.iter().filter(|at| !removed.contains_key(at)).map(|&at| valid[at]).collect();
     let record = current.iter().find(|event| event.event_type == "record_created").copied();
-    let mut lists: HashMap<&str, Vec<&ValidEvent>> = HashMap::default();
-    for event in &current {
-        lists.entry(event.event_type.as_str()).or_default().push(event);
-    }
 
     let mut equivocations: Vec<Vec<u8>> = classification
         .forks
@@ -102,8 +117,64 @@ pub fn build(subject: &str, verdicts: &HashMap<String, Verdict>) -> Built {
         .collect();
     equivocations.sort_unstable(); // §9: sorted by canonical JSON bytes
 
-    let size: usize = current.iter().map(|event| event.payload.len() + event.signer.len() + 256).sum();
-    let mut out: Vec<u8> = Vec::with_capacity(size + 100 * verdicts.len() + 4096);
+    let parts = if verdicts.len() >= THREADED_HASH {
+        std::thread::scope(|scope| {
+            let (sender, receiver) = std::sync::mpsc::channel::<Vec<u8>>();
+            let hasher = scope.spawn(move || {
+                let mut hash = Sha256::new();
+                let mut parts = Vec::new();
+                for segment in receiver {
+                    hash.update(&segment);
+                    parts.push(segment);
+                }
+                (hash, parts)
+            });
+            let mut sink = Sink::Threaded(sender);
+            write_state(&mut sink, subject, verdicts.len(), &classification, &valid, &current, record, &equivocations, &invalid);
+            drop(sink);
+            hasher.join().expect("the hashing thread panicked")
+        })
+    } else {
+        let mut sink = Sink::Inline(Sha256::new(), Vec::new());
+        write_state(&mut sink, subject, verdicts.len(), &classification, &valid, &current, record, &equivocations, &invalid);
+        match sink {
+            Sink::Inline(hash, parts) => (hash, parts),
+            Sink::Threaded(_) => unreachable!(),
+        }
+    };
+    // state_sha256 = H(state without state_sha256) (§2), then the key in its sorted place:
+    // before the last part, which write_state starts with the key after it.
+    let (hash, mut parts) = parts;
+    let sha = format!(",\"state_sha256\":\"{}\"", hex::encode(hash.finalize()));
+    parts.insert(parts.len() - 1, sha.into_bytes());
+
+    let mut superseded: Vec<(String, Vec<String>)> = removed
+        .into_iter()
+        .map(|(at, by)| (valid[at].event_id.clone(), by.into_iter().map(|b| valid[b].event_id.clone()).collect()))
+        .collect();
+    superseded.sort_unstable();
+    Built { parts, superseded }
+}
+
+/// The state's bytes, without `state_sha256`, into `sink`; its last part starts with the key
+/// that follows `state_sha256` in code point order (`state_type`).
+#[allow(clippy::too_many_arguments)]
+fn write_state(
+    sink: &mut Sink,
+    subject: &str,
+    event_count: usize,
+    classification: &crate::chains::Classification,
+    valid: &[&ValidEvent],
+    current: &[&ValidEvent],
+    record: Option<&ValidEvent>,
+    equivocations: &[Vec<u8>],
+    invalid: &[(&str, &'static str)],
+) {
+    let mut lists: HashMap<&str, Vec<&ValidEvent>> = HashMap::default();
+    for event in current {
+        lists.entry(event.event_type.as_str()).or_default().push(event);
+    }
+    let mut out: Vec<u8> = Vec::with_capacity(SEGMENT + SEGMENT / 4);
     out.extend_from_slice(b"{\"applied_event_ids\":");
     write_str_array(&mut out, classification.applied.iter().map(|&at| valid[at].event_id.as_str()));
     out.extend_from_slice(b",\"current\":{");
@@ -113,7 +184,7 @@ pub fn build(subject: &str, verdicts: &HashMap<String, Verdict>) -> Built {
         }
         write_str(&mut out, key);
         out.push(b':');
-        write_entries(&mut out, lists.get(event_type).into_iter().flatten().copied());
+        write_entries(&mut out, sink, lists.get(event_type).into_iter().flatten().copied());
         match *key {
             // canonical_record sorts between author_attestations and citation_signatures,
             // record_created between mirror_hints and replication_records, source_aliases
@@ -125,7 +196,7 @@ pub fn build(subject: &str, verdicts: &HashMap<String, Verdict>) -> Built {
             "mirror_hints" => {
                 out.extend_from_slice(b",\"record_created\":");
                 match record {
-                    Some(event) => write_entry(&mut out, event),
+                    Some(event) => out.extend_from_slice(&event.entry),
                     None => out.extend_from_slice(b"null"),
                 }
             }
@@ -141,7 +212,7 @@ pub fn build(subject: &str, verdicts: &HashMap<String, Verdict>) -> Built {
     out.extend_from_slice(b",\"equivocations\":[");
     out.extend_from_slice(&equivocations.join(b",".as_slice()));
     out.push(b']');
-    write_count(&mut out, "event_count", verdicts.len());
+    write_count(&mut out, "event_count", event_count);
     write_count(&mut out, "invalid_event_count", invalid.len());
     out.extend_from_slice(b",\"invalid_events\":[");
     for (position, (event_id, code)) in invalid.iter().enumerate() {
@@ -156,19 +227,10 @@ pub fn build(subject: &str, verdicts: &HashMap<String, Verdict>) -> Built {
     }
     out.extend_from_slice(b"],\"merge_version\":\"pith-open-graph-merge-v1\",\"pith_number\":");
     write_str(&mut out, subject);
-    let tail_at = out.len();
+    sink.flush(&mut out);
     out.extend_from_slice(b",\"state_type\":\"pith_open_graph_state\",\"state_version\":\"1.0\"");
     write_count(&mut out, "valid_event_count", classification.applied.len());
     out.push(b'}');
-    // state_sha256 = H(state without state_sha256) (§2), then the key in its sorted place.
-    let digest = hex::encode(Sha256::digest(&out));
-    let sha = format!(",\"state_sha256\":\"{digest}\"");
-    out.splice(tail_at..tail_at, sha.into_bytes());
+    sink.flush(&mut out);
 
-    let mut superseded: Vec<(String, Vec<String>)> = removed
-        .into_iter()
-        .map(|(at, by)| (valid[at].event_id.clone(), by.into_iter().map(|b| valid[b].event_id.clone()).collect()))
-        .collect();
-    superseded.sort_unstable();
-    Built { state: out, superseded }
 }

@@ -476,7 +476,9 @@ def test_inputs_may_be_any_iterable() -> None:
 @pytest.mark.parametrize("name", [path.stem for path in CONFORMANCE])
 def test_threads_never_change_the_result(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """The pool really runs (every vector is smaller than the batch that starts it, so the batch
-    is made 1 here) and gives the verdicts one thread gives."""
+    is made 1 here) and gives the verdicts one thread gives. The pure path's pool: the compiled
+    path's threads are tests/test_native.py's."""
+    monkeypatch.setenv("PITH_MERGE_PURE", "1")
     pools: list[int] = []
 
     class CountedPool(ThreadPoolExecutor):

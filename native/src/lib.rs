@@ -16,6 +16,7 @@ mod state;
 mod timestamps;
 mod verify;
 
+use std::hash::BuildHasher;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use pyo3::exceptions::PyValueError;
@@ -34,6 +35,27 @@ pub(crate) type HashSet<K> = std::collections::HashSet<K, foldhash::fast::Random
 
 /// Events from which a fold's data is freed on a thread of its own (see `finish`).
 const BACKGROUND_DROP: usize = 2048;
+
+/// A JSON text with its hash, computed once (in parallel): the key of the §5 deduplication.
+#[derive(Clone, Copy)]
+struct Text<'a> {
+    hash: u64,
+    bytes: &'a [u8],
+}
+
+impl std::hash::Hash for Text<'_> {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        state.write_u64(self.hash);
+    }
+}
+
+impl PartialEq for Text<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.hash == other.hash && self.bytes == other.bytes
+    }
+}
+
+impl Eq for Text<'_> {}
 
 /// Signature verdicts shared by folds (`merge.SignatureVerifier` keeps one): each distinct
 /// (key, digest, signature) is verified once, whichever fold meets it first.
@@ -182,15 +204,22 @@ fn judge(
         // SAFETY: see `held` above.
         let slice = |(ptr, len): (usize, usize)| unsafe { std::slice::from_raw_parts(ptr as *const u8, len) };
         // §5: an identical copy gets an identical verdict, so each distinct text is judged once.
-        let mut distinct: HashMap<&[u8], usize> = HashMap::default();
+        // The texts are hashed on the pool's threads; only the look-ups are serial.
+        let hasher = foldhash::fast::RandomState::default();
+        let hash = |text: &Option<(usize, usize)>| text.map(|text| Text { hash: hasher.hash_one(slice(text)), bytes: slice(text) });
+        let hashed: Vec<Option<Text>> = if threads <= 1 {
+            texts.iter().map(hash).collect()
+        } else {
+            pool(threads).install(|| texts.par_iter().with_min_len(64).map(hash).collect())
+        };
+        let mut distinct: HashMap<Text, usize> = HashMap::default();
         let mut unique: Vec<&[u8]> = Vec::new();
-        let copy_of: Vec<Option<usize>> = texts
-            .iter()
+        let copy_of: Vec<Option<usize>> = hashed
+            .into_iter()
             .map(|text| {
                 text.map(|text| {
-                    let text = slice(text);
                     *distinct.entry(text).or_insert_with(|| {
-                        unique.push(text);
+                        unique.push(text.bytes);
                         unique.len() - 1
                     })
                 })

@@ -43,16 +43,7 @@ pub fn write(out: &mut Vec<u8>, value: &Json) {
         Json::Int(integer) => write!(out, "{integer}").expect("writing to memory cannot fail"),
         Json::NotInteger => unreachable!("only canonical-able values are written"),
         Json::Str(text) => write_cow(out, text),
-        Json::Array(items) => {
-            out.push(b'[');
-            for (position, item) in items.iter().enumerate() {
-                if position > 0 {
-                    out.push(b',');
-                }
-                write(out, item);
-            }
-            out.push(b']');
-        }
+        Json::Array(items) => write_list(out, items, write),
         Json::Object(members) => {
             out.push(b'{');
             for (position, (key, member)) in members.iter().enumerate() {
@@ -94,12 +85,17 @@ pub fn write_opt_str(out: &mut Vec<u8>, text: Option<&str>) {
 
 /// `CJ` of an array of strings, in the order given.
 pub fn write_str_array<'a>(out: &mut Vec<u8>, items: impl IntoIterator<Item = &'a str>) {
+    write_list(out, items, write_str);
+}
+
+/// A JSON array of `items`, each written by `each`, in the order given.
+pub fn write_list<T>(out: &mut Vec<u8>, items: impl IntoIterator<Item = T>, mut each: impl FnMut(&mut Vec<u8>, T)) {
     out.push(b'[');
     for (position, item) in items.into_iter().enumerate() {
         if position > 0 {
             out.push(b',');
         }
-        write_str(out, item);
+        each(out, item);
     }
     out.push(b']');
 }

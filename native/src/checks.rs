@@ -388,20 +388,16 @@ fn source_aliases(kind: &str, id: &str, version: i64, b32: &str, created_at: &st
         pairs.push((kind.into(), id.into()));
     }
     pairs.sort_unstable();
-    let mut out = vec![b'['];
-    for (position, (alias_kind, alias_value)) in pairs.iter().enumerate() {
-        if position > 0 {
-            out.push(b',');
-        }
+    let mut out = Vec::new();
+    canonical::write_list(&mut out, &pairs, |out, (alias_kind, alias_value)| {
         out.extend_from_slice(b"{\"alias_kind\":");
-        canonical::write_str(&mut out, alias_kind);
+        canonical::write_str(out, alias_kind);
         out.extend_from_slice(b",\"alias_value\":");
-        canonical::write_str(&mut out, alias_value);
+        canonical::write_str(out, alias_value);
         out.extend_from_slice(b",\"created_at\":");
-        canonical::write_str(&mut out, created_at);
+        canonical::write_str(out, created_at);
         out.push(b'}');
-    }
-    out.push(b']');
+    });
     out
 }
 

@@ -7,7 +7,7 @@ use crate::{HashMap, HashSet};
 
 use sha2::{Digest, Sha256};
 
-use crate::canonical::{write_opt_str, write_str, write_str_array};
+use crate::canonical::{write_list, write_opt_str, write_str, write_str_array};
 use crate::chains::{classify, supersessions};
 use crate::checks::{ValidEvent, Verdict, CHECK_ORDER};
 
@@ -31,15 +31,10 @@ pub struct Built {
 }
 
 fn write_entries<'a>(out: &mut Vec<u8>, sink: &mut Sink, entries: impl IntoIterator<Item = &'a ValidEvent>) {
-    out.push(b'[');
-    for (position, event) in entries.into_iter().enumerate() {
-        if position > 0 {
-            out.push(b',');
-        }
+    write_list(out, entries, |out, event| {
         out.extend_from_slice(&event.entry);
         sink.flush_when_full(out);
-    }
-    out.push(b']');
+    });
 }
 
 /// Bytes of state handed to the hash at a time.
@@ -214,18 +209,15 @@ fn write_state(
     out.push(b']');
     write_count(&mut out, "event_count", event_count);
     write_count(&mut out, "invalid_event_count", invalid.len());
-    out.extend_from_slice(b",\"invalid_events\":[");
-    for (position, (event_id, code)) in invalid.iter().enumerate() {
-        if position > 0 {
-            out.push(b',');
-        }
+    out.extend_from_slice(b",\"invalid_events\":");
+    write_list(&mut out, invalid, |out, (event_id, code)| {
         out.extend_from_slice(b"{\"event_id\":");
-        write_str(&mut out, event_id);
+        write_str(out, event_id);
         out.extend_from_slice(b",\"reason\":");
-        write_str(&mut out, code);
+        write_str(out, code);
         out.push(b'}');
-    }
-    out.extend_from_slice(b"],\"merge_version\":\"pith-open-graph-merge-v1\",\"pith_number\":");
+    });
+    out.extend_from_slice(b",\"merge_version\":\"pith-open-graph-merge-v1\",\"pith_number\":");
     write_str(&mut out, subject);
     sink.flush(&mut out);
     out.extend_from_slice(b",\"state_type\":\"pith_open_graph_state\",\"state_version\":\"1.0\"");

@@ -38,6 +38,9 @@ demo: $(VENV)/.installed
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	@if command -v cargo >/dev/null 2>&1; then \
+		cd native && cargo fmt --check && cargo clippy --quiet --release -- -D warnings; \
+	fi
 
 typecheck: $(VENV)/.installed-dev
 	$(BIN)/mypy

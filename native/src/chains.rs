@@ -36,7 +36,11 @@ fn child_reason(child: &ValidEvent, prev: &ValidEvent, prev_applied: bool) -> Op
 /// Classify `valid` (the events that passed §6) top-down from the roots; `admitted` holds every
 /// admitted event id. Terminates on `prev_event` cycles (their events are `missing_prev`).
 pub fn classify<'a>(valid: &[&'a ValidEvent], admitted: &HashSet<&str>) -> Classification<'a> {
-    let index: HashMap<&str, usize> = valid.iter().enumerate().map(|(at, event)| (event.event_id.as_str(), at)).collect();
+    let index: HashMap<&str, usize> = valid
+        .iter()
+        .enumerate()
+        .map(|(at, event)| (event.event_id.as_str(), at))
+        .collect();
     let mut children: Vec<Vec<usize>> = vec![Vec::new(); valid.len()];
     let mut roots: Vec<usize> = Vec::new();
     let mut reason: Vec<Option<&'static str>> = vec![None; valid.len()];
@@ -49,14 +53,26 @@ pub fn classify<'a>(valid: &[&'a ValidEvent], admitted: &HashSet<&str>) -> Class
                 Some(&parent) => children[parent].push(at),
                 None => {
                     // Rule 1, or rule 2 for a prev that failed §6.
-                    reason[at] = Some(if admitted.contains(prev) { "invalid_prev" } else { "missing_prev" });
+                    reason[at] = Some(if admitted.contains(prev) {
+                        "invalid_prev"
+                    } else {
+                        "missing_prev"
+                    });
                     not_applied.push(at);
                 }
             },
         }
     }
 
-    let mut walk = Walk { valid, reason, depth, not_applied, order: Vec::new(), queue: Vec::new(), forks: Vec::new() };
+    let mut walk = Walk {
+        valid,
+        reason,
+        depth,
+        not_applied,
+        order: Vec::new(),
+        queue: Vec::new(),
+        forks: Vec::new(),
+    };
     let mut root_groups: HashMap<(&str, Option<&str>), Vec<usize>> = HashMap::default();
     for &at in &roots {
         root_groups.entry(valid[at].chain()).or_default().push(at);
@@ -76,12 +92,21 @@ pub fn classify<'a>(valid: &[&'a ValidEvent], admitted: &HashSet<&str>) -> Class
             walk.settle(&eligible, Some(valid[parent].event_id.as_str()), level + 1);
         }
     }
-    let Walk { mut reason, depth, not_applied, mut order, forks, .. } = walk;
+    let Walk {
+        mut reason,
+        depth,
+        not_applied,
+        mut order,
+        forks,
+        ..
+    } = walk;
     mark_descendants(not_applied, &children, &mut reason);
 
     // Reached from no root: a prev_event cycle (impossible without a SHA-256 collision) and what
     // hangs off one. Cycle members are missing_prev, the rest invalid_prev.
-    let left: Vec<usize> = (0..valid.len()).filter(|&at| reason[at].is_none() && depth[at].is_none()).collect();
+    let left: Vec<usize> = (0..valid.len())
+        .filter(|&at| reason[at].is_none() && depth[at].is_none())
+        .collect();
     if !left.is_empty() {
         let members = cycle_members(&left, valid, &index);
         for &at in &members {
@@ -93,7 +118,11 @@ pub fn classify<'a>(valid: &[&'a ValidEvent], admitted: &HashSet<&str>) -> Class
     order.sort_unstable();
     Classification {
         applied: order.into_iter().map(|(_, _, _, at)| at).collect(),
-        reasons: reason.into_iter().enumerate().filter_map(|(at, code)| code.map(|code| (at, code))).collect(),
+        reasons: reason
+            .into_iter()
+            .enumerate()
+            .filter_map(|(at, code)| code.map(|code| (at, code)))
+            .collect(),
         forks,
     }
 }
@@ -122,13 +151,18 @@ impl<'a> Walk<'_, 'a> {
         let valid = self.valid;
         if let [only] = *group {
             self.depth[only] = Some(level);
-            self.order.push((valid[only].created_us, level, valid[only].event_id.as_str(), only));
+            self.order
+                .push((valid[only].created_us, level, valid[only].event_id.as_str(), only));
             self.queue.push((only, level));
             return;
         }
         let mut event_ids: Vec<&'a str> = group.iter().map(|&at| valid[at].event_id.as_str()).collect();
         event_ids.sort_unstable();
-        self.forks.push(Fork { chain: valid[group[0]].chain(), prev_event: prev, event_ids });
+        self.forks.push(Fork {
+            chain: valid[group[0]].chain(),
+            prev_event: prev,
+            event_ids,
+        });
         for &at in group {
             self.not_apply(at, "equivocation");
         }
@@ -162,7 +196,10 @@ fn cycle_members(left: &[usize], valid: &[&ValidEvent], index: &HashMap<&str, us
             }
             on_path.insert(at, path.len());
             path.push(at);
-            current = valid[at].prev_event.as_deref().and_then(|prev| index.get(prev).copied());
+            current = valid[at]
+                .prev_event
+                .as_deref()
+                .and_then(|prev| index.get(prev).copied());
         }
         if let Some(at) = current {
             if let Some(&from) = on_path.get(&at) {

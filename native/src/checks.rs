@@ -17,9 +17,9 @@ use sha2::{Digest, Sha256};
 
 use crate::canonical::{self, canonical_able};
 use crate::json::Json;
-use crate::HashMap;
 use crate::timestamps::parse_timestamp;
 use crate::verify::Verifier;
+use crate::HashMap;
 
 /// Largest admissible JSON text (§5).
 pub const MAX_INPUT_BYTES: usize = 1_048_576;
@@ -138,7 +138,8 @@ fn is_lower_hex(text: &str, length: usize) -> bool {
 }
 
 fn is_event_id(text: &str) -> bool {
-    text.strip_prefix(EVENT_ID_PREFIX).is_some_and(|hex| is_lower_hex(hex, 64))
+    text.strip_prefix(EVENT_ID_PREFIX)
+        .is_some_and(|hex| is_lower_hex(hex, 64))
 }
 
 /// The members of an object that has exactly these keys (in sorted order), each a string.
@@ -180,9 +181,13 @@ impl<'v, 'a> Shape<'v, 'a> {
             return None;
         }
         let string = |key: &str| event.get(key).and_then(Json::as_str);
-        let payload = event.get("payload").filter(|payload| matches!(payload, Json::Object(_)))?;
+        let payload = event
+            .get("payload")
+            .filter(|payload| matches!(payload, Json::Object(_)))?;
         let signer = event.get("signer")?;
-        let Json::Array(supersedes) = event.get("supersedes")? else { return None };
+        let Json::Array(supersedes) = event.get("supersedes")? else {
+            return None;
+        };
         let prev_event = match event.get("prev_event")? {
             Json::Null => None,
             Json::Str(prev) => Some(prev.as_ref()),
@@ -217,7 +222,12 @@ impl<'v, 'a> Shape<'v, 'a> {
 }
 
 fn reason(code: &str) -> Verdict {
-    Verdict::Invalid(CHECK_ORDER.iter().position(|known| *known == code).expect("a §6 reason") as u8)
+    Verdict::Invalid(
+        CHECK_ORDER
+            .iter()
+            .position(|known| *known == code)
+            .expect("a §6 reason") as u8,
+    )
 }
 
 /// Judge one JSON text, as the pure path would (see the module's note on what falls back).
@@ -228,24 +238,46 @@ pub fn judge(text: &[u8], subject: &str, keys: &HashMap<String, Key>, verifier: 
     // serde_json refuses what msgspec refuses (bad UTF-8, lone surrogate escapes, bad syntax,
     // more than 128 levels) and keeps the last of duplicate keys, as §5 says; any refusal here
     // goes to the pure path, which says which rejection it is.
-    let Ok(event) = serde_json::from_slice::<Json>(text) else { return Outcome::Fallback };
-    let Some(event_id) = event.get("event_id").and_then(Json::as_str).filter(|id| is_event_id(id)) else {
+    let Ok(event) = serde_json::from_slice::<Json>(text) else {
+        return Outcome::Fallback;
+    };
+    let Some(event_id) = event
+        .get("event_id")
+        .and_then(Json::as_str)
+        .filter(|id| is_event_id(id))
+    else {
         return Outcome::Fallback;
     };
     if !canonical_able(&event, 0) {
         return Outcome::Fallback; // §6 check 1, with its path and cause, is the pure path's
     }
-    let Some(shape) = Shape::of(&event) else { return Outcome::Fallback };
-    let receipt_signature = shape.payload.get("receipt").and_then(|receipt| receipt.get("signature_b64"));
+    let Some(shape) = Shape::of(&event) else {
+        return Outcome::Fallback;
+    };
+    let receipt_signature = shape
+        .payload
+        .get("receipt")
+        .and_then(|receipt| receipt.get("signature_b64"));
     let odd_receipt = shape.event_type == "record_created"
-        && receipt_signature.and_then(Json::as_str).is_some_and(|text| !signature_form_is_simple(text));
+        && receipt_signature
+            .and_then(Json::as_str)
+            .is_some_and(|text| !signature_form_is_simple(text));
     if !signature_form_is_simple(shape.signature[3]) || odd_receipt {
         return Outcome::Fallback; // another base64 form: Python's b64decode reads it (§4)
     }
-    Outcome::Judged(event_id.to_owned(), judge_shaped(&shape, event_id, subject, keys, verifier))
+    Outcome::Judged(
+        event_id.to_owned(),
+        judge_shaped(&shape, event_id, subject, keys, verifier),
+    )
 }
 
-fn judge_shaped(shape: &Shape<'_, '_>, event_id: &str, subject: &str, keys: &HashMap<String, Key>, verifier: Verifier) -> Verdict {
+fn judge_shaped(
+    shape: &Shape<'_, '_>,
+    event_id: &str,
+    subject: &str,
+    keys: &HashMap<String, Key>,
+    verifier: Verifier,
+) -> Verdict {
     if shape.schema_version != "1.0" {
         return reason("unsupported_schema_version");
     }
@@ -276,9 +308,15 @@ fn judge_shaped(shape: &Shape<'_, '_>, event_id: &str, subject: &str, keys: &Has
     if shape.target != *target {
         return reason("target_mismatch");
     }
-    let Some(key) = keys.get(key_id) else { return reason("unknown_key") };
-    let [algorithm, signature_key_id, signature_fingerprint, signature_b64, status, _, signed_message] = shape.signature;
-    if signature_key_id != key_id || signer_fingerprint != key.fingerprint_hex || signature_fingerprint != key.fingerprint_hex {
+    let Some(key) = keys.get(key_id) else {
+        return reason("unknown_key");
+    };
+    let [algorithm, signature_key_id, signature_fingerprint, signature_b64, status, _, signed_message] =
+        shape.signature;
+    if signature_key_id != key_id
+        || signer_fingerprint != key.fingerprint_hex
+        || signature_fingerprint != key.fingerprint_hex
+    {
         return reason("key_mismatch");
     }
     if algorithm != ALGORITHM || signed_message != EVENT_SIGNED_MESSAGE || status != SIGNATURE_STATUS {
@@ -306,7 +344,9 @@ fn judge_shaped(shape: &Shape<'_, '_>, event_id: &str, subject: &str, keys: &Has
             return reason("bad_receipt");
         }
         record = Some((canonical_record, aliases));
-    } else if shape.event_type == "graph_snapshot" && !matches!(shape.payload.get("graph_snapshot"), Some(Json::Object(_))) {
+    } else if shape.event_type == "graph_snapshot"
+        && !matches!(shape.payload.get("graph_snapshot"), Some(Json::Object(_)))
+    {
         return reason("bad_payload");
     }
     Verdict::Valid(Box::new(ValidEvent {
@@ -343,7 +383,9 @@ pub fn entry(event_id: &str, target: &str, created_at: &str, signer: &[u8], payl
 /// The `record_created` payload rule of §8: `CJ(canonical_record)`, its SHA-256 and
 /// `CJ(source_aliases)` (§9) when it holds, else `None` (`bad_payload`).
 fn record_payload(payload: &Json, subject: &str, created_at: &str) -> Option<(Vec<u8>, [u8; 32], Vec<u8>)> {
-    let record = payload.get("canonical_record").filter(|record| matches!(record, Json::Object(_)))?;
+    let record = payload
+        .get("canonical_record")
+        .filter(|record| matches!(record, Json::Object(_)))?;
     let mut canonical_record = Vec::with_capacity(1024);
     canonical::write(&mut canonical_record, record);
     let digest: [u8; 32] = Sha256::digest(&canonical_record).into();
@@ -351,12 +393,18 @@ fn record_payload(payload: &Json, subject: &str, created_at: &str) -> Option<(Ve
     if payload.get("canonical_sha256").and_then(Json::as_str) != Some(digest_hex.as_str()) {
         return None;
     }
-    let source = record.get("source").filter(|source| matches!(source, Json::Object(_)))?;
+    let source = record
+        .get("source")
+        .filter(|source| matches!(source, Json::Object(_)))?;
     let source_id = payload.get("source_id").and_then(Json::as_str)?;
     let source_kind = payload.get("source_kind").and_then(Json::as_str)?;
-    let Json::Int(source_version) = payload.get("source_version")? else { return None };
+    let Json::Int(source_version) = payload.get("source_version")? else {
+        return None;
+    };
     payload.get("attestation_state").and_then(Json::as_str)?;
-    let Json::Int(version) = source.get("version")? else { return None };
+    let Json::Int(version) = source.get("version")? else {
+        return None;
+    };
     if source.get("id").and_then(Json::as_str) != Some(source_id)
         || source.get("kind").and_then(Json::as_str) != Some(source_kind)
         || *version != *source_version
@@ -364,13 +412,20 @@ fn record_payload(payload: &Json, subject: &str, created_at: &str) -> Option<(Ve
         return None;
     }
     // §2: "pith:" + the first 4 characters of submitted_at + ":" + b32(canonical_sha256)[:26].
-    let submitted_at = record.get("metadata").and_then(|metadata| metadata.get("submitted_at")).and_then(Json::as_str)?;
+    let submitted_at = record
+        .get("metadata")
+        .and_then(|metadata| metadata.get("submitted_at"))
+        .and_then(Json::as_str)?;
     let year: String = submitted_at.chars().take(4).collect();
     let b32 = BASE32_NOPAD.encode(&digest);
     if year.chars().count() < 4 || format!("pith:{year}:{}", &b32[..26]) != subject {
         return None;
     }
-    Some((canonical_record, digest, source_aliases(source_kind, source_id, *version, &b32, created_at)))
+    Some((
+        canonical_record,
+        digest,
+        source_aliases(source_kind, source_id, *version, &b32, created_at),
+    ))
 }
 
 /// `CJ(source_aliases)` of §9, sorted by (alias_kind, alias_value) as code points.
@@ -403,9 +458,13 @@ fn source_aliases(kind: &str, id: &str, version: i64, b32: &str, created_at: &st
 
 /// The receipt rule of §8: a `pith_receipt` over `canonical_sha256`, signed by a key of the set.
 fn receipt_ok(receipt: Option<&Json>, digest: &[u8; 32], keys: &HashMap<String, Key>, verifier: Verifier) -> bool {
-    let Some(receipt @ Json::Object(_)) = receipt else { return false };
+    let Some(receipt @ Json::Object(_)) = receipt else {
+        return false;
+    };
     let field = |key: &str| receipt.get(key).and_then(Json::as_str);
-    let Some(key) = field("key_id").and_then(|key_id| keys.get(key_id)) else { return false };
+    let Some(key) = field("key_id").and_then(|key_id| keys.get(key_id)) else {
+        return false;
+    };
     let signature = field("signature_b64").and_then(decode_signature);
     field("kind") == Some(RECEIPT_KIND)
         && field("canonical_sha256") == Some(hex::encode(digest).as_str())
@@ -478,5 +537,7 @@ fn decode_signature(text: &str) -> Option<[u8; 64]> {
 pub fn signature_form_is_simple(text: &str) -> bool {
     text.len() == 88
         && text.ends_with("==")
-        && text[..86].bytes().all(|byte| byte.is_ascii_alphanumeric() || byte == b'+' || byte == b'/')
+        && text[..86]
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || byte == b'+' || byte == b'/')
 }

@@ -28,7 +28,10 @@ impl<'a> Json<'a> {
     /// The member `key` of an object.
     pub fn get(&self, key: &str) -> Option<&Json<'a>> {
         let Json::Object(members) = self else { return None };
-        members.binary_search_by(|(name, _)| name.as_ref().cmp(key)).ok().map(|at| &members[at].1)
+        members
+            .binary_search_by(|(name, _)| name.as_ref().cmp(key))
+            .ok()
+            .map(|at| &members[at].1)
     }
 
     pub fn as_str(&self) -> Option<&str> {
@@ -135,8 +138,10 @@ mod tests {
     fn the_last_duplicate_wins_and_keys_sort() {
         let value: Json = serde_json::from_str(r#"{"b":1,"a":2,"b":3,"a":4,"b":5}"#).unwrap();
         let Json::Object(members) = value else { panic!() };
-        let flat: Vec<(&str, i64)> =
-            members.iter().map(|(k, v)| (k.as_ref(), if let Json::Int(i) = v { *i } else { -1 })).collect();
+        let flat: Vec<(&str, i64)> = members
+            .iter()
+            .map(|(k, v)| (k.as_ref(), if let Json::Int(i) = v { *i } else { -1 }))
+            .collect();
         assert_eq!(flat, [("a", 4), ("b", 5)]);
     }
 

@@ -84,19 +84,25 @@ struct Judgement {
     verdicts: HashMap<String, Verdict>,
 }
 
+/// Who superseded whom: `(superseded id, [ids of the events that superseded it])`.
+type Superseded = Vec<(String, Vec<String>)>;
+
+/// The kept pools, by (process id, size).
+type Pools = Mutex<HashMap<(u32, usize), Arc<ThreadPool>>>;
+
 /// An event the pure path judged valid, as `merge.native` hands it over.
 type PyValid = (
-    String,                      // event_id
-    String,                      // event_type
-    String,                      // target
-    String,                      // created_at
-    i64,                         // created_us
-    Option<String>,              // prev_event
-    Vec<String>,                 // supersedes
-    String,                      // signer.key_id
-    Vec<u8>,                     // CJ(signer)
-    Vec<u8>,                     // CJ(payload)
-    Option<(Vec<u8>, Vec<u8>)>,  // record_created: CJ(canonical_record), CJ(source_aliases)
+    String,                     // event_id
+    String,                     // event_type
+    String,                     // target
+    String,                     // created_at
+    i64,                        // created_us
+    Option<String>,             // prev_event
+    Vec<String>,                // supersedes
+    String,                     // signer.key_id
+    Vec<u8>,                    // CJ(signer)
+    Vec<u8>,                    // CJ(payload)
+    Option<(Vec<u8>, Vec<u8>)>, // record_created: CJ(canonical_record), CJ(source_aliases)
 );
 
 fn merge_verdict(verdicts: &mut HashMap<String, Verdict>, event_id: String, verdict: Verdict) {
@@ -119,7 +125,7 @@ impl Judgement {
         py: Python<'py>,
         invalid: Vec<(String, String)>,
         valid: Vec<PyValid>,
-    ) -> PyResult<(Bound<'py, PyBytes>, Vec<(String, Vec<String>)>)> {
+    ) -> PyResult<(Bound<'py, PyBytes>, Superseded)> {
         let mut verdicts = std::mem::take(&mut self.verdicts);
         for (event_id, code) in invalid {
             let rank = CHECK_ORDER
@@ -128,9 +134,33 @@ impl Judgement {
                 .ok_or_else(|| PyValueError::new_err(format!("{code:?} is not a reason of spec §6")))?;
             merge_verdict(&mut verdicts, event_id, Verdict::Invalid(rank as u8));
         }
-        for (event_id, event_type, target, created_at, created_us, prev_event, supersedes, key_id, signer, payload, record) in valid {
+        for (
+            event_id,
+            event_type,
+            target,
+            created_at,
+            created_us,
+            prev_event,
+            supersedes,
+            key_id,
+            signer,
+            payload,
+            record,
+        ) in valid
+        {
             let entry = checks::entry(&event_id, &target, &created_at, &signer, &payload);
-            let event = ValidEvent { event_id: event_id.clone(), event_type, target, created_us, prev_event, supersedes, key_id, signer, entry, record };
+            let event = ValidEvent {
+                event_id: event_id.clone(),
+                event_type,
+                target,
+                created_us,
+                prev_event,
+                supersedes,
+                key_id,
+                signer,
+                entry,
+                record,
+            };
             merge_verdict(&mut verdicts, event_id, Verdict::Valid(Box::new(event)));
         }
         let subject = self.subject.clone();
@@ -176,9 +206,17 @@ fn judge(
     let keys: HashMap<String, Key> = keys
         .into_iter()
         .map(|(key_id, public_key, fingerprint_hex, rotates_at_us)| {
-            let public_key: [u8; 32] =
-                public_key.try_into().map_err(|_| PyValueError::new_err("a public key is not 32 bytes"))?;
-            Ok((key_id, Key { public_key, fingerprint_hex, rotates_at_us }))
+            let public_key: [u8; 32] = public_key
+                .try_into()
+                .map_err(|_| PyValueError::new_err("a public key is not 32 bytes"))?;
+            Ok((
+                key_id,
+                Key {
+                    public_key,
+                    fingerprint_hex,
+                    rotates_at_us,
+                },
+            ))
         })
         .collect::<PyResult<_>>()?;
     let cache: Option<&Verdicts> = cache.map(|cache| &cache.get().verdicts);
@@ -206,7 +244,12 @@ fn judge(
         // §5: an identical copy gets an identical verdict, so each distinct text is judged once.
         // The texts are hashed on the pool's threads; only the look-ups are serial.
         let hasher = foldhash::fast::RandomState::default();
-        let hash = |text: &Option<(usize, usize)>| text.map(|text| Text { hash: hasher.hash_one(slice(text)), bytes: slice(text) });
+        let hash = |text: &Option<(usize, usize)>| {
+            text.map(|text| Text {
+                hash: hasher.hash_one(slice(text)),
+                bytes: slice(text),
+            })
+        };
         let hashed: Vec<Option<Text>> = if threads <= 1 {
             texts.iter().map(hash).collect()
         } else {
@@ -250,7 +293,13 @@ fn judge(
 }
 
 /// [`checks::judge`] over every text, on a pool of `threads` threads (in order).
-fn judge_all(texts: &[&[u8]], subject: &str, keys: &HashMap<String, Key>, verifier: Verifier, threads: usize) -> Vec<Outcome> {
+fn judge_all(
+    texts: &[&[u8]],
+    subject: &str,
+    keys: &HashMap<String, Key>,
+    verifier: Verifier,
+    threads: usize,
+) -> Vec<Outcome> {
     let judge = |text: &&[u8]| checks::judge(text, subject, keys, verifier);
     if threads <= 1 || texts.len() < 2 {
         return texts.iter().map(judge).collect();
@@ -263,9 +312,12 @@ fn judge_all(texts: &[&[u8]], subject: &str, keys: &HashMap<String, Key>, verifi
 /// would cost more than a small fold's work. A process made by `fork` gets pools of its own
 /// (the threads of the parent's do not exist in the child).
 fn pool(threads: usize) -> Arc<ThreadPool> {
-    static POOLS: OnceLock<Mutex<HashMap<(u32, usize), Arc<ThreadPool>>>> = OnceLock::new();
+    static POOLS: OnceLock<Pools> = OnceLock::new();
     let key = (std::process::id(), threads);
-    let mut pools = POOLS.get_or_init(Mutex::default).lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let mut pools = POOLS
+        .get_or_init(Mutex::default)
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     pools
         .entry(key)
         .or_insert_with(|| {
@@ -287,12 +339,19 @@ fn verify_signature(sign_open: usize, public_key: &[u8], message: &[u8], signatu
     let (Ok(public_key), Ok(signature)) = (<&[u8; 32]>::try_from(public_key), <&[u8; 64]>::try_from(signature)) else {
         return Ok(false); // as merge.signatures.verify_signature: wrong lengths never verify
     };
-    Ok(verify::verify(sign_open_function(sign_open)?, public_key, message, signature))
+    Ok(verify::verify(
+        sign_open_function(sign_open)?,
+        public_key,
+        message,
+        signature,
+    ))
 }
 
 fn sign_open_function(address: usize) -> PyResult<SignOpen> {
     if address == 0 {
-        return Err(PyValueError::new_err("sign_open is not the address of crypto_sign_open"));
+        return Err(PyValueError::new_err(
+            "sign_open is not the address of crypto_sign_open",
+        ));
     }
     // SAFETY: the caller passes the address of libsodium's crypto_sign_open (merge.native takes
     // it from nacl._sodium, which stays imported, so the function stays mapped).

@@ -87,12 +87,24 @@ pub fn build(subject: &str, verdicts: &HashMap<String, Verdict>) -> Built {
     let admitted: HashSet<&str> = verdicts.keys().map(String::as_str).collect();
     let classification = classify(&valid, &admitted);
     let removed = supersessions(&classification.applied, &valid);
-    invalid.extend(classification.reasons.iter().map(|&(at, code)| (valid[at].event_id.as_str(), code)));
+    invalid.extend(
+        classification
+            .reasons
+            .iter()
+            .map(|&(at, code)| (valid[at].event_id.as_str(), code)),
+    );
     invalid.sort_unstable();
 
-    let current: Vec<&ValidEvent> =
-        classification.applied.iter().filter(|at| !removed.contains_key(at)).map(|&at| valid[at]).collect();
-    let record = current.iter().find(|event| event.event_type == "record_created").copied();
+    let current: Vec<&ValidEvent> = classification
+        .applied
+        .iter()
+        .filter(|at| !removed.contains_key(at))
+        .map(|&at| valid[at])
+        .collect();
+    let record = current
+        .iter()
+        .find(|event| event.event_type == "record_created")
+        .copied();
 
     let mut equivocations: Vec<Vec<u8>> = classification
         .forks
@@ -125,13 +137,33 @@ pub fn build(subject: &str, verdicts: &HashMap<String, Verdict>) -> Built {
                 (hash, parts)
             });
             let mut sink = Sink::Threaded(sender);
-            write_state(&mut sink, subject, verdicts.len(), &classification, &valid, &current, record, &equivocations, &invalid);
+            write_state(
+                &mut sink,
+                subject,
+                verdicts.len(),
+                &classification,
+                &valid,
+                &current,
+                record,
+                &equivocations,
+                &invalid,
+            );
             drop(sink);
             hasher.join().expect("the hashing thread panicked")
         })
     } else {
         let mut sink = Sink::Inline(Sha256::new(), Vec::new());
-        write_state(&mut sink, subject, verdicts.len(), &classification, &valid, &current, record, &equivocations, &invalid);
+        write_state(
+            &mut sink,
+            subject,
+            verdicts.len(),
+            &classification,
+            &valid,
+            &current,
+            record,
+            &equivocations,
+            &invalid,
+        );
         match sink {
             Sink::Inline(hash, parts) => (hash, parts),
             Sink::Threaded(_) => unreachable!(),
@@ -145,7 +177,12 @@ pub fn build(subject: &str, verdicts: &HashMap<String, Verdict>) -> Built {
 
     let mut superseded: Vec<(String, Vec<String>)> = removed
         .into_iter()
-        .map(|(at, by)| (valid[at].event_id.clone(), by.into_iter().map(|b| valid[b].event_id.clone()).collect()))
+        .map(|(at, by)| {
+            (
+                valid[at].event_id.clone(),
+                by.into_iter().map(|b| valid[b].event_id.clone()).collect(),
+            )
+        })
         .collect();
     superseded.sort_unstable();
     Built { parts, superseded }
@@ -171,7 +208,10 @@ fn write_state(
     }
     let mut out: Vec<u8> = Vec::with_capacity(SEGMENT + SEGMENT / 4);
     out.extend_from_slice(b"{\"applied_event_ids\":");
-    write_str_array(&mut out, classification.applied.iter().map(|&at| valid[at].event_id.as_str()));
+    write_str_array(
+        &mut out,
+        classification.applied.iter().map(|&at| valid[at].event_id.as_str()),
+    );
     out.extend_from_slice(b",\"current\":{");
     for (position, (key, event_type)) in CURRENT_LISTS.iter().enumerate() {
         if position > 0 {
@@ -186,7 +226,11 @@ fn write_state(
             // between replication_records and storage_attestations.
             "author_attestations" => {
                 out.extend_from_slice(b",\"canonical_record\":");
-                out.extend_from_slice(record.and_then(|r| r.record.as_ref()).map_or(b"null".as_slice(), |r| &r.0));
+                out.extend_from_slice(
+                    record
+                        .and_then(|r| r.record.as_ref())
+                        .map_or(b"null".as_slice(), |r| &r.0),
+                );
             }
             "mirror_hints" => {
                 out.extend_from_slice(b",\"record_created\":");
@@ -197,7 +241,11 @@ fn write_state(
             }
             "replication_records" => {
                 out.extend_from_slice(b",\"source_aliases\":");
-                out.extend_from_slice(record.and_then(|r| r.record.as_ref()).map_or(b"[]".as_slice(), |r| &r.1));
+                out.extend_from_slice(
+                    record
+                        .and_then(|r| r.record.as_ref())
+                        .map_or(b"[]".as_slice(), |r| &r.1),
+                );
             }
             _ => {}
         }
@@ -224,5 +272,4 @@ fn write_state(
     write_count(&mut out, "valid_event_count", classification.applied.len());
     out.push(b'}');
     sink.flush(&mut out);
-
 }

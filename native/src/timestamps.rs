@@ -19,7 +19,9 @@ fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
 }
 
 fn digits(bytes: &[u8]) -> Option<i64> {
-    bytes.iter().try_fold(0_i64, |value, &byte| byte.is_ascii_digit().then(|| value * 10 + i64::from(byte - b'0')))
+    bytes.iter().try_fold(0_i64, |value, &byte| {
+        byte.is_ascii_digit().then(|| value * 10 + i64::from(byte - b'0'))
+    })
 }
 
 /// `YYYY-MM-DDTHH:MM:SS`, optional `.` and 1–6 digits, then `Z` or `±HH:MM`; a real date,
@@ -54,14 +56,22 @@ pub fn parse_timestamp(text: &str) -> Option<i64> {
                 return None;
             }
             let offset = hours * 3600 + minutes * 60;
-            if *sign == b'+' { offset } else { -offset }
+            if *sign == b'+' {
+                offset
+            } else {
+                -offset
+            }
         }
         _ => return None,
     };
     if !(1..=12).contains(&month) {
         return None;
     }
-    let last_day = if month == 2 && is_leap(year) { 29 } else { i64::from(DAYS_IN_MONTH[(month - 1) as usize]) };
+    let last_day = if month == 2 && is_leap(year) {
+        29
+    } else {
+        i64::from(DAYS_IN_MONTH[(month - 1) as usize])
+    };
     if !(1..=last_day).contains(&day) || hour > 23 || minute > 59 || second > 59 {
         return None;
     }
@@ -80,9 +90,19 @@ mod tests {
         assert_eq!(parse_timestamp("1970-01-01T01:00:00+01:00"), Some(0));
         assert_eq!(parse_timestamp("1970-01-01T00:00:00-00:00"), Some(0));
         assert_eq!(parse_timestamp("0000-02-29T00:00:00Z"), Some(-62_162_121_600_000_000));
-        for bad in ["1970-01-01T00:00:00", "1970-02-30T00:00:00Z", "1970-01-01T24:00:00Z", "1970-01-01T00:00:60Z",
-                    "1970-01-01t00:00:00Z", "1970-01-01T00:00:00.1234567Z", "1970-01-01T00:00:00.Z", "1970-01-01T00:00:00+24:00",
-                    "1970-01-01T00:00:00z", "1970-01-01T00:00:00Z\n", "１970-01-01T00:00:00Z"] {
+        for bad in [
+            "1970-01-01T00:00:00",
+            "1970-02-30T00:00:00Z",
+            "1970-01-01T24:00:00Z",
+            "1970-01-01T00:00:60Z",
+            "1970-01-01t00:00:00Z",
+            "1970-01-01T00:00:00.1234567Z",
+            "1970-01-01T00:00:00.Z",
+            "1970-01-01T00:00:00+24:00",
+            "1970-01-01T00:00:00z",
+            "1970-01-01T00:00:00Z\n",
+            "１970-01-01T00:00:00Z",
+        ] {
             assert_eq!(parse_timestamp(bad), None, "{bad}");
         }
     }

@@ -24,8 +24,13 @@ pub fn verify(sign_open: SignOpen, public_key: &[u8; 32], message: &[u8], signat
     // SAFETY: the buffers have the sizes libsodium is told; `sign_open` is crypto_sign_open
     // (the Python side takes it from PyNaCl's cffi module and keeps that module loaded).
     unsafe {
-        sign_open(opened.as_mut_ptr(), &mut opened_len, signed.as_ptr(), signed.len() as c_ulonglong, public_key.as_ptr())
-            == 0
+        sign_open(
+            opened.as_mut_ptr(),
+            &mut opened_len,
+            signed.as_ptr(),
+            signed.len() as c_ulonglong,
+            public_key.as_ptr(),
+        ) == 0
     }
 }
 
@@ -42,7 +47,9 @@ pub struct Verifier<'a> {
 
 impl Verifier<'_> {
     pub fn verify(&self, public_key: &[u8; 32], message: &[u8; 32], signature: &[u8; 64]) -> bool {
-        let Some(cache) = self.cache else { return verify(self.sign_open, public_key, message, signature) };
+        let Some(cache) = self.cache else {
+            return verify(self.sign_open, public_key, message, signature);
+        };
         let mut job = [0_u8; 128];
         job[..32].copy_from_slice(public_key);
         job[32..64].copy_from_slice(message);

@@ -39,6 +39,7 @@ by subject, so the report is identical for every ``workers`` and both engines.
 from __future__ import annotations
 
 import ctypes
+import functools
 import hashlib
 import logging
 import multiprocessing
@@ -682,7 +683,10 @@ def write_state(out_dir: str | os.PathLike[str], state: State) -> Path:
 _HEADER: Final = struct.Struct(">II")
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def _partition(subject: str) -> int:
+    # Cached: a corpus names each subject on many lines, and this runs once per line in the
+    # parent, serially, before any worker starts (docs/performance.md).
     digest = hashlib.sha256(subject.encode("utf-8", "surrogatepass")).digest()
     return int.from_bytes(digest[:4], "big") % PARTITIONS
 

@@ -20,7 +20,7 @@ from merge.admission import Admitted, Rejection, admit, admit_batch
 from merge.batch import gc_paused
 from merge.chains import Node, classify, supersessions
 from merge.checks import Candidate, ValidEvent, judge_events, postcheck, precheck
-from merge.native import _SIGN_OPEN, _handover, native_module
+from merge.native import _SIGN_OPEN, _handover, key_table, native_module
 from merge.reasons import Reason
 from merge.signatures import SignatureVerifier, verify_signature
 from merge.state import assemble_state, decode_state_unchecked, with_state_sha256
@@ -115,9 +115,7 @@ def bench_native_stages(workload: Workload, *, repeat: int) -> list[Result]:
     history = workload.histories[0]
     keys = KeySet.parse(workload.keys)
     subject, inputs = history.subject, history.inputs
-    table = [
-        (k.key_id, k.public_key, k.fingerprint_hex, k.rotates_at_us) for k in map(keys.__getitem__, keys)
-    ]
+    table = key_table(keys)
     jobs = signature_jobs(inputs, workload.keys)
     timings: dict[str, float] = {}
     with gc_paused():

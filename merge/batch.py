@@ -51,7 +51,9 @@ def fold(
     ``inputs``: JSON texts (``bytes``/``str``) or parsed JSON values, in any order, with any
     repeats. ``keys``: a :class:`KeySet` or a list of key objects (§3); a broken key set raises
     :class:`merge.KeySetError`. ``threads``: signature verification threads (``None``: one per
-    core for inputs large enough to pay for it; ``1``: none). The result never depends on it.
+    core for inputs large enough to pay for it; ``1``: none); on the compiled path
+    (:func:`merge.native_available`), the threads that check and verify each input. The result
+    never depends on it.
     ``verifier``: a :class:`~merge.signatures.SignatureVerifier` to use (its ``threads`` then
     apply) instead of a new one, so that folds of overlapping inputs verify each (key, digest,
     signature) once; only its cache of verdicts grows, and the result never depends on it.

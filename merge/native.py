@@ -21,8 +21,6 @@ import os
 from types import ModuleType
 from typing import Any, Final
 
-from nacl import _sodium
-
 from .admission import admit_batch
 from .canonical import encode_canonical_unchecked
 from .checks import ValidEvent, judge_events
@@ -31,22 +29,30 @@ from .reasons import Reason
 from .signatures import SignatureVerifier
 from .state import FoldResult, Supersession, decode_state_unchecked, source_aliases
 
-_native: ModuleType | None
-try:
-    import pith_merge_native
-except ImportError:  # not built (no Rust toolchain at install time): the pure path serves
-    _native = None
-else:
-    _native = pith_merge_native
-
-__all__ = ["PURE_ENVIRONMENT_VARIABLE", "fold_native", "native_available", "native_module"]
+__all__ = ["PURE_ENVIRONMENT_VARIABLE", "fold_native", "key_table", "native_available", "native_module"]
 
 #: Set to ``1`` to force the pure-Python path (for comparison, or to rule the accelerator out).
 PURE_ENVIRONMENT_VARIABLE: Final = "PITH_MERGE_PURE"
 
-# The address of libsodium's crypto_sign_open in PyNaCl's cffi module: the function the pure
-# path calls through nacl.bindings. PyNaCl ran sodium_init when it was imported.
-_SIGN_OPEN: Final = int(_sodium.ffi.cast("uintptr_t", _sodium.ffi.addressof(_sodium.lib, "crypto_sign_open")))
+
+def _load() -> tuple[ModuleType | None, int]:
+    """The compiled module and the address of libsodium's ``crypto_sign_open`` in PyNaCl's cffi
+    module (the function the pure path calls through ``nacl.bindings``; PyNaCl ran
+    ``sodium_init`` when it was imported). ``(None, 0)`` when either is missing: not built (no
+    Rust toolchain at install time), or a PyNaCl without that module; the pure path then serves.
+    """
+    try:
+        import pith_merge_native
+        from nacl import _sodium
+
+        return pith_merge_native, int(
+            _sodium.ffi.cast("uintptr_t", _sodium.ffi.addressof(_sodium.lib, "crypto_sign_open"))
+        )
+    except (ImportError, AttributeError):
+        return None, 0
+
+
+_native, _SIGN_OPEN = _load()
 
 
 def native_module() -> ModuleType | None:
@@ -71,12 +77,8 @@ def fold_native(
     within one fold, identical texts are judged once anyway.
     """
     assert _native is not None
-    table = [
-        (key.key_id, key.public_key, key.fingerprint_hex, key.rotates_at_us)
-        for key in (keys[key_id] for key_id in keys)
-    ]
     cache = verifier.native_cache(_native) if share_verdicts else None
-    judgement, left = _native.judge(items, subject, table, _SIGN_OPEN, verifier.threads, cache)
+    judgement, left = _native.judge(items, subject, key_table(keys), _SIGN_OPEN, verifier.threads, cache)
     rejected, copies = admit_batch((index, items[index]) for index in left)
     verdicts = judge_events(copies, subject, keys, verifier)
     invalid = [(event_id, str(v)) for event_id, v in verdicts.items() if isinstance(v, Reason)]
@@ -87,6 +89,15 @@ def fold_native(
         tuple(rejected),
         tuple(Supersession(event_id, tuple(by)) for event_id, by in superseded),
     )
+
+
+def key_table(keys: KeySet) -> list[tuple[str, bytes, str, int | None]]:
+    """The key set as the compiled path takes it: ``(key_id, public key, fingerprint hex,
+    rotates_at in µs or None)`` per key (§3)."""
+    return [
+        (key.key_id, key.public_key, key.fingerprint_hex, key.rotates_at_us)
+        for key in map(keys.__getitem__, keys)
+    ]
 
 
 def _handover(event: ValidEvent) -> tuple[Any, ...]:

@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 
 import merge
 from merge import FoldResult, KeySet, canonical_json, fold
-from merge.native import _SIGN_OPEN, PURE_ENVIRONMENT_VARIABLE, native_available, native_module
+from merge.native import _SIGN_OPEN, PURE_ENVIRONMENT_VARIABLE, key_table, native_available, native_module
 from merge.reasons import CHECK_ORDER, Reason
 from merge.signatures import SignatureVerifier, verify_signature
 from merge.signing import signed_receipt
@@ -72,12 +72,7 @@ def both(inputs: Sequence[Any], subject: str, keys: Any, threads: int | None = N
 def left_to_python(inputs: Sequence[Any], subject: str, keys: Any) -> list[int]:
     """The inputs the compiled path hands to the pure one."""
     assert NATIVE is not None
-    key_set = KeySet.parse(keys)
-    table = [
-        (k.key_id, k.public_key, k.fingerprint_hex, k.rotates_at_us)
-        for k in map(key_set.__getitem__, key_set)
-    ]
-    _, left = NATIVE.judge(list(inputs), subject, table, _SIGN_OPEN, 1)
+    _, left = NATIVE.judge(list(inputs), subject, key_table(KeySet.parse(keys)), _SIGN_OPEN, 1)
     return list(left)
 
 

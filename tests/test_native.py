@@ -405,3 +405,16 @@ def test_record_created_payload_and_receipt_rules_agree(how: str) -> None:
     result = both([text], SUBJECT, KEYS)
     assert result.reasons == ({} if reason is None else {json.loads(text)["event_id"]: reason})
     assert left_to_python([text], SUBJECT, KEYS) == ([0] if how == "receipt signature unpadded" else [])
+
+
+@needs_native
+def test_a_judgement_is_finished_once() -> None:
+    """finish() takes the judgement's verdicts: a second call is a caller's mistake, not an empty state."""
+    assert NATIVE is not None
+    judgement, left = NATIVE.judge([b"[]"], "pith:2024:X", [], _SIGN_OPEN, 1)
+    assert left == [0]  # not an object: a rejection, for the pure path to word
+    state, superseded = judgement.finish([], [])
+    assert json.loads(state)["event_count"] == 0
+    assert superseded == []
+    with pytest.raises(ValueError, match="finished already"):
+        judgement.finish([], [])

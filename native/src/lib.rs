@@ -1,7 +1,7 @@
 //! pith-merge's compiled per-event path (merge-v1), an optional accelerator of the pure-Python
 //! engine, which stays the reference. One module per spec section, as in `merge/`:
-//! [`canonical`] (§1), [`timestamps`] (§4), [`checks`] (§4–§6), [`verify`] (check 12, by
-//! PyNaCl's libsodium), [`chains`] (§7), [`state`] (§9). Used by `merge.native` (see there).
+//! [`json`] and [`canonical`] (§1), [`timestamps`] (§4), [`checks`] (§4–§6, §8), [`verify`]
+//! (check 12, by PyNaCl's libsodium), [`chains`] (§7), [`state`] (§9). Used by `merge.native`.
 //!
 //! A fold runs in two calls. [`judge`] admits and checks every distinct input on native threads
 //! without the GIL and hands back the indices of the inputs it does not decide (rejections and
@@ -81,7 +81,8 @@ impl VerdictCache {
 #[pyclass(module = "pith_merge_native")]
 struct Judgement {
     subject: String,
-    verdicts: HashMap<String, Verdict>,
+    /// `None` once `finish` has taken them.
+    verdicts: Option<HashMap<String, Verdict>>,
 }
 
 /// Who superseded whom: `(superseded id, [ids of the events that superseded it])`.
@@ -126,7 +127,10 @@ impl Judgement {
         invalid: Vec<(String, String)>,
         valid: Vec<PyValid>,
     ) -> PyResult<(Bound<'py, PyBytes>, Superseded)> {
-        let mut verdicts = std::mem::take(&mut self.verdicts);
+        let mut verdicts = self
+            .verdicts
+            .take()
+            .ok_or_else(|| PyValueError::new_err("this judgement was finished already"))?;
         for (event_id, code) in invalid {
             let rank = CHECK_ORDER
                 .iter()
@@ -289,7 +293,13 @@ fn judge(
         (verdicts, fallback)
     });
     drop(held);
-    Ok((Judgement { subject, verdicts }, fallback))
+    Ok((
+        Judgement {
+            subject,
+            verdicts: Some(verdicts),
+        },
+        fallback,
+    ))
 }
 
 /// [`checks::judge`] over every text, on a pool of `threads` threads (in order).

@@ -17,6 +17,9 @@ from nacl.exceptions import BadSignatureError
 
 __all__ = ["SignatureVerifier", "verify_signature"]
 
+#: The machine's cores, read once: a fold of a small subject would otherwise spend as long asking.
+_CORES: Final = os.cpu_count() or 1
+
 #: Below this many pending verifications a thread pool costs more than it saves.
 PARALLEL_THRESHOLD: Final = 64
 
@@ -46,7 +49,7 @@ class SignatureVerifier:
     __slots__ = ("_cache", "_native_cache", "threads")
 
     def __init__(self, threads: int | None = None) -> None:
-        self.threads = threads if threads is not None else (os.cpu_count() or 1)
+        self.threads = threads if threads is not None else _CORES
         self._cache: dict[SignatureJob, bool] = {}
         self._native_cache: Any = None
 

@@ -33,6 +33,9 @@ use verify::{SignOpen, Verdicts, Verifier};
 pub(crate) type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 pub(crate) type HashSet<K> = std::collections::HashSet<K, foldhash::fast::RandomState>;
 
+/// Texts from which the §5 deduplication hashes them on the pool's threads.
+const PARALLEL_HASHING: usize = 4096;
+
 /// Events from which a fold's data is freed on a thread of its own (see `finish`).
 const BACKGROUND_DROP: usize = 2048;
 
@@ -254,10 +257,11 @@ fn judge(
                 bytes: slice(text),
             })
         };
-        let hashed: Vec<Option<Text>> = if threads <= 1 {
+        // Below a few thousand texts, handing the work to the pool costs more than it saves.
+        let hashed: Vec<Option<Text>> = if threads <= 1 || texts.len() < PARALLEL_HASHING {
             texts.iter().map(hash).collect()
         } else {
-            pool(threads).install(|| texts.par_iter().with_min_len(64).map(hash).collect())
+            pool(threads).install(|| texts.par_iter().with_min_len(256).map(hash).collect())
         };
         let mut distinct: HashMap<Text, usize> = HashMap::default();
         let mut unique: Vec<&[u8]> = Vec::new();

@@ -52,12 +52,13 @@ enum Sink {
 impl Sink {
     fn flush_when_full(&mut self, out: &mut Vec<u8>) {
         if out.len() >= SEGMENT {
-            self.flush(out);
+            self.flush(out, SEGMENT + SEGMENT / 4);
         }
     }
 
-    fn flush(&mut self, out: &mut Vec<u8>) {
-        let segment = std::mem::replace(out, Vec::with_capacity(SEGMENT + SEGMENT / 4));
+    /// Hand `out` over, and go on in a new buffer of `capacity` bytes.
+    fn flush(&mut self, out: &mut Vec<u8>, capacity: usize) {
+        let segment = std::mem::replace(out, Vec::with_capacity(capacity));
         match self {
             Sink::Inline(hash, parts) => {
                 hash.update(&segment);
@@ -206,7 +207,9 @@ fn write_state(
     for event in current {
         lists.entry(event.event_type.as_str()).or_default().push(event);
     }
-    let mut out: Vec<u8> = Vec::with_capacity(SEGMENT + SEGMENT / 4);
+    // A small state is written in one go: a segment's worth of memory would cost more to map.
+    let estimate: usize = current.iter().map(|event| event.entry.len()).sum::<usize>() + 160 * event_count + 1024;
+    let mut out: Vec<u8> = Vec::with_capacity(estimate.min(SEGMENT + SEGMENT / 4));
     out.extend_from_slice(b"{\"applied_event_ids\":");
     write_str_array(
         &mut out,
@@ -267,9 +270,9 @@ fn write_state(
     });
     out.extend_from_slice(b",\"merge_version\":\"pith-open-graph-merge-v1\",\"pith_number\":");
     write_str(&mut out, subject);
-    sink.flush(&mut out);
+    sink.flush(&mut out, 128);
     out.extend_from_slice(b",\"state_type\":\"pith_open_graph_state\",\"state_version\":\"1.0\"");
     write_count(&mut out, "valid_event_count", classification.applied.len());
     out.push(b'}');
-    sink.flush(&mut out);
+    sink.flush(&mut out, 0);
 }

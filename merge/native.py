@@ -21,6 +21,8 @@ import os
 from types import ModuleType
 from typing import Any, Final
 
+import msgspec
+
 from .admission import admit_batch
 from .canonical import encode_canonical_unchecked
 from .checks import ValidEvent, judge_events
@@ -83,9 +85,12 @@ def fold_native(
     verdicts = judge_events(copies, subject, keys, verifier)
     invalid = [(event_id, str(v)) for event_id, v in verdicts.items() if isinstance(v, Reason)]
     valid = [_handover(v) for v in verdicts.values() if isinstance(v, ValidEvent)]
-    state_json, superseded = judgement.finish(invalid, valid)
+    unhashed, superseded, digest = judgement.finish(invalid, valid)
+    # The bytes come without state_sha256, whose hash a large state computes meanwhile, on a
+    # thread of its own, while they are decoded here (§2: the hash of the state without it).
+    state = msgspec.structs.replace(decode_state_unchecked(unhashed), state_sha256=digest.result())
     return FoldResult(
-        decode_state_unchecked(state_json),
+        state,
         tuple(rejected),
         tuple(Supersession(event_id, tuple(by)) for event_id, by in superseded),
     )

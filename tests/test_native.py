@@ -413,8 +413,10 @@ def test_a_judgement_is_finished_once() -> None:
     assert NATIVE is not None
     judgement, left = NATIVE.judge([b"[]"], "pith:2024:X", [], _SIGN_OPEN, 1)
     assert left == [0]  # not an object: a rejection, for the pure path to word
-    state, superseded = judgement.finish([], [])
+    state, superseded, digest = judgement.finish([], [])
     assert json.loads(state)["event_count"] == 0
+    assert "state_sha256" not in json.loads(state)
+    assert digest.result() == hashlib.sha256(state).hexdigest()
     assert superseded == []
     with pytest.raises(ValueError, match="finished already"):
         judgement.finish([], [])

@@ -24,6 +24,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyString};
 use rayon::prelude::*;
 use rayon::{ThreadPool, ThreadPoolBuilder};
+use sha2::{Digest, Sha256};
 
 use checks::{Key, Outcome, ValidEvent, Verdict, CHECK_ORDER};
 use verify::{SignOpen, Verdicts, Verifier};
@@ -88,6 +89,48 @@ struct Judgement {
     verdicts: Option<HashMap<String, Verdict>>,
 }
 
+/// The `state_sha256` of a built state (§2): computed on a thread of its own for a large state,
+/// so that hashing overlaps the caller's decoding of the bytes; `result()` waits for it.
+#[pyclass(module = "pith_merge_native")]
+struct StateDigest {
+    ready: Option<String>,
+    running: Option<std::thread::JoinHandle<String>>,
+}
+
+impl StateDigest {
+    fn of(state: Vec<u8>) -> Self {
+        let large = state.len() >= THREADED_HASH_BYTES;
+        let digest = move || hex::encode(Sha256::digest(&state));
+        if large {
+            StateDigest {
+                ready: None,
+                running: Some(std::thread::spawn(digest)),
+            }
+        } else {
+            StateDigest {
+                ready: Some(digest()),
+                running: None,
+            }
+        }
+    }
+}
+
+#[pymethods]
+impl StateDigest {
+    /// The lower-case hex SHA-256 of the state's bytes.
+    fn result(&mut self, py: Python<'_>) -> PyResult<String> {
+        if let Some(running) = self.running.take() {
+            let digest = py.allow_threads(|| running.join());
+            self.ready = Some(digest.map_err(|_| PyValueError::new_err("the hashing thread panicked"))?);
+        }
+        Ok(self.ready.clone().expect("a digest, ready or joined"))
+    }
+}
+
+/// Bytes of state from which its hash is computed on a thread of its own (starting one costs
+/// about 20 µs; hashing 1 MiB, about 500).
+const THREADED_HASH_BYTES: usize = 1 << 20;
+
 /// Who superseded whom: `(superseded id, [ids of the events that superseded it])`.
 type Superseded = Vec<(String, Vec<String>)>;
 
@@ -123,13 +166,14 @@ impl Judgement {
     /// Merge the pure path's verdicts in (§5), classify (§7) and build the state (§9).
     ///
     /// ``invalid``: ``(event_id, §6 reason)``; ``valid``: the events it judged valid. Returns
-    /// ``(CJ(state) with state_sha256, [(superseded id, [ids that superseded it])])``. Once only.
+    /// ``(CJ(state) without state_sha256, [(superseded id, [ids that superseded it])], digest)``:
+    /// the digest of a large state is computed meanwhile, while the caller decodes. Once only.
     fn finish<'py>(
         &mut self,
         py: Python<'py>,
         invalid: Vec<(String, String)>,
         valid: Vec<PyValid>,
-    ) -> PyResult<(Bound<'py, PyBytes>, Superseded)> {
+    ) -> PyResult<(Bound<'py, PyBytes>, Superseded, StateDigest)> {
         let mut verdicts = self
             .verdicts
             .take()
@@ -178,16 +222,8 @@ impl Judgement {
         if verdicts.len() >= BACKGROUND_DROP {
             std::thread::spawn(move || drop(verdicts));
         }
-        let size = built.parts.iter().map(Vec::len).sum();
-        let state = PyBytes::new_with(py, size, |buffer| {
-            let mut at = 0;
-            for part in &built.parts {
-                buffer[at..at + part.len()].copy_from_slice(part);
-                at += part.len();
-            }
-            Ok(())
-        })?;
-        Ok((state, built.superseded))
+        let state = PyBytes::new(py, &built.state);
+        Ok((state, built.superseded, StateDigest::of(built.state)))
     }
 }
 
@@ -378,6 +414,7 @@ fn pith_merge_native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(verify_signature, module)?)?;
     module.add_class::<Judgement>()?;
     module.add_class::<VerdictCache>()?;
+    module.add_class::<StateDigest>()?;
     module.add("CHECK_ORDER", CHECK_ORDER.to_vec())?;
     module.add("EVENT_TYPES", checks::EVENT_TYPES.to_vec())?;
     Ok(())

@@ -1,11 +1,9 @@
-//! The state of spec §9, written as its canonical JSON bytes, `state_sha256` included (§2).
+//! The state of spec §9, written as its canonical JSON bytes; `state_sha256` (§2) is their hash.
 //!
 //! The state's shape is fixed, so its keys are written in code point order by hand around the
 //! canonical bytes of each payload, signer, record and alias list, which the checks already made.
 
 use crate::{HashMap, HashSet};
-
-use sha2::{Digest, Sha256};
 
 use crate::canonical::{write_list, write_opt_str, write_str, write_str_array};
 use crate::chains::{classify, supersessions};
@@ -23,57 +21,22 @@ const CURRENT_LISTS: [(&str, &str); 8] = [
     ("timestamp_anchors", "timestamp_anchor"),
 ];
 
-/// A built state: its canonical bytes (in parts, to be joined) and who superseded whom (sorted
-/// by event id).
+/// A built state: its canonical bytes without `state_sha256` (the bytes that hash is taken over,
+/// §2), and who superseded whom (sorted by event id).
 pub struct Built {
-    pub parts: Vec<Vec<u8>>,
+    pub state: Vec<u8>,
     pub superseded: Vec<(String, Vec<String>)>,
 }
 
-fn write_entries<'a>(out: &mut Vec<u8>, sink: &mut Sink, entries: impl IntoIterator<Item = &'a ValidEvent>) {
-    write_list(out, entries, |out, event| {
-        out.extend_from_slice(&event.entry);
-        sink.flush_when_full(out);
-    });
-}
-
-/// Bytes of state handed to the hash at a time.
-const SEGMENT: usize = 1 << 20;
-/// Events from which a state is hashed on a thread of its own while it is written.
-const THREADED_HASH: usize = 4096;
-
-/// Where the state's bytes go as they are written: each full segment is hashed (on a thread of
-/// its own for a large state, so that hashing overlaps writing) and kept, in order.
-enum Sink {
-    Inline(Sha256, Vec<Vec<u8>>),
-    Threaded(std::sync::mpsc::Sender<Vec<u8>>),
-}
-
-impl Sink {
-    fn flush_when_full(&mut self, out: &mut Vec<u8>) {
-        if out.len() >= SEGMENT {
-            self.flush(out, SEGMENT + SEGMENT / 4);
-        }
-    }
-
-    /// Hand `out` over, and go on in a new buffer of `capacity` bytes.
-    fn flush(&mut self, out: &mut Vec<u8>, capacity: usize) {
-        let segment = std::mem::replace(out, Vec::with_capacity(capacity));
-        match self {
-            Sink::Inline(hash, parts) => {
-                hash.update(&segment);
-                parts.push(segment);
-            }
-            Sink::Threaded(sender) => sender.send(segment).expect("the hashing thread is alive"),
-        }
-    }
+fn write_entries<'a>(out: &mut Vec<u8>, entries: impl IntoIterator<Item = &'a ValidEvent>) {
+    write_list(out, entries, |out, event| out.extend_from_slice(&event.entry));
 }
 
 fn write_count(out: &mut Vec<u8>, key: &str, count: usize) {
     out.extend_from_slice(format!(",\"{key}\":{count}").as_bytes());
 }
 
-/// Classify the verdicts (§7) and write the state of `subject` (§9) with its `state_sha256`.
+/// Classify the verdicts (§7) and write the state of `subject` (§9), all but `state_sha256`.
 pub fn build(subject: &str, verdicts: &HashMap<String, Verdict>) -> Built {
     let mut valid: Vec<&ValidEvent> = Vec::new();
     let mut invalid: Vec<(&str, &'static str)> = Vec::new();
@@ -125,56 +88,16 @@ pub fn build(subject: &str, verdicts: &HashMap<String, Verdict>) -> Built {
         .collect();
     equivocations.sort_unstable(); // §9: sorted by canonical JSON bytes
 
-    let parts = if verdicts.len() >= THREADED_HASH {
-        std::thread::scope(|scope| {
-            let (sender, receiver) = std::sync::mpsc::channel::<Vec<u8>>();
-            let hasher = scope.spawn(move || {
-                let mut hash = Sha256::new();
-                let mut parts = Vec::new();
-                for segment in receiver {
-                    hash.update(&segment);
-                    parts.push(segment);
-                }
-                (hash, parts)
-            });
-            let mut sink = Sink::Threaded(sender);
-            write_state(
-                &mut sink,
-                subject,
-                verdicts.len(),
-                &classification,
-                &valid,
-                &current,
-                record,
-                &equivocations,
-                &invalid,
-            );
-            drop(sink);
-            hasher.join().expect("the hashing thread panicked")
-        })
-    } else {
-        let mut sink = Sink::Inline(Sha256::new(), Vec::new());
-        write_state(
-            &mut sink,
-            subject,
-            verdicts.len(),
-            &classification,
-            &valid,
-            &current,
-            record,
-            &equivocations,
-            &invalid,
-        );
-        match sink {
-            Sink::Inline(hash, parts) => (hash, parts),
-            Sink::Threaded(_) => unreachable!(),
-        }
-    };
-    // state_sha256 = H(state without state_sha256) (§2), then the key in its sorted place:
-    // before the last part, which write_state starts with the key after it.
-    let (hash, mut parts) = parts;
-    let sha = format!(",\"state_sha256\":\"{}\"", hex::encode(hash.finalize()));
-    parts.insert(parts.len() - 1, sha.into_bytes());
+    let state = write_state(
+        subject,
+        verdicts.len(),
+        &classification,
+        &valid,
+        &current,
+        record,
+        &equivocations,
+        &invalid,
+    );
 
     let mut superseded: Vec<(String, Vec<String>)> = removed
         .into_iter()
@@ -186,14 +109,12 @@ pub fn build(subject: &str, verdicts: &HashMap<String, Verdict>) -> Built {
         })
         .collect();
     superseded.sort_unstable();
-    Built { parts, superseded }
+    Built { state, superseded }
 }
 
-/// The state's bytes, without `state_sha256`, into `sink`; its last part starts with the key
-/// that follows `state_sha256` in code point order (`state_type`).
+/// The state's canonical bytes, without `state_sha256`: what that hash is taken over (§2).
 #[allow(clippy::too_many_arguments)]
 fn write_state(
-    sink: &mut Sink,
     subject: &str,
     event_count: usize,
     classification: &crate::chains::Classification,
@@ -202,14 +123,14 @@ fn write_state(
     record: Option<&ValidEvent>,
     equivocations: &[Vec<u8>],
     invalid: &[(&str, &'static str)],
-) {
+) -> Vec<u8> {
     let mut lists: HashMap<&str, Vec<&ValidEvent>> = HashMap::default();
     for event in current {
         lists.entry(event.event_type.as_str()).or_default().push(event);
     }
-    // A small state is written in one go: a segment's worth of memory would cost more to map.
+    // Room for it all at once (entries, then about 160 bytes an event for the id lists).
     let estimate: usize = current.iter().map(|event| event.entry.len()).sum::<usize>() + 160 * event_count + 1024;
-    let mut out: Vec<u8> = Vec::with_capacity(estimate.min(SEGMENT + SEGMENT / 4));
+    let mut out: Vec<u8> = Vec::with_capacity(estimate);
     out.extend_from_slice(b"{\"applied_event_ids\":");
     write_str_array(
         &mut out,
@@ -222,7 +143,7 @@ fn write_state(
         }
         write_str(&mut out, key);
         out.push(b':');
-        write_entries(&mut out, sink, lists.get(event_type).into_iter().flatten().copied());
+        write_entries(&mut out, lists.get(event_type).into_iter().flatten().copied());
         match *key {
             // canonical_record sorts between author_attestations and citation_signatures,
             // record_created between mirror_hints and replication_records, source_aliases
@@ -270,9 +191,8 @@ fn write_state(
     });
     out.extend_from_slice(b",\"merge_version\":\"pith-open-graph-merge-v1\",\"pith_number\":");
     write_str(&mut out, subject);
-    sink.flush(&mut out, 128);
     out.extend_from_slice(b",\"state_type\":\"pith_open_graph_state\",\"state_version\":\"1.0\"");
     write_count(&mut out, "valid_event_count", classification.applied.len());
     out.push(b'}');
-    sink.flush(&mut out, 0);
+    out
 }

@@ -87,7 +87,8 @@ def fold_native(
     valid = [_handover(v) for v in verdicts.values() if isinstance(v, ValidEvent)]
     unhashed, superseded, digest = judgement.finish(invalid, valid)
     # The bytes come without state_sha256, whose hash a large state computes meanwhile, on a
-    # thread of its own, while they are decoded here (§2: the hash of the state without it).
+    # thread of its own, while they are decoded here (§2: the hash of the state without it);
+    # they are lent, not copied into a bytes (msgspec reads any buffer).
     state = msgspec.structs.replace(decode_state_unchecked(unhashed), state_sha256=digest.result())
     return FoldResult(
         state,

@@ -413,7 +413,9 @@ def test_a_judgement_is_finished_once() -> None:
     assert NATIVE is not None
     judgement, left = NATIVE.judge([b"[]"], "pith:2024:X", [], _SIGN_OPEN, 1)
     assert left == [0]  # not an object: a rejection, for the pure path to word
-    state, superseded, digest = judgement.finish([], [])
+    lent, superseded, digest = judgement.finish([], [])
+    state = bytes(lent)  # lent through the buffer protocol, read-only
+    assert memoryview(lent).readonly
     assert json.loads(state)["event_count"] == 0
     assert "state_sha256" not in json.loads(state)
     assert digest.result() == hashlib.sha256(state).hexdigest()

@@ -17,6 +17,7 @@ mod timestamps;
 mod verify;
 
 use std::hash::BuildHasher;
+use std::os::raw::c_int;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use pyo3::exceptions::PyValueError;
@@ -89,6 +90,41 @@ struct Judgement {
     verdicts: Option<HashMap<String, Verdict>>,
 }
 
+/// A built state's canonical bytes, lent to Python through the buffer protocol (read-only; no
+/// copy of a state of many megabytes into a `bytes`). `bytes(state)` copies them when wanted.
+#[pyclass(module = "pith_merge_native", frozen)]
+struct StateBytes {
+    bytes: Arc<Vec<u8>>,
+}
+
+#[pymethods]
+impl StateBytes {
+    fn __len__(&self) -> usize {
+        self.bytes.len()
+    }
+
+    /// # Safety
+    /// `view` is the buffer Python asks to fill; the bytes never change and live as long as
+    /// `slf`, which the filled view holds a reference to.
+    unsafe fn __getbuffer__(slf: Bound<'_, Self>, view: *mut pyo3::ffi::Py_buffer, flags: c_int) -> PyResult<()> {
+        let bytes = &slf.get().bytes;
+        let filled = pyo3::ffi::PyBuffer_FillInfo(
+            view,
+            slf.as_ptr(),
+            bytes.as_ptr() as *mut std::ffi::c_void,
+            bytes.len() as pyo3::ffi::Py_ssize_t,
+            1, // read-only
+            flags,
+        );
+        if filled == -1 {
+            return Err(PyErr::fetch(slf.py()));
+        }
+        Ok(())
+    }
+
+    unsafe fn __releasebuffer__(&self, _view: *mut pyo3::ffi::Py_buffer) {}
+}
+
 /// The `state_sha256` of a built state (§2): computed on a thread of its own for a large state,
 /// so that hashing overlaps the caller's decoding of the bytes; `result()` waits for it.
 #[pyclass(module = "pith_merge_native")]
@@ -98,9 +134,9 @@ struct StateDigest {
 }
 
 impl StateDigest {
-    fn of(state: Vec<u8>) -> Self {
+    fn of(state: Arc<Vec<u8>>) -> Self {
         let large = state.len() >= THREADED_HASH_BYTES;
-        let digest = move || hex::encode(Sha256::digest(&state));
+        let digest = move || hex::encode(Sha256::digest(state.as_slice()));
         if large {
             StateDigest {
                 ready: None,
@@ -173,7 +209,7 @@ impl Judgement {
         py: Python<'py>,
         invalid: Vec<(String, String)>,
         valid: Vec<PyValid>,
-    ) -> PyResult<(Bound<'py, PyBytes>, Superseded, StateDigest)> {
+    ) -> PyResult<(StateBytes, Superseded, StateDigest)> {
         let mut verdicts = self
             .verdicts
             .take()
@@ -222,8 +258,12 @@ impl Judgement {
         if verdicts.len() >= BACKGROUND_DROP {
             std::thread::spawn(move || drop(verdicts));
         }
-        let state = PyBytes::new(py, &built.state);
-        Ok((state, built.superseded, StateDigest::of(built.state)))
+        let state = Arc::new(built.state);
+        Ok((
+            StateBytes { bytes: state.clone() },
+            built.superseded,
+            StateDigest::of(state),
+        ))
     }
 }
 
@@ -415,6 +455,7 @@ fn pith_merge_native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<Judgement>()?;
     module.add_class::<VerdictCache>()?;
     module.add_class::<StateDigest>()?;
+    module.add_class::<StateBytes>()?;
     module.add("CHECK_ORDER", CHECK_ORDER.to_vec())?;
     module.add("EVENT_TYPES", checks::EVENT_TYPES.to_vec())?;
     Ok(())

@@ -30,6 +30,17 @@ use sha2::{Digest, Sha256};
 use checks::{Key, Outcome, ValidEvent, Verdict, CHECK_ORDER};
 use verify::{SignOpen, Verdicts, Verifier};
 
+/// Give the pages of freed memory back to the system. The judging threads allocate each event's
+/// data in their own malloc arenas, which keep freed memory mapped: without this the state and
+/// the Python objects decoded from it come on top (docs/performance.md, peak memory).
+fn trim() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only releases free memory; it is thread-safe.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
 /// Hash maps with foldhash (seeded per process, as std's are, against crafted collisions; much
 /// faster on long keys such as whole JSON texts). No result depends on their order.
 pub(crate) type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
@@ -38,8 +49,9 @@ pub(crate) type HashSet<K> = std::collections::HashSet<K, foldhash::fast::Random
 /// Texts from which the §5 deduplication hashes them on the pool's threads.
 const PARALLEL_HASHING: usize = 4096;
 
-/// Events from which a fold's data is freed on a thread of its own (see `finish`).
-const BACKGROUND_DROP: usize = 2048;
+/// Inputs from which a fold gives freed memory back to the system (see [`trim`]): a few ms, which
+/// a small fold would not make up for.
+const TRIM_FROM: usize = 2048;
 
 /// A JSON text with its hash, computed once (in parallel): the key of the §5 deduplication.
 #[derive(Clone, Copy)]
@@ -252,11 +264,13 @@ impl Judgement {
         }
         let subject = self.subject.clone();
         let built = py.allow_threads(|| state::build(&subject, &verdicts));
-        // Freeing every event's data costs ~0.6 µs an event: for a large fold it is done on a
-        // thread of its own, off the caller's path (the memory is freed all the same, a moment
-        // later); for a small one, starting the thread would cost more.
-        if verdicts.len() >= BACKGROUND_DROP {
-            std::thread::spawn(move || drop(verdicts));
+        // Freeing every event's data costs ~0.6 µs an event: for a large fold it is done, and
+        // the pages given back, on a thread of its own while the caller decodes the state.
+        if verdicts.len() >= TRIM_FROM {
+            std::thread::spawn(move || {
+                drop(verdicts);
+                trim();
+            });
         }
         let state = Arc::new(built.state);
         Ok((
@@ -354,6 +368,9 @@ fn judge(
             .collect();
         drop(distinct);
         let outcomes = judge_all(&unique, &subject, &keys, verifier, threads);
+        if unique.len() >= TRIM_FROM {
+            trim(); // the parsed trees the judging threads freed: their pages, not the entries
+        }
         let mut verdicts: HashMap<String, Verdict> = HashMap::default();
         let mut judged: Vec<Option<Outcome>> = outcomes.into_iter().map(Some).collect();
         let mut fallback: Vec<usize> = Vec::new();

@@ -290,11 +290,13 @@ fn judge_shaped(
     if event_id.strip_prefix(EVENT_ID_PREFIX) != Some(content) {
         return reason("event_id_mismatch");
     }
-    let mut payload = Vec::with_capacity(256);
-    canonical::write(&mut payload, shape.payload);
     let mut signer = Vec::with_capacity(160);
     canonical::write(&mut signer, shape.signer);
-    let digest: [u8; 32] = Sha256::digest(body(shape, &payload, &signer)).into();
+    // CJ(payload) is written once, into the §9 entry, and the body's hash reads it there.
+    let (entry, payload) = entry(event_id, shape.target, shape.created_at, &signer, 2048, |out| {
+        canonical::write(out, shape.payload)
+    });
+    let digest: [u8; 32] = Sha256::digest(body(shape, &entry[payload], &signer)).into();
     let mut claimed = [0_u8; 32];
     if hex::decode_to_slice(content, &mut claimed).is_err() || claimed != digest {
         return reason("content_hash_mismatch");
@@ -357,27 +359,37 @@ fn judge_shaped(
         prev_event: shape.prev_event.map(str::to_owned),
         supersedes: shape.supersedes.iter().map(|id| (*id).to_owned()).collect(),
         key_id: key_id.to_owned(),
-        entry: entry(event_id, shape.target, shape.created_at, &signer, &payload),
+        entry,
         signer,
         record,
     }))
 }
 
-/// `CJ` of the §9 entry of an applied event, its five keys in code point order.
-pub fn entry(event_id: &str, target: &str, created_at: &str, signer: &[u8], payload: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(payload.len() + signer.len() + 160);
+/// `CJ` of the §9 entry of an applied event, its five keys in code point order, and where in it
+/// `CJ(payload)` stands (written by `write_payload`, about `payload_size` bytes).
+pub fn entry(
+    event_id: &str,
+    target: &str,
+    created_at: &str,
+    signer: &[u8],
+    payload_size: usize,
+    write_payload: impl FnOnce(&mut Vec<u8>),
+) -> (Vec<u8>, std::ops::Range<usize>) {
+    let mut out = Vec::with_capacity(payload_size + signer.len() + 160);
     out.extend_from_slice(b"{\"created_at\":");
     canonical::write_str(&mut out, created_at);
     out.extend_from_slice(b",\"event_id\":");
     canonical::write_str(&mut out, event_id);
     out.extend_from_slice(b",\"payload\":");
-    out.extend_from_slice(payload);
+    let start = out.len();
+    write_payload(&mut out);
+    let payload = start..out.len();
     out.extend_from_slice(b",\"signer\":");
     out.extend_from_slice(signer);
     out.extend_from_slice(b",\"target\":");
     canonical::write_str(&mut out, target);
     out.push(b'}');
-    out
+    (out, payload)
 }
 
 /// The `record_created` payload rule of §8: `CJ(canonical_record)`, its SHA-256 and

@@ -247,7 +247,9 @@ impl Judgement {
             record,
         ) in valid
         {
-            let entry = checks::entry(&event_id, &target, &created_at, &signer, &payload);
+            let (entry, _) = checks::entry(&event_id, &target, &created_at, &signer, payload.len(), |out| {
+                out.extend_from_slice(&payload)
+            });
             let event = ValidEvent {
                 event_id: event_id.clone(),
                 event_type,

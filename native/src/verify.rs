@@ -16,10 +16,21 @@ pub type SignOpen =
 /// Thread-safe: libsodium's verification keeps no state (PyNaCl ran `sodium_init` on import).
 /// Events sign 32-byte digests (§2); other lengths are for the test vectors' messages.
 pub fn verify(sign_open: SignOpen, public_key: &[u8; 32], message: &[u8], signature: &[u8; 64]) -> bool {
-    let mut signed = Vec::with_capacity(64 + message.len());
-    signed.extend_from_slice(signature);
-    signed.extend_from_slice(message);
-    let mut opened = vec![0_u8; signed.len()];
+    // On the stack for an event's 32-byte digest (once per event); on the heap only for the
+    // longer messages of the test vectors.
+    const ON_STACK: usize = 64 + 32;
+    let size = 64 + message.len();
+    let (mut signed_stack, mut opened_stack) = ([0_u8; ON_STACK], [0_u8; ON_STACK]);
+    let (mut signed_heap, mut opened_heap) = (Vec::new(), Vec::new());
+    let (signed, opened): (&mut [u8], &mut [u8]) = if size <= ON_STACK {
+        (&mut signed_stack[..size], &mut opened_stack[..size])
+    } else {
+        signed_heap.resize(size, 0);
+        opened_heap.resize(size, 0);
+        (&mut signed_heap, &mut opened_heap)
+    };
+    signed[..64].copy_from_slice(signature);
+    signed[64..].copy_from_slice(message);
     let mut opened_len: c_ulonglong = 0;
     // SAFETY: the buffers have the sizes libsodium is told; `sign_open` is crypto_sign_open
     // (the Python side takes it from PyNaCl's cffi module and keeps that module loaded).

@@ -83,16 +83,24 @@ def bench_stages(workload: Workload, *, repeat: int) -> list[Result]:
         timings["state_sha256"], _ = cpu(lambda: with_state_sha256(unhashed), repeat)
     events = len(copies)
     verify = timings["check 12: verification (bare)"]
-    overhead = sum(timings.values()) - verify
+    stages = {f"stage: {name}": seconds for name, seconds in timings.items()}
+    return _per_event(stages, verify, events, "stage", verification="stage: check 12: verification (bare)")
+
+
+def _per_event(
+    timings: dict[str, float], verify: float, events: int, prefix: str, verification: str | None = None
+) -> list[Result]:
+    """Each stage's CPU time per event, beside the verifications' (``verify`` seconds, the stage
+    named ``verification`` when it is one of ``timings``), and the single-thread ceiling that
+    everything but the verifications leaves."""
+    overhead = sum(seconds for name, seconds in timings.items() if name != verification)
     results = [
-        Result(
-            f"stage: {name}", seconds / events * 1e6, "µs/event", f"{seconds / verify:.0%} of a verification"
-        )
+        Result(name, seconds / events * 1e6, "µs/event", f"{seconds / verify:.0%} of a verification")
         for name, seconds in timings.items()
     ]
     results.append(
         Result(
-            "stage: everything but verification",
+            f"{prefix}: everything but verification",
             overhead / events * 1e6,
             "µs/event",
             f"single-thread ceiling of fold / bound: {verify / (verify + overhead):.2f}",
@@ -104,7 +112,7 @@ def bench_stages(workload: Workload, *, repeat: int) -> list[Result]:
 def bench_native_stages(workload: Workload, *, repeat: int) -> list[Result]:
     """Per-event CPU cost of each stage of a fold on the compiled path (merge.native), one thread.
 
-    The compiled judge (admission, §4, checks 1–15 with verification), less the bare
+    The compiled judge (admission, §4, checks 1–16 with verification), less the bare
     verifications it makes, gives what the compiled path costs besides libsodium; then what the
     pure path does with the inputs left to it, ``finish`` (§5 merging, §7, §9, ``state_sha256``)
     and decoding the state's bytes into Structs.
@@ -121,7 +129,7 @@ def bench_native_stages(workload: Workload, *, repeat: int) -> list[Result]:
     with gc_paused():
         verify, _ = cpu(lambda: verify_serial(jobs), repeat)
         judged, _ = cpu(lambda: native.judge(inputs, subject, table, _SIGN_OPEN, 1), repeat)
-        timings["native: admission, checks 1-15 (besides verification)"] = judged - verify
+        timings["native: admission, checks 1-16 (besides verification)"] = judged - verify
         _, left = native.judge(inputs, subject, table, _SIGN_OPEN, 1)
 
         def pure_part() -> Any:
@@ -146,18 +154,4 @@ def bench_native_stages(workload: Workload, *, repeat: int) -> list[Result]:
         timings["native: state bytes decoded into Structs"], _ = cpu(
             lambda: decode_state_unchecked(state_json), repeat
         )
-    events = decode_state_unchecked(state_json).event_count
-    overhead = sum(timings.values())
-    results = [
-        Result(name, seconds / events * 1e6, "µs/event", f"{seconds / verify:.0%} of a verification")
-        for name, seconds in timings.items()
-    ]
-    results.append(
-        Result(
-            "native: everything but verification",
-            overhead / events * 1e6,
-            "µs/event",
-            f"single-thread ceiling of fold / bound: {verify / (verify + overhead):.2f}",
-        )
-    )
-    return results
+    return _per_event(timings, verify, decode_state_unchecked(state_json).event_count, "native")

@@ -100,10 +100,7 @@ def fold_native(
 def key_table(keys: KeySet) -> list[tuple[str, bytes, str, int | None]]:
     """The key set as the compiled path takes it: ``(key_id, public key, fingerprint hex,
     rotates_at in µs or None)`` per key (§3)."""
-    return [
-        (key.key_id, key.public_key, key.fingerprint_hex, key.rotates_at_us)
-        for key in map(keys.__getitem__, keys)
-    ]
+    return [(key.key_id, key.public_key, key.fingerprint_hex, key.rotates_at_us) for key in keys.values()]
 
 
 def _handover(event: ValidEvent) -> tuple[Any, ...]:

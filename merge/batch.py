@@ -49,7 +49,9 @@ def fold(
     """Fold events into the merge-v1 state of ``subject`` (spec §5–§9).
 
     ``inputs``: JSON texts (``bytes``/``str``) or parsed JSON values, in any order, with any
-    repeats. ``keys``: a :class:`KeySet` or a list of key objects (§3); a broken key set raises
+    repeats; an iterator (a store's rows, a file's lines) is read once, and on the compiled path
+    its texts are let go as soon as they are judged, before the state is built. ``keys``: a
+    :class:`KeySet` or a list of key objects (§3); a broken key set raises
     :class:`merge.KeySetError`. ``threads``: signature verification threads (``None``: one per
     core for inputs large enough to pay for it; ``1``: none); on the compiled path
     (:func:`merge.native_available`), the threads that check and verify each input. The result
@@ -66,8 +68,7 @@ def fold(
     with gc_paused():
         if native_available():
             # The compiled path (merge.native): the same bytes, the common case in Rust.
-            items = inputs if isinstance(inputs, list) else list(inputs)
-            return fold_native(items, subject, key_set, verifier, share_verdicts=shared)
+            return fold_native(inputs, subject, key_set, verifier, share_verdicts=shared)
         rejected, copies = admit_batch(enumerate(inputs))
         verdicts = judge_events(copies, subject, key_set, verifier)
         copies.clear()

@@ -18,6 +18,7 @@ vector, on the histories of :mod:`merge.testing` and on Hypothesis' inputs.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from types import ModuleType
 from typing import Any, Final
 
@@ -69,9 +70,9 @@ def native_available() -> bool:
 
 
 def fold_native(
-    items: list[Any], subject: str, keys: KeySet, verifier: SignatureVerifier, *, share_verdicts: bool
+    inputs: Iterable[Any], subject: str, keys: KeySet, verifier: SignatureVerifier, *, share_verdicts: bool
 ) -> FoldResult:
-    """:func:`merge.fold` of ``items`` on the compiled path (see the module's note).
+    """:func:`merge.fold` of ``inputs`` on the compiled path (see the module's note).
 
     The inputs it leaves go through the pure path's own §5 and §6 steps (:func:`admit_batch`,
     :func:`judge_events`), and their verdicts are merged with the compiled path's.
@@ -80,8 +81,15 @@ def fold_native(
     """
     assert _native is not None
     cache = verifier.native_cache(_native) if share_verdicts else None
+    items = inputs if isinstance(inputs, list) else list(inputs)
+    del inputs
     judgement, left = _native.judge(items, subject, key_table(keys), _SIGN_OPEN, verifier.threads, cache)
-    rejected, copies = admit_batch((index, items[index]) for index in left)
+    leftovers = [(index, items[index]) for index in left]
+    # The judgement owns what it needs: the texts go now, unless the caller keeps them (a fold
+    # of a stream, from a store or a spill file, then holds its input only while judging it).
+    del items
+    rejected, copies = admit_batch(leftovers)
+    del leftovers
     verdicts = judge_events(copies, subject, keys, verifier)
     invalid = [(event_id, str(v)) for event_id, v in verdicts.items() if isinstance(v, Reason)]
     valid = [_handover(v) for v in verdicts.values() if isinstance(v, ValidEvent)]

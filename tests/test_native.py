@@ -34,7 +34,7 @@ from merge.signatures import SignatureVerifier, verify_signature
 from merge.signing import signed_receipt
 from merge.testing import histories
 
-from .builders import KEY_A, KEYS, record_payload
+from .builders import KEY_A, KEYS, SUBJECT, event, record_event, record_payload, to_text
 from .conftest import CONFORMANCE, EDGES, load_vector
 
 NATIVE = native_module()
@@ -422,3 +422,34 @@ def test_a_judgement_is_finished_once() -> None:
     assert superseded == []
     with pytest.raises(ValueError, match="finished already"):
         judgement.finish([], [])
+
+
+@needs_native
+def test_a_streamed_folds_texts_are_freed_once_judged(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fold of a stream (a store's rows, a spill file's lines) holds each text only while
+    judging it: the judgement owns what §7 and §9 need, so the state's bytes are decoded after
+    the texts are gone (issue 14: peak memory under 3x the input)."""
+    freed: list[int] = []
+
+    class Text(bytes):
+        def __del__(self) -> None:
+            freed.append(len(self))
+
+    chain = [event()]
+    for n in range(2, 6):
+        later = f"2026-07-05T07:0{n}:00Z"
+        chain.append(event(prev_event=chain[-1]["event_id"], payload={"n": n}, created_at=later))
+    # Two for the pure path: it words the rejections.
+    texts = [to_text(value) for value in [record_event(), *chain]] + [b"[]", b'{"no": "id"}']
+    alive_at_decode: list[int] = []
+    decode = merge.native.decode_state_unchecked
+
+    def decode_later(data: Any) -> Any:
+        alive_at_decode.append(len(texts) - len(freed))
+        return decode(data)
+
+    monkeypatch.setattr(merge.native, "decode_state_unchecked", decode_later)
+    result = fold((Text(text) for text in texts), subject=SUBJECT, keys=KEYS)
+    assert alive_at_decode == [0]
+    assert result == both(texts, SUBJECT, KEYS)
+    assert result.state.valid_event_count == len(chain) + 1

@@ -26,7 +26,7 @@ from .audit import (
     snapshot_of_bundle,
     snapshot_of_events,
 )
-from .batch import fold
+from .batch import fold, fold_subjects
 from .bundle import BUNDLE_CHECKS, REGISTRY_KEYS, BundleCheck, BundleReport, Check, verify_bundle
 from .canonical import MAX_DEPTH, MAX_SAFE_INTEGER, canonical_json
 from .engine import AddResult, EventStatus, Merger
@@ -126,6 +126,7 @@ __all__ = [
     "fingerprint_b32",
     "fingerprint_hex",
     "fold",
+    "fold_subjects",
     "native_available",
     "pith_number",
     "record_agrees",

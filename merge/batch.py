@@ -17,9 +17,10 @@ from typing import Any
 
 from .admission import admit_batch, copy_identity, require_inputs
 from .checks import judge_events
+from .errors import InputError
 from .identifiers import require_subject
 from .keys import KeySet
-from .native import fold_native, native_available
+from .native import fold_native, fold_native_many, native_available
 from .signatures import SignatureVerifier
 from .state import FoldResult, assemble_state, build_state, with_state_sha256
 
@@ -29,6 +30,7 @@ __all__ = [
     "build_state",
     "copy_identity",
     "fold",
+    "fold_subjects",
     "gc_paused",
     "judge_events",
     "with_state_sha256",
@@ -77,6 +79,44 @@ def fold(
         # of the block and would otherwise walk all of them once before they go.
         del verdicts
     return FoldResult(state, tuple(rejected), superseded)
+
+
+def fold_subjects(
+    subjects: Mapping[str, Iterable[Any]],
+    *,
+    keys: KeySet | Iterable[Mapping[str, Any]],
+    threads: int | None = None,
+    verifier: SignatureVerifier | None = None,
+) -> dict[str, FoldResult]:
+    """Fold several subjects at once: ``{subject: fold(inputs, subject=subject, keys=keys)}``.
+
+    ``subjects``: each subject's inputs, by its pith number. The results are :func:`fold`'s,
+    in the mapping's order, whatever the grouping. On the compiled path
+    (:func:`merge.native_available`), all the subjects' inputs are judged in one pass on the
+    threads and their states are built side by side: many small subjects keep every core
+    busy, where a :func:`fold` per subject would leave one idle during each subject's serial
+    steps. ``keys``, ``threads`` and ``verifier`` are :func:`fold`'s, for every subject. All the
+    inputs are held until the states are built: give a large corpus in parts (or use
+    ``pith-merge replay``, which bounds its memory).
+    """
+    if not isinstance(subjects, Mapping):
+        raise InputError(
+            f"subjects must be a mapping of subject to its inputs, not {type(subjects).__name__}"
+        )
+    groups = [(require_subject(name), require_inputs(inputs)) for name, inputs in subjects.items()]
+    key_set = KeySet.parse(keys)
+    shared = verifier is not None
+    verifier = verifier or SignatureVerifier(threads)
+    if not native_available():
+        # The pure path: a fold per subject, with one verifier (its verdicts are shared).
+        return {
+            subject: fold(inputs, subject=subject, keys=key_set, verifier=verifier)
+            for subject, inputs in groups
+        }
+    lists = [(subject, items if isinstance(items, list) else list(items)) for subject, items in groups]
+    with gc_paused():
+        results = fold_native_many(lists, key_set, verifier, share_verdicts=shared)
+    return dict(zip((subject for subject, _ in lists), results, strict=True))
 
 
 @contextmanager

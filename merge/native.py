@@ -24,7 +24,7 @@ from typing import Any, Final
 
 import msgspec
 
-from .admission import admit_batch
+from .admission import Rejection, admit_batch
 from .canonical import encode_canonical_unchecked
 from .checks import ValidEvent, judge_events
 from .keys import KeySet
@@ -32,7 +32,14 @@ from .reasons import Reason
 from .signatures import SignatureVerifier
 from .state import FoldResult, Supersession, decode_state_unchecked, source_aliases
 
-__all__ = ["PURE_ENVIRONMENT_VARIABLE", "fold_native", "key_table", "native_available", "native_module"]
+__all__ = [
+    "PURE_ENVIRONMENT_VARIABLE",
+    "fold_native",
+    "fold_native_many",
+    "key_table",
+    "native_available",
+    "native_module",
+]
 
 #: Set to ``1`` to force the pure-Python path (for comparison, or to rule the accelerator out).
 PURE_ENVIRONMENT_VARIABLE: Final = "PITH_MERGE_PURE"
@@ -80,20 +87,58 @@ def fold_native(
     within one fold, identical texts are judged once anyway.
     """
     assert _native is not None
-    cache = verifier.native_cache(_native) if share_verdicts else None
     items = inputs if isinstance(inputs, list) else list(inputs)
     del inputs
-    judgement, left = _native.judge(items, subject, key_table(keys), _SIGN_OPEN, verifier.threads, cache)
+    judgement, left = _native.judge(
+        items, subject, key_table(keys), _SIGN_OPEN, verifier.threads, _cache(verifier, share_verdicts)
+    )
     leftovers = [(index, items[index]) for index in left]
     # The judgement owns what it needs: the texts go now, unless the caller keeps them (a fold
     # of a stream, from a store or a spill file, then holds its input only while judging it).
     del items
-    rejected, copies = admit_batch(leftovers)
+    rejected, invalid, valid = _judge_leftovers(leftovers, subject, keys, verifier)
     del leftovers
+    return _result(judgement.finish(invalid, valid), rejected)
+
+
+def fold_native_many(
+    groups: list[tuple[str, list[Any]]], keys: KeySet, verifier: SignatureVerifier, *, share_verdicts: bool
+) -> list[FoldResult]:
+    """:func:`fold_native` of each ``(subject, inputs)`` group, the groups judged together (one
+    pass over all their inputs on the threads) and their states built side by side."""
+    assert _native is not None
+    judged = _native.judge_many(
+        groups, key_table(keys), _SIGN_OPEN, verifier.threads, _cache(verifier, share_verdicts)
+    )
+    jobs, rejections = [], []
+    for (subject, items), (judgement, left) in zip(groups, judged, strict=True):
+        rejected, invalid, valid = _judge_leftovers([(i, items[i]) for i in left], subject, keys, verifier)
+        jobs.append((judgement, invalid, valid))
+        rejections.append(rejected)
+    finished = _native.finish_many(jobs, verifier.threads)
+    return [_result(done, rejected) for done, rejected in zip(finished, rejections, strict=True)]
+
+
+def _cache(verifier: SignatureVerifier, share_verdicts: bool) -> Any:
+    assert _native is not None
+    return verifier.native_cache(_native) if share_verdicts else None
+
+
+def _judge_leftovers(
+    leftovers: list[tuple[int, Any]], subject: str, keys: KeySet, verifier: SignatureVerifier
+) -> tuple[list[Rejection], list[tuple[str, str]], list[tuple[Any, ...]]]:
+    """The pure path's §5 and §6 on the inputs the compiled path left: the rejections, and the
+    invalid and valid verdicts as ``finish`` takes them."""
+    rejected, copies = admit_batch(leftovers)
     verdicts = judge_events(copies, subject, keys, verifier)
     invalid = [(event_id, str(v)) for event_id, v in verdicts.items() if isinstance(v, Reason)]
     valid = [_handover(v) for v in verdicts.values() if isinstance(v, ValidEvent)]
-    unhashed, superseded, digest = judgement.finish(invalid, valid)
+    return rejected, invalid, valid
+
+
+def _result(finished: tuple[Any, list[tuple[str, list[str]]], Any], rejected: list[Rejection]) -> FoldResult:
+    """The :class:`FoldResult` of a finished judgement."""
+    unhashed, superseded, digest = finished
     # The bytes come without state_sha256, whose hash a large state computes meanwhile, on a
     # thread of its own, while they are decoded here (§2: the hash of the state without it);
     # they are lent, not copied into a bytes (msgspec reads any buffer).

@@ -32,4 +32,14 @@ def judge(
     threads: int,
     cache: VerdictCache | None = None,
 ) -> tuple[Judgement, list[int]]: ...
+def judge_many(
+    groups: Sequence[tuple[str, list[Any]]],
+    keys: Sequence[tuple[str, bytes, str, int | None]],
+    sign_open: int,
+    threads: int,
+    cache: VerdictCache | None = None,
+) -> list[tuple[Judgement, list[int]]]: ...
+def finish_many(
+    jobs: Sequence[tuple[Judgement, Sequence[tuple[str, str]], Sequence[tuple[Any, ...]]]], threads: int
+) -> list[tuple[StateBytes, list[tuple[str, list[str]]], StateDigest]]: ...
 def verify_signature(sign_open: int, public_key: bytes, message: bytes, signature: bytes) -> bool: ...

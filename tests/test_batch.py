@@ -17,13 +17,16 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import merge.signatures
-from merge import InputError, KeySet, Reason, canonical_json, fold, pith_number
+from merge import InputError, KeySet, Reason, canonical_json, fold, fold_subjects, pith_number
 from merge.admission import Admitted, admit
 from merge.batch import judge_events
 from merge.signatures import SignatureVerifier
 from merge.signing import record_created_payload
+from merge.testing import History, histories
 
 from .builders import (
     KEY_A,
@@ -543,3 +546,72 @@ def test_the_former_module_name_still_imports_and_merge_fold_stays_the_function(
         [sys.executable, "-W", "error", "-c", program], check=False, capture_output=True, text=True
     )
     assert done.returncode == 0, done.stderr
+
+
+# --- fold_subjects: many subjects at once.
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(made=st.lists(histories(max_chains=2, max_chain_length=3), min_size=1, max_size=4), data=st.data())
+def test_fold_subjects_is_a_fold_per_subject(made: list[History], data: st.DataObject) -> None:
+    """The law: folding subjects together gives each subject's own fold, whatever else is in the
+    batch (the first history's keys for all; each subject also gets some of the others' inputs,
+    and some subjects get the same texts)."""
+    everything = [text for history in made for text in history.inputs]
+    subjects: dict[str, list[Any]] = {}
+    for history in made:
+        extra = data.draw(st.lists(st.sampled_from(everything), max_size=4))
+        subjects.setdefault(history.subject, []).extend([*history.inputs, *extra])
+    threads = data.draw(st.sampled_from([1, 2, None]))
+    together = fold_subjects(subjects, keys=made[0].keys, threads=threads)
+    assert list(together) == list(subjects)
+    for subject, inputs in subjects.items():
+        assert together[subject] == fold(inputs, subject=subject, keys=made[0].keys, threads=1)
+
+
+def test_a_text_given_to_two_subjects_is_judged_for_each() -> None:
+    """§6 check 6 depends on the subject: the same text is valid in its own subject's batch and
+    wrong_subject in another's, even when both are judged in one pass."""
+    made = to_text(event())
+    other = "pith:2024:ANOTHERSUBJECTAAAAAAAAAAAAA"
+    together = fold_subjects({SUBJECT: [made], other: [made, made]}, keys=KEYS, threads=2)
+    assert together[SUBJECT].reasons == {}
+    assert together[SUBJECT].state.valid_event_count == 1
+    assert list(together[other].reasons.values()) == [Reason.WRONG_SUBJECT]
+    assert together == {SUBJECT: run([made]), other: run([made], subject=other)}
+
+
+def test_inputs_left_to_the_pure_path_are_their_own_subjects() -> None:
+    """Rejections and parsed values, which the compiled path leaves to the pure one, in every
+    subject of a batch: each is judged among its own subject's inputs."""
+    first, second = event(), event(payload={"n": 2})
+    third = "pith:2024:THIRDSUBJECTAAAAAAAAAAAAAAA"
+    subjects: dict[str, list[Any]] = {
+        SUBJECT: [to_text(first), b"[]"],
+        third: [b"not json", first, to_text(second), {"event_id": 5}],
+        "pith:2024:EMPTYAAAAAAAAAAAAAAAAAAAAA": [],
+        "pith:2024:FOURTHAAAAAAAAAAAAAAAAAAAA": [second, b"{", to_text(first)],
+    }
+    together = fold_subjects(subjects, keys=KEYS, threads=2)
+    assert together == {subject: run(inputs, subject=subject) for subject, inputs in subjects.items()}
+    assert [len(result.rejected) for result in together.values()] == [1, 2, 0, 1]
+
+
+def test_fold_subjects_takes_streams_and_no_subjects() -> None:
+    made = event()
+    assert fold_subjects({}, keys=KEYS) == {}
+    streamed = fold_subjects({SUBJECT: (text for text in [to_text(made)])}, keys=KEYS)
+    assert streamed == {SUBJECT: run([made])}
+
+
+@pytest.mark.parametrize(
+    ("subjects", "message"),
+    [
+        ([(SUBJECT, [])], "must be a mapping of subject to its inputs, not list"),
+        ({5: []}, "subject must be a string, not int"),
+        ({SUBJECT: b"{}"}, "inputs must be a collection of inputs"),
+    ],
+)
+def test_fold_subjects_refuses_what_is_not_subjects_and_inputs(subjects: Any, message: str) -> None:
+    with pytest.raises(InputError, match=message):
+        fold_subjects(subjects, keys=KEYS)

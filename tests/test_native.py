@@ -422,6 +422,8 @@ def test_a_judgement_is_finished_once() -> None:
     assert superseded == []
     with pytest.raises(ValueError, match="finished already"):
         judgement.finish([], [])
+    with pytest.raises(ValueError, match="finished already"):
+        NATIVE.finish_many([(judgement, [], [])], 2)
 
 
 @needs_native

@@ -13,6 +13,8 @@ pub struct Fork<'a> {
 
 /// The verdict of §7 on the valid events (indices into the slice given to [`classify`]).
 pub struct Classification<'a> {
+    /// Each valid event's index by its id (for [`supersessions`] too: the ids are hashed once).
+    pub index: HashMap<&'a str, usize>,
     /// Applied events in apply order: (created_at instant, depth, event_id).
     pub applied: Vec<usize>,
     /// Why each valid event that did not apply did not (index → reason code).
@@ -33,9 +35,9 @@ fn child_reason(child: &ValidEvent, prev: &ValidEvent, prev_applied: bool) -> Op
     }
 }
 
-/// Classify `valid` (the events that passed §6) top-down from the roots; `admitted` holds every
-/// admitted event id. Terminates on `prev_event` cycles (their events are `missing_prev`).
-pub fn classify<'a>(valid: &[&'a ValidEvent], admitted: &HashSet<&str>) -> Classification<'a> {
+/// Classify `valid` (the events that passed §6) top-down from the roots; `admitted` tells whether
+/// an event id was admitted. Terminates on `prev_event` cycles (their events are `missing_prev`).
+pub fn classify<'a>(valid: &[&'a ValidEvent], admitted: impl Fn(&str) -> bool) -> Classification<'a> {
     let index: HashMap<&str, usize> = valid
         .iter()
         .enumerate()
@@ -53,11 +55,7 @@ pub fn classify<'a>(valid: &[&'a ValidEvent], admitted: &HashSet<&str>) -> Class
                 Some(&parent) => children[parent].push(at),
                 None => {
                     // Rule 1, or rule 2 for a prev that failed §6.
-                    reason[at] = Some(if admitted.contains(prev) {
-                        "invalid_prev"
-                    } else {
-                        "missing_prev"
-                    });
+                    reason[at] = Some(if admitted(prev) { "invalid_prev" } else { "missing_prev" });
                     not_applied.push(at);
                 }
             },
@@ -117,6 +115,7 @@ pub fn classify<'a>(valid: &[&'a ValidEvent], admitted: &HashSet<&str>) -> Class
 
     order.sort_unstable();
     Classification {
+        index,
         applied: order.into_iter().map(|(_, _, _, at)| at).collect(),
         reasons: reason
             .into_iter()
@@ -212,14 +211,17 @@ fn cycle_members(left: &[usize], valid: &[&ValidEvent], index: &HashMap<&str, us
 }
 
 /// The supersedes rule of §7: applied event index → indices of the applied events removing it.
-pub fn supersessions(applied: &[usize], valid: &[&ValidEvent]) -> HashMap<usize, Vec<usize>> {
-    let applied_at: HashMap<&str, usize> = applied.iter().map(|&at| (valid[at].event_id.as_str(), at)).collect();
+pub fn supersessions(classification: &Classification<'_>, valid: &[&ValidEvent]) -> HashMap<usize, Vec<usize>> {
+    let mut is_applied = vec![false; valid.len()];
+    for &at in &classification.applied {
+        is_applied[at] = true;
+    }
     let mut removed: HashMap<usize, Vec<usize>> = HashMap::default();
-    for &at in applied {
+    for &at in &classification.applied {
         let event = valid[at];
         for target_id in &event.supersedes {
-            if let Some(&target) = applied_at.get(target_id.as_str()) {
-                if target != at && may_supersede(event, valid[target]) {
+            if let Some(&target) = classification.index.get(target_id.as_str()) {
+                if is_applied[target] && target != at && may_supersede(event, valid[target]) {
                     removed.entry(target).or_default().push(at);
                 }
             }

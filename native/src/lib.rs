@@ -18,12 +18,12 @@ mod verify;
 
 use std::hash::BuildHasher;
 use std::os::raw::c_int;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyString};
-use rayon::prelude::*;
 use rayon::{ThreadPool, ThreadPoolBuilder};
 use sha2::{Digest, Sha256};
 
@@ -57,18 +57,21 @@ const TRIM_FROM: usize = 2048;
 #[derive(Clone, Copy)]
 struct Text<'a> {
     hash: u64,
+    /// The subject's, among those judged together: copies are copies within a subject.
+    group: usize,
     bytes: &'a [u8],
 }
 
 impl std::hash::Hash for Text<'_> {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
         state.write_u64(self.hash);
+        state.write_usize(self.group);
     }
 }
 
 impl PartialEq for Text<'_> {
     fn eq(&self, other: &Self) -> bool {
-        self.hash == other.hash && self.bytes == other.bytes
+        self.hash == other.hash && self.group == other.group && self.bytes == other.bytes
     }
 }
 
@@ -185,6 +188,9 @@ type Superseded = Vec<(String, Vec<String>)>;
 /// The kept pools, by (process id, size).
 type Pools = Mutex<HashMap<(u32, usize), Arc<ThreadPool>>>;
 
+/// An event the pure path judged invalid: `(event_id, §6 reason)`.
+type PyInvalid = (String, String);
+
 /// An event the pure path judged valid, as `merge.native` hands it over.
 type PyValid = (
     String,                     // event_id
@@ -209,19 +215,9 @@ fn merge_verdict(verdicts: &mut HashMap<String, Verdict>, event_id: String, verd
     }
 }
 
-#[pymethods]
 impl Judgement {
-    /// Merge the pure path's verdicts in (§5), classify (§7) and build the state (§9).
-    ///
-    /// ``invalid``: ``(event_id, §6 reason)``; ``valid``: the events it judged valid. Returns
-    /// ``(CJ(state) without state_sha256, [(superseded id, [ids that superseded it])], digest)``:
-    /// the digest of a large state is computed meanwhile, while the caller decodes. Once only.
-    fn finish<'py>(
-        &mut self,
-        py: Python<'py>,
-        invalid: Vec<(String, String)>,
-        valid: Vec<PyValid>,
-    ) -> PyResult<(StateBytes, Superseded, StateDigest)> {
+    /// The judgement's verdicts with the pure path's merged in (§5); once only.
+    fn merged(&mut self, invalid: Vec<PyInvalid>, valid: Vec<PyValid>) -> PyResult<HashMap<String, Verdict>> {
         let mut verdicts = self
             .verdicts
             .take()
@@ -264,16 +260,37 @@ impl Judgement {
             };
             merge_verdict(&mut verdicts, event_id, Verdict::Valid(Box::new(event)));
         }
-        let subject = self.subject.clone();
-        let built = py.allow_threads(|| state::build(&subject, &verdicts));
-        // Freeing every event's data costs ~0.6 µs an event: for a large fold it is done, and
-        // the pages given back, on a thread of its own while the caller decodes the state.
-        if verdicts.len() >= TRIM_FROM {
-            std::thread::spawn(move || {
-                drop(verdicts);
-                trim();
-            });
-        }
+        Ok(verdicts)
+    }
+}
+
+/// A finished fold as Python takes it: the state's bytes without `state_sha256`, who superseded
+/// whom, and the digest.
+type Finished = (StateBytes, Superseded, StateDigest);
+
+/// Free a large fold's verdicts, and give the pages back, on a thread of its own (~0.6 µs an
+/// event), while the caller decodes the state.
+fn free_later<T: Send + 'static>(verdicts: T, events: usize) {
+    if events >= TRIM_FROM {
+        std::thread::spawn(move || {
+            drop(verdicts);
+            trim();
+        });
+    }
+}
+
+#[pymethods]
+impl Judgement {
+    /// Merge the pure path's verdicts in (§5), classify (§7) and build the state (§9).
+    ///
+    /// ``invalid``: ``(event_id, §6 reason)``; ``valid``: the events it judged valid. Returns
+    /// ``(CJ(state) without state_sha256, [(superseded id, [ids that superseded it])], digest)``:
+    /// the digest of a large state is computed meanwhile, while the caller decodes. Once only.
+    fn finish(&mut self, py: Python<'_>, invalid: Vec<PyInvalid>, valid: Vec<PyValid>) -> PyResult<Finished> {
+        let verdicts = self.merged(invalid, valid)?;
+        let built = py.allow_threads(|| state::build(&self.subject, &verdicts));
+        let events = verdicts.len();
+        free_later(verdicts, events);
         let state = Arc::new(built.state);
         Ok((
             StateBytes { bytes: state.clone() },
@@ -281,6 +298,51 @@ impl Judgement {
             StateDigest::of(state),
         ))
     }
+}
+
+/// [`Judgement::finish`] of several judgements, ``[(judgement, invalid, valid)]``, their states
+/// built on ``threads`` threads (each digest with its state).
+#[pyfunction]
+fn finish_many(
+    py: Python<'_>,
+    jobs: Vec<(Bound<'_, Judgement>, Vec<PyInvalid>, Vec<PyValid>)>,
+    threads: usize,
+) -> PyResult<Vec<Finished>> {
+    let mut merged: Vec<(String, HashMap<String, Verdict>)> = Vec::with_capacity(jobs.len());
+    for (judgement, invalid, valid) in jobs {
+        let mut judgement = judgement.borrow_mut();
+        let verdicts = judgement.merged(invalid, valid)?;
+        merged.push((judgement.subject.clone(), verdicts));
+    }
+    let build = |(subject, verdicts): &(String, HashMap<String, Verdict>)| {
+        let built = state::build(subject, verdicts);
+        let digest = hex::encode(Sha256::digest(&built.state));
+        (built, digest)
+    };
+    let built = py.allow_threads(|| {
+        if threads <= 1 || merged.len() < 2 {
+            merged.iter().map(build).collect()
+        } else {
+            parallel_map(&merged, threads, 1, build)
+        }
+    });
+    let events = merged.iter().map(|(_, verdicts)| verdicts.len()).sum();
+    free_later(merged, events);
+    Ok(built
+        .into_iter()
+        .map(|(built, digest)| {
+            (
+                StateBytes {
+                    bytes: Arc::new(built.state),
+                },
+                built.superseded,
+                StateDigest {
+                    ready: Some(digest),
+                    running: None,
+                },
+            )
+        })
+        .collect())
 }
 
 /// Admit and check every input that is a JSON text (§5, §6, verification included), on
@@ -291,19 +353,142 @@ impl Judgement {
 /// Returns the judgement and the indices (ascending) of the inputs left to the pure path.
 #[pyfunction]
 #[pyo3(signature = (inputs, subject, keys, sign_open, threads, cache=None))]
-#[allow(clippy::too_many_arguments)]
 fn judge(
     py: Python<'_>,
-    inputs: &Bound<'_, PyList>,
+    inputs: Bound<'_, PyList>,
     subject: String,
-    keys: Vec<(String, Vec<u8>, String, Option<i64>)>,
+    keys: Vec<PyKey>,
     sign_open: usize,
     threads: usize,
     cache: Option<&Bound<'_, VerdictCache>>,
 ) -> PyResult<(Judgement, Vec<usize>)> {
+    let mut judged = judge_many(py, vec![(subject, inputs)], keys, sign_open, threads, cache)?;
+    Ok(judged.pop().expect("one judgement per subject"))
+}
+
+/// [`judge`] of several subjects' inputs at once, ``[(subject, inputs)]``: one pass over all of
+/// them on the threads, so that many small subjects keep every thread busy (a judgement each).
+#[pyfunction]
+#[pyo3(signature = (groups, keys, sign_open, threads, cache=None))]
+fn judge_many(
+    py: Python<'_>,
+    groups: Vec<(String, Bound<'_, PyList>)>,
+    keys: Vec<PyKey>,
+    sign_open: usize,
+    threads: usize,
+    cache: Option<&Bound<'_, VerdictCache>>,
+) -> PyResult<Vec<(Judgement, Vec<usize>)>> {
     let sign_open = sign_open_function(sign_open)?;
-    let keys: HashMap<String, Key> = keys
+    let keys = key_map(keys)?;
+    let cache: Option<&Verdicts> = cache.map(|cache| &cache.get().verdicts);
+    let verifier = Verifier { sign_open, cache };
+
+    // The texts, borrowed from the lists' own objects: `held` keeps each alive (and bytes and
+    // the UTF-8 of a str never change) until this function returns, GIL or not.
+    let held: Vec<Bound<'_, PyAny>> = groups.iter().flat_map(|(_, inputs)| inputs.iter()).collect();
+    let mut texts: Vec<(usize, Option<(usize, usize)>)> = Vec::with_capacity(held.len());
+    for (group, (_, inputs)) in groups.iter().enumerate() {
+        for item in &held[texts.len()..texts.len() + inputs.len()] {
+            let text: Option<&[u8]> = if let Ok(bytes) = item.downcast::<PyBytes>() {
+                Some(bytes.as_bytes())
+            } else if let Ok(string) = item.downcast::<PyString>() {
+                // A str with a lone surrogate has no UTF-8: a rejection, for the pure path to word.
+                string.to_str().ok().map(str::as_bytes)
+            } else {
+                None // a parsed value: the pure path admits it (§5)
+            };
+            texts.push((group, text.map(|text| (text.as_ptr() as usize, text.len()))));
+        }
+    }
+    let subjects: Vec<String> = groups.into_iter().map(|(subject, _)| subject).collect();
+
+    let judged = py.allow_threads(|| {
+        // SAFETY: see `held` above.
+        let slice = |(ptr, len): (usize, usize)| unsafe { std::slice::from_raw_parts(ptr as *const u8, len) };
+        // §5: an identical copy gets an identical verdict, so each distinct text of a subject is
+        // judged once. The texts are hashed on the threads; only the look-ups are serial.
+        let hasher = foldhash::fast::RandomState::default();
+        let hash = |&(group, text): &(usize, Option<(usize, usize)>)| {
+            text.map(|text| Text {
+                hash: hasher.hash_one(slice(text)),
+                group,
+                bytes: slice(text),
+            })
+        };
+        // Below a few thousand texts, handing the work to the pool costs more than it saves.
+        let hashed: Vec<Option<Text>> = if threads <= 1 || texts.len() < PARALLEL_HASHING {
+            texts.iter().map(hash).collect()
+        } else {
+            parallel_map(&texts, threads, 256, hash)
+        };
+        let mut distinct: HashMap<Text, usize> = HashMap::default();
+        let mut unique: Vec<Text> = Vec::new();
+        let copy_of: Vec<Option<usize>> = hashed
+            .into_iter()
+            .map(|text| {
+                text.map(|text| {
+                    *distinct.entry(text).or_insert_with(|| {
+                        unique.push(text);
+                        unique.len() - 1
+                    })
+                })
+            })
+            .collect();
+        drop(distinct);
+        let judge = |text: &Text| checks::judge(text.bytes, &subjects[text.group], &keys, verifier);
+        let outcomes: Vec<Outcome> = if threads <= 1 || unique.len() < 2 {
+            unique.iter().map(judge).collect()
+        } else {
+            // One input at a time: a subject of 20 events is spread over the threads too.
+            parallel_map(&unique, threads, 1, judge)
+        };
+        if unique.len() >= TRIM_FROM {
+            trim(); // the parsed trees the judging threads freed: their pages, not the entries
+        }
+        let mut judged: Vec<(HashMap<String, Verdict>, Vec<usize>)> =
+            subjects.iter().map(|_| Default::default()).collect();
+        let mut outcomes: Vec<Option<Outcome>> = outcomes.into_iter().map(Some).collect();
+        let mut first = 0; // the flat index of the group's first input
+        for (flat, (&(group, _), copy)) in texts.iter().zip(&copy_of).enumerate() {
+            if flat > 0 && texts[flat - 1].0 != group {
+                first = flat;
+            }
+            let (verdicts, fallback) = &mut judged[group];
+            match copy {
+                None => fallback.push(flat - first),
+                Some(at) => match outcomes[*at].take() {
+                    Some(Outcome::Judged(event_id, verdict)) => merge_verdict(verdicts, event_id, verdict),
+                    Some(Outcome::Fallback) => {
+                        outcomes[*at] = Some(Outcome::Fallback);
+                        fallback.push(flat - first);
+                    }
+                    None => {} // a later copy of a text already judged
+                },
+            }
+        }
+        judged
+    });
+    drop(held);
+    Ok(subjects
         .into_iter()
+        .zip(judged)
+        .map(|(subject, (verdicts, fallback))| {
+            (
+                Judgement {
+                    subject,
+                    verdicts: Some(verdicts),
+                },
+                fallback,
+            )
+        })
+        .collect())
+}
+
+/// A key of the set as `merge.native.key_table` gives it.
+type PyKey = (String, Vec<u8>, String, Option<i64>);
+
+fn key_map(keys: Vec<PyKey>) -> PyResult<HashMap<String, Key>> {
+    keys.into_iter()
         .map(|(key_id, public_key, fingerprint_hex, rotates_at_us)| {
             let public_key: [u8; 32] = public_key
                 .try_into()
@@ -317,104 +502,50 @@ fn judge(
                 },
             ))
         })
-        .collect::<PyResult<_>>()?;
-    let cache: Option<&Verdicts> = cache.map(|cache| &cache.get().verdicts);
-    let verifier = Verifier { sign_open, cache };
-
-    // The texts, borrowed from the list's own objects: `held` keeps each alive (and bytes and
-    // the UTF-8 of a str never change) until this function returns, GIL or not.
-    let held: Vec<Bound<'_, PyAny>> = inputs.iter().collect();
-    let mut texts: Vec<Option<(usize, usize)>> = Vec::with_capacity(held.len());
-    for item in &held {
-        let text: Option<&[u8]> = if let Ok(bytes) = item.downcast::<PyBytes>() {
-            Some(bytes.as_bytes())
-        } else if let Ok(string) = item.downcast::<PyString>() {
-            // A str with a lone surrogate has no UTF-8: a rejection, for the pure path to word.
-            string.to_str().ok().map(str::as_bytes)
-        } else {
-            None // a parsed value: the pure path admits it (§5)
-        };
-        texts.push(text.map(|text| (text.as_ptr() as usize, text.len())));
-    }
-
-    let (verdicts, fallback) = py.allow_threads(|| {
-        // SAFETY: see `held` above.
-        let slice = |(ptr, len): (usize, usize)| unsafe { std::slice::from_raw_parts(ptr as *const u8, len) };
-        // §5: an identical copy gets an identical verdict, so each distinct text is judged once.
-        // The texts are hashed on the pool's threads; only the look-ups are serial.
-        let hasher = foldhash::fast::RandomState::default();
-        let hash = |text: &Option<(usize, usize)>| {
-            text.map(|text| Text {
-                hash: hasher.hash_one(slice(text)),
-                bytes: slice(text),
-            })
-        };
-        // Below a few thousand texts, handing the work to the pool costs more than it saves.
-        let hashed: Vec<Option<Text>> = if threads <= 1 || texts.len() < PARALLEL_HASHING {
-            texts.iter().map(hash).collect()
-        } else {
-            pool(threads).install(|| texts.par_iter().with_min_len(256).map(hash).collect())
-        };
-        let mut distinct: HashMap<Text, usize> = HashMap::default();
-        let mut unique: Vec<&[u8]> = Vec::new();
-        let copy_of: Vec<Option<usize>> = hashed
-            .into_iter()
-            .map(|text| {
-                text.map(|text| {
-                    *distinct.entry(text).or_insert_with(|| {
-                        unique.push(text.bytes);
-                        unique.len() - 1
-                    })
-                })
-            })
-            .collect();
-        drop(distinct);
-        let outcomes = judge_all(&unique, &subject, &keys, verifier, threads);
-        if unique.len() >= TRIM_FROM {
-            trim(); // the parsed trees the judging threads freed: their pages, not the entries
-        }
-        let mut verdicts: HashMap<String, Verdict> = HashMap::default();
-        let mut judged: Vec<Option<Outcome>> = outcomes.into_iter().map(Some).collect();
-        let mut fallback: Vec<usize> = Vec::new();
-        for (index, copy) in copy_of.iter().enumerate() {
-            match copy {
-                None => fallback.push(index),
-                Some(at) => match judged[*at].take() {
-                    Some(Outcome::Judged(event_id, verdict)) => merge_verdict(&mut verdicts, event_id, verdict),
-                    Some(Outcome::Fallback) => {
-                        judged[*at] = Some(Outcome::Fallback);
-                        fallback.push(index);
-                    }
-                    None => {} // a later copy of a text already judged
-                },
-            }
-        }
-        (verdicts, fallback)
-    });
-    drop(held);
-    Ok((
-        Judgement {
-            subject,
-            verdicts: Some(verdicts),
-        },
-        fallback,
-    ))
+        .collect()
 }
 
-/// [`checks::judge`] over every text, on a pool of `threads` threads (in order).
-fn judge_all(
-    texts: &[&[u8]],
-    subject: &str,
-    keys: &HashMap<String, Key>,
-    verifier: Verifier,
-    threads: usize,
-) -> Vec<Outcome> {
-    let judge = |text: &&[u8]| checks::judge(text, subject, keys, verifier);
-    if threads <= 1 || texts.len() < 2 {
-        return texts.iter().map(judge).collect();
+/// `each` of every item, in order, on `threads` threads: the calling thread and `threads - 1` of
+/// a kept pool. Each takes the next `chunk` items as it finishes its last, so the caller starts
+/// at once (a small fold does not wait for a pool thread to wake before its first item), and no
+/// thread idles while another has several items left.
+fn parallel_map<T: Sync, R: Send>(items: &[T], threads: usize, chunk: usize, each: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let next = AtomicUsize::new(0);
+    let take = || {
+        let mut done: Vec<(usize, R)> = Vec::new();
+        loop {
+            let start = next.fetch_add(chunk, Ordering::Relaxed);
+            if start >= items.len() {
+                return done;
+            }
+            let end = (start + chunk).min(items.len());
+            done.extend((start..end).map(|at| (at, each(&items[at]))));
+        }
+    };
+    let parts = Mutex::new(Vec::with_capacity(threads));
+    pool(threads - 1).in_place_scope(|scope| {
+        for _ in 1..threads {
+            scope.spawn(|_| {
+                let part = take();
+                parts.lock().expect("a lock no thread panics under").push(part);
+            });
+        }
+        let part = take();
+        parts.lock().expect("a lock no thread panics under").push(part);
+    });
+    let mut results: Vec<Option<R>> = std::iter::repeat_with(|| None).take(items.len()).collect();
+    for (at, result) in parts
+        .into_inner()
+        .expect("a lock no thread panics under")
+        .into_iter()
+        .flatten()
+    {
+        results[at] = Some(result);
     }
-    // One input per task at least: a subject of 20 events is spread over the threads too.
-    pool(threads).install(|| texts.par_iter().with_min_len(1).map(judge).collect())
+    results
+        .into_iter()
+        .map(|result| result.expect("every item taken once"))
+        .collect()
 }
 
 /// The pool of `threads` threads, made on first use and kept: starting threads for each fold
@@ -470,6 +601,8 @@ fn sign_open_function(address: usize) -> PyResult<SignOpen> {
 #[pymodule]
 fn pith_merge_native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(judge, module)?)?;
+    module.add_function(wrap_pyfunction!(judge_many, module)?)?;
+    module.add_function(wrap_pyfunction!(finish_many, module)?)?;
     module.add_function(wrap_pyfunction!(verify_signature, module)?)?;
     module.add_class::<Judgement>()?;
     module.add_class::<VerdictCache>()?;

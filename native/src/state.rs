@@ -3,7 +3,7 @@
 //! The state's shape is fixed, so its keys are written in code point order by hand around the
 //! canonical bytes of each payload, signer, record and alias list, which the checks already made.
 
-use crate::{HashMap, HashSet};
+use crate::HashMap;
 
 use crate::canonical::{write_list, write_opt_str, write_str, write_str_array};
 use crate::chains::{classify, supersessions};
@@ -48,9 +48,8 @@ pub fn build(subject: &str, verdicts: &HashMap<String, Verdict>) -> Built {
     }
     // Sorted by id so that nothing below depends on the hash map's order.
     valid.sort_unstable_by(|a, b| a.event_id.cmp(&b.event_id));
-    let admitted: HashSet<&str> = verdicts.keys().map(String::as_str).collect();
-    let classification = classify(&valid, &admitted);
-    let removed = supersessions(&classification.applied, &valid);
+    let classification = classify(&valid, |id| verdicts.contains_key(id));
+    let removed = supersessions(&classification, &valid);
     invalid.extend(
         classification
             .reasons

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from merge import KeySet, State, fold
+from merge import KeySet, State, fold, fold_subjects
 
 from .bound import signature_jobs, verify_serial, verify_threaded
 from .measure import Result, best_times
@@ -36,6 +36,10 @@ def bench_fold(workload: Workload, label: str, *, repeat: int, naive: bool = Tru
             for h in workload.histories
         ]
 
+    def fold_together(thread_count: int | None) -> list[State]:
+        subjects = {h.subject: h.inputs for h in workload.histories}
+        return [result.state for result in fold_subjects(subjects, keys=keys, threads=thread_count).values()]
+
     def naive_all() -> list[str]:
         return [naive_fold(h.inputs, h.subject, workload.keys)["state_sha256"] for h in workload.histories]
 
@@ -43,6 +47,9 @@ def bench_fold(workload: Workload, label: str, *, repeat: int, naive: bool = Tru
     serial_states = fold_all(1)
     if fold_all(None) != serial_states:
         raise AssertionError(f"{label}: fold with threads=None differs from threads=1")
+    together = len(workload.histories) > 1  # (one subject: fold_subjects is fold)
+    if together and fold_together(None) != serial_states:
+        raise AssertionError(f"{label}: fold_subjects differs from a fold per subject")
     if naive and naive_all() != [state.state_sha256 for state in serial_states]:
         raise AssertionError(f"{label}: the naive fold gives other states than fold")
     events = sum(state.event_count for state in serial_states)
@@ -55,6 +62,9 @@ def bench_fold(workload: Workload, label: str, *, repeat: int, naive: bool = Tru
         "fold_1": lambda: fold_all(1),
         "fold_default": lambda: fold_all(None),
     }
+    if together:
+        rivals["together_1"] = lambda: fold_together(1)
+        rivals["together_default"] = lambda: fold_together(None)
     if naive:
         rivals["naive"] = naive_all
     cpu: dict[str, float] = {}
@@ -103,6 +113,21 @@ def bench_fold(workload: Workload, label: str, *, repeat: int, naive: bool = Tru
             met=fold_default / bound >= DEFAULT_TARGET,
         ),
     ]
+    if together:
+        shapes = (("1", "threads=1", SINGLE_THREAD_TARGET), ("default", "default", DEFAULT_TARGET))
+        for name, what, target in shapes:
+            rate = events / best[f"together_{name}"]
+            results += [
+                Result(f"{label}: fold_subjects {what}", rate, "events/s", "every subject in one call"),
+                Result(
+                    f"{label}: fold_subjects {what} / 1-thread bound",
+                    rate / bound,
+                    "ratio",
+                    "identical states to a fold per subject (checked)",
+                    target=f">= {target}",
+                    met=rate / bound >= target,
+                ),
+            ]
     if naive:
         rate = events / best["naive"]
         results += [

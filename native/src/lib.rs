@@ -16,6 +16,7 @@ mod state;
 mod timestamps;
 mod verify;
 
+use std::collections::hash_map::Entry;
 use std::hash::BuildHasher;
 use std::os::raw::c_int;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -206,11 +207,16 @@ type PyValid = (
     Option<(Vec<u8>, Vec<u8>)>, // record_created: CJ(canonical_record), CJ(source_aliases)
 );
 
+/// §5: the verdict of an event is its furthest copy's (a valid copy's, if any).
 fn merge_verdict(verdicts: &mut HashMap<String, Verdict>, event_id: String, verdict: Verdict) {
-    match verdicts.get(&event_id) {
-        Some(standing) if !verdict.prevails_over(standing) => {}
-        _ => {
-            verdicts.insert(event_id, verdict);
+    match verdicts.entry(event_id) {
+        Entry::Occupied(mut standing) => {
+            if verdict.prevails_over(standing.get()) {
+                standing.insert(verdict);
+            }
+        }
+        Entry::Vacant(slot) => {
+            slot.insert(verdict);
         }
     }
 }

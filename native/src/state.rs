@@ -28,6 +28,15 @@ pub struct Built {
     pub superseded: Vec<(String, Vec<String>)>,
 }
 
+/// The first 16 bytes of `id`, zero-padded, as a number: it orders as the ids do, but for ties
+/// (one id a prefix of the other, or both the same for 16 bytes), which need the whole ids.
+fn id_prefix(id: &str) -> u128 {
+    let mut prefix = [0u8; 16];
+    let length = id.len().min(16);
+    prefix[..length].copy_from_slice(&id.as_bytes()[..length]);
+    u128::from_be_bytes(prefix)
+}
+
 fn write_entries<'a>(out: &mut Vec<u8>, entries: impl IntoIterator<Item = &'a ValidEvent>) {
     write_list(out, entries, |out, event| out.extend_from_slice(&event.entry));
 }
@@ -38,7 +47,7 @@ fn write_count(out: &mut Vec<u8>, key: &str, count: usize) {
 
 /// Classify the verdicts (§7) and write the state of `subject` (§9), all but `state_sha256`.
 pub fn build(subject: &str, verdicts: &HashMap<String, Verdict>) -> Built {
-    let mut valid: Vec<&ValidEvent> = Vec::new();
+    let mut valid: Vec<&ValidEvent> = Vec::with_capacity(verdicts.len());
     let mut invalid: Vec<(&str, &'static str)> = Vec::new();
     for (event_id, verdict) in verdicts {
         match verdict {
@@ -46,8 +55,14 @@ pub fn build(subject: &str, verdicts: &HashMap<String, Verdict>) -> Built {
             Verdict::Invalid(rank) => invalid.push((event_id, CHECK_ORDER[*rank as usize])),
         }
     }
-    // Sorted by id so that nothing below depends on the hash map's order.
-    valid.sort_unstable_by(|a, b| a.event_id.cmp(&b.event_id));
+    // Sorted by id so that nothing below depends on the hash map's order. The ids' first 16
+    // bytes go beside each event, so that most comparisons read no id (a cache miss each).
+    let mut keyed: Vec<(u128, &ValidEvent)> = valid
+        .into_iter()
+        .map(|event| (id_prefix(&event.event_id), event))
+        .collect();
+    keyed.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.event_id.cmp(&b.1.event_id)));
+    let valid: Vec<&ValidEvent> = keyed.into_iter().map(|(_, event)| event).collect();
     let classification = classify(&valid, |id| verdicts.contains_key(id));
     let removed = supersessions(&classification, &valid);
     invalid.extend(
@@ -194,4 +209,33 @@ fn write_state(
     write_count(&mut out, "valid_event_count", classification.applied.len());
     out.push(b'}');
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::id_prefix;
+
+    #[test]
+    fn ids_sort_by_their_prefix_then_whole_as_they_sort_whole() {
+        let mut ids: Vec<&str> = vec![
+            "sha256:ffff",
+            "sha256:0000000000000000000000001",
+            "sha256:0000000000000000000000000",
+            "sha256:000000000",
+            "sha256:00000000",
+            "ab",
+            "ab\0",
+            "ab\0c",
+            "a",
+            "",
+            "\u{7f}",
+            "é",
+            "sha256:",
+            "sha256:\0",
+        ];
+        let mut keyed = ids.clone();
+        keyed.sort_unstable_by(|a, b| id_prefix(a).cmp(&id_prefix(b)).then_with(|| a.cmp(b)));
+        ids.sort_unstable();
+        assert_eq!(keyed, ids);
+    }
 }

@@ -406,6 +406,15 @@ fn judge_many(
             texts.push((group, text.map(|text| (text.as_ptr() as usize, text.len()))));
         }
     }
+    // Where each subject's inputs start among them all (the indices handed back are its own).
+    let starts: Vec<usize> = groups
+        .iter()
+        .scan(0, |start, (_, inputs)| {
+            let first = *start;
+            *start += inputs.len();
+            Some(first)
+        })
+        .collect();
     let subjects: Vec<String> = groups.into_iter().map(|(subject, _)| subject).collect();
 
     let judged = py.allow_threads(|| {
@@ -451,22 +460,26 @@ fn judge_many(
         if unique.len() >= TRIM_FROM {
             trim(); // the parsed trees the judging threads freed: their pages, not the entries
         }
-        let mut judged: Vec<(HashMap<String, Verdict>, Vec<usize>)> =
-            subjects.iter().map(|_| Default::default()).collect();
+        let mut judged: Vec<(HashMap<String, Verdict>, Vec<usize>)> = (0..subjects.len())
+            .map(|group| {
+                let inputs = starts.get(group + 1).unwrap_or(&texts.len()) - starts[group];
+                (
+                    HashMap::with_capacity_and_hasher(inputs, Default::default()),
+                    Vec::new(),
+                )
+            })
+            .collect();
         let mut outcomes: Vec<Option<Outcome>> = outcomes.into_iter().map(Some).collect();
-        let mut first = 0; // the flat index of the group's first input
         for (flat, (&(group, _), copy)) in texts.iter().zip(&copy_of).enumerate() {
-            if flat > 0 && texts[flat - 1].0 != group {
-                first = flat;
-            }
             let (verdicts, fallback) = &mut judged[group];
+            let index = flat - starts[group];
             match copy {
-                None => fallback.push(flat - first),
+                None => fallback.push(index),
                 Some(at) => match outcomes[*at].take() {
                     Some(Outcome::Judged(event_id, verdict)) => merge_verdict(verdicts, event_id, verdict),
                     Some(Outcome::Fallback) => {
                         outcomes[*at] = Some(Outcome::Fallback);
-                        fallback.push(flat - first);
+                        fallback.push(index);
                     }
                     None => {} // a later copy of a text already judged
                 },

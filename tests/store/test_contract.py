@@ -29,9 +29,11 @@ import msgspec
 import pytest
 
 import merge.admission
+import merge.native
 import merge.store.base
 from merge import MergeError, Merger, Reason, RejectCode, canonical_json, fold
 from merge.admission import MAX_INPUT_BYTES
+from merge.native import PURE_ENVIRONMENT_VARIABLE, native_module
 from merge.store import NO_SUBJECT, NOT_JSON_TEXT, EventStore, Refused, Stored, StoreError
 
 from .adapters import flip_bit_in_input, new_location, open_store, replace_checkpoint_state
@@ -49,6 +51,16 @@ def folded(store: EventStore, subject: str, keys: list[dict[str, Any]] = KEYS) -
     result = store.fold(subject, keys=keys)
     assert result.rejected == ()
     return canonical_json(result.state)
+
+
+@pytest.fixture(params=["compiled", "pure"])
+def fold_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The path merge.fold takes in the test: a store's first fold streams on the compiled one."""
+    if request.param == "compiled" and native_module() is None:
+        pytest.skip("the compiled path is not built (no cargo)")
+    monkeypatch.setenv(PURE_ENVIRONMENT_VARIABLE, "1" if request.param == "pure" else "0")
+    name: str = request.param
+    return name
 
 
 # --- append: idempotent, keeps every admitted input, refuses the rest ---------------------
@@ -180,12 +192,13 @@ def test_fold_equals_fold_of_the_stored_inputs_after_every_batch(store: EventSto
 
 @pytest.mark.parametrize("room", ["room", "none"])
 def test_an_appended_input_is_admitted_once_for_the_engine_that_folds_it(
-    store: EventStore, monkeypatch: pytest.MonkeyPatch, room: str
+    store: EventStore, monkeypatch: pytest.MonkeyPatch, room: str, fold_path: str
 ) -> None:
     """Append admits (§5) each input, and the subject's engine folds those copies as they are
     (issue 17: each was admitted twice); the store adds one SHA-256 per input (its digest) to
     the engine's own. Without room to keep the copies (``ADMITTED_BYTES``), the fold admits the
-    stored bytes: twice, and the same fold."""
+    stored bytes: twice, and the same fold. On the compiled path the first fold keeps no
+    engine: the copies wait for the one the next fold builds."""
     if room == "none":
         monkeypatch.setattr(merge.store.base, "ADMITTED_BYTES", 0)
     inputs = list(history(1, 30))
@@ -207,7 +220,7 @@ def test_an_appended_input_is_admitted_once_for_the_engine_that_folds_it(
     Merger(subject=S1, keys=KEYS).extend(inputs)
     engine_alone = calls.copy()
     calls.clear()
-    store.fold(S1, keys=KEYS)  # the subject's engine is in memory: a service folding as it goes
+    store.fold(S1, keys=KEYS)  # the subject was folded here: a service folding as it goes
     store.append_many(inputs[:20])
     assert folded(store, S1) == expected[0]
     store.append_many(inputs[20:])
@@ -252,11 +265,12 @@ def test_an_unchanged_subject_is_served_from_its_checkpoint(
 
 
 def test_a_changed_subject_folds_only_the_new_inputs(
-    store: EventStore, monkeypatch: pytest.MonkeyPatch
+    store: EventStore, monkeypatch: pytest.MonkeyPatch, fold_path: str
 ) -> None:
+    """Once the subject's engine is built, a fold reads only what came after the last one. On
+    the compiled path the first fold streams the inputs and keeps no engine, so the second
+    reads them all again, to build it; on the pure path the first builds it."""
     inputs = history(1, 30)
-    store.append_many(inputs[:20])
-    folded(store, S1)
     reads: list[int] = []
     real_read = store.read
 
@@ -265,10 +279,57 @@ def test_a_changed_subject_folds_only_the_new_inputs(
         return real_read(subject, after=after)
 
     monkeypatch.setattr(store, "read", recording)
-    store.append_many(inputs[20:])
-    assert folded(store, S1) == expected_fold(list(inputs), S1)
-    assert len(reads) == 1
-    assert reads[0] > 0  # only what came after the last fold
+    for end in (10, 20, 30):
+        store.append_many(inputs[end - 10 : end])
+        assert folded(store, S1) == expected_fold(list(inputs[:end]), S1)
+    seqs = [seq for seq, _ in real_read(S1)]
+    built = 0 if fold_path == "compiled" else seqs[9]
+    assert reads == [0, built, seqs[19]]
+
+
+def test_a_first_fold_streams_the_inputs_and_builds_no_engine(
+    store: EventStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On the compiled path a subject's first fold hands merge.fold a stream of the stored
+    rows, not a list: each text is let go once judged, none is left when the state is decoded
+    (issue 14 item 10: peak memory), and no Merger is built (it would hold every event)."""
+    if native_module() is None:
+        pytest.skip("the compiled path is not built (no cargo)")
+    monkeypatch.setenv(PURE_ENVIRONMENT_VARIABLE, "0")
+    inputs = list(history(1, 30))
+    store.append_many(inputs)
+    expected = fold(inputs, subject=S1, keys=KEYS)
+    alive: list[int] = []
+
+    class Text(bytes):
+        """A stored row as the fold gets it, counted while it lives."""
+
+        def __init__(self, raw: bytes) -> None:
+            alive.append(1)
+
+        def __del__(self) -> None:
+            alive.pop()
+
+    real_read, decode = store.read, merge.native.decode_state_unchecked
+
+    def texts(subject: str, *, after: int = 0) -> Iterator[tuple[int, bytes]]:
+        for seq, raw in real_read(subject, after=after):
+            yield seq, Text(raw)
+
+    alive_at_decode: list[int] = []
+
+    def decode_later(data: Any) -> Any:
+        alive_at_decode.append(len(alive))
+        return decode(data)
+
+    def no_engine(*args: Any, **kwargs: Any) -> Merger:
+        raise AssertionError("a first fold built an engine")
+
+    monkeypatch.setattr(store, "read", texts)
+    monkeypatch.setattr(merge.native, "decode_state_unchecked", decode_later)
+    monkeypatch.setattr(merge.store.base, "Merger", no_engine)
+    assert store.fold(S1, keys=KEYS) == expected
+    assert alive_at_decode == [0]
 
 
 def test_appends_through_another_handle_are_seen(connect: Callable[[], EventStore]) -> None:

@@ -624,16 +624,32 @@ def test_a_damaged_checkpoint_is_never_served(
 
 
 def test_fold_without_room_for_its_checkpoint_still_folds(
-    store: EventStore, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    store: EventStore, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, fold_path: str
 ) -> None:
+    """With no checkpoint kept, the fold after the first one (which streams, on the compiled
+    path) builds the subject's engine, which answers from then on: the subject is not read
+    again while unchanged, and only the new inputs after an append."""
     inputs = list(history(1, 30))
-    store.append_many(inputs)
+    store.append_many(inputs[:20])
 
     def disk_full(*args: Any) -> None:
         raise StoreError("database or disk is full", path=store.location)
 
     monkeypatch.setattr(store, "_save_checkpoint", disk_full)
     with caplog.at_level(logging.WARNING, logger="merge.store"):
-        assert folded(store, S1) == expected_fold(inputs, S1)
+        assert folded(store, S1) == expected_fold(inputs[:20], S1)
     assert f"no checkpoint of {S1} saved (" in caplog.text
     assert "database or disk is full" in caplog.text
+    reads: list[int] = []
+    real_read = store.read
+
+    def recording(subject: str, *, after: int = 0) -> Iterator[tuple[int, bytes]]:
+        reads.append(after)
+        return real_read(subject, after=after)
+
+    monkeypatch.setattr(store, "read", recording)
+    assert folded(store, S1) == folded(store, S1) == expected_fold(inputs[:20], S1)
+    store.append_many(inputs[20:])
+    assert folded(store, S1) == expected_fold(inputs, S1)
+    seqs = [seq for seq, _ in real_read(S1)]
+    assert reads == ([0] if fold_path == "compiled" else []) + [seqs[19]]

@@ -262,7 +262,7 @@ class Merger:
         that cost as much memory as the state itself, issue 14 item 10).
         """
         snapshot = self._current()
-        fields = _TOP_LEVEL.decode(snapshot.body)
+        fields: dict[str, msgspec.Raw | str] = {**_TOP_LEVEL.decode(snapshot.body)}
         fields["state_sha256"] = snapshot.sha256
         return encode_canonical_unchecked(fields)
 

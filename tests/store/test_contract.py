@@ -53,6 +53,19 @@ def folded(store: EventStore, subject: str, keys: list[dict[str, Any]] = KEYS) -
     return canonical_json(result.state)
 
 
+def record_reads(store: EventStore, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The ``after`` of every ``read`` of ``store`` from now on (``type(store).read`` is not recorded)."""
+    reads: list[int] = []
+    real_read = store.read
+
+    def recording(subject: str, *, after: int = 0) -> Iterator[tuple[int, bytes]]:
+        reads.append(after)
+        return real_read(subject, after=after)
+
+    monkeypatch.setattr(store, "read", recording)
+    return reads
+
+
 @pytest.fixture(params=["compiled", "pure"])
 def fold_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """The path merge.fold takes in the test: a store's first fold streams on the compiled one."""
@@ -271,18 +284,11 @@ def test_a_changed_subject_folds_only_the_new_inputs(
     the compiled path the first fold streams the inputs and keeps no engine, so the second
     reads them all again, to build it; on the pure path the first builds it."""
     inputs = history(1, 30)
-    reads: list[int] = []
-    real_read = store.read
-
-    def recording(subject: str, *, after: int = 0) -> Iterator[tuple[int, bytes]]:
-        reads.append(after)
-        return real_read(subject, after=after)
-
-    monkeypatch.setattr(store, "read", recording)
+    reads = record_reads(store, monkeypatch)
     for end in (10, 20, 30):
         store.append_many(inputs[end - 10 : end])
         assert folded(store, S1) == expected_fold(list(inputs[:end]), S1)
-    seqs = [seq for seq, _ in real_read(S1)]
+    seqs = [seq for seq, _ in type(store).read(store, S1)]
     built = 0 if fold_path == "compiled" else seqs[9]
     assert reads == [0, built, seqs[19]]
 
@@ -640,16 +646,9 @@ def test_fold_without_room_for_its_checkpoint_still_folds(
         assert folded(store, S1) == expected_fold(inputs[:20], S1)
     assert f"no checkpoint of {S1} saved (" in caplog.text
     assert "database or disk is full" in caplog.text
-    reads: list[int] = []
-    real_read = store.read
-
-    def recording(subject: str, *, after: int = 0) -> Iterator[tuple[int, bytes]]:
-        reads.append(after)
-        return real_read(subject, after=after)
-
-    monkeypatch.setattr(store, "read", recording)
+    reads = record_reads(store, monkeypatch)
     assert folded(store, S1) == folded(store, S1) == expected_fold(inputs[:20], S1)
     store.append_many(inputs[20:])
     assert folded(store, S1) == expected_fold(inputs, S1)
-    seqs = [seq for seq, _ in real_read(S1)]
+    seqs = [seq for seq, _ in type(store).read(store, S1)]
     assert reads == ([0] if fold_path == "compiled" else []) + [seqs[19]]

@@ -34,7 +34,7 @@ import merge.store.base
 from merge import MergeError, Merger, Reason, RejectCode, canonical_json, fold
 from merge.admission import MAX_INPUT_BYTES
 from merge.native import PURE_ENVIRONMENT_VARIABLE, native_module
-from merge.store import NO_SUBJECT, NOT_JSON_TEXT, EventStore, Refused, Stored, StoreError
+from merge.store import NO_SUBJECT, NOT_JSON_TEXT, Checkpoint, EventStore, Refused, Stored, StoreError
 
 from .adapters import flip_bit_in_input, new_location, open_store, replace_checkpoint_state
 from .events import KEY_A, KEYS, history, subject_of
@@ -336,6 +336,24 @@ def test_a_first_fold_streams_the_inputs_and_builds_no_engine(
     monkeypatch.setattr(merge.store.base, "Merger", no_engine)
     assert store.fold(S1, keys=KEYS) == expected
     assert alive_at_decode == [0]
+
+
+def test_a_checkpoint_is_replaced_only_by_one_that_covers_as_much(store: EventStore) -> None:
+    """A handle that read less (another process appended meanwhile) never sets a checkpoint
+    back; one of the same seq replaces it (it may be the damaged one a fold replaces)."""
+    save, load = store._save_checkpoint, store._load_checkpoint
+    save(S1, "context", Checkpoint(5, b"five"))
+    save(S1, "context", Checkpoint(3, b"three"))
+    assert load(S1, "context") == Checkpoint(5, b"five")
+    save(S1, "context", Checkpoint(5, b"five again"))
+    assert load(S1, "context") == Checkpoint(5, b"five again")
+    save(S1, "context", Checkpoint(7, b"seven"))
+    save(S1, "other", Checkpoint(1, b"one"))
+    assert [load(S1, "context"), load(S1, "other"), load(S2, "context")] == [
+        Checkpoint(7, b"seven"),
+        Checkpoint(1, b"one"),
+        None,
+    ]
 
 
 def test_appends_through_another_handle_are_seen(connect: Callable[[], EventStore]) -> None:

@@ -338,6 +338,40 @@ def test_a_first_fold_streams_the_inputs_and_builds_no_engine(
     assert alive_at_decode == [0]
 
 
+def test_a_stale_checkpoint_is_let_go_before_the_subject_is_folded(
+    connect: Callable[[], EventStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A checkpoint is as large as the state: one that is behind is freed before the inputs
+    are read, not held beside the fold that replaces it (issue 14 item 10: peak memory)."""
+    inputs = history(1, 20)
+    writer = connect()
+    writer.append_many(inputs[:10])
+    folded(writer, S1)  # a checkpoint of the first 10
+    writer.append_many(inputs[10:])
+    reader = connect()
+    alive: list[bool] = []
+
+    class StateBytes(bytes):
+        def __del__(self) -> None:
+            alive.append(False)
+
+    real_load, real_read = reader._load_checkpoint, reader.read
+
+    def tracked(subject: str, context: str) -> Checkpoint | None:
+        checkpoint = real_load(subject, context)
+        assert checkpoint is not None
+        alive.append(True)
+        return Checkpoint(checkpoint.seq, StateBytes(checkpoint.state))
+
+    def reading(subject: str, *, after: int = 0) -> Iterator[tuple[int, bytes]]:
+        assert alive == [True, False], "the stale checkpoint is still held"
+        return real_read(subject, after=after)
+
+    monkeypatch.setattr(reader, "_load_checkpoint", tracked)
+    monkeypatch.setattr(reader, "read", reading)
+    assert folded(reader, S1) == expected_fold(list(inputs), S1)
+
+
 def test_a_checkpoint_is_replaced_only_by_one_that_covers_as_much(store: EventStore) -> None:
     """A handle that read less (another process appended meanwhile) never sets a checkpoint
     back; one of the same seq replaces it (it may be the damaged one a fold replaces)."""

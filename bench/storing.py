@@ -8,7 +8,9 @@ tests/postgres_server.py; or on the server of ``PITH_BENCH_POSTGRES``, a connect
   by one (``append``: one transaction, one durable commit, per input: a service's case);
 - the fold of a subject after :data:`CHANGED` new inputs, with its engine in memory (only the
   new inputs are read and judged), against the fold of the same subject from a new handle
-  whose checkpoint is stale (everything read and folded), and from a checkpoint that is current.
+  whose checkpoint is stale (everything read and folded: streamed through ``merge.fold`` on the
+  compiled path), and from a checkpoint that is current; and the fold that builds the engine
+  (a subject's second fold after a change: everything read and loaded into a ``Merger``).
 
 Every fold is checked against :func:`merge.fold` of the same inputs.
 """
@@ -91,7 +93,7 @@ def bench_store(events: int, *, repeat: int, log: Callable[[str], None]) -> list
     ):
         for adapter, open_store in adapters.items():
             batched = one_by_one = 0.0
-            changed = cold = checkpoint = float("inf")
+            changed = cold = checkpoint = building = float("inf")
             for run in range(repeat):
                 batched = max(
                     batched, _appends_per_second(open_store, f"batched{run}", inputs, BATCH, subject)
@@ -100,8 +102,12 @@ def bench_store(events: int, *, repeat: int, log: Callable[[str], None]) -> list
                     one_by_one, _appends_per_second(open_store, f"single{run}", singles, 1, subject)
                 )
                 with open_store(f"fold{run}") as store:
-                    store.append_many(base, subject=subject)
+                    store.append_many(base[:-CHANGED], subject=subject)
+                    store.fold(subject, keys=keys)  # a first fold: it keeps no engine (compiled path)
+                    store.append_many(base[-CHANGED:], subject=subject)
+                    start = time.perf_counter()
                     store.fold(subject, keys=keys)  # the engine is in memory, a checkpoint saved
+                    building = min(building, time.perf_counter() - start)
                     store.append_many(extra, subject=subject)
                     start = time.perf_counter()
                     assert store.fold(subject, keys=keys).state_sha256 == expected
@@ -143,6 +149,12 @@ def bench_store(events: int, *, repeat: int, log: Callable[[str], None]) -> list
                     cold * 1000,
                     "ms",
                     "reads and folds all",
+                ),
+                Result(
+                    f"store {adapter}: second fold after {CHANGED} appends, builds the engine",
+                    building * 1000,
+                    "ms",
+                    "reads and loads all",
                 ),
             ]
     return results

@@ -254,8 +254,17 @@ class Merger:
 
     @property
     def state_json(self) -> bytes:
-        """``canonical_json(self.state)``: the state's canonical JSON, ``state_sha256`` included."""
-        return encode_canonical_unchecked(self.state)
+        """``canonical_json(self.state)``: the state's canonical JSON, ``state_sha256`` included.
+
+        Made from the cached bytes without decoding them: the top-level values are copied as
+        they are and ``state_sha256``, the one key they lack (§2), put in its sorted place. A
+        large state is not built as objects only to be encoded again (a store's checkpoint:
+        that cost as much memory as the state itself, issue 14 item 10).
+        """
+        snapshot = self._current()
+        fields: dict[str, msgspec.Raw | str] = {**_TOP_LEVEL.decode(snapshot.body)}
+        fields["state_sha256"] = snapshot.sha256
+        return encode_canonical_unchecked(fields)
 
     @property
     def rejected(self) -> tuple[Rejection, ...]:
@@ -286,6 +295,10 @@ class Merger:
         if isinstance(verdict, Reason):
             return verdict
         return self._chains.reasons.get(event_id)
+
+
+#: Reads a state's canonical bytes one level deep: each top-level value stays its bytes.
+_TOP_LEVEL: Final = msgspec.json.Decoder(dict[str, msgspec.Raw])
 
 
 def _copy_digest(copy: Admitted) -> bytes:

@@ -61,7 +61,7 @@ def text(event: dict[str, Any]) -> bytes:
 
 def assert_same_as_fold(merger: Merger, inputs: list[Any]) -> None:
     expected = fold(inputs, subject=merger.subject, keys=merger.keys)
-    assert canonical_json(merger.state) == canonical_json(expected.state)
+    assert canonical_json(merger.state) == canonical_json(expected.state) == merger.state_json
     assert merger.state_sha256 == expected.state_sha256
     assert merger.rejected == expected.rejected
 
@@ -393,6 +393,22 @@ def test_state_is_cached_until_the_next_change(monkeypatch: pytest.MonkeyPatch) 
     merger.add(text(graph(1, root)))
     assert merger.state != first
     assert calls["assembled"] == 3
+
+
+def test_state_json_is_made_from_the_cached_bytes_without_decoding_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A store's checkpoint of a large subject took a decoded copy of its state only to encode it."""
+    root = graph(0)
+    merger = Merger(subject=SUBJECT, keys=KEYS)
+    merger.extend([text(root), text(graph(1, root)), b"not json"])
+    expected = canonical_json(merger.state)
+
+    def no_decoding(data: bytes) -> Any:
+        raise AssertionError("state_json decoded the state")
+
+    monkeypatch.setattr(merge.engine, "decode_state_unchecked", no_decoding)
+    assert merger.state_json == expected
 
 
 def test_rejections_have_fold_positions_and_never_raise() -> None:

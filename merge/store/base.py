@@ -2,8 +2,10 @@
 
 An :class:`EventStore` keeps every admitted input (§5) as received, valid or not, since the
 state records invalid events too. What is not admitted is refused at :meth:`~EventStore.append`
-with its cause, and nothing is stored for it. A fold loads the subject's inputs into a
-:class:`merge.Merger` and returns exactly what :func:`merge.fold` returns on them.
+with its cause, and nothing is stored for it. A fold returns exactly what :func:`merge.fold`
+returns on the subject's inputs: the first by streaming them through :func:`merge.fold` (on
+the compiled path), a later one (the subject changed) by loading them into a
+:class:`merge.Merger` that is kept.
 
 This module holds everything that does not depend on the database: admission, the fold with its
 checkpoints and engine cache, the JSON Lines export. An adapter (:class:`~merge.store.SQLiteStore`,
@@ -27,11 +29,13 @@ import msgspec
 
 from .. import __version__
 from ..admission import JSON_TEXT_TYPES, Admitted, Rejection, admit, require_inputs
-from ..canonical import canonical_sha256_hex
+from ..batch import fold as fold_inputs
+from ..canonical import canonical_sha256_hex, encode_canonical_unchecked
 from ..engine import Merger
 from ..errors import InputError, MergeError
 from ..identifiers import require_subject
 from ..keys import KeySet
+from ..native import native_available
 from ..state import MERGE_VERSION, FoldResult, State, decode_state, with_state_sha256
 
 __all__ = [
@@ -128,7 +132,14 @@ def fold_context(keys: KeySet) -> str:
 
 
 class _Live(msgspec.Struct):
-    merger: Merger
+    """What a store holds of a subject it folded (for one key set), up to input ``seq``.
+
+    ``merger``: its engine; ``None`` after a first fold, which streamed the inputs through
+    :func:`merge.fold` and kept nothing of them. The engine is built by the next fold that a
+    checkpoint cannot answer (the subject changed): only a subject folded again pays for one.
+    """
+
+    merger: Merger | None
     seq: int
 
 
@@ -136,8 +147,10 @@ class EventStore(ABC):
     """Raw events per subject: append (idempotent), list subjects, fold, export.
 
     ``threads``: signature verification threads of the folds (see :class:`merge.Merger`).
-    ``cache_size``: how many subjects' engines a store keeps in memory between folds, so that
-    folding again after a few appends verifies and classifies only the new inputs.
+    ``cache_size``: how many subjects a store remembers between folds, so that folding again
+    after a few appends verifies and classifies only the new inputs: their :class:`merge.Merger`,
+    built by the second fold that a checkpoint cannot answer (the first streams the inputs
+    through :func:`merge.fold` on the compiled path and keeps none: see :meth:`fold`).
 
     A store object is not thread-safe: use one per thread (they may share a database).
     """
@@ -327,11 +340,14 @@ class EventStore(ABC):
     def fold(self, subject: str, *, keys: KeySet | Iterable[Mapping[str, Any]]) -> FoldResult:
         """The fold of the subject's stored inputs: what :func:`merge.fold` returns on them.
 
-        An unchanged subject costs a lookup (its checkpoint); a changed one is brought up to
-        date incrementally when its engine is still in memory, else folded from its inputs.
-        Every fold leaves a checkpoint when the store can write one (not read-only, disk not
-        full; else it warns on the ``merge.store`` logger and returns the fold all the same).
-        A checkpoint whose ``state_sha256`` does not verify is never served: the subject is
+        An unchanged subject costs a lookup (its checkpoint). Else, on the compiled path
+        (:func:`merge.native_available`), the subject's first fold here streams its inputs
+        through :func:`merge.fold` and keeps no engine (the lower peak memory); a later one, or
+        the first on the pure path, builds the subject's :class:`merge.Merger` and keeps it
+        (``cache_size``), so that the folds after it read and judge only the new inputs. Every
+        fold leaves a checkpoint when the store can write one (not read-only, disk not full;
+        else it warns on the ``merge.store`` logger and returns the fold all the same). A
+        checkpoint whose ``state_sha256`` does not verify is never served: the subject is
         folded again (with a warning). ``rejected`` is always empty: the store keeps only
         admitted inputs.
         """
@@ -340,27 +356,72 @@ class EventStore(ABC):
         context = fold_context(key_set)
         head = self.head(subject)
         live = self._engines.get((subject, context))
-        if live is None:
-            checkpoint = self._load_checkpoint(subject, context)
-            if checkpoint is not None and checkpoint.seq == head:
-                state = _verified(checkpoint, subject)
-                if state is not None:
-                    return FoldResult(state, (), None)
-                # A damaged checkpoint is only a lost shortcut: fold again (and replace it).
-                log.warning("%s: the checkpoint of %s does not verify; folding again", self.location, subject)
-            live = _Live(Merger(subject=subject, keys=key_set, threads=self.threads), 0)
+        if live is None or live.merger is None:
+            served = self._served(subject, context, head)
+            if served is not None:
+                return served
+        if live is None and native_available():
+            # The compiled fold of a stream peaks lower than an engine (3.2-3.8x the input bytes
+            # against 4.2x, bench/big_subject.py); on the pure path an engine peaks lower than
+            # the pure fold of a stream (4.2x against 4.9x) and is then ready: built at once.
+            result, seq = self._stream(subject, key_set)
+            self._remember(subject, context, _Live(None, seq))
+            self._keep_checkpoint(subject, context, Checkpoint(seq, encode_canonical_unchecked(result.state)))
+            # What append admitted meanwhile stays, for the engine the next fold builds.
+            return result
+        if live is None or live.merger is None:  # folded before and changed since: an engine pays
+            merger = Merger(subject=subject, keys=key_set, threads=self.threads)
+            live = _Live(merger, 0)
+        else:
+            merger = live.merger
+        self._remember(subject, context, live)
+        if live.seq < head:
+            live.seq = self._load(merger, live.seq)
+            self._keep_checkpoint(subject, context, Checkpoint(live.seq, merger.state_json))
+        # Its engine has them now (an engine of another key set admits the stored bytes).
+        self._drop_admitted(subject)
+        return merger.result
+
+    def _served(self, subject: str, context: str, head: int) -> FoldResult | None:
+        """The fold from the subject's checkpoint, when it covers ``head`` and verifies.
+
+        A function of its own so that a checkpoint that does not serve (stale: as large as the
+        state) is freed before the subject is folded.
+        """
+        checkpoint = self._load_checkpoint(subject, context)
+        if checkpoint is None or checkpoint.seq != head:
+            return None
+        state = _verified(checkpoint, subject)
+        if state is None:
+            # A damaged checkpoint is only a lost shortcut: fold again (and replace it).
+            log.warning("%s: the checkpoint of %s does not verify; folding again", self.location, subject)
+            return None
+        return FoldResult(state, (), None)
+
+    def _remember(self, subject: str, context: str, live: _Live) -> None:
+        """Keep ``live`` as the subject's latest, and forget the least recent beyond ``cache_size``."""
         self._engines[(subject, context)] = live
         self._engines.move_to_end((subject, context))
         while len(self._engines) > self.cache_size:
             (evicted, _), _ = self._engines.popitem(last=False)
             if all(kept != evicted for kept, _ in self._engines):
                 self._drop_admitted(evicted)
-        if live.seq < head:
-            live.seq = self._load(live.merger, live.seq)
-            self._keep_checkpoint(subject, context, Checkpoint(live.seq, live.merger.state_json))
-        # Its engine has them now (an engine of another key set admits the stored bytes).
-        self._drop_admitted(subject)
-        return live.merger.result
+
+    def _stream(self, subject: str, keys: KeySet) -> tuple[FoldResult, int]:
+        """:func:`merge.fold` of the subject's inputs as they are read; the result, the last seq read.
+
+        A generator, not a list: on the compiled path the fold lets each text go once judged,
+        so the store never holds the subject's inputs beside its judgement (issue 14 item 10).
+        """
+        last = 0
+
+        def rows() -> Iterator[bytes]:
+            nonlocal last
+            for seq, raw in self.read(subject):
+                last = seq
+                yield raw
+
+        return fold_inputs(rows(), subject=subject, keys=keys, threads=self.threads), last
 
     def _keep_checkpoint(self, subject: str, context: str, checkpoint: Checkpoint) -> None:
         """Save a checkpoint if the store can: one that cannot be written is only a lost shortcut.

@@ -181,8 +181,7 @@ class SQLiteStore(EventStore):
 
     @contextmanager
     def _transaction(self) -> Iterator[Callable[[PreparedInput], bool]]:
-        conn = self._conn()
-        with self._errors():
+        with self._writing() as conn:
 
             def insert(prepared: PreparedInput) -> bool:
                 cursor = conn.execute(
@@ -191,9 +190,16 @@ class SQLiteStore(EventStore):
                 )
                 return cursor.rowcount == 1
 
+            yield insert
+
+    @contextmanager
+    def _writing(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction (``BEGIN IMMEDIATE``): committed when the block ends, else rolled back."""
+        conn = self._conn()
+        with self._errors():
             conn.execute("BEGIN IMMEDIATE")
             try:
-                yield insert
+                yield conn
                 conn.execute("COMMIT")
             except BaseException:
                 # Keep the original error; SQLite may have rolled back already (e.g. disk full).
@@ -247,13 +253,19 @@ class SQLiteStore(EventStore):
     def _save_checkpoint(self, subject: str, context: str, checkpoint: Checkpoint) -> None:
         if self.read_only:
             return  # a checkpoint is a shortcut: a read-only store folds without one
-        with self._errors():
+        with self._writing() as conn:
             # Never let a fold that read less overwrite a newer checkpoint of another process;
             # one of the same seq folded the same inputs (and may be the damaged one it replaces).
-            self._conn().execute(
-                "INSERT INTO checkpoints (subject, context, seq, state) VALUES (?, ?, ?, ?) "
-                "ON CONFLICT (subject, context) DO UPDATE SET seq = excluded.seq, state = excluded.state "
-                "WHERE excluded.seq >= checkpoints.seq",
+            known = conn.execute(
+                "SELECT seq FROM checkpoints WHERE subject = ? AND context = ?", (subject, context)
+            ).fetchone()
+            if known is not None and int(known[0]) > checkpoint.seq:
+                return
+            # Deleted, then inserted: an upsert (ON CONFLICT DO UPDATE) reads the old row, its
+            # whole state, into memory beside the new one (80 MB more for an 80 MB state).
+            conn.execute("DELETE FROM checkpoints WHERE subject = ? AND context = ?", (subject, context))
+            conn.execute(
+                "INSERT INTO checkpoints (subject, context, seq, state) VALUES (?, ?, ?, ?)",
                 (subject, context, checkpoint.seq, checkpoint.state),
             )
 

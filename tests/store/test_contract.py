@@ -29,10 +29,12 @@ import msgspec
 import pytest
 
 import merge.admission
+import merge.native
 import merge.store.base
 from merge import MergeError, Merger, Reason, RejectCode, canonical_json, fold
 from merge.admission import MAX_INPUT_BYTES
-from merge.store import NO_SUBJECT, NOT_JSON_TEXT, EventStore, Refused, Stored, StoreError
+from merge.native import PURE_ENVIRONMENT_VARIABLE, native_module
+from merge.store import NO_SUBJECT, NOT_JSON_TEXT, Checkpoint, EventStore, Refused, Stored, StoreError
 
 from .adapters import flip_bit_in_input, new_location, open_store, replace_checkpoint_state
 from .events import KEY_A, KEYS, history, subject_of
@@ -49,6 +51,29 @@ def folded(store: EventStore, subject: str, keys: list[dict[str, Any]] = KEYS) -
     result = store.fold(subject, keys=keys)
     assert result.rejected == ()
     return canonical_json(result.state)
+
+
+def record_reads(store: EventStore, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The ``after`` of every ``read`` of ``store`` from now on (``type(store).read`` is not recorded)."""
+    reads: list[int] = []
+    real_read = store.read
+
+    def recording(subject: str, *, after: int = 0) -> Iterator[tuple[int, bytes]]:
+        reads.append(after)
+        return real_read(subject, after=after)
+
+    monkeypatch.setattr(store, "read", recording)
+    return reads
+
+
+@pytest.fixture(params=["compiled", "pure"])
+def fold_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The path merge.fold takes in the test: a store's first fold streams on the compiled one."""
+    if request.param == "compiled" and native_module() is None:
+        pytest.skip("the compiled path is not built (no cargo)")
+    monkeypatch.setenv(PURE_ENVIRONMENT_VARIABLE, "1" if request.param == "pure" else "0")
+    name: str = request.param
+    return name
 
 
 # --- append: idempotent, keeps every admitted input, refuses the rest ---------------------
@@ -180,12 +205,13 @@ def test_fold_equals_fold_of_the_stored_inputs_after_every_batch(store: EventSto
 
 @pytest.mark.parametrize("room", ["room", "none"])
 def test_an_appended_input_is_admitted_once_for_the_engine_that_folds_it(
-    store: EventStore, monkeypatch: pytest.MonkeyPatch, room: str
+    store: EventStore, monkeypatch: pytest.MonkeyPatch, room: str, fold_path: str
 ) -> None:
     """Append admits (§5) each input, and the subject's engine folds those copies as they are
     (issue 17: each was admitted twice); the store adds one SHA-256 per input (its digest) to
     the engine's own. Without room to keep the copies (``ADMITTED_BYTES``), the fold admits the
-    stored bytes: twice, and the same fold."""
+    stored bytes: twice, and the same fold. On the compiled path the first fold keeps no
+    engine: the copies wait for the one the next fold builds."""
     if room == "none":
         monkeypatch.setattr(merge.store.base, "ADMITTED_BYTES", 0)
     inputs = list(history(1, 30))
@@ -207,7 +233,7 @@ def test_an_appended_input_is_admitted_once_for_the_engine_that_folds_it(
     Merger(subject=S1, keys=KEYS).extend(inputs)
     engine_alone = calls.copy()
     calls.clear()
-    store.fold(S1, keys=KEYS)  # the subject's engine is in memory: a service folding as it goes
+    store.fold(S1, keys=KEYS)  # the subject was folded here: a service folding as it goes
     store.append_many(inputs[:20])
     assert folded(store, S1) == expected[0]
     store.append_many(inputs[20:])
@@ -252,23 +278,116 @@ def test_an_unchanged_subject_is_served_from_its_checkpoint(
 
 
 def test_a_changed_subject_folds_only_the_new_inputs(
+    store: EventStore, monkeypatch: pytest.MonkeyPatch, fold_path: str
+) -> None:
+    """Once the subject's engine is built, a fold reads only what came after the last one. On
+    the compiled path the first fold streams the inputs and keeps no engine, so the second
+    reads them all again, to build it; on the pure path the first builds it."""
+    inputs = history(1, 30)
+    reads = record_reads(store, monkeypatch)
+    for end in (10, 20, 30):
+        store.append_many(inputs[end - 10 : end])
+        assert folded(store, S1) == expected_fold(list(inputs[:end]), S1)
+    seqs = [seq for seq, _ in type(store).read(store, S1)]
+    built = 0 if fold_path == "compiled" else seqs[9]
+    assert reads == [0, built, seqs[19]]
+
+
+def test_a_first_fold_streams_the_inputs_and_builds_no_engine(
     store: EventStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    inputs = history(1, 30)
-    store.append_many(inputs[:20])
-    folded(store, S1)
-    reads: list[int] = []
-    real_read = store.read
+    """On the compiled path a subject's first fold hands merge.fold a stream of the stored
+    rows, not a list: each text is let go once judged, none is left when the state is decoded
+    (issue 14 item 10: peak memory), and no Merger is built (it would hold every event)."""
+    if native_module() is None:
+        pytest.skip("the compiled path is not built (no cargo)")
+    monkeypatch.setenv(PURE_ENVIRONMENT_VARIABLE, "0")
+    inputs = list(history(1, 30))
+    store.append_many(inputs)
+    expected = fold(inputs, subject=S1, keys=KEYS)
+    alive: list[int] = []
 
-    def recording(subject: str, *, after: int = 0) -> Iterator[tuple[int, bytes]]:
-        reads.append(after)
+    class Text(bytes):
+        """A stored row as the fold gets it, counted while it lives."""
+
+        def __init__(self, raw: bytes) -> None:
+            alive.append(1)
+
+        def __del__(self) -> None:
+            alive.pop()
+
+    real_read, decode = store.read, merge.native.decode_state_unchecked
+
+    def texts(subject: str, *, after: int = 0) -> Iterator[tuple[int, bytes]]:
+        for seq, raw in real_read(subject, after=after):
+            yield seq, Text(raw)
+
+    alive_at_decode: list[int] = []
+
+    def decode_later(data: Any) -> Any:
+        alive_at_decode.append(len(alive))
+        return decode(data)
+
+    def no_engine(*args: Any, **kwargs: Any) -> Merger:
+        raise AssertionError("a first fold built an engine")
+
+    monkeypatch.setattr(store, "read", texts)
+    monkeypatch.setattr(merge.native, "decode_state_unchecked", decode_later)
+    monkeypatch.setattr(merge.store.base, "Merger", no_engine)
+    assert store.fold(S1, keys=KEYS) == expected
+    assert alive_at_decode == [0]
+
+
+def test_a_stale_checkpoint_is_let_go_before_the_subject_is_folded(
+    connect: Callable[[], EventStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A checkpoint is as large as the state: one that is behind is freed before the inputs
+    are read, not held beside the fold that replaces it (issue 14 item 10: peak memory)."""
+    inputs = history(1, 20)
+    writer = connect()
+    writer.append_many(inputs[:10])
+    folded(writer, S1)  # a checkpoint of the first 10
+    writer.append_many(inputs[10:])
+    reader = connect()
+    alive: list[bool] = []
+
+    class StateBytes(bytes):
+        def __del__(self) -> None:
+            alive.append(False)
+
+    real_load, real_read = reader._load_checkpoint, reader.read
+
+    def tracked(subject: str, context: str) -> Checkpoint | None:
+        checkpoint = real_load(subject, context)
+        assert checkpoint is not None
+        alive.append(True)
+        return Checkpoint(checkpoint.seq, StateBytes(checkpoint.state))
+
+    def reading(subject: str, *, after: int = 0) -> Iterator[tuple[int, bytes]]:
+        assert alive == [True, False], "the stale checkpoint is still held"
         return real_read(subject, after=after)
 
-    monkeypatch.setattr(store, "read", recording)
-    store.append_many(inputs[20:])
-    assert folded(store, S1) == expected_fold(list(inputs), S1)
-    assert len(reads) == 1
-    assert reads[0] > 0  # only what came after the last fold
+    monkeypatch.setattr(reader, "_load_checkpoint", tracked)
+    monkeypatch.setattr(reader, "read", reading)
+    assert folded(reader, S1) == expected_fold(list(inputs), S1)
+
+
+def test_a_checkpoint_is_replaced_only_by_one_that_covers_as_much(store: EventStore) -> None:
+    """A handle that read less (another process appended meanwhile) never sets a checkpoint
+    back; one of the same seq replaces it (it may be the damaged one a fold replaces)."""
+    save, load = store._save_checkpoint, store._load_checkpoint
+    save(S1, "context", Checkpoint(5, b"five"))
+    save(S1, "context", Checkpoint(3, b"three"))
+    assert load(S1, "context") == Checkpoint(5, b"five")
+    save(S1, "context", Checkpoint(5, b"five again"))
+    assert load(S1, "context") == Checkpoint(5, b"five again")
+    save(S1, "context", Checkpoint(7, b"seven"))
+    save(S1, "other", Checkpoint(1, b"one"))
+    assert [load(S1, "context"), load(S1, "other"), load(S2, "context")] == [
+        Checkpoint(7, b"seven"),
+        Checkpoint(1, b"one"),
+        None,
+    ]
 
 
 def test_appends_through_another_handle_are_seen(connect: Callable[[], EventStore]) -> None:
@@ -563,16 +682,25 @@ def test_a_damaged_checkpoint_is_never_served(
 
 
 def test_fold_without_room_for_its_checkpoint_still_folds(
-    store: EventStore, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    store: EventStore, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, fold_path: str
 ) -> None:
+    """With no checkpoint kept, the fold after the first one (which streams, on the compiled
+    path) builds the subject's engine, which answers from then on: the subject is not read
+    again while unchanged, and only the new inputs after an append."""
     inputs = list(history(1, 30))
-    store.append_many(inputs)
+    store.append_many(inputs[:20])
 
     def disk_full(*args: Any) -> None:
         raise StoreError("database or disk is full", path=store.location)
 
     monkeypatch.setattr(store, "_save_checkpoint", disk_full)
     with caplog.at_level(logging.WARNING, logger="merge.store"):
-        assert folded(store, S1) == expected_fold(inputs, S1)
+        assert folded(store, S1) == expected_fold(inputs[:20], S1)
     assert f"no checkpoint of {S1} saved (" in caplog.text
     assert "database or disk is full" in caplog.text
+    reads = record_reads(store, monkeypatch)
+    assert folded(store, S1) == folded(store, S1) == expected_fold(inputs[:20], S1)
+    store.append_many(inputs[20:])
+    assert folded(store, S1) == expected_fold(inputs, S1)
+    seqs = [seq for seq, _ in type(store).read(store, S1)]
+    assert reads == ([0] if fold_path == "compiled" else []) + [seqs[19]]

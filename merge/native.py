@@ -94,8 +94,11 @@ def fold_native(
     )
     leftovers = [(index, items[index]) for index in left]
     # The judgement owns what it needs: the texts go now, unless the caller keeps them (a fold
-    # of a stream, from a store or a spill file, then holds its input only while judging it).
+    # of a stream, from a store or a spill file, then holds its input only while judging it),
+    # and their pages go back to the system with the parse trees', for the state to use.
+    count = len(items)
     del items
+    _native.release_memory(count)
     rejected, invalid, valid = _judge_leftovers(leftovers, subject, keys, verifier)
     del leftovers
     return _result(judgement.finish(invalid, valid), rejected)
@@ -110,6 +113,7 @@ def fold_native_many(
     judged = _native.judge_many(
         groups, key_table(keys), _SIGN_OPEN, verifier.threads, _cache(verifier, share_verdicts)
     )
+    _native.release_memory(sum(len(items) for _, items in groups))
     jobs, rejections = [], []
     for (subject, items), (judgement, left) in zip(groups, judged, strict=True):
         rejected, invalid, valid = _judge_leftovers([(i, items[i]) for i in left], subject, keys, verifier)

@@ -36,7 +36,7 @@ from ..errors import InputError, MergeError
 from ..identifiers import require_subject
 from ..keys import KeySet
 from ..native import native_available
-from ..state import MERGE_VERSION, FoldResult, State, decode_state, with_state_sha256
+from ..state import MERGE_VERSION, FoldResult, State, decode_state, decode_state_unchecked, with_state_sha256
 
 __all__ = [
     "NOT_JSON_TEXT",
@@ -366,9 +366,15 @@ class EventStore(ABC):
             # the pure fold of a stream (4.2x against 4.9x) and is then ready: built at once.
             result, seq = self._stream(subject, key_set)
             self._remember(subject, context, _Live(None, seq))
-            self._keep_checkpoint(subject, context, Checkpoint(seq, encode_canonical_unchecked(result.state)))
+            # The state returned is decoded from the checkpoint's bytes once they are saved, not
+            # kept beside them while they are: the save copies them (SQLite about twice), and
+            # the decoded state is larger than its bytes.
+            encoded = encode_canonical_unchecked(result.state)
+            rejected, superseded = result.rejected, result.superseded
+            del result
+            self._keep_checkpoint(subject, context, Checkpoint(seq, encoded))
             # What append admitted meanwhile stays, for the engine the next fold builds.
-            return result
+            return FoldResult(decode_state_unchecked(encoded), rejected, superseded)
         if live is None or live.merger is None:  # folded before and changed since: an engine pays
             merger = Merger(subject=subject, keys=key_set, threads=self.threads)
             live = _Live(merger, 0)

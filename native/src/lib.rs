@@ -457,9 +457,6 @@ fn judge_many(
             // One input at a time: a subject of 20 events is spread over the threads too.
             parallel_map(&unique, threads, 1, judge)
         };
-        if unique.len() >= TRIM_FROM {
-            trim(); // the parsed trees the judging threads freed: their pages, not the entries
-        }
         let mut judged: Vec<(HashMap<String, Verdict>, Vec<usize>)> = (0..subjects.len())
             .map(|group| {
                 let inputs = starts.get(group + 1).unwrap_or(&texts.len()) - starts[group];
@@ -617,11 +614,23 @@ fn sign_open_function(address: usize) -> PyResult<SignOpen> {
     Ok(unsafe { std::mem::transmute::<usize, SignOpen>(address) })
 }
 
+/// Give back the pages freed since a fold of `inputs` inputs began judging (see [`trim`]): the
+/// parse trees the judging threads freed and, for a fold of a stream, the texts themselves,
+/// which Python frees once [`judge`] returns (`merge.native` calls this then). A small fold
+/// does not pay for it.
+#[pyfunction]
+fn release_memory(py: Python<'_>, inputs: usize) {
+    if inputs >= TRIM_FROM {
+        py.allow_threads(trim);
+    }
+}
+
 #[pymodule]
 fn pith_merge_native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(judge, module)?)?;
     module.add_function(wrap_pyfunction!(judge_many, module)?)?;
     module.add_function(wrap_pyfunction!(finish_many, module)?)?;
+    module.add_function(wrap_pyfunction!(release_memory, module)?)?;
     module.add_function(wrap_pyfunction!(verify_signature, module)?)?;
     module.add_class::<Judgement>()?;
     module.add_class::<VerdictCache>()?;

@@ -528,7 +528,9 @@ def fold_subject(
     repeats: dict[str, list[str]] = defaultdict(list)
     distinct = 0
     records: list[tuple[str, Any, bool]] = []  # (source, the record, whether it passes §11)
-    for item in items:
+    stream = iter(items)
+    # Not a for loop: its variable would keep the last item, and its text, alive during the fold.
+    while (item := next(stream, None)) is not None:
         identity = (hashlib.sha256(item.data).digest(), item.kind)
         if identity in first_source:
             repeats[first_source[identity]].append(item.source)
@@ -597,7 +599,11 @@ def fold_subject(
     # A subject that is exactly one bundle, with no caller keys, folds exactly as §10 did.
     # A subject that is exactly one trusted bundle, with no caller keys, folds exactly as §10 did.
     if not (distinct == 1 and keys is None and single is not None):
-        single = fold(inputs, subject=subject, keys=KeySet(key_list), threads=threads, verifier=verifier)
+        # Handed over as a stream, not the list: the fold then holds each text only while judging
+        # it, and the subject's texts are freed before its state is built (issue 14 item 10).
+        single = fold(
+            _handed_over(inputs), subject=subject, keys=KeySet(key_list), threads=threads, verifier=verifier
+        )
     result = single
     problems.extend(InputProblem(sources[r.index], str(r.code), r.detail) for r in result.rejected)
     if repeats:
@@ -624,6 +630,14 @@ def fold_subject(
         record_agrees=record_agrees,
     )
     return SubjectOutcome(summary, state, tuple(problems))
+
+
+def _handed_over(values: list[Any]) -> Iterator[Any]:
+    """The values of ``values`` in order, each removed from the list as it is taken, so that
+    whoever takes them holds the only reference (the list ends empty)."""
+    values.reverse()
+    while values:
+        yield values.pop()
 
 
 def _verify_record_item(

@@ -17,9 +17,10 @@ from typing import Any
 import msgspec
 import pytest
 
+import merge.native
 import merge.replay
 import merge.signatures
-from merge import InputError, canonical_json, decode_state, fold, verify_bundle
+from merge import InputError, canonical_json, decode_state, fold, native_available, verify_bundle
 from merge.bundle import REGISTRY_KEYS
 from merge.keys import KeySet
 from merge.replay import (
@@ -47,7 +48,7 @@ from merge.replay import (
 from merge.signing import TestKey, sign_bundle, sign_event
 
 from . import replay_faults
-from .builders import KEY_A, record_of_bundle
+from .builders import KEY_A, KEYS, SUBJECT, event, record_event, record_of_bundle, to_text
 from .conftest import CONFORMANCE, GOLDEN_BUNDLE, GOLDEN_RECORD, VECTORS, load_vector
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -284,6 +285,38 @@ def test_fold_subject_maps_rejections_to_their_source() -> None:
     assert [(p.source, p.code) for p in outcome.problems] == [("log:3", "bad_event_id")]
     assert outcome.summary.rejected == 1
     assert outcome.summary.invalid_event_count == 1  # the second is admitted, then malformed
+
+
+@pytest.mark.skipif(not native_available(), reason="the compiled path is not built (no cargo)")
+def test_a_subject_s_texts_are_freed_before_its_state_is_decoded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """fold_subject hands its events to the fold as a stream and keeps no text of its own, so
+    that the fold lets each go once judged (issue 14 item 10: peak memory under 3x the input)."""
+    freed: list[int] = []
+
+    class Text(bytes):
+        def __del__(self) -> None:
+            freed.append(len(self))
+
+    chain = [event()]
+    for n in range(2, 6):
+        chain.append(
+            event(prev_event=chain[-1]["event_id"], payload={"n": n}, created_at=f"2026-07-05T07:0{n}:00Z")
+        )
+    texts = [to_text(value) for value in [record_event(), *chain]] + [b"[]"]  # one the fold rejects
+    alive_at_decode: list[int] = []
+    decode = merge.native.decode_state_unchecked
+
+    def decode_later(data: Any) -> Any:
+        alive_at_decode.append(len(texts) - len(freed))
+        return decode(data)
+
+    monkeypatch.setattr(merge.native, "decode_state_unchecked", decode_later)
+    items = (CorpusItem(SUBJECT, f"log:{n}", "event", Text(text)) for n, text in enumerate(texts, 1))
+    outcome = fold_subject(SUBJECT, items, KeySet.parse(KEYS))
+    assert alive_at_decode == [0]
+    assert outcome.summary.valid_event_count == len(chain) + 1
+    assert [(p.source, p.code) for p in outcome.problems] == [(f"log:{len(texts)}", "not_an_object")]
+    assert outcome.state == fold(texts, subject=SUBJECT, keys=KEYS).state
 
 
 # --- spilling and file names ------------------------------------------------------------------

@@ -31,6 +31,9 @@ with the subject's folded state (``record_agrees``).
 How memory stays bounded (:func:`replay`): items are spilled to :data:`PARTITIONS` temporary files
 by SHA-256 of the subject, then each partition is folded subject by subject, reading only that
 subject's records back (by offset); so a worker holds one subject at a time, never the corpus.
+A line of a regular file is spilled as a reference (where it is, its length and CRC-32), not a
+copy, and read back from its file: a line that changed meanwhile is a ``changed_since_scan``
+problem, never folded. Lines of a pipe or standard input, and whole files, are spilled as copies.
 Partitions are folded by ``workers`` processes (:func:`fold_subjects`, which the Dask engine runs
 too); each subject's result depends only on its items, and :func:`replay_report` sorts results
 by subject, so the report is identical for every ``workers`` and both engines.
@@ -51,7 +54,8 @@ import struct
 import sys
 import tempfile
 import threading
-from collections import defaultdict
+import zlib
+from collections import OrderedDict, defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
@@ -156,7 +160,9 @@ class InputProblem(msgspec.Struct, frozen=True):
     ``code`` is a :class:`merge.RejectCode` string for inputs that are not admitted (§5), or
     one of ``no_subject``, ``not_a_bundle``, ``unreadable``, ``not_a_regular_file``, ``bundle_failed``,
     ``bad_bundle_keys``, ``untrusted_bundle_keys``, ``key_conflict``, ``no_keys``, ``record_failed``
-    (a record fails §11), ``record_disagrees`` (a record and the folded state disagree, §11).
+    (a record fails §11), ``record_disagrees`` (a record and the folded state disagree, §11),
+    ``changed_since_scan`` (a line whose file changed, was replaced or removed between the scan and
+    the fold: not folded).
     """
 
     source: str
@@ -561,7 +567,7 @@ def _is_key_set(value: Any) -> bool:
 
 def fold_subject(
     subject: str,
-    items: Iterable[CorpusItem],
+    items: Iterable[CorpusItem | InputProblem],
     keys: KeySet | None,
     trusted_keys: KeySet | Iterable[Mapping[str, Any]] = REGISTRY_KEYS,
     *,
@@ -570,6 +576,8 @@ def fold_subject(
     """Fold every event of one subject (log lines and bundles' events), verify its bundles and
     its records, and compare each record with the folded state.
 
+    ``items``: the subject's items; a problem among them (an item that could not be read back)
+    is reported with the subject's, in its place.
     ``keys``: the caller's key set for log events (``None``: only the bundles' keys).
     ``trusted_keys``: the anchors bundle signatures (§10) and record receipts (§11) are checked against.
     """
@@ -595,6 +603,9 @@ def fold_subject(
     stream = iter(items)
     # Not a for loop: its variable would keep the last item, and its text, alive during the fold.
     while (item := next(stream, None)) is not None:
+        if isinstance(item, InputProblem):
+            problems.append(item)
+            continue
         identity = (hashlib.sha256(item.data).digest(), item.kind)
         if identity in first_source:
             repeats[first_source[identity]].append(item.source)
@@ -759,6 +770,13 @@ def write_state(out_dir: str | os.PathLike[str], state: State) -> Path:
 # --- the whole corpus -------------------------------------------------------------------------
 
 _HEADER: Final = struct.Struct(">II")
+#: An entry of the table of the files a replay's references point into: the length of the
+#: path, the file's device and inode; then the path.
+_TABLE_ENTRY: Final = struct.Struct(">IQQ")
+#: The problem code of an item whose file changed between the scan and the fold (not folded).
+CHANGED: Final = "changed_since_scan"
+#: How many corpus files a worker keeps open to read references back (the last ones used).
+_OPEN_FILES: Final = 64
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -776,6 +794,15 @@ def _spill(handle: IO[bytes], item: CorpusItem) -> None:
     handle.write(item.data)
 
 
+def _spill_reference(handle: IO[bytes], item: CorpusItem, file: int, offset: int) -> None:
+    """Spill where an item's text is, not the text: its file (an offset in the file table), its
+    offset there and its length, with its CRC-32 to see, when it is read back, that it is the same."""
+    header = msgspec.msgpack.encode(
+        (item.subject, item.source, item.kind, file, offset, zlib.crc32(item.data))
+    )
+    handle.write(_HEADER.pack(len(header), len(item.data)) + header)
+
+
 def _index(handle: IO[bytes]) -> dict[str, list[int]]:
     """Subject → offsets of its records, reading headers only (data is skipped)."""
     offsets: dict[str, list[int]] = defaultdict(list)
@@ -785,16 +812,85 @@ def _index(handle: IO[bytes]) -> dict[str, list[int]]:
         if not raw:
             return offsets
         header_size, data_size = _HEADER.unpack(raw)
-        subject = msgspec.msgpack.decode(handle.read(header_size))[0]
-        offsets[subject].append(offset)
-        handle.seek(data_size, os.SEEK_CUR)
+        header = msgspec.msgpack.decode(handle.read(header_size))
+        offsets[header[0]].append(offset)
+        if len(header) == 3:  # a copy, not a reference: its text follows
+            handle.seek(data_size, os.SEEK_CUR)
 
 
-def _read_item(handle: IO[bytes], offset: int) -> CorpusItem:
+def _read_item(
+    handle: IO[bytes], offset: int, originals: _Originals | None = None
+) -> CorpusItem | InputProblem:
+    """The item spilled at ``offset``; a reference is read back from its file (``originals``),
+    and an item whose file changed since the scan is a :data:`CHANGED` problem instead."""
     handle.seek(offset)
     header_size, data_size = _HEADER.unpack(handle.read(_HEADER.size))
-    subject, source, kind = msgspec.msgpack.decode(handle.read(header_size))
-    return CorpusItem(subject, source, kind, handle.read(data_size))
+    subject, source, kind, *where = msgspec.msgpack.decode(handle.read(header_size))
+    if not where:
+        return CorpusItem(subject, source, kind, handle.read(data_size))
+    assert originals is not None, "a reference is read back through the file table"
+    file, at, crc = where
+    text = originals.read(file, at, data_size, crc)
+    if isinstance(text, str):
+        return InputProblem(source, CHANGED, f"{text}: not folded")
+    return CorpusItem(subject, source, kind, text)
+
+
+class _Originals:
+    """The corpus files that a partition's references point into, opened again by a worker (the
+    last :data:`_OPEN_FILES` kept open), and each text read back checked against the scan's."""
+
+    def __init__(self, table: IO[bytes]) -> None:
+        self._table = table
+        self._opened: OrderedDict[int, int | str] = OrderedDict()  # file → descriptor, or why not
+
+    def __enter__(self) -> _Originals:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for opened in self._opened.values():
+            if isinstance(opened, int):
+                os.close(opened)
+
+    def read(self, file: int, offset: int, length: int, crc: int) -> bytes | str:
+        """The ``length`` bytes at ``offset`` of ``file``, or why they are not what the scan read."""
+        opened = self._open(file)
+        if isinstance(opened, str):
+            return opened
+        try:
+            text = os.pread(opened, length, offset)
+        except OSError as exc:
+            return f"the file cannot be read again ({exc.strerror})"
+        if len(text) != length or zlib.crc32(text) != crc:
+            return "the file changed since the scan: the line is not what was read"
+        return text
+
+    def _open(self, file: int) -> int | str:
+        opened = self._opened.get(file)
+        if opened is not None:
+            self._opened.move_to_end(file)
+            return opened
+        self._table.seek(file)
+        size, device, inode = _TABLE_ENTRY.unpack(self._table.read(_TABLE_ENTRY.size))
+        path = self._table.read(size)
+        try:
+            # O_NONBLOCK: a FIFO put in the file's place must not block the worker (it is refused below).
+            descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError as exc:
+            opened = f"the file cannot be opened again ({exc.strerror})"
+        else:
+            found = os.fstat(descriptor)
+            if (found.st_dev, found.st_ino) == (device, inode):
+                opened = descriptor
+            else:
+                os.close(descriptor)
+                opened = "the file was replaced since the scan"
+        self._opened[file] = opened
+        if len(self._opened) > _OPEN_FILES:
+            oldest = self._opened.popitem(last=False)[1]
+            if isinstance(oldest, int):
+                os.close(oldest)
+        return opened
 
 
 _Rows = list[tuple[SubjectSummary, tuple[InputProblem, ...]]]
@@ -804,7 +900,7 @@ FoldedSubjects = tuple[_Rows, dict[str, int]]
 
 
 def fold_subjects(
-    groups: Iterable[tuple[str, Iterable[CorpusItem]]],
+    groups: Iterable[tuple[str, Iterable[CorpusItem | InputProblem]]],
     keys: KeySet | None,
     trusted_keys: KeySet,
     out_dir: str | None = None,
@@ -848,17 +944,19 @@ def replay_report(log: ProblemLog, folded: Iterable[FoldedSubjects]) -> ReplayRe
 
 def _fold_partition(
     path: str,
+    table: str,
     keys: list[dict[str, Any]] | None,
     trusted: list[dict[str, Any]],
     out_dir: str | None,
 ) -> FoldedSubjects:
     """Fold one spill partition, one subject at a time (runs in a worker process): its subjects
-    in order, each read back from the spill file by offset, so one is in memory at a time."""
+    in order, each read back by offset (from the spill file, or the corpus file its references
+    point into, through the file table ``table``), so one is in memory at a time."""
     key_set = KeySet.parse(keys) if keys is not None else None
-    with open(path, "rb") as handle:
+    with open(path, "rb") as handle, open(table, "rb") as listing, _Originals(listing) as originals:
         offsets = _index(handle)
         groups = (
-            (subject, (_read_item(handle, offset) for offset in offsets[subject]))
+            (subject, (_read_item(handle, offset, originals) for offset in offsets[subject]))
             for subject in sorted(offsets)
         )
         return fold_subjects(groups, key_set, KeySet.parse(trusted), out_dir)
@@ -896,24 +994,35 @@ def replay(
         spill_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="pith-merge-"))
         bar = stack.enter_context(_Progress(progress))
         used: dict[int, IO[bytes]] = {}
+        table_path = str(Path(spill_dir) / "files.table")
         with ExitStack() as files:
-            for entry in bar.track_scan(scan_corpus(paths)):
+            # A regular file's lines are spilled as references into it (a few bytes a line, not a
+            # copy of it: the parent's serial share of a replay, docs/performance.md); others' as copies.
+            table = files.enter_context(open(table_path, "wb"))
+            origin: _Origin | None = None
+            file = 0
+            for entry, where, offset in bar.track_scan(_scan_corpus(paths)):
                 if isinstance(entry, InputProblem):
                     log.add(entry)
                     continue
                 number = _partition(entry.subject)
                 if number not in used:
                     used[number] = files.enter_context(open(Path(spill_dir) / f"{number:02d}.spill", "wb"))
-                _spill(used[number], entry)
+                if where is None:
+                    _spill(used[number], entry)
+                    continue
+                if where is not origin:  # a new file: its entry in the table
+                    origin, file = where, table.tell()
+                    table.write(_TABLE_ENTRY.pack(len(where.path), where.device, where.inode) + where.path)
+                _spill_reference(used[number], entry, file, offset)
         parts = [str(Path(spill_dir) / f"{number:02d}.spill") for number in sorted(used)]
         bar.start_fold(len(bar.subjects))  # the bar counts subjects, not spill partitions
         bar.subjects.clear()
+        args = (table_path, key_json, trusted_json, out)
         if workers == 1 or len(parts) <= 1:
-            folded: Iterable[FoldedSubjects] = (
-                _fold_partition(part, key_json, trusted_json, out) for part in parts
-            )
+            folded: Iterable[FoldedSubjects] = (_fold_partition(part, *args) for part in parts)
         else:
-            folded = _fold_in_workers(parts, (key_json, trusted_json, out), workers)
+            folded = _fold_in_workers(parts, args, workers)
         return replay_report(log, bar.track_fold(folded))
 
 
@@ -1042,7 +1151,7 @@ class _Progress:
         if self._progress is not None:
             self._progress.stop()
 
-    def track_scan(self, entries: Iterator[CorpusItem | InputProblem]) -> Iterator[CorpusItem | InputProblem]:
+    def track_scan(self, entries: Iterator[_Placed]) -> Iterator[_Placed]:
         if self._progress is None:
             yield from entries
             return
@@ -1051,8 +1160,8 @@ class _Progress:
         for entry in entries:
             yield entry
             count += 1
-            if isinstance(entry, CorpusItem):
-                self.subjects.add(entry.subject)
+            if isinstance(entry[0], CorpusItem):
+                self.subjects.add(entry[0].subject)
             self._progress.advance(task)
         self._progress.update(task, total=count, completed=count)
 

@@ -703,6 +703,78 @@ def test_a_fifo_named_explicitly_is_streamed(tmp_path: Path) -> None:
     assert report.subjects == replay([EXAMPLE_LOG], keys=EXAMPLE_KEYS, workers=1).subjects
 
 
+def _changed_after_the_scan(monkeypatch: pytest.MonkeyPatch, change: Any) -> None:
+    """Run ``change()`` once the replay has scanned its corpus, before it folds."""
+    start_fold = merge.replay._Progress.start_fold
+
+    def changed_then_folded(self: Any, total: int) -> None:
+        change()
+        start_fold(self, total)
+
+    monkeypatch.setattr(merge.replay._Progress, "start_fold", changed_then_folded)
+
+
+def _rewrite_first_line(log: Path) -> None:
+    with log.open("r+b") as handle:  # in place, same length: only the bytes tell
+        handle.seek(2)
+        handle.write(b"X")
+
+
+def _replace(log: Path) -> None:
+    copy = log.with_name("copy")
+    shutil.copy(log, copy)
+    copy.replace(log)  # the same bytes, but another file than the one scanned
+
+
+WHAT_CHANGED = {
+    "rewritten": (_rewrite_first_line, [1], "the file changed since the scan: the line is not what was read"),
+    "truncated": (lambda log: os.truncate(log, 10), range(1, 9), "the file changed since the scan"),
+    "replaced": (_replace, range(1, 9), "the file was replaced since the scan"),
+    "removed": (Path.unlink, range(1, 9), "the file cannot be opened again (No such file or directory)"),
+}
+
+
+@pytest.mark.parametrize("how", WHAT_CHANGED)
+def test_a_line_whose_file_changed_between_the_scan_and_the_fold_is_reported_not_folded(
+    how: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A regular file's lines are spilled as references into it, and read back by each worker:
+    a line that is no longer what the scan read is a changed_since_scan problem, never folded."""
+    change, lost, why = WHAT_CHANGED[how]
+    log = tmp_path / "events.jsonl"
+    shutil.copy(EXAMPLE_LOG, log)
+    # What the lines that stay readable fold into: the log without the others (blank, so that
+    # line numbers stay), folded alone.
+    kept = tmp_path / "kept.jsonl"
+    lines = EXAMPLE_LOG.read_bytes().splitlines()
+    kept.write_bytes(b"".join(b"\n" if n in lost else line + b"\n" for n, line in enumerate(lines, 1)))
+    expected = {row.subject: row for row in replay([kept], keys=EXAMPLE_KEYS, workers=1).subjects}
+    _changed_after_the_scan(monkeypatch, lambda: change(log))
+    report = replay([log], keys=EXAMPLE_KEYS, workers=1)
+    assert sorted((p.source, p.code) for p in report.problems) == [
+        (f"{log}:{n}", "changed_since_scan") for n in lost
+    ]
+    assert all(p.detail.startswith(why) and p.detail.endswith(": not folded") for p in report.problems)
+    assert not report.ok
+    assert [row for row in report.subjects if row.subject in expected] == list(expected.values())
+    assert all(row.event_count == 0 for row in report.subjects if row.subject not in expected)
+
+
+def test_lines_appended_between_the_scan_and_the_fold_change_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = tmp_path / "events.jsonl"
+    shutil.copy(EXAMPLE_LOG, log)
+    whole = replay([log], keys=EXAMPLE_KEYS, workers=1)
+
+    def append() -> None:
+        with log.open("ab") as handle:
+            handle.write(b"not json\n")
+
+    _changed_after_the_scan(monkeypatch, append)
+    assert replay([log], keys=EXAMPLE_KEYS, workers=1) == whole
+
+
 def test_a_file_read_whole_has_a_cap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("merge.replay.MAX_DOCUMENT_BYTES", 4096)
     big = tmp_path / "big.json"

@@ -57,7 +57,7 @@ import threading
 import zlib
 from collections import OrderedDict, defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -993,6 +993,12 @@ def replay(
         stack.enter_context(_stopped_by_signals())  # first in, last out: after the cleanup below
         spill_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="pith-merge-"))
         bar = stack.enter_context(_Progress(progress))
+        # The workers start while the corpus is read, on the cores the scan leaves (an interpreter
+        # takes a while to start): the fold begins as soon as the scan ends.
+        pool = stack.enter_context(_pool(workers)) if workers > 1 else None
+        if pool is not None:
+            for _ in range(workers):
+                pool.submit(_ready)
         used: dict[int, IO[bytes]] = {}
         table_path = str(Path(spill_dir) / "files.table")
         with ExitStack() as files:
@@ -1019,28 +1025,34 @@ def replay(
         bar.start_fold(len(bar.subjects))  # the bar counts subjects, not spill partitions
         bar.subjects.clear()
         args = (table_path, key_json, trusted_json, out)
-        if workers == 1 or len(parts) <= 1:
+        if pool is None or len(parts) <= 1:
             folded: Iterable[FoldedSubjects] = (_fold_partition(part, *args) for part in parts)
         else:
-            folded = _fold_in_workers(parts, args, workers)
+            folded = _fold_in_workers(parts, args, workers, pool)
         return replay_report(log, bar.track_fold(folded))
 
 
-def _fold_in_workers(parts: Sequence[str], args: tuple[Any, ...], workers: int) -> Iterator[FoldedSubjects]:
-    """Fold the partitions in worker processes; what each returns, as they finish.
+def _fold_in_workers(
+    parts: Sequence[str], args: tuple[Any, ...], workers: int, pool: ProcessPoolExecutor
+) -> Iterator[FoldedSubjects]:
+    """Fold the partitions in the processes of ``pool``; what each returns, as they finish.
 
     A worker that dies (SIGKILL, the kernel's OOM killer) breaks the whole pool: every
     partition not finished is lost, and each is folded again once, alone in a fresh process,
     so that a second death names its partition (:class:`ReplayWorkerError`).
     """
     lost: list[str] = []
-    with _pool(min(workers, len(parts))) as pool:
-        futures = {pool.submit(_fold_partition, part, *args): part for part in parts}
-        for future in as_completed(futures):
-            try:
-                yield future.result()
-            except BrokenProcessPool:
-                lost.append(futures[future])
+    futures: dict[Future[FoldedSubjects], str] = {}
+    for part in parts:
+        try:
+            futures[pool.submit(_fold_partition, part, *args)] = part
+        except BrokenProcessPool:  # a worker died before (while the corpus was read)
+            lost.append(part)
+    for future in as_completed(futures):
+        try:
+            yield future.result()
+        except BrokenProcessPool:
+            lost.append(futures[future])
     lost.sort()
     if lost:
         names = ", ".join(Path(part).stem for part in lost)
@@ -1074,6 +1086,10 @@ def _pool(workers: int) -> Iterator[ProcessPoolExecutor]:
         pool.shutdown(wait=True, cancel_futures=True)
         raise
     pool.shutdown(wait=True)
+
+
+def _ready() -> None:
+    """A worker's first task: none, but submitting it starts the worker (see :func:`replay`)."""
 
 
 def _worker_init(parent: int) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import io
 import json
@@ -11,6 +12,9 @@ import random
 import shutil
 import threading
 import tracemalloc
+from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
@@ -872,6 +876,36 @@ def test_a_partition_that_kills_its_worker_twice_is_named(
         replay([corpus], keys=EXAMPLE_KEYS, workers=2)
     assert caught.value.partition == "07"
     assert len(list(faults.glob("started-*-07"))) == 2
+
+
+def test_workers_that_die_while_the_corpus_is_read_lose_no_partition(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The workers start while the parent scans; a pool broken before the first partition is
+    submitted loses them all, and each is folded again once, as after a death mid-fold."""
+    corpus = many_subjects_corpus(tmp_path)
+    expected = replay([corpus], keys=EXAMPLE_KEYS, workers=1)
+    pools: list[ProcessPoolExecutor] = []
+    real_pool = merge.replay._pool
+
+    @contextlib.contextmanager
+    def recorded(workers: int) -> Iterator[ProcessPoolExecutor]:
+        with real_pool(workers) as pool:
+            pools.append(pool)
+            yield pool
+
+    def broken_before_the_fold() -> None:
+        with contextlib.suppress(BrokenProcessPool):  # queued behind the workers' first tasks: their deaths
+            pools[0].submit(os.getpid).result()
+
+    monkeypatch.setattr(merge.replay, "_pool", recorded)
+    monkeypatch.setattr(merge.replay, "_ready", replay_faults.die)  # a worker's first task kills it
+    _changed_after_the_scan(monkeypatch, broken_before_the_fold)
+    with caplog.at_level(logging.WARNING, logger="merge.replay"):
+        assert replay([corpus], keys=EXAMPLE_KEYS, workers=2) == expected
+    lost = caplog.text.split("partitions lost: ")[1].split(";")[0].split(", ")
+    assert len(lost) == len({_partition(f"s{n:03d}") for n in range(200)})
+    assert len(pools) > 1  # the first pool, and one for each partition folded again
 
 
 def test_a_key_file_in_a_directory_is_no_input_and_named_explicitly_is_a_problem(tmp_path: Path) -> None:

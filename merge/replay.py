@@ -371,6 +371,9 @@ def _scan_walked(file: Path) -> Iterator[_Placed]:
             0,
         )
         return
+    if file.suffix != JSON_SUFFIX:  # a log: no key file (and a line's time saved, serially)
+        yield from _scan_file(file)
+        return
     for placed in _scan_file(file):
         # A key file beside the bundles (examples/keys.json) is no input: passed over, as a
         # README.txt is. Named explicitly, it is a problem that says to use it as --keys.
@@ -465,21 +468,22 @@ def read_lines(handle: IO[bytes], limit: int = MAX_INPUT_BYTES) -> Iterator[tupl
 def _read_lines(handle: IO[bytes], limit: int = MAX_INPUT_BYTES) -> Iterator[tuple[int, int, bytes | None]]:
     """:func:`read_lines`, with the byte offset each line starts at (from where reading began)."""
     number = position = 0
-    while True:
-        line = handle.readline(limit + 2)
-        if not line:
-            return
+    readline = handle.readline
+    while line := readline(limit + 2):
         number += 1
         start = position
         position += len(line)
-        if not line.endswith(b"\n") and len(line) > limit:
+        if line.endswith(b"\n"):
+            text = line[:-2] if line.endswith(b"\r\n") else line[:-1]
+        elif len(line) > limit:
             # Too long: skip to the end of the line without keeping it.
             while line and not line.endswith(b"\n"):
-                line = handle.readline(1 << 20)
+                line = readline(1 << 20)
                 position += len(line)
             yield number, start, None
             continue
-        text = line.removesuffix(b"\r\n") if line.endswith(b"\r\n") else line.removesuffix(b"\n")
+        else:
+            text = line  # the last line, without a line ending
         if len(text) > limit:
             yield number, start, None
         elif text.strip():
@@ -1168,9 +1172,10 @@ class _Progress:
             self._progress.stop()
 
     def track_scan(self, entries: Iterator[_Placed]) -> Iterator[_Placed]:
-        if self._progress is None:
-            yield from entries
-            return
+        # No bar: the entries themselves, not through one more generator (the scan is serial).
+        return entries if self._progress is None else self._tracked(entries)
+
+    def _tracked(self, entries: Iterator[_Placed]) -> Iterator[_Placed]:
         task = self._progress.add_task("reading inputs", total=None)
         count = 0
         for entry in entries:

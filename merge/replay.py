@@ -866,7 +866,7 @@ class _Originals:
         except OSError as exc:
             return f"the file cannot be read again ({exc.strerror})"
         if len(text) != length or zlib.crc32(text) != crc:
-            return "the file changed since the scan: the line is not what was read"
+            return "the line is not what the scan read (the file changed)"
         return text
 
     def _open(self, file: int) -> int | str:

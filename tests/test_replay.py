@@ -731,8 +731,8 @@ def _replace(log: Path) -> None:
 
 
 WHAT_CHANGED = {
-    "rewritten": (_rewrite_first_line, [1], "the file changed since the scan: the line is not what was read"),
-    "truncated": (lambda log: os.truncate(log, 10), range(1, 9), "the file changed since the scan"),
+    "rewritten": (_rewrite_first_line, [1], "the line is not what the scan read (the file changed)"),
+    "truncated": (lambda log: os.truncate(log, 10), range(1, 9), "the line is not what the scan read"),
     "replaced": (_replace, range(1, 9), "the file was replaced since the scan"),
     "removed": (Path.unlink, range(1, 9), "the file cannot be opened again (No such file or directory)"),
 }

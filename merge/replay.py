@@ -315,7 +315,7 @@ class _Origin(NamedTuple):
 
 #: An entry of a scan, with the file and byte offset its text can be read again at: a regular
 #: file's log line; not a pipe's, standard input's or a file read whole (``None``, 0).
-_Placed = tuple["CorpusItem | InputProblem", _Origin | None, int]
+_Placed = tuple[CorpusItem | InputProblem, _Origin | None, int]
 
 
 def _entries(placed: Iterable[_Placed]) -> Iterator[CorpusItem | InputProblem]:

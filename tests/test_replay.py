@@ -52,7 +52,7 @@ from merge.replay import (
 from merge.signing import TestKey, sign_bundle, sign_event
 
 from . import replay_faults
-from .builders import KEY_A, KEYS, SUBJECT, event, record_event, record_of_bundle, to_text
+from .builders import KEY_A, record_of_bundle
 from .conftest import CONFORMANCE, GOLDEN_BUNDLE, GOLDEN_RECORD, VECTORS, load_vector
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -295,32 +295,32 @@ def test_fold_subject_maps_rejections_to_their_source() -> None:
 def test_a_subject_s_texts_are_freed_before_its_state_is_decoded(monkeypatch: pytest.MonkeyPatch) -> None:
     """fold_subject hands its events to the fold as a stream and keeps no text of its own, so
     that the fold lets each go once judged (issue 14 item 10: peak memory under 3x the input)."""
-    freed: list[int] = []
+    subject = "pith:2025:SEEKQJPXII26YDORUIB7E5Y5AF"  # the example log's first seven lines
+    texts = [*EXAMPLE_LOG.read_bytes().splitlines()[:7], b"[]"]  # and one the fold rejects
+    alive: set[int] = set()
 
     class Text(bytes):
         def __del__(self) -> None:
-            freed.append(len(self))
+            alive.discard(id(self))
 
-    chain = [event()]
-    for n in range(2, 6):
-        chain.append(
-            event(prev_event=chain[-1]["event_id"], payload={"n": n}, created_at=f"2026-07-05T07:0{n}:00Z")
-        )
-    texts = [to_text(value) for value in [record_event(), *chain]] + [b"[]"]  # one the fold rejects
+    def tracked(text: bytes) -> Text:
+        copy = Text(text)
+        alive.add(id(copy))
+        return copy
+
     alive_at_decode: list[int] = []
     decode = merge.native.decode_state_unchecked
 
     def decode_later(data: Any) -> Any:
-        alive_at_decode.append(len(texts) - len(freed))
+        alive_at_decode.append(len(alive))
         return decode(data)
 
     monkeypatch.setattr(merge.native, "decode_state_unchecked", decode_later)
-    items = (CorpusItem(SUBJECT, f"log:{n}", "event", Text(text)) for n, text in enumerate(texts, 1))
-    outcome = fold_subject(SUBJECT, items, KeySet.parse(KEYS))
+    items = (CorpusItem(subject, f"log:{n}", "event", tracked(text)) for n, text in enumerate(texts, 1))
+    outcome = fold_subject(subject, items, KeySet.parse(EXAMPLE_KEYS))
     assert alive_at_decode == [0]
-    assert outcome.summary.valid_event_count == len(chain) + 1
-    assert [(p.source, p.code) for p in outcome.problems] == [(f"log:{len(texts)}", "not_an_object")]
-    assert outcome.state == fold(texts, subject=SUBJECT, keys=KEYS).state
+    assert [(p.source, p.code) for p in outcome.problems] == [("log:8", "not_an_object")]
+    assert outcome.state == fold(texts, subject=subject, keys=EXAMPLE_KEYS).state
 
 
 # --- spilling and file names ------------------------------------------------------------------

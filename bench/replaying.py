@@ -3,7 +3,8 @@
 Each replay runs in a fresh child process (``python -m bench.replaying CORPUS...``), so its
 peak resident memory is its own: the child reports the peak of itself and of its worker
 processes (``getrusage``), its wall time and the SHA-256 of the ``--json`` report, which must
-be the same for every number of workers.
+be the same for every number of workers, and when its serial first pass (read, attribute and
+spill every line) ended: what the workers cannot share.
 
 Memory is measured on three corpora: a quarter of the main corpus, the main corpus, and the
 main corpus plus one subject far larger than the rest. The peak should follow the largest

@@ -34,6 +34,7 @@ from merge.replay import (
     ProblemLog,
     ReplayWorkerError,
     _index,
+    _origin,
     _partition,
     _read_item,
     _spill,
@@ -705,6 +706,26 @@ def test_a_fifo_named_explicitly_is_streamed(tmp_path: Path) -> None:
     report = replay([fifo], keys=EXAMPLE_KEYS, workers=1)
     writer.join()
     assert report.subjects == replay([EXAMPLE_LOG], keys=EXAMPLE_KEYS, workers=1).subjects
+
+
+def test_a_log_is_read_back_by_reference_only_from_the_regular_file_its_real_path_names(
+    tmp_path: Path,
+) -> None:
+    log = tmp_path / "events.jsonl"
+    log.write_bytes(b"{}\n")
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(log)
+    found = log.stat()
+    with link.open("rb") as handle:  # a symlink: its target's real path, opened again by workers
+        assert _origin(handle, link) == (os.fsencode(log), found.st_dev, found.st_ino)
+    with log.open("rb") as handle:  # renamed while open: its path names another file now
+        log.rename(tmp_path / "moved.jsonl")
+        log.write_bytes(b"{}\n")
+        assert _origin(handle, log) is None
+    read, write = os.pipe()  # /dev/stdin on a pipe: spilled as copies
+    os.close(write)
+    with os.fdopen(read, "rb") as handle:
+        assert _origin(handle, Path("/dev/stdin")) is None
 
 
 def _changed_after_the_scan(monkeypatch: pytest.MonkeyPatch, change: Any) -> None:

@@ -677,6 +677,7 @@ def fold_subject(
         )
     # A subject that is exactly one bundle, with no caller keys, folds exactly as §10 did.
     # A subject that is exactly one trusted bundle, with no caller keys, folds exactly as §10 did.
+    first_source.clear()  # what a repeat is of is known: the identities go before the fold comes
     if not (distinct == 1 and keys is None and single is not None):
         # Handed over as a stream, not the list: the fold then holds each text only while judging
         # it, and the subject's texts are freed before its state is built (issue 14 item 10).
@@ -960,7 +961,8 @@ def _fold_partition(
     with open(path, "rb") as handle, open(table, "rb") as listing, _Originals(listing) as originals:
         offsets = _index(handle)
         groups = (
-            (subject, (_read_item(handle, offset, originals) for offset in offsets[subject]))
+            # Popped: once its items are read, a subject's offsets go too (before its fold).
+            (subject, (_read_item(handle, offset, originals) for offset in offsets.pop(subject)))
             for subject in sorted(offsets)
         )
         return fold_subjects(groups, key_set, KeySet.parse(trusted), out_dir)

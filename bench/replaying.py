@@ -3,7 +3,8 @@
 Each replay runs in a fresh child process (``python -m bench.replaying CORPUS...``), so its
 peak resident memory is its own: the child reports the peak of itself and of its worker
 processes (``getrusage``), its wall time and the SHA-256 of the ``--json`` report, which must
-be the same for every number of workers.
+be the same for every number of workers, and when its serial first pass (read, attribute and
+spill every line) ended: what the workers cannot share.
 
 Memory is measured on three corpora: a quarter of the main corpus, the main corpus, and the
 main corpus plus one subject far larger than the rest. The peak should follow the largest
@@ -80,6 +81,7 @@ def bench_replay(spec: WorkloadSpec, big_subject_events: int, *, repeat: int) ->
     peak_one = max(run["peak_mb"] for run in runs[1])
     peak_two = max(run["peak_mb"] for run in runs[2])
     speed_up = one / two
+    scan = min(run["scan_seconds"] for rs in runs.values() for run in rs)
     bound = max(bounds)
     over_bound = events / two / bound
     corpus = f"{spec.subjects} subjects x {spec.events_per_subject} events, {events} events in all"
@@ -87,6 +89,12 @@ def bench_replay(spec: WorkloadSpec, big_subject_events: int, *, repeat: int) ->
         Result("replay: workers=1", events / one, "events/s", corpus),
         Result("replay: workers=2", events / two, "events/s", "identical --json report (checked)"),
         Result("replay: bound, 1 thread", bound, "verify/s", f"{len(jobs)} bare PyNaCl verifications"),
+        Result(
+            "replay: the parent's serial pass, per event",
+            scan / events * 1e6,
+            "µs",
+            f"read, attribute, spill every line before the fold ({scan:.2f} s of {two:.2f} s, 2 workers)",
+        ),
         Result(
             "replay: workers=2 / 1-thread bound",
             over_bound,
@@ -136,9 +144,19 @@ def bench_replay(spec: WorkloadSpec, big_subject_events: int, *, repeat: int) ->
 
 def _child(keys_path: str, workers: int, corpus: list[str]) -> dict[str, Any]:
     """Replay in this (fresh) process and measure it; runs under ``python -m bench.replaying``."""
+    import merge.replay
     from merge.replay import replay, report_json
 
     keys = json.loads(Path(keys_path).read_text())
+    # When the parent's serial pass (read, attribute, spill every line) ends: the fold starts.
+    scanned: list[float] = []
+    start_fold = merge.replay._Progress.start_fold
+
+    def timed_start_fold(self: Any, total: int) -> None:
+        scanned.append(time.perf_counter())
+        start_fold(self, total)
+
+    merge.replay._Progress.start_fold = timed_start_fold  # type: ignore[method-assign]
     start = time.perf_counter()
     report = replay(corpus, keys=keys, workers=workers)
     seconds = time.perf_counter() - start
@@ -149,6 +167,7 @@ def _child(keys_path: str, workers: int, corpus: list[str]) -> dict[str, Any]:
     children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     return {
         "seconds": seconds,
+        "scan_seconds": scanned[0] - start,
         "events": sum(summary.event_count for summary in report.subjects),
         "subjects": len(report.subjects),
         "report_sha256": hashlib.sha256(report_json(report)).hexdigest(),

@@ -31,6 +31,9 @@ with the subject's folded state (``record_agrees``).
 How memory stays bounded (:func:`replay`): items are spilled to :data:`PARTITIONS` temporary files
 by SHA-256 of the subject, then each partition is folded subject by subject, reading only that
 subject's records back (by offset); so a worker holds one subject at a time, never the corpus.
+A line of a regular file is spilled as a reference (where it is, its length and CRC-32), not a
+copy, and read back from its file: a line that changed meanwhile is a ``changed_since_scan``
+problem, never folded. Lines of a pipe or standard input, and whole files, are spilled as copies.
 Partitions are folded by ``workers`` processes (:func:`fold_subjects`, which the Dask engine runs
 too); each subject's result depends only on its items, and :func:`replay_report` sorts results
 by subject, so the report is identical for every ``workers`` and both engines.
@@ -51,13 +54,14 @@ import struct
 import sys
 import tempfile
 import threading
-from collections import defaultdict
+import zlib
+from collections import OrderedDict, defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import IO, Any, Final, Literal
+from typing import IO, Any, Final, Literal, NamedTuple
 
 import msgspec
 
@@ -116,6 +120,8 @@ JSON_SUFFIX: Final = ".json"
 MAX_DOCUMENT_BYTES: Final = 256 * 1024 * 1024
 #: How much of a file :func:`read_document` asks for at once.
 _CHUNK: Final = 1 << 20
+#: The read buffer of a JSON Lines log (a third fewer system calls per line than the default).
+_READ_BUFFER: Final = 1 << 18
 
 
 class ReplayWorkerError(MergeError):
@@ -154,7 +160,9 @@ class InputProblem(msgspec.Struct, frozen=True):
     ``code`` is a :class:`merge.RejectCode` string for inputs that are not admitted (§5), or
     one of ``no_subject``, ``not_a_bundle``, ``unreadable``, ``not_a_regular_file``, ``bundle_failed``,
     ``bad_bundle_keys``, ``untrusted_bundle_keys``, ``key_conflict``, ``no_keys``, ``record_failed``
-    (a record fails §11), ``record_disagrees`` (a record and the folded state disagree, §11).
+    (a record fails §11), ``record_disagrees`` (a record and the folded state disagree, §11),
+    ``changed_since_scan`` (a line whose file changed, was replaced or removed between the scan and
+    the fold: not folded).
     """
 
     source: str
@@ -296,21 +304,44 @@ class _Attribution(msgspec.Struct):
 _attribution_decoder: Final = msgspec.json.Decoder(_Attribution)
 
 
+class _Origin(NamedTuple):
+    """A regular file whose lines a replay spills as references (where each line is) rather
+    than copies: its real path, to open it again, and its identity, to see it is the same file."""
+
+    path: bytes
+    device: int
+    inode: int
+
+
+#: An entry of a scan, with the file and byte offset its text can be read again at: a regular
+#: file's log line; not a pipe's, standard input's or a file read whole (``None``, 0).
+_Placed = tuple[CorpusItem | InputProblem, _Origin | None, int]
+
+
+def _entries(placed: Iterable[_Placed]) -> Iterator[CorpusItem | InputProblem]:
+    for entry, _, _ in placed:
+        yield entry
+
+
 def scan_corpus(paths: Iterable[str | os.PathLike[str]]) -> Iterator[CorpusItem | InputProblem]:
     """Stream the items of a corpus (see the module docstring); never loads a whole corpus.
 
     A path that does not exist or cannot be read gives an ``unreadable`` problem.
     """
+    return _entries(_scan_corpus(paths))
+
+
+def _scan_corpus(paths: Iterable[str | os.PathLike[str]]) -> Iterator[_Placed]:
     for path in paths:
         if os.fspath(path) == "-":
-            yield from scan_log(sys.stdin.buffer, "-")
+            yield from _scan_log(sys.stdin.buffer, "-", None)
             continue
         root = Path(path)
         if root.is_dir():
             for file in walk_corpus(root):
-                yield from scan_walked(file)
+                yield from _scan_walked(file)
         else:
-            yield from scan_file(root)
+            yield from _scan_file(root)
 
 
 def walk_corpus(root: Path) -> Iterator[Path]:
@@ -329,14 +360,25 @@ def scan_walked(file: Path) -> Iterator[CorpusItem | InputProblem]:
     A FIFO would block the replay forever, a device (``/dev/zero``) never end: found in a
     directory, they are a ``not_a_regular_file`` problem. Named explicitly, they are streamed.
     """
+    return _entries(_scan_walked(file))
+
+
+def _scan_walked(file: Path) -> Iterator[_Placed]:
     if _special(file):
-        yield InputProblem(display_name(file), "not_a_regular_file", "a FIFO, device or socket: not read")
+        yield (
+            InputProblem(display_name(file), "not_a_regular_file", "a FIFO, device or socket: not read"),
+            None,
+            0,
+        )
         return
-    for found in scan_file(file):
+    if file.suffix != JSON_SUFFIX:  # a log: no key file (and a line's time saved, serially)
+        yield from _scan_file(file)
+        return
+    for placed in _scan_file(file):
         # A key file beside the bundles (examples/keys.json) is no input: passed over, as a
         # README.txt is. Named explicitly, it is a problem that says to use it as --keys.
-        if not (isinstance(found, InputProblem) and found.code == KEY_FILE):
-            yield found
+        if not (isinstance(placed[0], InputProblem) and placed[0].code == KEY_FILE):
+            yield placed
 
 
 def _special(path: Path) -> bool:
@@ -373,25 +415,43 @@ def display_name(path: str | bytes | os.PathLike[str] | os.PathLike[bytes]) -> s
 
 def scan_file(path: Path) -> Iterator[CorpusItem | InputProblem]:
     """The items of one file: a ``*.json`` file is one JSON text, anything else JSON Lines."""
+    return _entries(_scan_file(path))
+
+
+def _scan_file(path: Path) -> Iterator[_Placed]:
     source = display_name(path)
     try:
-        handle = path.open("rb")
+        handle = path.open("rb", buffering=_READ_BUFFER)
     except OSError as exc:
-        yield InputProblem(source, "unreadable", exc.strerror or str(exc))
+        yield InputProblem(source, "unreadable", exc.strerror or str(exc)), None, 0
         return
     with handle:
         if path.suffix == JSON_SUFFIX:
             try:
                 data = read_document(handle, source)
             except OSError as exc:
-                yield InputProblem(source, "unreadable", exc.strerror or str(exc))
+                yield InputProblem(source, "unreadable", exc.strerror or str(exc)), None, 0
                 return
             except InputError as exc:
-                yield InputProblem(source, "too_large", exc.problem)
+                yield InputProblem(source, "too_large", exc.problem), None, 0
                 return
-            yield _attribute(data, source, whole_file=True)
+            yield _attribute(data, source, whole_file=True), None, 0
         else:
-            yield from scan_log(handle, source)
+            yield from _scan_log(handle, source, _origin(handle, path))
+
+
+def _origin(handle: IO[bytes], path: Path) -> _Origin | None:
+    """The file a log's lines can be read again from, by offset: a regular file that its real
+    path names (not ``/dev/stdin``'s pipe, not a file that was renamed meanwhile); else ``None``."""
+    try:
+        opened = os.fstat(handle.fileno())
+        real = os.path.realpath(os.fsencode(path))
+        named = os.stat(real)
+    except OSError:
+        return None
+    if not stat.S_ISREG(opened.st_mode) or (named.st_dev, named.st_ino) != (opened.st_dev, opened.st_ino):
+        return None
+    return _Origin(real, opened.st_dev, opened.st_ino)
 
 
 def read_lines(handle: IO[bytes], limit: int = MAX_INPUT_BYTES) -> Iterator[tuple[int, bytes | None]]:
@@ -401,36 +461,50 @@ def read_lines(handle: IO[bytes], limit: int = MAX_INPUT_BYTES) -> Iterator[tupl
     not to the JSON text. A line longer than ``limit`` bytes is not kept (memory stays
     bounded): it comes back as ``None`` and the caller reports it as too large.
     """
-    number = 0
-    while True:
-        line = handle.readline(limit + 2)
-        if not line:
-            return
+    for number, _, text in _read_lines(handle, limit):
+        yield number, text
+
+
+def _read_lines(handle: IO[bytes], limit: int = MAX_INPUT_BYTES) -> Iterator[tuple[int, int, bytes | None]]:
+    """:func:`read_lines`, with the byte offset each line starts at (from where reading began)."""
+    number = position = 0
+    readline = handle.readline
+    while line := readline(limit + 2):
         number += 1
-        if not line.endswith(b"\n") and len(line) > limit:
+        start = position
+        position += len(line)
+        if line.endswith(b"\n"):
+            text = line[:-2] if line.endswith(b"\r\n") else line[:-1]
+        elif len(line) > limit:
             # Too long: skip to the end of the line without keeping it.
             while line and not line.endswith(b"\n"):
-                line = handle.readline(1 << 20)
-            yield number, None
+                line = readline(1 << 20)
+                position += len(line)
+            yield number, start, None
             continue
-        text = line.removesuffix(b"\r\n") if line.endswith(b"\r\n") else line.removesuffix(b"\n")
+        else:
+            text = line  # the last line, without a line ending
         if len(text) > limit:
-            yield number, None
+            yield number, start, None
         elif text.strip():
-            yield number, text
+            yield number, start, text
 
 
 def scan_log(handle: IO[bytes], name: str) -> Iterator[CorpusItem | InputProblem]:
     """The items of a JSON Lines stream, each attributed to its subject (``name:line`` sources)."""
+    return _entries(_scan_log(handle, name, None))
+
+
+def _scan_log(handle: IO[bytes], name: str, origin: _Origin | None) -> Iterator[_Placed]:
     try:
-        for number, line in read_lines(handle):
+        for number, offset, line in _read_lines(handle):
             source = f"{name}:{number}"
             if line is None:
-                yield InputProblem(source, "too_large", f"line longer than {MAX_INPUT_BYTES} bytes")
+                yield InputProblem(source, "too_large", f"line longer than {MAX_INPUT_BYTES} bytes"), None, 0
             else:
-                yield _attribute(line, source, whole_file=False)
+                yield _attribute(line, source, whole_file=False), origin, offset
     except OSError as exc:
-        yield InputProblem(name, "unreadable", exc.strerror or str(exc))
+        yield InputProblem(name, "unreadable", exc.strerror or str(exc)), None, 0
 
 
 def _attribute(data: bytes, source: str, *, whole_file: bool) -> CorpusItem | InputProblem:
@@ -497,7 +571,7 @@ def _is_key_set(value: Any) -> bool:
 
 def fold_subject(
     subject: str,
-    items: Iterable[CorpusItem],
+    items: Iterable[CorpusItem | InputProblem],
     keys: KeySet | None,
     trusted_keys: KeySet | Iterable[Mapping[str, Any]] = REGISTRY_KEYS,
     *,
@@ -506,6 +580,8 @@ def fold_subject(
     """Fold every event of one subject (log lines and bundles' events), verify its bundles and
     its records, and compare each record with the folded state.
 
+    ``items``: the subject's items; a problem among them (an item that could not be read back)
+    is reported with the subject's, in its place.
     ``keys``: the caller's key set for log events (``None``: only the bundles' keys).
     ``trusted_keys``: the anchors bundle signatures (§10) and record receipts (§11) are checked against.
     """
@@ -528,7 +604,12 @@ def fold_subject(
     repeats: dict[str, list[str]] = defaultdict(list)
     distinct = 0
     records: list[tuple[str, Any, bool]] = []  # (source, the record, whether it passes §11)
-    for item in items:
+    stream = iter(items)
+    # Not a for loop: its variable would keep the last item, and its text, alive during the fold.
+    while (item := next(stream, None)) is not None:
+        if isinstance(item, InputProblem):
+            problems.append(item)
+            continue
         identity = (hashlib.sha256(item.data).digest(), item.kind)
         if identity in first_source:
             repeats[first_source[identity]].append(item.source)
@@ -596,8 +677,13 @@ def fold_subject(
         )
     # A subject that is exactly one bundle, with no caller keys, folds exactly as §10 did.
     # A subject that is exactly one trusted bundle, with no caller keys, folds exactly as §10 did.
+    first_source.clear()  # what a repeat is of is known: the identities go before the fold comes
     if not (distinct == 1 and keys is None and single is not None):
-        single = fold(inputs, subject=subject, keys=KeySet(key_list), threads=threads, verifier=verifier)
+        # Handed over as a stream, not the list: the fold then holds each text only while judging
+        # it, and the subject's texts are freed before its state is built (issue 14 item 10).
+        single = fold(
+            _handed_over(inputs), subject=subject, keys=KeySet(key_list), threads=threads, verifier=verifier
+        )
     result = single
     problems.extend(InputProblem(sources[r.index], str(r.code), r.detail) for r in result.rejected)
     if repeats:
@@ -624,6 +710,14 @@ def fold_subject(
         record_agrees=record_agrees,
     )
     return SubjectOutcome(summary, state, tuple(problems))
+
+
+def _handed_over(values: list[Any]) -> Iterator[Any]:
+    """The values of ``values`` in order, each removed from the list as it is taken, so that
+    whoever takes them holds the only reference (the list ends empty)."""
+    values.reverse()
+    while values:
+        yield values.pop()
 
 
 def _verify_record_item(
@@ -681,6 +775,13 @@ def write_state(out_dir: str | os.PathLike[str], state: State) -> Path:
 # --- the whole corpus -------------------------------------------------------------------------
 
 _HEADER: Final = struct.Struct(">II")
+#: An entry of the table of the files a replay's references point into: the length of the
+#: path, the file's device and inode; then the path.
+_TABLE_ENTRY: Final = struct.Struct(">IQQ")
+#: The problem code of an item whose file changed between the scan and the fold (not folded).
+CHANGED: Final = "changed_since_scan"
+#: How many corpus files a worker keeps open to read references back (the last ones used).
+_OPEN_FILES: Final = 64
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -698,6 +799,15 @@ def _spill(handle: IO[bytes], item: CorpusItem) -> None:
     handle.write(item.data)
 
 
+def _spill_reference(handle: IO[bytes], item: CorpusItem, file: int, offset: int) -> None:
+    """Spill where an item's text is, not the text: its file (an offset in the file table), its
+    offset there and its length, with its CRC-32 to see, when it is read back, that it is the same."""
+    header = msgspec.msgpack.encode(
+        (item.subject, item.source, item.kind, file, offset, zlib.crc32(item.data))
+    )
+    handle.write(_HEADER.pack(len(header), len(item.data)) + header)
+
+
 def _index(handle: IO[bytes]) -> dict[str, list[int]]:
     """Subject → offsets of its records, reading headers only (data is skipped)."""
     offsets: dict[str, list[int]] = defaultdict(list)
@@ -707,16 +817,85 @@ def _index(handle: IO[bytes]) -> dict[str, list[int]]:
         if not raw:
             return offsets
         header_size, data_size = _HEADER.unpack(raw)
-        subject = msgspec.msgpack.decode(handle.read(header_size))[0]
-        offsets[subject].append(offset)
-        handle.seek(data_size, os.SEEK_CUR)
+        header = msgspec.msgpack.decode(handle.read(header_size))
+        offsets[header[0]].append(offset)
+        if len(header) == 3:  # a copy, not a reference: its text follows
+            handle.seek(data_size, os.SEEK_CUR)
 
 
-def _read_item(handle: IO[bytes], offset: int) -> CorpusItem:
+def _read_item(
+    handle: IO[bytes], offset: int, originals: _Originals | None = None
+) -> CorpusItem | InputProblem:
+    """The item spilled at ``offset``; a reference is read back from its file (``originals``),
+    and an item whose file changed since the scan is a :data:`CHANGED` problem instead."""
     handle.seek(offset)
     header_size, data_size = _HEADER.unpack(handle.read(_HEADER.size))
-    subject, source, kind = msgspec.msgpack.decode(handle.read(header_size))
-    return CorpusItem(subject, source, kind, handle.read(data_size))
+    subject, source, kind, *where = msgspec.msgpack.decode(handle.read(header_size))
+    if not where:
+        return CorpusItem(subject, source, kind, handle.read(data_size))
+    assert originals is not None, "a reference is read back through the file table"
+    file, at, crc = where
+    text = originals.read(file, at, data_size, crc)
+    if isinstance(text, str):
+        return InputProblem(source, CHANGED, f"{text}: not folded")
+    return CorpusItem(subject, source, kind, text)
+
+
+class _Originals:
+    """The corpus files that a partition's references point into, opened again by a worker (the
+    last :data:`_OPEN_FILES` kept open), and each text read back checked against the scan's."""
+
+    def __init__(self, table: IO[bytes]) -> None:
+        self._table = table
+        self._opened: OrderedDict[int, int | str] = OrderedDict()  # file → descriptor, or why not
+
+    def __enter__(self) -> _Originals:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for opened in self._opened.values():
+            if isinstance(opened, int):
+                os.close(opened)
+
+    def read(self, file: int, offset: int, length: int, crc: int) -> bytes | str:
+        """The ``length`` bytes at ``offset`` of ``file``, or why they are not what the scan read."""
+        opened = self._open(file)
+        if isinstance(opened, str):
+            return opened
+        try:
+            text = os.pread(opened, length, offset)
+        except OSError as exc:
+            return f"the file cannot be read again ({exc.strerror})"
+        if len(text) != length or zlib.crc32(text) != crc:
+            return "the line is not what the scan read (the file changed)"
+        return text
+
+    def _open(self, file: int) -> int | str:
+        opened = self._opened.get(file)
+        if opened is not None:
+            self._opened.move_to_end(file)
+            return opened
+        self._table.seek(file)
+        size, device, inode = _TABLE_ENTRY.unpack(self._table.read(_TABLE_ENTRY.size))
+        path = self._table.read(size)
+        try:
+            # O_NONBLOCK: a FIFO put in the file's place must not block the worker (it is refused below).
+            descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError as exc:
+            opened = f"the file cannot be opened again ({exc.strerror})"
+        else:
+            found = os.fstat(descriptor)
+            if (found.st_dev, found.st_ino) == (device, inode):
+                opened = descriptor
+            else:
+                os.close(descriptor)
+                opened = "the file was replaced since the scan"
+        self._opened[file] = opened
+        if len(self._opened) > _OPEN_FILES:
+            oldest = self._opened.popitem(last=False)[1]
+            if isinstance(oldest, int):
+                os.close(oldest)
+        return opened
 
 
 _Rows = list[tuple[SubjectSummary, tuple[InputProblem, ...]]]
@@ -726,7 +905,7 @@ FoldedSubjects = tuple[_Rows, dict[str, int]]
 
 
 def fold_subjects(
-    groups: Iterable[tuple[str, Iterable[CorpusItem]]],
+    groups: Iterable[tuple[str, Iterable[CorpusItem | InputProblem]]],
     keys: KeySet | None,
     trusted_keys: KeySet,
     out_dir: str | None = None,
@@ -770,17 +949,20 @@ def replay_report(log: ProblemLog, folded: Iterable[FoldedSubjects]) -> ReplayRe
 
 def _fold_partition(
     path: str,
+    table: str,
     keys: list[dict[str, Any]] | None,
     trusted: list[dict[str, Any]],
     out_dir: str | None,
 ) -> FoldedSubjects:
     """Fold one spill partition, one subject at a time (runs in a worker process): its subjects
-    in order, each read back from the spill file by offset, so one is in memory at a time."""
+    in order, each read back by offset (from the spill file, or the corpus file its references
+    point into, through the file table ``table``), so one is in memory at a time."""
     key_set = KeySet.parse(keys) if keys is not None else None
-    with open(path, "rb") as handle:
+    with open(path, "rb") as handle, open(table, "rb") as listing, _Originals(listing) as originals:
         offsets = _index(handle)
         groups = (
-            (subject, (_read_item(handle, offset) for offset in offsets[subject]))
+            # Popped: once its items are read, a subject's offsets go too (before its fold).
+            (subject, (_read_item(handle, offset, originals) for offset in offsets.pop(subject)))
             for subject in sorted(offsets)
         )
         return fold_subjects(groups, key_set, KeySet.parse(trusted), out_dir)
@@ -817,43 +999,66 @@ def replay(
         stack.enter_context(_stopped_by_signals())  # first in, last out: after the cleanup below
         spill_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="pith-merge-"))
         bar = stack.enter_context(_Progress(progress))
+        # The workers start while the corpus is read, on the cores the scan leaves (an interpreter
+        # takes a while to start): the fold begins as soon as the scan ends.
+        pool = stack.enter_context(_pool(workers)) if workers > 1 else None
+        if pool is not None:
+            for _ in range(workers):
+                pool.submit(_ready)
         used: dict[int, IO[bytes]] = {}
+        table_path = str(Path(spill_dir) / "files.table")
         with ExitStack() as files:
-            for entry in bar.track_scan(scan_corpus(paths)):
+            # A regular file's lines are spilled as references into it (a few bytes a line, not a
+            # copy of it: the parent's serial share of a replay, docs/performance.md); others' as copies.
+            table = files.enter_context(open(table_path, "wb"))
+            origin: _Origin | None = None
+            file = 0
+            for entry, where, offset in bar.track_scan(_scan_corpus(paths)):
                 if isinstance(entry, InputProblem):
                     log.add(entry)
                     continue
                 number = _partition(entry.subject)
                 if number not in used:
                     used[number] = files.enter_context(open(Path(spill_dir) / f"{number:02d}.spill", "wb"))
-                _spill(used[number], entry)
+                if where is None:
+                    _spill(used[number], entry)
+                    continue
+                if where is not origin:  # a new file: its entry in the table
+                    origin, file = where, table.tell()
+                    table.write(_TABLE_ENTRY.pack(len(where.path), where.device, where.inode) + where.path)
+                _spill_reference(used[number], entry, file, offset)
         parts = [str(Path(spill_dir) / f"{number:02d}.spill") for number in sorted(used)]
         bar.start_fold(len(bar.subjects))  # the bar counts subjects, not spill partitions
         bar.subjects.clear()
-        if workers == 1 or len(parts) <= 1:
-            folded: Iterable[FoldedSubjects] = (
-                _fold_partition(part, key_json, trusted_json, out) for part in parts
-            )
+        args = (table_path, key_json, trusted_json, out)
+        if pool is None or len(parts) <= 1:
+            folded: Iterable[FoldedSubjects] = (_fold_partition(part, *args) for part in parts)
         else:
-            folded = _fold_in_workers(parts, (key_json, trusted_json, out), workers)
+            folded = _fold_in_workers(parts, args, workers, pool)
         return replay_report(log, bar.track_fold(folded))
 
 
-def _fold_in_workers(parts: Sequence[str], args: tuple[Any, ...], workers: int) -> Iterator[FoldedSubjects]:
-    """Fold the partitions in worker processes; what each returns, as they finish.
+def _fold_in_workers(
+    parts: Sequence[str], args: tuple[Any, ...], workers: int, pool: ProcessPoolExecutor
+) -> Iterator[FoldedSubjects]:
+    """Fold the partitions in the processes of ``pool``; what each returns, as they finish.
 
     A worker that dies (SIGKILL, the kernel's OOM killer) breaks the whole pool: every
     partition not finished is lost, and each is folded again once, alone in a fresh process,
     so that a second death names its partition (:class:`ReplayWorkerError`).
     """
     lost: list[str] = []
-    with _pool(min(workers, len(parts))) as pool:
-        futures = {pool.submit(_fold_partition, part, *args): part for part in parts}
-        for future in as_completed(futures):
-            try:
-                yield future.result()
-            except BrokenProcessPool:
-                lost.append(futures[future])
+    futures: dict[Future[FoldedSubjects], str] = {}
+    for part in parts:
+        try:
+            futures[pool.submit(_fold_partition, part, *args)] = part
+        except BrokenProcessPool:  # a worker died before (while the corpus was read)
+            lost.append(part)
+    for future in as_completed(futures):
+        try:
+            yield future.result()
+        except BrokenProcessPool:
+            lost.append(futures[future])
     lost.sort()
     if lost:
         names = ", ".join(Path(part).stem for part in lost)
@@ -887,6 +1092,10 @@ def _pool(workers: int) -> Iterator[ProcessPoolExecutor]:
         pool.shutdown(wait=True, cancel_futures=True)
         raise
     pool.shutdown(wait=True)
+
+
+def _ready() -> None:
+    """A worker's first task: none, but submitting it starts the worker (see :func:`replay`)."""
 
 
 def _worker_init(parent: int) -> None:
@@ -964,17 +1173,18 @@ class _Progress:
         if self._progress is not None:
             self._progress.stop()
 
-    def track_scan(self, entries: Iterator[CorpusItem | InputProblem]) -> Iterator[CorpusItem | InputProblem]:
-        if self._progress is None:
-            yield from entries
-            return
+    def track_scan(self, entries: Iterator[_Placed]) -> Iterator[_Placed]:
+        # No bar: the entries themselves, not through one more generator (the scan is serial).
+        return entries if self._progress is None else self._tracked(entries)
+
+    def _tracked(self, entries: Iterator[_Placed]) -> Iterator[_Placed]:
         task = self._progress.add_task("reading inputs", total=None)
         count = 0
         for entry in entries:
             yield entry
             count += 1
-            if isinstance(entry, CorpusItem):
-                self.subjects.add(entry.subject)
+            if isinstance(entry[0], CorpusItem):
+                self.subjects.add(entry[0].subject)
             self._progress.advance(task)
         self._progress.update(task, total=count, completed=count)
 

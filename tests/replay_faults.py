@@ -42,6 +42,11 @@ def faulty_fold(path: str, *args: Any) -> Any:
     return _real_fold(path, *args)
 
 
+def die() -> None:
+    """A task that kills the worker process running it."""
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
 def main() -> None:
     merge.replay._fold_partition = faulty_fold
     sys.exit(cli_main(sys.argv[1:]))

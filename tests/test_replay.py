@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import io
 import json
@@ -11,15 +12,19 @@ import random
 import shutil
 import threading
 import tracemalloc
+from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
 import msgspec
 import pytest
 
+import merge.native
 import merge.replay
 import merge.signatures
-from merge import InputError, canonical_json, decode_state, fold, verify_bundle
+from merge import InputError, canonical_json, decode_state, fold, native_available, verify_bundle
 from merge.bundle import REGISTRY_KEYS
 from merge.keys import KeySet
 from merge.replay import (
@@ -29,6 +34,7 @@ from merge.replay import (
     ProblemLog,
     ReplayWorkerError,
     _index,
+    _origin,
     _partition,
     _read_item,
     _spill,
@@ -284,6 +290,38 @@ def test_fold_subject_maps_rejections_to_their_source() -> None:
     assert [(p.source, p.code) for p in outcome.problems] == [("log:3", "bad_event_id")]
     assert outcome.summary.rejected == 1
     assert outcome.summary.invalid_event_count == 1  # the second is admitted, then malformed
+
+
+@pytest.mark.skipif(not native_available(), reason="the compiled path is not built (no cargo)")
+def test_a_subject_s_texts_are_freed_before_its_state_is_decoded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """fold_subject hands its events to the fold as a stream and keeps no text of its own, so
+    that the fold lets each go once judged (issue 14 item 10: peak memory under 3x the input)."""
+    subject = "pith:2025:SEEKQJPXII26YDORUIB7E5Y5AF"  # the example log's first seven lines
+    texts = [*EXAMPLE_LOG.read_bytes().splitlines()[:7], b"[]"]  # and one the fold rejects
+    alive: set[int] = set()
+
+    class Text(bytes):
+        def __del__(self) -> None:
+            alive.discard(id(self))
+
+    def tracked(text: bytes) -> Text:
+        copy = Text(text)
+        alive.add(id(copy))
+        return copy
+
+    alive_at_decode: list[int] = []
+    decode = merge.native.decode_state_unchecked
+
+    def decode_later(data: Any) -> Any:
+        alive_at_decode.append(len(alive))
+        return decode(data)
+
+    monkeypatch.setattr(merge.native, "decode_state_unchecked", decode_later)
+    items = (CorpusItem(subject, f"log:{n}", "event", tracked(text)) for n, text in enumerate(texts, 1))
+    outcome = fold_subject(subject, items, KeySet.parse(EXAMPLE_KEYS))
+    assert alive_at_decode == [0]
+    assert [(p.source, p.code) for p in outcome.problems] == [("log:8", "not_an_object")]
+    assert outcome.state == fold(texts, subject=subject, keys=EXAMPLE_KEYS).state
 
 
 # --- spilling and file names ------------------------------------------------------------------
@@ -670,6 +708,98 @@ def test_a_fifo_named_explicitly_is_streamed(tmp_path: Path) -> None:
     assert report.subjects == replay([EXAMPLE_LOG], keys=EXAMPLE_KEYS, workers=1).subjects
 
 
+def test_a_log_is_read_back_by_reference_only_from_the_regular_file_its_real_path_names(
+    tmp_path: Path,
+) -> None:
+    log = tmp_path / "events.jsonl"
+    log.write_bytes(b"{}\n")
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(log)
+    found = log.stat()
+    with link.open("rb") as handle:  # a symlink: its target's real path, opened again by workers
+        assert _origin(handle, link) == (os.fsencode(log), found.st_dev, found.st_ino)
+    with log.open("rb") as handle:  # renamed while open: its path names another file now
+        log.rename(tmp_path / "moved.jsonl")
+        log.write_bytes(b"{}\n")
+        assert _origin(handle, log) is None
+    read, write = os.pipe()  # /dev/stdin on a pipe: spilled as copies
+    os.close(write)
+    with os.fdopen(read, "rb") as handle:
+        assert _origin(handle, Path("/dev/stdin")) is None
+
+
+def _changed_after_the_scan(monkeypatch: pytest.MonkeyPatch, change: Any) -> None:
+    """Run ``change()`` once the replay has scanned its corpus, before it folds."""
+    start_fold = merge.replay._Progress.start_fold
+
+    def changed_then_folded(self: Any, total: int) -> None:
+        change()
+        start_fold(self, total)
+
+    monkeypatch.setattr(merge.replay._Progress, "start_fold", changed_then_folded)
+
+
+def _rewrite_first_line(log: Path) -> None:
+    with log.open("r+b") as handle:  # in place, same length: only the bytes tell
+        handle.seek(2)
+        handle.write(b"X")
+
+
+def _replace(log: Path) -> None:
+    copy = log.with_name("copy")
+    shutil.copy(log, copy)
+    copy.replace(log)  # the same bytes, but another file than the one scanned
+
+
+WHAT_CHANGED = {
+    "rewritten": (_rewrite_first_line, [1], "the line is not what the scan read (the file changed)"),
+    "truncated": (lambda log: os.truncate(log, 10), range(1, 9), "the line is not what the scan read"),
+    "replaced": (_replace, range(1, 9), "the file was replaced since the scan"),
+    "removed": (Path.unlink, range(1, 9), "the file cannot be opened again (No such file or directory)"),
+}
+
+
+@pytest.mark.parametrize("how", WHAT_CHANGED)
+def test_a_line_whose_file_changed_between_the_scan_and_the_fold_is_reported_not_folded(
+    how: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A regular file's lines are spilled as references into it, and read back by each worker:
+    a line that is no longer what the scan read is a changed_since_scan problem, never folded."""
+    change, lost, why = WHAT_CHANGED[how]
+    log = tmp_path / "events.jsonl"
+    shutil.copy(EXAMPLE_LOG, log)
+    # What the lines that stay readable fold into: the log without the others (blank, so that
+    # line numbers stay), folded alone.
+    kept = tmp_path / "kept.jsonl"
+    lines = EXAMPLE_LOG.read_bytes().splitlines()
+    kept.write_bytes(b"".join(b"\n" if n in lost else line + b"\n" for n, line in enumerate(lines, 1)))
+    expected = {row.subject: row for row in replay([kept], keys=EXAMPLE_KEYS, workers=1).subjects}
+    _changed_after_the_scan(monkeypatch, lambda: change(log))
+    report = replay([log], keys=EXAMPLE_KEYS, workers=1)
+    assert sorted((p.source, p.code) for p in report.problems) == [
+        (f"{log}:{n}", "changed_since_scan") for n in lost
+    ]
+    assert all(p.detail.startswith(why) and p.detail.endswith(": not folded") for p in report.problems)
+    assert not report.ok
+    assert [row for row in report.subjects if row.subject in expected] == list(expected.values())
+    assert all(row.event_count == 0 for row in report.subjects if row.subject not in expected)
+
+
+def test_lines_appended_between_the_scan_and_the_fold_change_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = tmp_path / "events.jsonl"
+    shutil.copy(EXAMPLE_LOG, log)
+    whole = replay([log], keys=EXAMPLE_KEYS, workers=1)
+
+    def append() -> None:
+        with log.open("ab") as handle:
+            handle.write(b"not json\n")
+
+    _changed_after_the_scan(monkeypatch, append)
+    assert replay([log], keys=EXAMPLE_KEYS, workers=1) == whole
+
+
 def test_a_file_read_whole_has_a_cap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("merge.replay.MAX_DOCUMENT_BYTES", 4096)
     big = tmp_path / "big.json"
@@ -767,6 +897,36 @@ def test_a_partition_that_kills_its_worker_twice_is_named(
         replay([corpus], keys=EXAMPLE_KEYS, workers=2)
     assert caught.value.partition == "07"
     assert len(list(faults.glob("started-*-07"))) == 2
+
+
+def test_workers_that_die_while_the_corpus_is_read_lose_no_partition(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The workers start while the parent scans; a pool broken before the first partition is
+    submitted loses them all, and each is folded again once, as after a death mid-fold."""
+    corpus = many_subjects_corpus(tmp_path)
+    expected = replay([corpus], keys=EXAMPLE_KEYS, workers=1)
+    pools: list[ProcessPoolExecutor] = []
+    real_pool = merge.replay._pool
+
+    @contextlib.contextmanager
+    def recorded(workers: int) -> Iterator[ProcessPoolExecutor]:
+        with real_pool(workers) as pool:
+            pools.append(pool)
+            yield pool
+
+    def broken_before_the_fold() -> None:
+        with contextlib.suppress(BrokenProcessPool):  # queued behind the workers' first tasks: their deaths
+            pools[0].submit(os.getpid).result()
+
+    monkeypatch.setattr(merge.replay, "_pool", recorded)
+    monkeypatch.setattr(merge.replay, "_ready", replay_faults.die)  # a worker's first task kills it
+    _changed_after_the_scan(monkeypatch, broken_before_the_fold)
+    with caplog.at_level(logging.WARNING, logger="merge.replay"):
+        assert replay([corpus], keys=EXAMPLE_KEYS, workers=2) == expected
+    lost = caplog.text.split("partitions lost: ")[1].split(";")[0].split(", ")
+    assert len(lost) == len({_partition(f"s{n:03d}") for n in range(200)})
+    assert len(pools) > 1  # the first pool, and one for each partition folded again
 
 
 def test_a_key_file_in_a_directory_is_no_input_and_named_explicitly_is_a_problem(tmp_path: Path) -> None:

@@ -270,16 +270,19 @@ impl Judgement {
     }
 }
 
+/// A subject and its verdicts, the pure path's merged in: what a state is built from.
+type Merged = (String, HashMap<String, Verdict>);
+
 /// A finished fold as Python takes it: the state's bytes without `state_sha256`, who superseded
 /// whom, and the digest.
 type Finished = (StateBytes, Superseded, StateDigest);
 
-/// Free a large fold's verdicts, and give the pages back, on a thread of its own (~0.6 µs an
-/// event), while the caller decodes the state.
-fn free_later<T: Send + 'static>(verdicts: T, events: usize) {
-    if events >= TRIM_FROM {
+/// Free what is left of a large fold's events on a thread of its own (~0.6 µs an event), while
+/// the caller decodes the state, and give their pages back.
+fn free_later<T: Send + 'static>(events: T, count: usize) {
+    if count >= TRIM_FROM {
         std::thread::spawn(move || {
-            drop(verdicts);
+            drop(events);
             trim();
         });
     }
@@ -294,9 +297,15 @@ impl Judgement {
     /// the digest of a large state is computed meanwhile, while the caller decodes. Once only.
     fn finish(&mut self, py: Python<'_>, invalid: Vec<PyInvalid>, valid: Vec<PyValid>) -> PyResult<Finished> {
         let verdicts = self.merged(invalid, valid)?;
-        let built = py.allow_threads(|| state::build(&self.subject, &verdicts));
-        let events = verdicts.len();
-        free_later(verdicts, events);
+        let count = verdicts.len();
+        let built = py.allow_threads(|| {
+            let built = state::build(&self.subject, verdicts);
+            if count >= TRIM_FROM {
+                trim(); // the entries, freed as the state was written: their pages, for the decode
+            }
+            built
+        });
+        free_later(built.events, count);
         let state = Arc::new(built.state);
         Ok((
             StateBytes { bytes: state.clone() },
@@ -314,29 +323,34 @@ fn finish_many(
     jobs: Vec<(Bound<'_, Judgement>, Vec<PyInvalid>, Vec<PyValid>)>,
     threads: usize,
 ) -> PyResult<Vec<Finished>> {
-    let mut merged: Vec<(String, HashMap<String, Verdict>)> = Vec::with_capacity(jobs.len());
+    let mut merged: Vec<Merged> = Vec::with_capacity(jobs.len());
     for (judgement, invalid, valid) in jobs {
         let mut judgement = judgement.borrow_mut();
         let verdicts = judgement.merged(invalid, valid)?;
         merged.push((judgement.subject.clone(), verdicts));
     }
-    let build = |(subject, verdicts): &(String, HashMap<String, Verdict>)| {
-        let built = state::build(subject, verdicts);
+    let count = merged.iter().map(|(_, verdicts)| verdicts.len()).sum();
+    // Each job is taken, once, by the thread that builds it (build consumes the verdicts).
+    let jobs: Vec<Mutex<Option<Merged>>> = merged.into_iter().map(|job| Mutex::new(Some(job))).collect();
+    let build = |job: &Mutex<Option<Merged>>| {
+        let taken = job.lock().expect("a lock no thread panics under").take();
+        let (subject, verdicts) = taken.expect("each job built once");
+        let built = state::build(&subject, verdicts);
         let digest = hex::encode(Sha256::digest(&built.state));
         (built, digest)
     };
-    let built = py.allow_threads(|| {
-        if threads <= 1 || merged.len() < 2 {
-            merged.iter().map(build).collect()
+    let built: Vec<(state::Built, String)> = py.allow_threads(|| {
+        if threads <= 1 || jobs.len() < 2 {
+            jobs.iter().map(build).collect()
         } else {
-            parallel_map(&merged, threads, 1, build)
+            parallel_map(&jobs, threads, 1, build)
         }
     });
-    let events = merged.iter().map(|(_, verdicts)| verdicts.len()).sum();
-    free_later(merged, events);
-    Ok(built
+    let mut events = Vec::with_capacity(built.len());
+    let finished = built
         .into_iter()
         .map(|(built, digest)| {
+            events.push(built.events);
             (
                 StateBytes {
                     bytes: Arc::new(built.state),
@@ -348,7 +362,9 @@ fn finish_many(
                 },
             )
         })
-        .collect())
+        .collect();
+    free_later(events, count);
+    Ok(finished)
 }
 
 /// Admit and check every input that is a JSON text (§5, §6, verification included), on

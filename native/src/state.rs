@@ -26,6 +26,10 @@ const CURRENT_LISTS: [(&str, &str); 8] = [
 pub struct Built {
     pub state: Vec<u8>,
     pub superseded: Vec<(String, Vec<String>)>,
+    /// The valid events, their entries freed already: the caller frees the rest when it suits.
+    /// Boxed as the verdicts held them: sorting moves a pointer, not the whole event.
+    #[allow(clippy::vec_box)]
+    pub events: Vec<Box<ValidEvent>>,
 }
 
 /// The first 16 bytes of `id`, zero-padded, as a number: it orders as the ids do, but for ties
@@ -37,8 +41,12 @@ fn id_prefix(id: &str) -> u128 {
     u128::from_be_bytes(prefix)
 }
 
-fn write_entries<'a>(out: &mut Vec<u8>, entries: impl IntoIterator<Item = &'a ValidEvent>) {
-    write_list(out, entries, |out, event| out.extend_from_slice(&event.entry));
+/// The entries at `indices` as a JSON array, each freed once copied: the state grows as they
+/// go, so that a large fold does not hold its entries twice (issue 14: peak memory).
+fn write_entries(out: &mut Vec<u8>, entries: &mut [Vec<u8>], indices: impl IntoIterator<Item = usize>) {
+    write_list(out, indices, |out, at| {
+        out.extend_from_slice(&std::mem::take(&mut entries[at]))
+    });
 }
 
 fn write_count(out: &mut Vec<u8>, key: &str, count: usize) {
@@ -46,42 +54,51 @@ fn write_count(out: &mut Vec<u8>, key: &str, count: usize) {
 }
 
 /// Classify the verdicts (§7) and write the state of `subject` (§9), all but `state_sha256`.
-pub fn build(subject: &str, verdicts: &HashMap<String, Verdict>) -> Built {
-    let mut valid: Vec<&ValidEvent> = Vec::with_capacity(verdicts.len());
-    let mut invalid: Vec<(&str, &'static str)> = Vec::new();
+pub fn build(subject: &str, verdicts: HashMap<String, Verdict>) -> Built {
+    let event_count = verdicts.len();
+    let mut keyed: Vec<(u128, Box<ValidEvent>)> = Vec::with_capacity(event_count);
+    let mut rejected: Vec<(String, &'static str)> = Vec::new();
     for (event_id, verdict) in verdicts {
         match verdict {
-            Verdict::Valid(event) => valid.push(event),
-            Verdict::Invalid(rank) => invalid.push((event_id, CHECK_ORDER[*rank as usize])),
+            Verdict::Valid(event) => keyed.push((id_prefix(&event.event_id), event)),
+            Verdict::Invalid(rank) => rejected.push((event_id, CHECK_ORDER[rank as usize])),
         }
     }
     // Sorted by id so that nothing below depends on the hash map's order. The ids' first 16
     // bytes go beside each event, so that most comparisons read no id (a cache miss each).
-    let mut keyed: Vec<(u128, &ValidEvent)> = valid
-        .into_iter()
-        .map(|event| (id_prefix(&event.event_id), event))
-        .collect();
     keyed.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.event_id.cmp(&b.1.event_id)));
-    let valid: Vec<&ValidEvent> = keyed.into_iter().map(|(_, event)| event).collect();
-    let classification = classify(&valid, |id| verdicts.contains_key(id));
+    let mut events: Vec<Box<ValidEvent>> = keyed.into_iter().map(|(_, event)| event).collect();
+    let mut entries: Vec<Vec<u8>> = events
+        .iter_mut()
+        .map(|event| std::mem::take(&mut event.entry))
+        .collect();
+    rejected.sort_unstable();
+    let valid: Vec<&ValidEvent> = events.iter().map(|event| &**event).collect();
+    let classification = classify(&valid, |id| {
+        rejected.binary_search_by(|(known, _)| known.as_str().cmp(id)).is_ok()
+    });
     let removed = supersessions(&classification, &valid);
-    invalid.extend(
-        classification
-            .reasons
-            .iter()
-            .map(|&(at, code)| (valid[at].event_id.as_str(), code)),
-    );
+    let mut invalid: Vec<(&str, &'static str)> = rejected
+        .iter()
+        .map(|(event_id, code)| (event_id.as_str(), *code))
+        .chain(
+            classification
+                .reasons
+                .iter()
+                .map(|&(at, code)| (valid[at].event_id.as_str(), code)),
+        )
+        .collect();
     invalid.sort_unstable();
 
-    let current: Vec<&ValidEvent> = classification
+    let current: Vec<usize> = classification
         .applied
         .iter()
         .filter(|at| !removed.contains_key(at))
-        .map(|&at| valid[at])
+        .copied()
         .collect();
     let record = current
         .iter()
-        .find(|event| event.event_type == "record_created")
+        .find(|&&at| valid[at].event_type == "record_created")
         .copied();
 
     let mut equivocations: Vec<Vec<u8>> = classification
@@ -104,9 +121,10 @@ pub fn build(subject: &str, verdicts: &HashMap<String, Verdict>) -> Built {
 
     let state = write_state(
         subject,
-        verdicts.len(),
+        event_count,
         &classification,
         &valid,
+        &mut entries,
         &current,
         record,
         &equivocations,
@@ -123,7 +141,12 @@ pub fn build(subject: &str, verdicts: &HashMap<String, Verdict>) -> Built {
         })
         .collect();
     superseded.sort_unstable();
-    Built { state, superseded }
+    drop(valid);
+    Built {
+        state,
+        superseded,
+        events,
+    }
 }
 
 /// The state's canonical bytes, without `state_sha256`: what that hash is taken over (§2).
@@ -133,17 +156,19 @@ fn write_state(
     event_count: usize,
     classification: &crate::chains::Classification,
     valid: &[&ValidEvent],
-    current: &[&ValidEvent],
-    record: Option<&ValidEvent>,
+    entries: &mut [Vec<u8>],
+    current: &[usize],
+    record: Option<usize>,
     equivocations: &[Vec<u8>],
     invalid: &[(&str, &'static str)],
 ) -> Vec<u8> {
-    let mut lists: HashMap<&str, Vec<&ValidEvent>> = HashMap::default();
-    for event in current {
-        lists.entry(event.event_type.as_str()).or_default().push(event);
+    let mut lists: HashMap<&str, Vec<usize>> = HashMap::default();
+    for &at in current {
+        lists.entry(valid[at].event_type.as_str()).or_default().push(at);
     }
     // Room for it all at once (entries, then about 160 bytes an event for the id lists).
-    let estimate: usize = current.iter().map(|event| event.entry.len()).sum::<usize>() + 160 * event_count + 1024;
+    let estimate: usize = current.iter().map(|&at| entries[at].len()).sum::<usize>() + 160 * event_count + 1024;
+    let record_parts = record.and_then(|at| valid[at].record.as_ref());
     let mut out: Vec<u8> = Vec::with_capacity(estimate);
     out.extend_from_slice(b"{\"applied_event_ids\":");
     write_str_array(
@@ -157,33 +182,25 @@ fn write_state(
         }
         write_str(&mut out, key);
         out.push(b':');
-        write_entries(&mut out, lists.get(event_type).into_iter().flatten().copied());
+        write_entries(&mut out, entries, lists.get(event_type).into_iter().flatten().copied());
         match *key {
             // canonical_record sorts between author_attestations and citation_signatures,
             // record_created between mirror_hints and replication_records, source_aliases
             // between replication_records and storage_attestations.
             "author_attestations" => {
                 out.extend_from_slice(b",\"canonical_record\":");
-                out.extend_from_slice(
-                    record
-                        .and_then(|r| r.record.as_ref())
-                        .map_or(b"null".as_slice(), |r| &r.0),
-                );
+                out.extend_from_slice(record_parts.map_or(b"null".as_slice(), |r| &r.0));
             }
             "mirror_hints" => {
                 out.extend_from_slice(b",\"record_created\":");
                 match record {
-                    Some(event) => out.extend_from_slice(&event.entry),
+                    Some(at) => out.extend_from_slice(&std::mem::take(&mut entries[at])),
                     None => out.extend_from_slice(b"null"),
                 }
             }
             "replication_records" => {
                 out.extend_from_slice(b",\"source_aliases\":");
-                out.extend_from_slice(
-                    record
-                        .and_then(|r| r.record.as_ref())
-                        .map_or(b"[]".as_slice(), |r| &r.1),
-                );
+                out.extend_from_slice(record_parts.map_or(b"[]".as_slice(), |r| &r.1));
             }
             _ => {}
         }

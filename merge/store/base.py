@@ -361,7 +361,7 @@ class EventStore(ABC):
             if served is not None:
                 return served
         if live is None and native_available():
-            # The compiled fold of a stream peaks lower than an engine (3.2-3.8x the input bytes
+            # The compiled fold of a stream peaks lower than an engine (2.7-2.8x the input bytes
             # against 4.2x, bench/big_subject.py); on the pure path an engine peaks lower than
             # the pure fold of a stream (4.2x against 4.9x) and is then ready: built at once.
             result, seq = self._stream(subject, key_set)

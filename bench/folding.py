@@ -85,32 +85,26 @@ def bench_fold(workload: Workload, label: str, *, repeat: int, naive: bool = Tru
             f"{(len(jobs) / best['bound_n']) / bound:.2f}x one thread",
         ),
         Result(f"{label}: fold threads=1", fold_1, "events/s", shape),
-        Result(
+        _against(
             f"{label}: fold threads=1 / bound",
             fold_1 / bound,
-            "ratio",
             "events folded per second over verifications per second, one thread each",
-            target=f">= {SINGLE_THREAD_TARGET}",
-            met=fold_1 / bound >= SINGLE_THREAD_TARGET,
+            SINGLE_THREAD_TARGET,
         ),
-        Result(
+        _against(
             f"{label}: fold threads=1 / bound, in CPU time",
             cpu["bound_1"] / len(jobs) / (cpu["fold_1"] / events),
-            "ratio",
             "the same ratio from process CPU time: less disturbed by a shared machine",
-            target=f">= {SINGLE_THREAD_TARGET}",
-            met=cpu["bound_1"] / len(jobs) / (cpu["fold_1"] / events) >= SINGLE_THREAD_TARGET,
+            SINGLE_THREAD_TARGET,
         ),
         Result(
             f"{label}: fold default", fold_default, "events/s", "threads=None (a pool sized to the cores)"
         ),
-        Result(
+        _against(
             f"{label}: fold default / 1-thread bound",
             fold_default / bound,
-            "ratio",
             "identical states to threads=1 (checked)",
-            target=f">= {DEFAULT_TARGET}",
-            met=fold_default / bound >= DEFAULT_TARGET,
+            DEFAULT_TARGET,
         ),
     ]
     if together:
@@ -119,13 +113,11 @@ def bench_fold(workload: Workload, label: str, *, repeat: int, naive: bool = Tru
             rate = events / best[f"together_{name}"]
             results += [
                 Result(f"{label}: fold_subjects {what}", rate, "events/s", "every subject in one call"),
-                Result(
+                _against(
                     f"{label}: fold_subjects {what} / 1-thread bound",
                     rate / bound,
-                    "ratio",
                     "identical states to a fold per subject (checked)",
-                    target=f">= {target}",
-                    met=rate / bound >= target,
+                    target,
                 ),
             ]
     if naive:
@@ -142,3 +134,8 @@ def bench_fold(workload: Workload, label: str, *, repeat: int, naive: bool = Tru
             ),
         ]
     return results
+
+
+def _against(name: str, value: float, detail: str, target: float) -> Result:
+    """A ratio beside the issue's target for it (at least ``target``)."""
+    return Result(name, value, "ratio", detail, target=f">= {target}", met=value >= target)

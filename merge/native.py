@@ -24,6 +24,7 @@ from typing import Any, Final
 
 import msgspec
 
+from . import signatures
 from .admission import Rejection, admit_batch
 from .canonical import encode_canonical_unchecked
 from .checks import ValidEvent, judge_events
@@ -63,6 +64,8 @@ def _load() -> tuple[ModuleType | None, int]:
 
 
 _native, _SIGN_OPEN = _load()
+#: pith-merge's own verification function (see :func:`native_available`).
+_VERIFY_SIGNATURE: Final = signatures.verify_signature
 
 
 def native_module() -> ModuleType | None:
@@ -71,9 +74,19 @@ def native_module() -> ModuleType | None:
 
 
 def native_available() -> bool:
-    """True when :func:`merge.fold` uses the compiled path: it is installed, and the environment
-    variable ``PITH_MERGE_PURE`` is not ``1``. Read at each call, so a process can switch."""
-    return _native is not None and os.environ.get(PURE_ENVIRONMENT_VARIABLE) != "1"
+    """True when :func:`merge.fold` uses the compiled path: it is installed, the environment
+    variable ``PITH_MERGE_PURE`` is not ``1``, and :func:`merge.signatures.verify_signature` is
+    pith-merge's own. Read at each call, so a process can switch.
+
+    The compiled path verifies through libsodium directly, so a verification function put in
+    place of pith-merge's (instrumentation that counts verifications, a test double) would
+    never be called there: the pure path, which calls it, serves instead.
+    """
+    return (
+        _native is not None
+        and os.environ.get(PURE_ENVIRONMENT_VARIABLE) != "1"
+        and signatures.verify_signature is _VERIFY_SIGNATURE
+    )
 
 
 def fold_native(

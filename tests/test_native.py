@@ -101,6 +101,28 @@ def test_pure_environment_variable_forces_the_pure_path(monkeypatch: pytest.Monk
 
 
 @needs_native
+def test_a_replaced_verification_function_is_called(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The compiled path verifies through libsodium directly: a function put in place of
+    merge.signatures.verify_signature (a counter, a test double) makes fold take the pure path,
+    which calls it, instead of being silently passed by."""
+    calls: list[bytes] = []
+    real = merge.signatures.verify_signature
+
+    def counted(public_key: bytes, message: bytes, signature: bytes) -> bool:
+        calls.append(message)
+        return real(public_key, message, signature)
+
+    texts = [to_text(record_event()), to_text(event())]
+    expected = both(texts, SUBJECT, KEYS)
+    monkeypatch.setattr(merge.signatures, "verify_signature", counted)
+    assert not merge.native_available()
+    assert fold(texts, subject=SUBJECT, keys=KEYS, threads=1) == expected
+    assert len(calls) == 3  # two events and the record's receipt
+    monkeypatch.undo()
+    assert merge.native_available()
+
+
+@needs_native
 def test_the_compiled_tables_are_the_specs() -> None:
     """§6's order and §8's targets, stated in Rust too, are the Python ones."""
     from merge.checks import EVENT_TYPES

@@ -113,10 +113,9 @@ def fold_subjects(
             subject: fold(inputs, subject=subject, keys=key_set, verifier=verifier)
             for subject, inputs in groups
         }
-    lists = [(subject, items if isinstance(items, list) else list(items)) for subject, items in groups]
     with gc_paused():
-        results = fold_native_many(lists, key_set, verifier, share_verdicts=shared)
-    return dict(zip((subject for subject, _ in lists), results, strict=True))
+        results = fold_native_many(groups, key_set, verifier, share_verdicts=shared)
+    return dict(zip((subject for subject, _ in groups), results, strict=True))
 
 
 @contextmanager

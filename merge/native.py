@@ -118,17 +118,22 @@ def fold_native(
 
 
 def fold_native_many(
-    groups: list[tuple[str, list[Any]]], keys: KeySet, verifier: SignatureVerifier, *, share_verdicts: bool
+    groups: Iterable[tuple[str, Iterable[Any]]],
+    keys: KeySet,
+    verifier: SignatureVerifier,
+    *,
+    share_verdicts: bool,
 ) -> list[FoldResult]:
     """:func:`fold_native` of each ``(subject, inputs)`` group, the groups judged together (one
     pass over all their inputs on the threads) and their states built side by side."""
     assert _native is not None
+    lists = [(subject, items if isinstance(items, list) else list(items)) for subject, items in groups]
     judged = _native.judge_many(
-        groups, key_table(keys), _SIGN_OPEN, verifier.threads, _cache(verifier, share_verdicts)
+        lists, key_table(keys), _SIGN_OPEN, verifier.threads, _cache(verifier, share_verdicts)
     )
-    _native.release_memory(sum(len(items) for _, items in groups))
+    _native.release_memory(sum(len(items) for _, items in lists))
     jobs, rejections = [], []
-    for (subject, items), (judgement, left) in zip(groups, judged, strict=True):
+    for (subject, items), (judgement, left) in zip(lists, judged, strict=True):
         rejected, invalid, valid = _judge_leftovers([(i, items[i]) for i in left], subject, keys, verifier)
         jobs.append((judgement, invalid, valid))
         rejections.append(rejected)

@@ -288,6 +288,13 @@ fn free_later<T: Send + 'static>(events: T, count: usize) {
     }
 }
 
+/// [`trim`] after a fold of `count` inputs or events, when there are enough of them to pay for it.
+fn trim_from(count: usize) {
+    if count >= TRIM_FROM {
+        trim();
+    }
+}
+
 #[pymethods]
 impl Judgement {
     /// Merge the pure path's verdicts in (§5), classify (§7) and build the state (§9).
@@ -300,9 +307,7 @@ impl Judgement {
         let count = verdicts.len();
         let built = py.allow_threads(|| {
             let built = state::build(&self.subject, verdicts);
-            if count >= TRIM_FROM {
-                trim(); // the entries, freed as the state was written: their pages, for the decode
-            }
+            trim_from(count); // the entries, freed as the state was written: their pages, for the decode
             built
         });
         free_later(built.events, count);
@@ -340,11 +345,9 @@ fn finish_many(
         (built, digest)
     };
     let built: Vec<(state::Built, String)> = py.allow_threads(|| {
-        if threads <= 1 || jobs.len() < 2 {
-            jobs.iter().map(build).collect()
-        } else {
-            parallel_map(&jobs, threads, 1, build)
-        }
+        let built = parallel_map(&jobs, threads, 1, build);
+        trim_from(count); // the entries, freed as the states were written: their pages, for the decode
+        built
     });
     let mut events = Vec::with_capacity(built.len());
     let finished = built
@@ -409,7 +412,10 @@ fn judge_many(
     // the UTF-8 of a str never change) until this function returns, GIL or not.
     let held: Vec<Bound<'_, PyAny>> = groups.iter().flat_map(|(_, inputs)| inputs.iter()).collect();
     let mut texts: Vec<(usize, Option<(usize, usize)>)> = Vec::with_capacity(held.len());
+    // Where each subject's inputs start among them all (the indices handed back are its own).
+    let mut starts: Vec<usize> = Vec::with_capacity(groups.len());
     for (group, (_, inputs)) in groups.iter().enumerate() {
+        starts.push(texts.len());
         for item in &held[texts.len()..texts.len() + inputs.len()] {
             let text: Option<&[u8]> = if let Ok(bytes) = item.downcast::<PyBytes>() {
                 Some(bytes.as_bytes())
@@ -422,15 +428,6 @@ fn judge_many(
             texts.push((group, text.map(|text| (text.as_ptr() as usize, text.len()))));
         }
     }
-    // Where each subject's inputs start among them all (the indices handed back are its own).
-    let starts: Vec<usize> = groups
-        .iter()
-        .scan(0, |start, (_, inputs)| {
-            let first = *start;
-            *start += inputs.len();
-            Some(first)
-        })
-        .collect();
     let subjects: Vec<String> = groups.into_iter().map(|(subject, _)| subject).collect();
 
     let judged = py.allow_threads(|| {
@@ -447,11 +444,8 @@ fn judge_many(
             })
         };
         // Below a few thousand texts, handing the work to the pool costs more than it saves.
-        let hashed: Vec<Option<Text>> = if threads <= 1 || texts.len() < PARALLEL_HASHING {
-            texts.iter().map(hash).collect()
-        } else {
-            parallel_map(&texts, threads, 256, hash)
-        };
+        let hashing_threads = if texts.len() < PARALLEL_HASHING { 1 } else { threads };
+        let hashed: Vec<Option<Text>> = parallel_map(&texts, hashing_threads, 256, hash);
         let mut distinct: HashMap<Text, usize> = HashMap::default();
         let mut unique: Vec<Text> = Vec::new();
         let copy_of: Vec<Option<usize>> = hashed
@@ -467,12 +461,8 @@ fn judge_many(
             .collect();
         drop(distinct);
         let judge = |text: &Text| checks::judge(text.bytes, &subjects[text.group], &keys, verifier);
-        let outcomes: Vec<Outcome> = if threads <= 1 || unique.len() < 2 {
-            unique.iter().map(judge).collect()
-        } else {
-            // One input at a time: a subject of 20 events is spread over the threads too.
-            parallel_map(&unique, threads, 1, judge)
-        };
+        // One input at a time: a subject of 20 events is spread over the threads too.
+        let outcomes: Vec<Outcome> = parallel_map(&unique, threads, 1, judge);
         let mut judged: Vec<(HashMap<String, Verdict>, Vec<usize>)> = (0..subjects.len())
             .map(|group| {
                 let inputs = starts.get(group + 1).unwrap_or(&texts.len()) - starts[group];
@@ -540,8 +530,12 @@ fn key_map(keys: Vec<PyKey>) -> PyResult<HashMap<String, Key>> {
 /// `each` of every item, in order, on `threads` threads: the calling thread and `threads - 1` of
 /// a kept pool. Each takes the next `chunk` items as it finishes its last, so the caller starts
 /// at once (a small fold does not wait for a pool thread to wake before its first item), and no
-/// thread idles while another has several items left.
+/// thread idles while another has several items left. One thread, or one item: the caller's
+/// alone, with no hand-off.
 fn parallel_map<T: Sync, R: Send>(items: &[T], threads: usize, chunk: usize, each: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    if threads <= 1 || items.len() < 2 {
+        return items.iter().map(each).collect();
+    }
     let next = AtomicUsize::new(0);
     let take = || {
         let mut done: Vec<(usize, R)> = Vec::new();
@@ -636,9 +630,7 @@ fn sign_open_function(address: usize) -> PyResult<SignOpen> {
 /// does not pay for it.
 #[pyfunction]
 fn release_memory(py: Python<'_>, inputs: usize) {
-    if inputs >= TRIM_FROM {
-        py.allow_threads(trim);
-    }
+    py.allow_threads(|| trim_from(inputs));
 }
 
 #[pymodule]

@@ -141,7 +141,6 @@ pub fn build(subject: &str, verdicts: HashMap<String, Verdict>) -> Built {
         })
         .collect();
     superseded.sort_unstable();
-    drop(valid);
     Built {
         state,
         superseded,

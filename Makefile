@@ -50,6 +50,8 @@ typecheck: $(VENV)/.installed-dev
 # suites run again on the pure path, the reference (PITH_MERGE_PURE=1), so both stay tested.
 PURE_SUITES := tests/test_conformance.py tests/test_edge_vectors.py tests/test_batch.py tests/test_bundle.py tests/test_external_vectors.py property_tests
 test: lint typecheck
+	@# native/'s own unit tests (Rust), where cargo is.
+	@if command -v cargo >/dev/null 2>&1; then cd native && cargo test --quiet; fi
 	$(BIN)/python -m pytest --cov --cov-report=term
 	@if $(BIN)/python -c "import pith_merge_native" 2>/dev/null; then \
 		echo "the fold's suites again, on the pure path (PITH_MERGE_PURE=1)"; \

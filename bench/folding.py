@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import os
 
-from merge import KeySet, State, fold, fold_subjects
+from merge import KeySet, State, fold, fold_subjects, native_available
 
-from .bound import signature_jobs, verify_serial, verify_threaded
+from .bound import signature_jobs, verify_compiled, verify_serial, verify_threaded
 from .measure import Result, best_times
 from .naive import naive_fold
 from .workload import Workload
@@ -62,6 +62,8 @@ def bench_fold(workload: Workload, label: str, *, repeat: int, naive: bool = Tru
         "fold_1": lambda: fold_all(1),
         "fold_default": lambda: fold_all(None),
     }
+    if native_available():
+        rivals["compiled_bound_1"] = lambda: verify_compiled(jobs)
     if together:
         rivals["together_1"] = lambda: fold_together(1)
         rivals["together_default"] = lambda: fold_together(None)
@@ -83,6 +85,18 @@ def bench_fold(workload: Workload, label: str, *, repeat: int, naive: bool = Tru
             len(jobs) / best["bound_n"],
             "verify/s",
             f"{(len(jobs) / best['bound_n']) / bound:.2f}x one thread",
+        ),
+        *(
+            [
+                Result(
+                    f"{label}: the compiled path's verifier, 1 thread",
+                    len(jobs) / best["compiled_bound_1"],
+                    "verify/s",
+                    f"{best['bound_1'] / best['compiled_bound_1']:.2f}x the bound (ed25519-dalek)",
+                )
+            ]
+            if "compiled_bound_1" in best
+            else []
         ),
         Result(f"{label}: fold threads=1", fold_1, "events/s", shape),
         _against(

@@ -4,8 +4,9 @@ The pure-Python engine is the reference, the diagnostic path and the fallback; t
 path, a Rust extension built through PyO3 (``native/`` in the source tree, installed by
 ``make`` where cargo is), gives the same bytes faster. With it, a fold of JSON texts runs the
 common case end to end in Rust, without the GIL: admission (§5), the schema and checks 1–16
-(§4, §6, §8, receipts included), verification on native threads by the very
-``crypto_sign_open`` PyNaCl ships (§2: libsodium's verdicts by construction), then §7 and §9
+(§4, §6, §8, receipts included), verification on native threads (§2: ed25519-dalek's
+``verify_strict`` with libsodium's one further rule, so libsodium's verdicts; the rules side by
+side are in ``native/src/verify.rs``), then §7 and §9
 with ``state_sha256``. The pure path judges what the compiled one does not decide (every
 rejection, so that its message is the pure path's; values that are not canonical-able or not
 of §4's shape; base64 forms other than the 88 letters of 64 bytes), and its verdicts are merged
@@ -46,24 +47,17 @@ __all__ = [
 PURE_ENVIRONMENT_VARIABLE: Final = "PITH_MERGE_PURE"
 
 
-def _load() -> tuple[ModuleType | None, int]:
-    """The compiled module and the address of libsodium's ``crypto_sign_open`` in PyNaCl's cffi
-    module (the function the pure path calls through ``nacl.bindings``; PyNaCl ran
-    ``sodium_init`` when it was imported). ``(None, 0)`` when either is missing: not built (no
-    Rust toolchain at install time), or a PyNaCl without that module; the pure path then serves.
-    """
+def _load() -> ModuleType | None:
+    """The compiled module, or ``None`` when it is not installed (no Rust toolchain at install
+    time): the pure path then serves."""
     try:
         import pith_merge_native
-        from nacl import _sodium
-
-        return pith_merge_native, int(
-            _sodium.ffi.cast("uintptr_t", _sodium.ffi.addressof(_sodium.lib, "crypto_sign_open"))
-        )
-    except (ImportError, AttributeError):
-        return None, 0
+    except ImportError:
+        return None
+    return pith_merge_native
 
 
-_native, _SIGN_OPEN = _load()
+_native = _load()
 #: pith-merge's own verification function (see :func:`native_available`).
 _VERIFY_SIGNATURE: Final = signatures.verify_signature
 
@@ -78,7 +72,7 @@ def native_available() -> bool:
     variable ``PITH_MERGE_PURE`` is not ``1``, and :func:`merge.signatures.verify_signature` is
     pith-merge's own. Read at each call, so a process can switch.
 
-    The compiled path verifies through libsodium directly, so a verification function put in
+    The compiled path verifies in Rust, so a verification function put in
     place of pith-merge's (instrumentation that counts verifications, a test double) would
     never be called there: the pure path, which calls it, serves instead.
     """
@@ -103,7 +97,7 @@ def fold_native(
     items = inputs if isinstance(inputs, list) else list(inputs)
     del inputs
     judgement, left = _native.judge(
-        items, subject, key_table(keys), _SIGN_OPEN, verifier.threads, _cache(verifier, share_verdicts)
+        items, subject, key_table(keys), verifier.threads, _cache(verifier, share_verdicts)
     )
     leftovers = [(index, items[index]) for index in left]
     # The judgement owns what it needs: the texts go now, unless the caller keeps them (a fold
@@ -128,9 +122,7 @@ def fold_native_many(
     pass over all their inputs on the threads) and their states built side by side."""
     assert _native is not None
     lists = [(subject, items if isinstance(items, list) else list(items)) for subject, items in groups]
-    judged = _native.judge_many(
-        lists, key_table(keys), _SIGN_OPEN, verifier.threads, _cache(verifier, share_verdicts)
-    )
+    judged = _native.judge_many(lists, key_table(keys), verifier.threads, _cache(verifier, share_verdicts))
     _native.release_memory(sum(len(items) for _, items in lists))
     jobs, rejections = [], []
     for (subject, items), (judgement, left) in zip(lists, judged, strict=True):

@@ -28,14 +28,12 @@ def judge(
     inputs: list[Any],
     subject: str,
     keys: Sequence[tuple[str, bytes, str, int | None]],
-    sign_open: int,
     threads: int,
     cache: VerdictCache | None = None,
 ) -> tuple[Judgement, list[int]]: ...
 def judge_many(
     groups: Sequence[tuple[str, list[Any]]],
     keys: Sequence[tuple[str, bytes, str, int | None]],
-    sign_open: int,
     threads: int,
     cache: VerdictCache | None = None,
 ) -> list[tuple[Judgement, list[int]]]: ...
@@ -43,4 +41,4 @@ def finish_many(
     jobs: Sequence[tuple[Judgement, Sequence[tuple[str, str]], Sequence[tuple[Any, ...]]]], threads: int
 ) -> list[tuple[StateBytes, list[tuple[str, list[str]]], StateDigest]]: ...
 def release_memory(inputs: int) -> None: ...
-def verify_signature(sign_open: int, public_key: bytes, message: bytes, signature: bytes) -> bool: ...
+def verify_signatures(jobs: Sequence[tuple[bytes, bytes, bytes]]) -> list[bool]: ...

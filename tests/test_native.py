@@ -22,13 +22,14 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+import nacl.signing
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import merge
 from merge import FoldResult, KeySet, canonical_json, fold
-from merge.native import _SIGN_OPEN, PURE_ENVIRONMENT_VARIABLE, key_table, native_available, native_module
+from merge.native import PURE_ENVIRONMENT_VARIABLE, key_table, native_available, native_module
 from merge.reasons import CHECK_ORDER, Reason
 from merge.signatures import SignatureVerifier, verify_signature
 from merge.signing import signed_receipt
@@ -72,7 +73,7 @@ def both(inputs: Sequence[Any], subject: str, keys: Any, threads: int | None = N
 def left_to_python(inputs: Sequence[Any], subject: str, keys: Any) -> list[int]:
     """The inputs the compiled path hands to the pure one."""
     assert NATIVE is not None
-    _, left = NATIVE.judge(list(inputs), subject, key_table(KeySet.parse(keys)), _SIGN_OPEN, 1)
+    _, left = NATIVE.judge(list(inputs), subject, key_table(KeySet.parse(keys)), 1)
     return list(left)
 
 
@@ -308,17 +309,95 @@ def _verify_cases() -> Iterator[tuple[str, bytes, bytes, bytes]]:
 
 @needs_native
 def test_verdicts_are_libsodiums_on_every_known_case() -> None:
-    """crypto_sign_open through the compiled path and through PyNaCl: the same verdict on every
+    """The compiled path's verification and PyNaCl's libsodium: the same verdict on every
     Wycheproof, CCTV, RFC 8032 and PyNaCl case (and bit flips of the valid ones)."""
     assert NATIVE is not None
     cases = list(_verify_cases())
     assert len(cases) > 1000
-    accepted = 0
-    for name, public_key, message, signature in cases:
-        expected = verify_signature(public_key, message, signature)
-        assert NATIVE.verify_signature(_SIGN_OPEN, public_key, message, signature) is expected, name
-        accepted += expected
-    assert 0 < accepted < len(cases)
+    verdicts = NATIVE.verify_signatures([case[1:] for case in cases])
+    expected = [verify_signature(*case[1:]) for case in cases]
+    assert [name for (name, *_), a, b in zip(cases, verdicts, expected, strict=True) if a is not b] == []
+    assert 0 < sum(expected) < len(cases)
+
+
+#: p = 2^255 - 19, the field's prime, and L, the order of the group (RFC 8032 §5.1).
+FIELD_PRIME = 2**255 - 19
+GROUP_ORDER = 2**252 + 27742317777372353535851937790883648493
+#: Encodings of the points of small order (the identity, order 2, 4 and 8) and the field
+#: elements p + k that are not canonical: where libsodium and verify_strict check different
+#: things (a list of encodings against the decoded point), and so where they could differ.
+EDGE_ENCODINGS = [
+    (y | sign << 255).to_bytes(32, "little")
+    for y in [
+        0,
+        1,
+        FIELD_PRIME - 1,
+        0x05FC536D880238B13933C6D305ACDFD5F098EFF289F4C345B027B2C28F95E826,
+        0x7A03AC9277FDC74EC6CC392CFA53202A0F67100D760B3CBA4FD84D3D706A17C7,
+        *range(FIELD_PRIME, 2**255),
+    ]
+    for sign in (0, 1)
+]
+
+
+def _signed(seed: int, message: bytes) -> tuple[bytes, bytes]:
+    key = nacl.signing.SigningKey(hashlib.sha256(seed.to_bytes(8, "little")).digest())
+    return bytes(key.verify_key), key.sign(message).signature
+
+
+def _same_verdict(public_key: bytes, message: bytes, signature: bytes) -> bool:
+    assert NATIVE is not None
+    expected = verify_signature(public_key, message, signature)
+    assert NATIVE.verify_signatures([(public_key, message, signature)]) == [expected]
+    return expected
+
+
+@needs_native
+def test_verdicts_are_libsodiums_on_small_order_and_non_canonical_points() -> None:
+    """Each small-order and non-canonical encoding as the key and as R, with the S of a valid
+    signature, of 0, of S + L, and of each edge point read as a scalar: libsodium's verdict."""
+    message = hashlib.sha256(b"edge").digest()
+    public_key, signature = _signed(1, message)
+    s = int.from_bytes(signature[32:], "little")
+    scalars = [signature[32:], bytes(32), (s + GROUP_ORDER).to_bytes(32, "little"), *EDGE_ENCODINGS]
+    assert _same_verdict(public_key, message, signature)
+    for point in EDGE_ENCODINGS:
+        for scalar in scalars:
+            assert not _same_verdict(point, message, signature[:32] + scalar)
+            assert not _same_verdict(public_key, message, point + scalar)
+            assert not _same_verdict(point, message, point + scalar)
+
+
+@needs_native
+@settings(max_examples=400, deadline=None)
+@given(
+    seed=st.integers(0, 2**32),
+    message=st.binary(max_size=64),
+    where=st.sampled_from(["key", "signature"]),
+    change=st.one_of(
+        st.tuples(st.just("flip"), st.integers(0, 511)),
+        st.tuples(st.just("edge"), st.sampled_from(EDGE_ENCODINGS)),
+        st.tuples(st.just("add L"), st.integers(1, 15)),
+        st.tuples(st.just("bytes"), st.binary(min_size=32, max_size=32)),
+    ),
+)
+def test_verdicts_are_libsodiums_on_mutated_signatures(
+    seed: int, message: bytes, where: str, change: tuple[str, Any]
+) -> None:
+    """A valid signature and its key, one part mutated (a bit flipped, a point swapped for an
+    edge encoding, S + kL, random bytes): the compiled path's verdict is libsodium's."""
+    public_key, signature = _signed(seed, message)
+    kind, value = change
+    parts = {"key": bytearray(public_key), "signature": bytearray(signature)}
+    target = parts[where]
+    if kind == "flip":
+        target[value % (8 * len(target)) // 8] ^= 1 << value % 8
+    elif kind == "add L":
+        s = int.from_bytes(parts["signature"][32:], "little") + value * GROUP_ORDER
+        parts["signature"][32:] = (s % 2**256).to_bytes(32, "little")
+    else:
+        target[:32] = value
+    _same_verdict(bytes(parts["key"]), message, bytes(parts["signature"]))
 
 
 @needs_native
@@ -433,7 +512,7 @@ def test_record_created_payload_and_receipt_rules_agree(how: str) -> None:
 def test_a_judgement_is_finished_once() -> None:
     """finish() takes the judgement's verdicts: a second call is a caller's mistake, not an empty state."""
     assert NATIVE is not None
-    judgement, left = NATIVE.judge([b"[]"], "pith:2024:X", [], _SIGN_OPEN, 1)
+    judgement, left = NATIVE.judge([b"[]"], "pith:2024:X", [], 1)
     assert left == [0]  # not an object: a rejection, for the pure path to word
     lent, superseded, digest = judgement.finish([], [])
     state = bytes(lent)  # lent through the buffer protocol, read-only

@@ -18,7 +18,7 @@ use sha2::{Digest, Sha256};
 use crate::canonical::{self, canonical_able};
 use crate::json::Json;
 use crate::timestamps::parse_timestamp;
-use crate::verify::Verifier;
+use crate::verify::{PublicKey, Verifier};
 use crate::HashMap;
 
 /// Largest admissible JSON text (§5).
@@ -65,7 +65,7 @@ pub const EVENT_TYPES: [(&str, &str); 9] = [
 
 /// A key of the merge's key set (§3), as the checks use it.
 pub struct Key {
-    pub public_key: [u8; 32],
+    pub public_key: PublicKey,
     pub fingerprint_hex: String,
     pub rotates_at_us: Option<i64>,
 }

@@ -1,7 +1,7 @@
 //! pith-merge's compiled per-event path (merge-v1), an optional accelerator of the pure-Python
 //! engine, which stays the reference. One module per spec section, as in `merge/`:
 //! [`json`] and [`canonical`] (§1), [`timestamps`] (§4), [`checks`] (§4–§6, §8), [`verify`]
-//! (check 12, by PyNaCl's libsodium), [`chains`] (§7), [`state`] (§9). Used by `merge.native`.
+//! (check 12, with libsodium's verdicts), [`chains`] (§7), [`state`] (§9). Used by `merge.native`.
 //!
 //! A fold runs in two calls. [`judge`] admits and checks every distinct input on native threads
 //! without the GIL and hands back the indices of the inputs it does not decide (rejections and
@@ -29,7 +29,7 @@ use rayon::{ThreadPool, ThreadPoolBuilder};
 use sha2::{Digest, Sha256};
 
 use checks::{Key, Outcome, ValidEvent, Verdict, CHECK_ORDER};
-use verify::{SignOpen, Verdicts, Verifier};
+use verify::{PublicKey, Verdicts, Verifier};
 
 /// Give the pages of freed memory back to the system. The judging threads allocate each event's
 /// data in their own malloc arenas, which keep freed memory mapped: without this the state and
@@ -374,39 +374,35 @@ fn finish_many(
 /// ``threads`` native threads without the GIL.
 ///
 /// ``keys``: ``(key_id, 32-byte public key, fingerprint hex, rotates_at µs or None)``;
-/// ``sign_open``: the address of libsodium's ``crypto_sign_open`` in PyNaCl's cffi module.
 /// Returns the judgement and the indices (ascending) of the inputs left to the pure path.
 #[pyfunction]
-#[pyo3(signature = (inputs, subject, keys, sign_open, threads, cache=None))]
+#[pyo3(signature = (inputs, subject, keys, threads, cache=None))]
 fn judge(
     py: Python<'_>,
     inputs: Bound<'_, PyList>,
     subject: String,
     keys: Vec<PyKey>,
-    sign_open: usize,
     threads: usize,
     cache: Option<&Bound<'_, VerdictCache>>,
 ) -> PyResult<(Judgement, Vec<usize>)> {
-    let mut judged = judge_many(py, vec![(subject, inputs)], keys, sign_open, threads, cache)?;
+    let mut judged = judge_many(py, vec![(subject, inputs)], keys, threads, cache)?;
     Ok(judged.pop().expect("one judgement per subject"))
 }
 
 /// [`judge`] of several subjects' inputs at once, ``[(subject, inputs)]``: one pass over all of
 /// them on the threads, so that many small subjects keep every thread busy (a judgement each).
 #[pyfunction]
-#[pyo3(signature = (groups, keys, sign_open, threads, cache=None))]
+#[pyo3(signature = (groups, keys, threads, cache=None))]
 fn judge_many(
     py: Python<'_>,
     groups: Vec<(String, Bound<'_, PyList>)>,
     keys: Vec<PyKey>,
-    sign_open: usize,
     threads: usize,
     cache: Option<&Bound<'_, VerdictCache>>,
 ) -> PyResult<Vec<(Judgement, Vec<usize>)>> {
-    let sign_open = sign_open_function(sign_open)?;
     let keys = key_map(keys)?;
     let cache: Option<&Verdicts> = cache.map(|cache| &cache.get().verdicts);
-    let verifier = Verifier { sign_open, cache };
+    let verifier = Verifier { cache };
 
     // The texts, borrowed from the lists' own objects: `held` keeps each alive (and bytes and
     // the UTF-8 of a str never change) until this function returns, GIL or not.
@@ -518,7 +514,7 @@ fn key_map(keys: Vec<PyKey>) -> PyResult<HashMap<String, Key>> {
             Ok((
                 key_id,
                 Key {
-                    public_key,
+                    public_key: PublicKey::new(public_key),
                     fingerprint_hex,
                     rotates_at_us,
                 },
@@ -598,30 +594,28 @@ fn pool(threads: usize) -> Arc<ThreadPool> {
         .clone()
 }
 
-/// libsodium's verdict on one signature, through the function the fold uses (for the tests that
-/// hold it to PyNaCl's on every Wycheproof, CCTV and RFC 8032 case).
+/// The verdict on each `(public key, message, signature)` of the verification the fold uses,
+/// on this thread, each distinct key decoded once as in a fold: for the tests that hold it to
+/// PyNaCl's libsodium on every Wycheproof, CCTV, RFC 8032 and PyNaCl case, and for the
+/// benchmarks' bound of the compiled path.
 #[pyfunction]
-fn verify_signature(sign_open: usize, public_key: &[u8], message: &[u8], signature: &[u8]) -> PyResult<bool> {
-    let (Ok(public_key), Ok(signature)) = (<&[u8; 32]>::try_from(public_key), <&[u8; 64]>::try_from(signature)) else {
-        return Ok(false); // as merge.signatures.verify_signature: wrong lengths never verify
-    };
-    Ok(verify::verify(
-        sign_open_function(sign_open)?,
-        public_key,
-        message,
-        signature,
-    ))
-}
-
-fn sign_open_function(address: usize) -> PyResult<SignOpen> {
-    if address == 0 {
-        return Err(PyValueError::new_err(
-            "sign_open is not the address of crypto_sign_open",
-        ));
-    }
-    // SAFETY: the caller passes the address of libsodium's crypto_sign_open (merge.native takes
-    // it from nacl._sodium, which stays imported, so the function stays mapped).
-    Ok(unsafe { std::mem::transmute::<usize, SignOpen>(address) })
+fn verify_signatures(jobs: Vec<(Vec<u8>, Vec<u8>, Vec<u8>)>) -> Vec<bool> {
+    let mut keys: HashMap<[u8; 32], PublicKey> = HashMap::default();
+    jobs.iter()
+        .map(|(public_key, message, signature)| {
+            // As merge.signatures.verify_signature: wrong lengths never verify.
+            match (
+                <[u8; 32]>::try_from(public_key.as_slice()),
+                <&[u8; 64]>::try_from(signature.as_slice()),
+            ) {
+                (Ok(public_key), Ok(signature)) => keys
+                    .entry(public_key)
+                    .or_insert_with(|| PublicKey::new(public_key))
+                    .verifies(message, signature),
+                _ => false,
+            }
+        })
+        .collect()
 }
 
 /// Give back the pages freed since a fold of `inputs` inputs began judging (see [`trim`]): the
@@ -639,7 +633,7 @@ fn pith_merge_native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(judge_many, module)?)?;
     module.add_function(wrap_pyfunction!(finish_many, module)?)?;
     module.add_function(wrap_pyfunction!(release_memory, module)?)?;
-    module.add_function(wrap_pyfunction!(verify_signature, module)?)?;
+    module.add_function(wrap_pyfunction!(verify_signatures, module)?)?;
     module.add_class::<Judgement>()?;
     module.add_class::<VerdictCache>()?;
     module.add_class::<StateDigest>()?;

@@ -601,6 +601,7 @@ def fold_subject(
     # with the distinct inputs of a subject, not with how often they were repeated. Where a kept
     # copy is refused, every repeat is reported too, at its own place.
     first_source: dict[tuple[bytes, str], str] = {}
+    identity = (b"", "")
     repeats: dict[str, list[str]] = defaultdict(list)
     distinct = 0
     records: list[tuple[str, Any, bool]] = []  # (source, the record, whether it passes §11)
@@ -610,7 +611,10 @@ def fold_subject(
         if isinstance(item, InputProblem):
             problems.append(item)
             continue
-        identity = (hashlib.sha256(item.data).digest(), item.kind)
+        # An event's text is kept for the fold anyway, so it is its own identity (hashed by the
+        # dict, a third of a SHA-256's cost, and compared in full); a bundle's or a record's
+        # text is not kept, so a digest stands for it.
+        identity = (item.data if item.kind == "event" else hashlib.sha256(item.data).digest(), item.kind)
         if identity in first_source:
             repeats[first_source[identity]].append(item.source)
             continue
@@ -678,6 +682,7 @@ def fold_subject(
     # A subject that is exactly one bundle, with no caller keys, folds exactly as §10 did.
     # A subject that is exactly one trusted bundle, with no caller keys, folds exactly as §10 did.
     first_source.clear()  # what a repeat is of is known: the identities go before the fold comes
+    identity = (b"", "")  # (the last one holds the last event's text)
     if not (distinct == 1 and keys is None and single is not None):
         # Handed over as a stream, not the list: the fold then holds each text only while judging
         # it, and the subject's texts are freed before its state is built (issue 14 item 10).
@@ -808,37 +813,90 @@ def _spill_reference(handle: IO[bytes], item: CorpusItem, file: int, offset: int
     handle.write(_HEADER.pack(len(header), len(item.data)) + header)
 
 
-def _index(handle: IO[bytes]) -> dict[str, list[int]]:
-    """Subject → offsets of its records, reading headers only (data is skipped)."""
-    offsets: dict[str, list[int]] = defaultdict(list)
+class _Spilled(NamedTuple):
+    """One spilled item as :func:`_index` found it: its header (see :func:`_spill` and
+    :func:`_spill_reference`) and where its text is."""
+
+    subject: str
+    source: str
+    kind: ItemKind
+    size: int  # of the text
+    at: int  # where the text is in the spill, or -1 for a reference
+    file: int = 0  # for a reference: its file (an offset in the file table), where it is, its CRC-32
+    offset: int = 0
+    crc: int = 0
+
+
+#: References to nearby lines of one file are read back together, up to this many bytes at once.
+_READ_RUN: Final = 1 << 20
+
+
+def _index(handle: IO[bytes]) -> dict[str, list[_Spilled]]:
+    """Subject → its spilled items, in spill order, reading headers only (texts are skipped)."""
+    found: dict[str, list[_Spilled]] = defaultdict(list)
     while True:
-        offset = handle.tell()
         raw = handle.read(_HEADER.size)
         if not raw:
-            return offsets
-        header_size, data_size = _HEADER.unpack(raw)
-        header = msgspec.msgpack.decode(handle.read(header_size))
-        offsets[header[0]].append(offset)
-        if len(header) == 3:  # a copy, not a reference: its text follows
-            handle.seek(data_size, os.SEEK_CUR)
+            return found
+        header_size, size = _HEADER.unpack(raw)
+        subject, source, kind, *where = msgspec.msgpack.decode(handle.read(header_size))
+        if where:
+            found[subject].append(_Spilled(subject, source, kind, size, -1, *where))
+        else:  # a copy, not a reference: its text follows
+            found[subject].append(_Spilled(subject, source, kind, size, handle.tell()))
+            handle.seek(size, os.SEEK_CUR)
 
 
-def _read_item(
-    handle: IO[bytes], offset: int, originals: _Originals | None = None
-) -> CorpusItem | InputProblem:
-    """The item spilled at ``offset``; a reference is read back from its file (``originals``),
-    and an item whose file changed since the scan is a :data:`CHANGED` problem instead."""
-    handle.seek(offset)
-    header_size, data_size = _HEADER.unpack(handle.read(_HEADER.size))
-    subject, source, kind, *where = msgspec.msgpack.decode(handle.read(header_size))
-    if not where:
-        return CorpusItem(subject, source, kind, handle.read(data_size))
+def _read_items(
+    handle: IO[bytes], spilled: Iterable[_Spilled], originals: _Originals | None = None
+) -> Iterator[CorpusItem | InputProblem]:
+    """The items of ``spilled`` (one subject's, from :func:`_index`), in order. References are
+    read back from their files (``originals``), those to nearby lines of one file in one read
+    (after its fold, a system call a line was a replayed line's largest cost); an item whose
+    file changed since the scan is a :data:`CHANGED` problem instead."""
+    run: list[_Spilled] = []  # references to lines of one file, each just after the last
+    for item in spilled:
+        if run and not _continues(run, item):
+            yield from _read_run(run, originals)
+            run = []
+        if item.at >= 0:
+            handle.seek(item.at)
+            yield CorpusItem(item.subject, item.source, item.kind, handle.read(item.size))
+        else:
+            run.append(item)
+    if run:
+        yield from _read_run(run, originals)
+
+
+def _continues(run: list[_Spilled], item: _Spilled) -> bool:
+    """Whether ``item`` can be read in one go with ``run``: a reference to a line of the same
+    file a line break (at most 2 bytes) after the run's last, the whole within :data:`_READ_RUN`."""
+    first, last = run[0], run[-1]
+    gap = item.offset - (last.offset + last.size)
+    return (
+        item.at < 0
+        and item.file == first.file
+        and 0 <= gap <= 2
+        and item.offset + item.size - first.offset <= _READ_RUN
+    )
+
+
+def _read_run(run: list[_Spilled], originals: _Originals | None) -> Iterator[CorpusItem | InputProblem]:
+    """The items of ``run`` (see :func:`_continues`), read back in one read of their file."""
     assert originals is not None, "a reference is read back through the file table"
-    file, at, crc = where
-    text = originals.read(file, at, data_size, crc)
-    if isinstance(text, str):
-        return InputProblem(source, CHANGED, f"{text}: not folded")
-    return CorpusItem(subject, source, kind, text)
+    first, last = run[0], run[-1]
+    block = originals.read(first.file, first.offset, last.offset + last.size - first.offset)
+    for item in run:
+        if isinstance(block, str):
+            yield InputProblem(item.source, CHANGED, f"{block}: not folded")
+            continue
+        text = block[item.offset - first.offset : item.offset - first.offset + item.size]
+        if len(text) != item.size or zlib.crc32(text) != item.crc:
+            yield InputProblem(
+                item.source, CHANGED, "the line is not what the scan read (the file changed): not folded"
+            )
+        else:
+            yield CorpusItem(item.subject, item.source, item.kind, text)
 
 
 class _Originals:
@@ -857,18 +915,16 @@ class _Originals:
             if isinstance(opened, int):
                 os.close(opened)
 
-    def read(self, file: int, offset: int, length: int, crc: int) -> bytes | str:
-        """The ``length`` bytes at ``offset`` of ``file``, or why they are not what the scan read."""
+    def read(self, file: int, offset: int, length: int) -> bytes | str:
+        """Up to ``length`` bytes at ``offset`` of ``file`` (fewer if it has shrunk), or why they
+        cannot be read."""
         opened = self._open(file)
         if isinstance(opened, str):
             return opened
         try:
-            text = os.pread(opened, length, offset)
+            return os.pread(opened, length, offset)
         except OSError as exc:
             return f"the file cannot be read again ({exc.strerror})"
-        if len(text) != length or zlib.crc32(text) != crc:
-            return "the line is not what the scan read (the file changed)"
-        return text
 
     def _open(self, file: int) -> int | str:
         opened = self._opened.get(file)
@@ -959,11 +1015,11 @@ def _fold_partition(
     point into, through the file table ``table``), so one is in memory at a time."""
     key_set = KeySet.parse(keys) if keys is not None else None
     with open(path, "rb") as handle, open(table, "rb") as listing, _Originals(listing) as originals:
-        offsets = _index(handle)
+        spilled = _index(handle)
         groups = (
-            # Popped: once its items are read, a subject's offsets go too (before its fold).
-            (subject, (_read_item(handle, offset, originals) for offset in offsets.pop(subject)))
-            for subject in sorted(offsets)
+            # Popped: once its items are read, a subject's index goes too (before its fold).
+            (subject, _read_items(handle, spilled.pop(subject), originals))
+            for subject in sorted(spilled)
         )
         return fold_subjects(groups, key_set, KeySet.parse(trusted), out_dir)
 

@@ -36,7 +36,7 @@ from merge.replay import (
     _index,
     _origin,
     _partition,
-    _read_item,
+    _read_items,
     _spill,
     display_name,
     fold_subject,
@@ -367,8 +367,7 @@ def test_spill_round_trip_and_stable_partitions(tmp_path: Path) -> None:
         for item in items:
             _spill(handle, item)
     with path.open("rb") as handle:
-        offsets = _index(handle)
-        back = {subject: [_read_item(handle, o) for o in found] for subject, found in offsets.items()}
+        back = {subject: list(_read_items(handle, found)) for subject, found in _index(handle).items()}
     for subject, found in back.items():
         assert found == [item for item in items if item.subject == subject]
     assert sum(map(len, back.values())) == len(items)
@@ -745,6 +744,14 @@ def _rewrite_first_line(log: Path) -> None:
         handle.write(b"X")
 
 
+def _rewrite_fourth_line(log: Path) -> None:
+    """In place, same length, a line in the middle of the seven its subject's run reads at once."""
+    offset = sum(len(line) for line in log.read_bytes().splitlines(keepends=True)[:3])
+    with log.open("r+b") as handle:
+        handle.seek(offset + 2)
+        handle.write(b"X")
+
+
 def _replace(log: Path) -> None:
     copy = log.with_name("copy")
     shutil.copy(log, copy)
@@ -753,6 +760,11 @@ def _replace(log: Path) -> None:
 
 WHAT_CHANGED = {
     "rewritten": (_rewrite_first_line, [1], "the line is not what the scan read (the file changed)"),
+    "rewritten in a run": (
+        _rewrite_fourth_line,
+        [4],
+        "the line is not what the scan read (the file changed)",
+    ),
     "truncated": (lambda log: os.truncate(log, 10), range(1, 9), "the line is not what the scan read"),
     "replaced": (_replace, range(1, 9), "the file was replaced since the scan"),
     "removed": (Path.unlink, range(1, 9), "the file cannot be opened again (No such file or directory)"),
@@ -783,6 +795,33 @@ def test_a_line_whose_file_changed_between_the_scan_and_the_fold_is_reported_not
     assert not report.ok
     assert [row for row in report.subjects if row.subject in expected] == list(expected.values())
     assert all(row.event_count == 0 for row in report.subjects if row.subject not in expected)
+
+
+def test_a_subject_s_adjacent_lines_are_read_back_in_one_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The example log holds 7 lines of one subject, then 1 of another: 2 reads, not 8, and
+    the same report as a log read back line by line (a blank line between each)."""
+    log = tmp_path / "events.jsonl"
+    shutil.copy(EXAMPLE_LOG, log)
+    apart = tmp_path / "apart.jsonl"
+    apart.write_bytes(b"".join(line + b"\n\n\n" for line in EXAMPLE_LOG.read_bytes().splitlines()))
+    reads: list[int] = []
+    real = os.pread
+
+    def counted(fd: int, length: int, offset: int) -> bytes:
+        reads.append(length)
+        return real(fd, length, offset)
+
+    monkeypatch.setattr(os, "pread", counted)
+    together = replay([log], keys=EXAMPLE_KEYS, workers=1)
+    assert len(reads) == 2
+    assert sum(reads) == log.stat().st_size - 2  # all but the line break after each run
+    reads.clear()
+    alone = replay([apart], keys=EXAMPLE_KEYS, workers=1)
+    assert len(reads) == 8
+    assert alone.subjects == together.subjects
+    assert together.ok
 
 
 def test_lines_appended_between_the_scan_and_the_fold_change_nothing(

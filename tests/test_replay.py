@@ -20,6 +20,8 @@ from typing import Any
 
 import msgspec
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import merge.native
 import merge.replay
@@ -37,6 +39,7 @@ from merge.replay import (
     _origin,
     _partition,
     _read_items,
+    _read_lines,
     _spill,
     display_name,
     fold_subject,
@@ -105,6 +108,38 @@ def test_a_carriage_return_before_the_newline_is_part_of_the_line_ending() -> No
     and a "\r" not followed by "\n" (the last line) stays in the text."""
     stream = io.BytesIO(b"a" * 1000 + b"\r\n" + b"b\r\r\n" + b"c\r")
     assert list(read_lines(stream, limit=1000)) == [(1, b"a" * 1000), (2, b"b\r"), (3, b"c\r")]
+
+
+def _lines_one_by_one(data: bytes, limit: int) -> list[tuple[int, int, bytes | None]]:
+    """What _read_lines should give: each line on its own, as the rules say (1-based numbers,
+    the offset it starts at; a "\r" before the "\n" is line ending; over ``limit`` bytes: None;
+    blank lines left out)."""
+    found: list[tuple[int, int, bytes | None]] = []
+    offset = 0
+    lines = data.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()  # the text ended with a line ending
+    for number, line in enumerate(lines, 1):
+        last = offset + len(line) >= len(data)
+        text = line[:-1] if line.endswith(b"\r") and not last else line
+        if len(text) > limit:
+            found.append((number, offset, None))
+        elif text.strip():
+            found.append((number, offset, text))
+        offset += len(line) + 1
+    return found
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    pieces=st.lists(st.sampled_from([b"\n", b"\r", b"\r\n", b" ", b"\t", b"x", b"xy", b"{}", b"z" * 9])),
+    limit=st.integers(1, 12),
+)
+def test_the_lines_read_are_the_lines_of_the_rules(pieces: list[bytes], limit: int) -> None:
+    """Lines of line breaks, carriage returns, blanks and texts around the limit: the numbers,
+    offsets, texts and too long ones are the rules' (§5, 1.1), taken line by line."""
+    data = b"".join(pieces)
+    assert list(_read_lines(io.BytesIO(data), limit)) == _lines_one_by_one(data, limit)
 
 
 def test_scan_files_and_directories(tmp_path: Path) -> None:
@@ -184,9 +219,9 @@ def test_each_distinct_signature_is_verified_once_per_subject(monkeypatch: pytes
     keys = KeySet.parse(bundle["public_keys"])
     alone = [bundle_item(GOLDEN_BUNDLE)]
     with_line = [*alone, CorpusItem(GOLDEN_SUBJECT, "log:1", "event", line)]
-    for items, given in ((alone, None), (with_line, None), (with_line, keys)):
+    for items, caller_keys in ((alone, None), (with_line, None), (with_line, keys)):
         calls.clear()
-        outcome = fold_subject(GOLDEN_SUBJECT, items, given)
+        outcome = fold_subject(GOLDEN_SUBJECT, items, caller_keys)
         assert outcome.summary.state_sha256 == GOLDEN_STATE_SHA256
         assert outcome.problems == ()
         assert (len(calls), len(set(calls))) == (4, 4)

@@ -34,9 +34,14 @@ subject's records back (by offset); so a worker holds one subject at a time, nev
 A line of a regular file is spilled as a reference (where it is, its length and CRC-32), not a
 copy, and read back from its file: a line that changed meanwhile is a ``changed_since_scan``
 problem, never folded. Lines of a pipe or standard input, and whole files, are spilled as copies.
-Partitions are folded by ``workers`` processes (:func:`fold_subjects`, which the Dask engine runs
-too); each subject's result depends only on its items, and :func:`replay_report` sorts results
-by subject, so the report is identical for every ``workers`` and both engines.
+With several workers, the parent reads the corpus's files in order while they start, then hands
+them the files left, one run of files each, read side by side into spill files of their own; a
+partition is then its spill files of every run, read in corpus order, so a subject's items and
+the problems come in the order of a serial scan. A subject's lines that follow one another in a
+file are read back in one read. Partitions are folded by ``workers`` processes
+(:func:`fold_subjects`, which the Dask engine runs too); each subject's result depends only on
+its items, and :func:`replay_report` sorts results by subject, so the report is identical for
+every ``workers`` and both engines.
 """
 
 from __future__ import annotations
@@ -44,10 +49,12 @@ from __future__ import annotations
 import ctypes
 import functools
 import hashlib
+import itertools
 import logging
 import multiprocessing
 import os
 import re
+import shutil
 import signal
 import stat
 import struct
@@ -336,12 +343,27 @@ def _scan_corpus(paths: Iterable[str | os.PathLike[str]]) -> Iterator[_Placed]:
         if os.fspath(path) == "-":
             yield from _scan_log(sys.stdin.buffer, "-", None)
             continue
-        root = Path(path)
-        if root.is_dir():
-            for file in walk_corpus(root):
-                yield from _scan_walked(file)
-        else:
-            yield from _scan_file(root)
+        for unit in _units(path):
+            yield from _scan_unit(unit)
+
+
+#: A file of a corpus to scan: its path, and whether it was found in a directory (then only a
+#: regular file is read: :func:`scan_walked`).
+_Unit = tuple[str, bool]
+
+
+def _units(path: str | os.PathLike[str]) -> Iterator[_Unit]:
+    """The files a corpus path names, in scan order (a directory's sorted: :func:`walk_corpus`)."""
+    root = Path(path)
+    if root.is_dir():
+        yield from ((os.fspath(file), True) for file in walk_corpus(root))
+    else:
+        yield os.fspath(root), False
+
+
+def _scan_unit(unit: _Unit) -> Iterator[_Placed]:
+    path, walked = unit
+    return _scan_walked(Path(path)) if walked else _scan_file(Path(path))
 
 
 def walk_corpus(root: Path) -> Iterator[Path]:
@@ -1004,22 +1026,35 @@ def replay_report(log: ProblemLog, folded: Iterable[FoldedSubjects]) -> ReplayRe
 
 
 def _fold_partition(
-    path: str,
-    table: str,
+    name: str,
+    spilled: list[tuple[str, str]],
     keys: list[dict[str, Any]] | None,
     trusted: list[dict[str, Any]],
     out_dir: str | None,
 ) -> FoldedSubjects:
-    """Fold one spill partition, one subject at a time (runs in a worker process): its subjects
-    in order, each read back by offset (from the spill file, or the corpus file its references
-    point into, through the file table ``table``), so one is in memory at a time."""
+    """Fold spill partition ``name``, one subject at a time (runs in a worker process): its
+    subjects in order, each read back by offset (from a spill file, or the corpus file its
+    references point into, through that spill's file table), so one is in memory at a time.
+    ``spilled``: the partition's ``(spill file, file table)`` of each run of the scan, in
+    corpus order, so that a subject's items come in corpus order."""
     key_set = KeySet.parse(keys) if keys is not None else None
-    with open(path, "rb") as handle, open(table, "rb") as listing, _Originals(listing) as originals:
-        spilled = _index(handle)
+    with ExitStack() as files:
+        readers = []
+        for path, table in spilled:
+            handle = files.enter_context(open(path, "rb"))
+            originals = files.enter_context(_Originals(files.enter_context(open(table, "rb"))))
+            readers.append((handle, _index(handle), originals))
         groups = (
             # Popped: once its items are read, a subject's index goes too (before its fold).
-            (subject, _read_items(handle, spilled.pop(subject), originals))
-            for subject in sorted(spilled)
+            (
+                subject,
+                itertools.chain.from_iterable(
+                    _read_items(handle, index.pop(subject), originals)
+                    for handle, index, originals in readers
+                    if subject in index
+                ),
+            )
+            for subject in sorted({subject for _, index, _ in readers for subject in index})
         )
         return fold_subjects(groups, key_set, KeySet.parse(trusted), out_dir)
 
@@ -1055,47 +1090,168 @@ def replay(
         stack.enter_context(_stopped_by_signals())  # first in, last out: after the cleanup below
         spill_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="pith-merge-"))
         bar = stack.enter_context(_Progress(progress))
-        # The workers start while the corpus is read, on the cores the scan leaves (an interpreter
-        # takes a while to start): the fold begins as soon as the scan ends.
+        # The workers start while the parent reads the corpus (an interpreter takes a while to
+        # start); once they have, they read the files left, side by side (_scan_in_workers).
         pool = stack.enter_context(_pool(workers)) if workers > 1 else None
-        if pool is not None:
-            for _ in range(workers):
-                pool.submit(_ready)
-        used: dict[int, IO[bytes]] = {}
-        table_path = str(Path(spill_dir) / "files.table")
-        with ExitStack() as files:
-            # A regular file's lines are spilled as references into it (a few bytes a line, not a
-            # copy of it: the parent's serial share of a replay, docs/performance.md); others' as copies.
-            table = files.enter_context(open(table_path, "wb"))
-            origin: _Origin | None = None
-            file = 0
-            for entry, where, offset in bar.track_scan(_scan_corpus(paths)):
-                if isinstance(entry, InputProblem):
-                    log.add(entry)
-                    continue
-                number = _partition(entry.subject)
-                if number not in used:
-                    used[number] = files.enter_context(open(Path(spill_dir) / f"{number:02d}.spill", "wb"))
-                if where is None:
-                    _spill(used[number], entry)
-                    continue
-                if where is not origin:  # a new file: its entry in the table
-                    origin, file = where, table.tell()
-                    table.write(_TABLE_ENTRY.pack(len(where.path), where.device, where.inode) + where.path)
-                _spill_reference(used[number], entry, file, offset)
-        parts = [str(Path(spill_dir) / f"{number:02d}.spill") for number in sorted(used)]
+        ready = [pool.submit(_ready) for _ in range(workers)] if pool is not None else []
+        spill = Path(spill_dir)
+        units = _scan_units(paths) if pool is not None else None
+        if units is None:
+            scanned = [_spill_scan(bar.track_scan(_scan_corpus(paths)), spill / "scan-0", log)]
+        else:
+            assert pool is not None
+            scanned = _scan_in_workers(units, spill, log=log, bar=bar, pool=pool, ready=ready)
+        # Each partition's spill files, in corpus order (one per group of the scan).
+        parts: dict[int, list[tuple[str, str]]] = defaultdict(list)
+        for directory, used in scanned:
+            for number in used:
+                parts[number].append((str(directory / f"{number:02d}.spill"), str(directory / "files.table")))
+        jobs: list[_Job] = [(f"{number:02d}", parts[number]) for number in sorted(parts)]
         bar.start_fold(len(bar.subjects))  # the bar counts subjects, not spill partitions
         bar.subjects.clear()
-        args = (table_path, key_json, trusted_json, out)
-        if pool is None or len(parts) <= 1:
-            folded: Iterable[FoldedSubjects] = (_fold_partition(part, *args) for part in parts)
+        args = (key_json, trusted_json, out)
+        if pool is None or len(jobs) <= 1:
+            folded: Iterable[FoldedSubjects] = (_fold_partition(name, runs, *args) for name, runs in jobs)
         else:
-            folded = _fold_in_workers(parts, args, workers, pool)
+            folded = _fold_in_workers(jobs, args, workers, pool)
         return replay_report(log, bar.track_fold(folded))
 
 
+def _scan_units(paths: Sequence[str | os.PathLike[str]]) -> list[_Unit] | None:
+    """The corpus's files, in corpus order, for a scan shared with the workers; ``None`` when
+    the parent scans it alone: standard input is among the paths (its lines are the parent's)."""
+    if any(os.fspath(path) == "-" for path in paths):
+        return None
+    return [unit for path in paths for unit in _units(path)]
+
+
+def _runs(units: list[_Unit], count: int) -> list[list[_Unit]]:
+    """``units`` cut into at most ``count`` runs of about equal bytes, in order."""
+    sizes = []
+    for path, _ in units:
+        try:
+            found = os.stat(path)
+        except OSError:
+            sizes.append(0)  # reported by its scan
+        else:
+            sizes.append(found.st_size if stat.S_ISREG(found.st_mode) else 0)
+    total = sum(sizes)
+    runs: list[list[_Unit]] = [[]]
+    done = 0
+    for unit, size in zip(units, sizes, strict=True):
+        # A new run once this one holds its share (the last takes what is left).
+        if runs[-1] and len(runs) < count and done >= total * len(runs) / count:
+            runs.append([])
+        runs[-1].append(unit)
+        done += size
+    return runs
+
+
+def _workers_ready(ready: Sequence[Future[None]]) -> bool:
+    """Whether the pool's workers are starting to run tasks (one has), so that the parent
+    hands them the files left."""
+    return any(future.done() for future in ready)
+
+
+def _spill_scan(placed: Iterable[_Placed], directory: Path, log: ProblemLog) -> tuple[Path, list[int]]:
+    """Spill what a scan found into ``directory``: each item into the spill file of its
+    subject's partition (``NN.spill``), a regular file's lines as references into it (a few
+    bytes a line, not a copy: the serial share of a replay, docs/performance.md; its files
+    listed in ``files.table``), others' as copies; each problem into ``log``. Returns
+    ``directory`` and the partitions it holds, in order."""
+    directory.mkdir()
+    used: dict[int, IO[bytes]] = {}
+    with ExitStack() as files:
+        table = files.enter_context(open(directory / "files.table", "wb"))
+        origin: _Origin | None = None
+        file = 0
+        for entry, where, offset in placed:
+            if isinstance(entry, InputProblem):
+                log.add(entry)
+                continue
+            number = _partition(entry.subject)
+            if number not in used:
+                used[number] = files.enter_context(open(directory / f"{number:02d}.spill", "wb"))
+            if where is None:
+                _spill(used[number], entry)
+                continue
+            if where is not origin:  # a new file: its entry in the table
+                origin, file = where, table.tell()
+                table.write(_TABLE_ENTRY.pack(len(where.path), where.device, where.inode) + where.path)
+            _spill_reference(used[number], entry, file, offset)
+    return directory, sorted(used)
+
+
+def _scan_run(units: list[_Unit], directory: str, subjects: bool) -> tuple[list[int], ProblemLog, list[str]]:
+    """Scan and spill one run of files (runs in a worker process): the partitions it spilled
+    into, its problems, and (``subjects``: for a progress bar) the subjects it found."""
+    log = ProblemLog()
+    found: set[str] = set()
+    placed = (item for unit in units for item in _scan_unit(unit))
+    _, used = _spill_scan(_noting_subjects(placed, found) if subjects else placed, Path(directory), log)
+    return used, log, sorted(found)
+
+
+def _noting_subjects(placed: Iterable[_Placed], subjects: set[str]) -> Iterator[_Placed]:
+    for item in placed:
+        if isinstance(item[0], CorpusItem):
+            subjects.add(item[0].subject)
+        yield item
+
+
+def _scan_in_workers(
+    units: list[_Unit],
+    spill: Path,
+    *,
+    log: ProblemLog,
+    bar: _Progress,
+    pool: ProcessPoolExecutor,
+    ready: Sequence[Future[None]],
+) -> list[tuple[Path, list[int]]]:
+    """Scan the corpus's files: this process reads them in order until the pool's workers have
+    started (``ready``), then the workers read the files left, cut into one run each, side by
+    side (the scan was the serial share of a replay: docs/performance.md). Problems go into
+    ``log`` in corpus order. A run whose worker died is read again here."""
+    taken: list[_Unit] = []
+
+    def until_ready() -> Iterator[_Placed]:
+        for unit in units:
+            if _workers_ready(ready):
+                return
+            taken.append(unit)
+            yield from _scan_unit(unit)
+
+    scanned = [_spill_scan(bar.track_scan(until_ready()), spill / "scan-0", log)]
+    runs = _runs(units[len(taken) :], len(ready)) if len(taken) < len(units) else []
+    directories = [spill / f"scan-{index}" for index in range(1, len(runs) + 1)]
+    futures = [
+        pool.submit(_scan_run, run, str(where), bar.enabled)
+        for run, where in zip(runs, directories, strict=True)
+    ]
+    bar.start_scan(len(runs))
+    for run, where, future in zip(runs, directories, futures, strict=True):
+        try:
+            used, found, subjects = future.result()
+        except BrokenProcessPool:
+            shutil.rmtree(where, ignore_errors=True)
+            found, noted = ProblemLog(), set[str]()
+            placed = _noting_subjects((item for unit in run for item in _scan_unit(unit)), noted)
+            scanned.append(_spill_scan(placed, where.with_name(f"{where.name}-again"), found))
+            subjects = sorted(noted)
+        else:
+            scanned.append((where, used))
+        log.merge(found.kept, found.counts)
+        bar.subjects.update(subjects)
+        bar.scanned()
+    return scanned
+
+
+#: A partition to fold: its name (``NN``) and its ``(spill file, file table)`` of each run of the scan.
+_Job = tuple[str, list[tuple[str, str]]]
+
+
 def _fold_in_workers(
-    parts: Sequence[str], args: tuple[Any, ...], workers: int, pool: ProcessPoolExecutor
+    jobs: Sequence[_Job], args: tuple[Any, ...], workers: int, pool: ProcessPoolExecutor
 ) -> Iterator[FoldedSubjects]:
     """Fold the partitions in the processes of ``pool``; what each returns, as they finish.
 
@@ -1103,13 +1259,13 @@ def _fold_in_workers(
     partition not finished is lost, and each is folded again once, alone in a fresh process,
     so that a second death names its partition (:class:`ReplayWorkerError`).
     """
-    lost: list[str] = []
-    futures: dict[Future[FoldedSubjects], str] = {}
-    for part in parts:
+    lost: list[_Job] = []
+    futures: dict[Future[FoldedSubjects], _Job] = {}
+    for job in jobs:
         try:
-            futures[pool.submit(_fold_partition, part, *args)] = part
+            futures[pool.submit(_fold_partition, *job, *args)] = job
         except BrokenProcessPool:  # a worker died before (while the corpus was read)
-            lost.append(part)
+            lost.append(job)
     for future in as_completed(futures):
         try:
             yield future.result()
@@ -1117,18 +1273,18 @@ def _fold_in_workers(
             lost.append(futures[future])
     lost.sort()
     if lost:
-        names = ", ".join(Path(part).stem for part in lost)
+        names = ", ".join(name for name, _ in lost)
         logger.warning("replay: a worker process died; partitions lost: %s; folding each again once", names)
     for start in range(0, len(lost), workers):
         batch = lost[start : start + workers]
         with ExitStack() as stack:
-            alone = [(part, stack.enter_context(_pool(1))) for part in batch]
-            retries = [(part, pool.submit(_fold_partition, part, *args)) for part, pool in alone]
-            for part, future in retries:
+            alone = [(job, stack.enter_context(_pool(1))) for job in batch]
+            retries = [(job, pool.submit(_fold_partition, *job, *args)) for job, pool in alone]
+            for (name, _), future in retries:
                 try:
                     yield future.result()
                 except BrokenProcessPool:
-                    raise ReplayWorkerError(Path(part).stem) from None
+                    raise ReplayWorkerError(name) from None
 
 
 @contextmanager
@@ -1243,6 +1399,15 @@ class _Progress:
                 self.subjects.add(entry[0].subject)
             self._progress.advance(task)
         self._progress.update(task, total=count, completed=count)
+
+    def start_scan(self, runs: int) -> None:
+        """A scan in the workers: the bar counts its runs of files as they end."""
+        if self._progress is not None:
+            self._task = self._progress.add_task("reading inputs", total=runs)
+
+    def scanned(self) -> None:
+        if self._progress is not None:
+            self._progress.advance(self._task)
 
     def start_fold(self, total: int) -> None:
         if self._progress is not None:

@@ -24,11 +24,11 @@ import merge.replay
 from merge.cli import main as cli_main
 
 _real_fold = merge.replay._fold_partition
+_real_scan = merge.replay._scan_run
 
 
-def faulty_fold(path: str, *args: Any) -> Any:
+def faulty_fold(partition: str, *args: Any) -> Any:
     """``merge.replay._fold_partition``, with the fault ``PITH_FAULT`` asks for."""
-    partition = Path(path).stem
     where = Path(os.environ["PITH_FAULT_DIR"])
     mark = where / f"started-{os.getpid()}-{partition}"
     mark.touch()
@@ -39,7 +39,18 @@ def faulty_fold(path: str, *args: Any) -> Any:
     tries = len(list(where.glob(f"started-*-{partition}")))
     if targeted and (fault == "die" or (fault == "die-once" and tries == 1)):
         os.kill(os.getpid(), signal.SIGKILL)
-    return _real_fold(path, *args)
+    return _real_fold(partition, *args)
+
+
+def faulty_scan(units: list[tuple[str, bool]], directory: str, subjects: bool) -> Any:
+    """``merge.replay._scan_run``: the run whose directory is ``PITH_FAULT_PARTITION``
+    (``scan-1``, ``scan-2``…) kills its worker once it has spilled part of it."""
+    if Path(directory).name == os.environ.get("PITH_FAULT_PARTITION"):
+        (Path(os.environ["PITH_FAULT_DIR"]) / f"started-{os.getpid()}-{Path(directory).name}").touch()
+        Path(directory).mkdir()
+        (Path(directory) / "00.spill").write_bytes(b"half a spill")
+        os.kill(os.getpid(), signal.SIGKILL)
+    return _real_scan(units, directory, subjects)
 
 
 def die() -> None:

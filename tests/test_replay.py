@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import importlib.util
 import io
@@ -12,8 +13,8 @@ import random
 import shutil
 import threading
 import tracemalloc
-from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,8 @@ from merge.replay import (
     _partition,
     _read_items,
     _read_lines,
+    _runs,
+    _scan_units,
     _spill,
     display_name,
     fold_subject,
@@ -906,6 +909,82 @@ def test_bad_lines_are_counted_and_the_first_thousand_listed_for_every_worker_co
     assert report.totals["rejected"] == 1500
     document = json.loads(report_json(report))
     assert (len(document["problems"]), document["problem_counts"]) == (1000, report.problem_counts)
+
+
+def _corpus_of_files(tmp_path: Path) -> Path:
+    """A directory of logs (the example's lines and bad ones, a subject's lines in several
+    files), bundles and a record, for the scan in the workers."""
+    corpus = tmp_path / "corpus"
+    (corpus / "logs").mkdir(parents=True)
+    lines = EXAMPLE_LOG.read_bytes().splitlines()
+    for n in range(6):
+        bad = [
+            b"not json %d" % n,
+            b'{"subject_pith_number": "s%d", "event_id": "bad"}' % n,
+            b'{"subject_pith_number": "s-common", "event_id": "bad", "n": %d}' % n,
+        ]
+        (corpus / "logs" / f"{n}.jsonl").write_bytes(b"\n".join([*lines[n::3], *bad, lines[n % 8]]) + b"\n")
+    shutil.copy(GOLDEN_BUNDLE, corpus / "golden.bundle.json")
+    shutil.copy(GOLDEN_RECORD, corpus / "golden.record.json")
+    return corpus
+
+
+def test_a_corpus_of_files_is_cut_into_runs_in_corpus_order(tmp_path: Path) -> None:
+    corpus = _corpus_of_files(tmp_path)
+    units = _scan_units([corpus])
+    assert units is not None
+    assert [path for path, _ in units] == [str(file) for file in merge.replay.walk_corpus(corpus)]
+    runs = _runs(units, 3)
+    assert len(runs) == 3
+    assert [unit for run in runs for unit in run] == units
+    assert _runs(units[:1], 3) == [units[:1]]
+    assert _scan_units([corpus, "-"]) is None  # standard input: the parent's alone
+
+
+def _hand_over_after_one_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The parent reads the first file, then waits for the workers and hands them the rest
+    (on a small corpus it would read it all before they have started)."""
+    asked: list[bool] = []
+
+    def ready_after_one(ready: Sequence[Future[None]]) -> bool:
+        asked.append(True)
+        return len(asked) > 1 and bool(concurrent.futures.wait(ready))
+
+    monkeypatch.setattr(merge.replay, "_workers_ready", ready_after_one)
+
+
+@pytest.mark.parametrize("workers", [2, 3])
+def test_a_corpus_scanned_in_the_workers_gives_the_report_of_a_serial_scan(
+    workers: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same subjects, problems (in corpus order) and counts, with the items of a subject
+    read by several workers folded in corpus order."""
+    corpus = _corpus_of_files(tmp_path)
+    serial = replay([corpus], keys=EXAMPLE_KEYS, workers=1)
+    _hand_over_after_one_file(monkeypatch)
+    # The first 12: the 6 lines no subject can be read from, then s-common's 6 bad events, one
+    # from each file, in corpus order.
+    monkeypatch.setattr(merge.replay, "PROBLEM_SAMPLE", 12)
+    serial_few = replay([corpus], keys=EXAMPLE_KEYS, workers=1)
+    scanned = replay([corpus], keys=EXAMPLE_KEYS, workers=workers)
+    assert scanned.subjects == serial.subjects
+    assert scanned.problem_counts == serial.problem_counts
+    assert scanned == serial_few
+    common = [problem.source for problem in scanned.problems if problem.code == "bad_event_id"]
+    lines = EXAMPLE_LOG.read_bytes().splitlines()
+    assert common == [f"{corpus}/logs/{n}.jsonl:{len(lines[n::3]) + 3}" for n in range(6)]
+
+
+def test_a_scan_whose_worker_dies_is_scanned_again_by_the_parent(
+    tmp_path: Path, faults: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    corpus = _corpus_of_files(tmp_path)
+    expected = replay([corpus], keys=EXAMPLE_KEYS, workers=1)
+    _hand_over_after_one_file(monkeypatch)
+    monkeypatch.setattr(merge.replay, "_scan_run", replay_faults.faulty_scan)
+    monkeypatch.setenv("PITH_FAULT_PARTITION", "scan-2")
+    assert replay([corpus], keys=EXAMPLE_KEYS, workers=2) == expected
+    assert len(list(faults.glob("started-*-scan-2"))) == 1  # its worker died
 
 
 @pytest.mark.slow

@@ -836,8 +836,8 @@ def _spill_reference(handle: IO[bytes], item: CorpusItem, file: int, offset: int
 
 
 class _Spilled(NamedTuple):
-    """One spilled item as :func:`_index` found it: its header (see :func:`_spill` and
-    :func:`_spill_reference`) and where its text is."""
+    """One spilled item: its header (see :func:`_spill` and :func:`_spill_reference`) and
+    where its text is."""
 
     subject: str
     source: str
@@ -853,31 +853,43 @@ class _Spilled(NamedTuple):
 _READ_RUN: Final = 1 << 20
 
 
-def _index(handle: IO[bytes]) -> dict[str, list[_Spilled]]:
-    """Subject → its spilled items, in spill order, reading headers only (texts are skipped)."""
-    found: dict[str, list[_Spilled]] = defaultdict(list)
+def _index(handle: IO[bytes]) -> dict[str, list[int]]:
+    """Subject → offsets of its records, reading headers only (data is skipped)."""
+    offsets: dict[str, list[int]] = defaultdict(list)
     while True:
+        offset = handle.tell()
         raw = handle.read(_HEADER.size)
         if not raw:
-            return found
-        header_size, size = _HEADER.unpack(raw)
+            return offsets
+        header_size, data_size = _HEADER.unpack(raw)
+        header = msgspec.msgpack.decode(handle.read(header_size))
+        offsets[header[0]].append(offset)
+        if len(header) == 3:  # a copy, not a reference: its text follows
+            handle.seek(data_size, os.SEEK_CUR)
+
+
+def _headers(handle: IO[bytes], offsets: Iterable[int]) -> Iterator[_Spilled]:
+    """The spilled items at ``offsets``, their headers read one at a time (an index of them all
+    would cost a big subject ~250 bytes an item more at its peak)."""
+    for offset in offsets:
+        handle.seek(offset)
+        header_size, size = _HEADER.unpack(handle.read(_HEADER.size))
         subject, source, kind, *where = msgspec.msgpack.decode(handle.read(header_size))
         if where:
-            found[subject].append(_Spilled(subject, source, kind, size, -1, *where))
+            yield _Spilled(subject, source, kind, size, -1, *where)
         else:  # a copy, not a reference: its text follows
-            found[subject].append(_Spilled(subject, source, kind, size, handle.tell()))
-            handle.seek(size, os.SEEK_CUR)
+            yield _Spilled(subject, source, kind, size, handle.tell())
 
 
 def _read_items(
-    handle: IO[bytes], spilled: Iterable[_Spilled], originals: _Originals | None = None
+    handle: IO[bytes], offsets: Iterable[int], originals: _Originals | None = None
 ) -> Iterator[CorpusItem | InputProblem]:
-    """The items of ``spilled`` (one subject's, from :func:`_index`), in order. References are
-    read back from their files (``originals``), those to nearby lines of one file in one read
-    (after its fold, a system call a line was a replayed line's largest cost); an item whose
-    file changed since the scan is a :data:`CHANGED` problem instead."""
+    """The items spilled at ``offsets`` (one subject's, from :func:`_index`), in order.
+    References are read back from their files (``originals``), those to nearby lines of one
+    file in one read (after its fold, a system call a line was a replayed line's largest cost);
+    an item whose file changed since the scan is a :data:`CHANGED` problem instead."""
     run: list[_Spilled] = []  # references to lines of one file, each just after the last
-    for item in spilled:
+    for item in _headers(handle, offsets):
         if run and not _continues(run, item):
             yield from _read_run(run, originals)
             run = []

@@ -1137,6 +1137,13 @@ def _scan_units(paths: Sequence[str | os.PathLike[str]]) -> list[_Unit] | None:
     return [unit for path in paths for unit in _units(path)]
 
 
+def _is_regular(path: str) -> bool:
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return True  # it cannot be read in any process: its scan reports it, wherever it runs
+
+
 def _runs(units: list[_Unit], count: int) -> list[list[_Unit]]:
     """``units`` cut into at most ``count`` runs of about equal bytes, in order."""
     sizes = []
@@ -1222,14 +1229,20 @@ def _scan_in_workers(
 ) -> list[tuple[Path, list[int]]]:
     """Scan the corpus's files: this process reads them in order until the pool's workers have
     started (``ready``), then the workers read the files left, cut into one run each, side by
-    side (the scan was the serial share of a replay: docs/performance.md). Problems go into
-    ``log`` in corpus order. A run whose worker died is read again here."""
+    side (the scan was the serial share of a replay: docs/performance.md), when every one of
+    them is a regular file. Problems go into ``log`` in corpus order. A run whose worker died is
+    read again here."""
     taken: list[_Unit] = []
 
     def until_ready() -> Iterator[_Placed]:
-        for unit in units:
-            if _workers_ready(ready):
-                return
+        handing_over = True
+        for index, unit in enumerate(units):
+            if handing_over and _workers_ready(ready):
+                # Only regular files: a pipe is this process's alone (``<(zcat …)`` names the
+                # parent's own descriptor, /dev/fd/63, which is another file in a worker).
+                if all(_is_regular(path) for path, _ in units[index:]):
+                    return
+                handing_over = False
             taken.append(unit)
             yield from _scan_unit(unit)
 
@@ -1414,7 +1427,7 @@ class _Progress:
 
     def start_scan(self, runs: int) -> None:
         """A scan in the workers: the bar counts its runs of files as they end."""
-        if self._progress is not None:
+        if self._progress is not None and runs:
             self._task = self._progress.add_task("reading inputs", total=runs)
 
     def scanned(self) -> None:

@@ -975,6 +975,36 @@ def test_a_corpus_scanned_in_the_workers_gives_the_report_of_a_serial_scan(
     assert common == [f"{corpus}/logs/{n}.jsonl:{len(lines[n::3]) + 3}" for n in range(6)]
 
 
+@pytest.mark.timeout(60)
+def test_a_pipe_among_the_files_is_read_by_the_parent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``replay corpus/ <(cat more.jsonl)``: the pipe is the parent's own descriptor
+    (/dev/fd/N), which names another file in a worker; the parent reads it, and the files
+    after it, itself."""
+    corpus = _corpus_of_files(tmp_path)
+    more = tmp_path / "more.jsonl"  # lines of a subject of their own: they show where they went
+    more.write_bytes(b'{"subject_pith_number": "s-pipe", "event_id": "bad"}\nnot json\n')
+    expected = replay([corpus, more], keys=EXAMPLE_KEYS, workers=1)
+    assert "s-pipe" in [row.subject for row in expected.subjects]
+    _hand_over_after_one_file(monkeypatch)
+    read, write = os.pipe()
+
+    def feed() -> None:
+        with os.fdopen(write, "wb") as pipe:
+            pipe.write(more.read_bytes())
+
+    writer = threading.Thread(target=feed)
+    writer.start()
+    try:
+        report = replay([corpus, f"/dev/fd/{read}"], keys=EXAMPLE_KEYS, workers=2)
+    finally:
+        writer.join()
+        os.close(read)
+    assert report.subjects == expected.subjects
+    assert [p.code for p in report.problems] == [p.code for p in expected.problems]
+
+
 def test_a_scan_whose_worker_dies_is_scanned_again_by_the_parent(
     tmp_path: Path, faults: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

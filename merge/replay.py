@@ -35,10 +35,11 @@ A line of a regular file is spilled as a reference (where it is, its length and 
 copy, and read back from its file: a line that changed meanwhile is a ``changed_since_scan``
 problem, never folded. Lines of a pipe or standard input, and whole files, are spilled as copies.
 With several workers, the parent reads the corpus's files in order while they start, then hands
-them the files left, one run of files each, read side by side into spill files of their own; a
-partition is then its spill files of every run, read in corpus order, so a subject's items and
-the problems come in the order of a serial scan. A subject's lines that follow one another in a
-file are read back in one read. Partitions are folded by ``workers`` processes
+them the files left (if all are regular files: a pipe is the parent's), one run of files each,
+read side by side into spill files of their own; a partition is then its spill files of every
+run, read in corpus order, so a subject's items and the problems come in the order of a serial
+scan. A subject's lines that follow one another in a file are read back in one read.
+Partitions are folded by ``workers`` processes
 (:func:`fold_subjects`, which the Dask engine runs too); each subject's result depends only on
 its items, and :func:`replay_report` sorts results by subject, so the report is identical for
 every ``workers`` and both engines.

@@ -702,7 +702,6 @@ def fold_subject(
         problems.append(
             InputProblem(subject, "no_keys", "log events but no key set: every event is unknown_key")
         )
-    # A subject that is exactly one bundle, with no caller keys, folds exactly as §10 did.
     # A subject that is exactly one trusted bundle, with no caller keys, folds exactly as §10 did.
     first_source.clear()  # what a repeat is of is known: the identities go before the fold comes
     identity = (b"", "")  # (the last one holds the last event's text)
@@ -1138,23 +1137,19 @@ def _scan_units(paths: Sequence[str | os.PathLike[str]]) -> list[_Unit] | None:
     return [unit for path in paths for unit in _units(path)]
 
 
-def _is_regular(path: str) -> bool:
+def _regular_size(path: str) -> int | None:
+    """The size of a regular file; ``None`` for anything else (a pipe is the parent's alone:
+    ``<(zcat …)`` names its own descriptor, /dev/fd/63, which is another file in a worker); 0
+    for a path that cannot be read in any process (its scan reports it, wherever it runs)."""
     try:
-        return stat.S_ISREG(os.stat(path).st_mode)
+        found = os.stat(path)
     except OSError:
-        return True  # it cannot be read in any process: its scan reports it, wherever it runs
+        return 0
+    return found.st_size if stat.S_ISREG(found.st_mode) else None
 
 
-def _runs(units: list[_Unit], count: int) -> list[list[_Unit]]:
-    """``units`` cut into at most ``count`` runs of about equal bytes, in order."""
-    sizes = []
-    for path, _ in units:
-        try:
-            found = os.stat(path)
-        except OSError:
-            sizes.append(0)  # reported by its scan
-        else:
-            sizes.append(found.st_size if stat.S_ISREG(found.st_mode) else 0)
+def _runs(units: Sequence[_Unit], sizes: Sequence[int], count: int) -> list[list[_Unit]]:
+    """``units`` (of ``sizes`` bytes) cut into at most ``count`` runs of about equal bytes, in order."""
     total = sum(sizes)
     runs: list[list[_Unit]] = [[]]
     done = 0
@@ -1203,8 +1198,9 @@ def _spill_scan(placed: Iterable[_Placed], directory: Path, log: ProblemLog) -> 
 
 
 def _scan_run(units: list[_Unit], directory: str, subjects: bool) -> tuple[list[int], ProblemLog, list[str]]:
-    """Scan and spill one run of files (runs in a worker process): the partitions it spilled
-    into, its problems, and (``subjects``: for a progress bar) the subjects it found."""
+    """Scan and spill one run of files (in a worker process; in the parent, for a run whose
+    worker died): the partitions it spilled into, its problems, and (``subjects``: for a
+    progress bar) the subjects it found."""
     log = ProblemLog()
     found: set[str] = set()
     placed = (item for unit in units for item in _scan_unit(unit))
@@ -1233,22 +1229,21 @@ def _scan_in_workers(
     side (the scan was the serial share of a replay: docs/performance.md), when every one of
     them is a regular file. Problems go into ``log`` in corpus order. A run whose worker died is
     read again here."""
-    taken: list[_Unit] = []
+    runs: list[list[_Unit]] = []  # what the workers read, once they have started
 
     def until_ready() -> Iterator[_Placed]:
         handing_over = True
         for index, unit in enumerate(units):
             if handing_over and _workers_ready(ready):
-                # Only regular files: a pipe is this process's alone (``<(zcat …)`` names the
-                # parent's own descriptor, /dev/fd/63, which is another file in a worker).
-                if all(_is_regular(path) for path, _ in units[index:]):
+                sizes = [_regular_size(path) for path, _ in units[index:]]
+                regular = [size for size in sizes if size is not None]
+                if len(regular) == len(sizes):  # only regular files (see _regular_size)
+                    runs.extend(_runs(units[index:], regular, len(ready)))
                     return
                 handing_over = False
-            taken.append(unit)
             yield from _scan_unit(unit)
 
     scanned = [_spill_scan(bar.track_scan(until_ready()), spill / "scan-0", log)]
-    runs = _runs(units[len(taken) :], len(ready)) if len(taken) < len(units) else []
     directories = [spill / f"scan-{index}" for index in range(1, len(runs) + 1)]
     futures = [
         pool.submit(_scan_run, run, str(where), bar.enabled)
@@ -1256,16 +1251,14 @@ def _scan_in_workers(
     ]
     bar.start_scan(len(runs))
     for run, where, future in zip(runs, directories, futures, strict=True):
+        spilled_in = where
         try:
             used, found, subjects = future.result()
         except BrokenProcessPool:
             shutil.rmtree(where, ignore_errors=True)
-            found, noted = ProblemLog(), set[str]()
-            placed = _noting_subjects((item for unit in run for item in _scan_unit(unit)), noted)
-            scanned.append(_spill_scan(placed, where.with_name(f"{where.name}-again"), found))
-            subjects = sorted(noted)
-        else:
-            scanned.append((where, used))
+            spilled_in = where.with_name(f"{where.name}-again")
+            used, found, subjects = _scan_run(run, str(spilled_in), bar.enabled)
+        scanned.append((spilled_in, used))
         log.merge(found.kept, found.counts)
         bar.subjects.update(subjects)
         bar.scanned()

@@ -934,10 +934,11 @@ def test_a_corpus_of_files_is_cut_into_runs_in_corpus_order(tmp_path: Path) -> N
     units = _scan_units([corpus])
     assert units is not None
     assert [path for path, _ in units] == [str(file) for file in merge.replay.walk_corpus(corpus)]
-    runs = _runs(units, 3)
+    sizes = [os.stat(path).st_size for path, _ in units]
+    runs = _runs(units, sizes, 3)
     assert len(runs) == 3
     assert [unit for run in runs for unit in run] == units
-    assert _runs(units[:1], 3) == [units[:1]]
+    assert _runs(units[:1], sizes[:1], 3) == [units[:1]]
     assert _scan_units([corpus, "-"]) is None  # standard input: the parent's alone
 
 

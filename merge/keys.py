@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import binascii
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 from nacl.signing import VerifyKey
@@ -14,7 +14,13 @@ from .errors import KeySetError
 from .identifiers import ALGORITHM, fingerprint_b32, fingerprint_hex
 from .timestamps import parse_timestamp
 
-__all__ = ["Key", "KeySet", "decode_b64"]
+__all__ = ["Key", "KeySet", "OnConflict", "decode_b64"]
+
+#: What :meth:`KeySet.union` does with a key id both sets hold with different keys:
+#: ``"keep"`` this set's key stays (the first wins), ``"replace"`` the other's key replaces it
+#: (the last wins), ``"raise"`` a :class:`merge.KeySetError` naming the key id. A caller that
+#: must report each conflict and go on asks :meth:`KeySet.conflicts` first, then keeps.
+OnConflict = Literal["keep", "replace", "raise"]
 
 
 def decode_b64(text: str) -> bytes | None:
@@ -86,6 +92,28 @@ class KeySet(Mapping[str, Key]):
 
     def __repr__(self) -> str:
         return f"KeySet({sorted(self._keys)!r})"
+
+    def conflicts(self, other: Iterable[Key]) -> tuple[str, ...]:
+        """The key ids of ``other`` that this set holds with a different key, in ``other``'s order."""
+        return tuple(
+            key.key_id for key in other if key.key_id in self._keys and self._keys[key.key_id] != key
+        )
+
+    def union(self, other: Iterable[Key], *, on_conflict: OnConflict) -> KeySet:
+        """This set's keys and ``other``'s, in that order, one per key id.
+
+        A key id held by both with the same key is one key. With different keys, ``on_conflict``
+        decides (:data:`OnConflict`): the one rule of every union of key sets (command line,
+        replay, audit), each caller naming its policy.
+        """
+        keys = dict(self._keys)
+        for key in other:
+            known = keys.get(key.key_id)
+            if known is None or on_conflict == "replace":
+                keys[key.key_id] = key
+            elif known != key and on_conflict == "raise":
+                raise KeySetError("differs from a key of the same id given earlier", key_id=key.key_id)
+        return KeySet(keys.values())
 
     def as_json(self) -> list[dict[str, Any]]:
         """The key set as a list of key objects (spec §3)."""

@@ -237,3 +237,35 @@ def test_broken_trusted_keys_raise_in_verify_bundle(golden_bundle_bytes: bytes) 
 )
 def test_decode_b64_is_strict(text: str, ok: bool) -> None:
     assert (decode_b64(text) is not None) is ok
+
+
+def _other_a() -> KeySet:
+    """A key set holding a different key under KEY_A's id."""
+    obj = KEY_B.key_object()
+    obj["key_id"] = KEY_A.key_id
+    return KeySet.parse([obj])
+
+
+def test_union_keeps_one_key_per_id_in_order() -> None:
+    first = KeySet.parse([KEY_A.key_object()])
+    second = KeySet.parse([KEY_B.key_object(), KEY_A.key_object()])
+    for policy in ("keep", "replace", "raise"):
+        union = first.union(second.values(), on_conflict=policy)  # type: ignore[arg-type]
+        assert list(union) == [KEY_A.key_id, KEY_B.key_id]
+        assert first.conflicts(second.values()) == ()
+
+
+def test_union_policies_decide_a_conflict() -> None:
+    first = KeySet.parse([KEY_A.key_object(), KEY_B.key_object()])
+    other = _other_a()
+    assert first.conflicts(other.values()) == (KEY_A.key_id,)
+    kept = first.union(other.values(), on_conflict="keep")
+    assert kept[KEY_A.key_id].public_key == KEY_A.public_key
+    replaced = first.union(other.values(), on_conflict="replace")
+    assert replaced[KEY_A.key_id].public_key == KEY_B.public_key
+    assert list(replaced) == [KEY_A.key_id, KEY_B.key_id]
+    with pytest.raises(KeySetError) as caught:
+        first.union(other.values(), on_conflict="raise")
+    assert caught.value.key_id == KEY_A.key_id
+    # The arguments are never changed.
+    assert first[KEY_A.key_id].public_key == KEY_A.public_key

@@ -17,6 +17,7 @@ import pytest
 
 from merge import canonical_json, decode_state, fold
 from merge.cli import EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, EXIT_WORKER_LOST, main
+from merge.cli.fold import LISTED_REJECTIONS
 from merge.graph import LogGraph, event_values, log_graph, to_dot, to_mermaid
 from merge.replay import _partition
 from merge.signing import TestKey, make_bundle, sign_event
@@ -131,6 +132,19 @@ def test_verify_trust_is_explicit() -> None:
     only_a = run("verify", "--trust", EXAMPLE_BUNDLE, GOLDEN_BUNDLE)  # a bundle as key file: its keys
     assert only_a.returncode == 1
     assert "key 'pith-v1-2026-05' is not a trusted key" in out(only_a)
+
+
+def test_trust_files_that_disagree_on_a_key_are_an_input_error(tmp_path: Path) -> None:
+    """--trust files join into one key set; a key id two of them give different keys is exit 2,
+    naming the later file. The same key given twice is one key."""
+    impostor = tmp_path / "impostor.json"
+    impostor.write_text(json.dumps([TestKey("another seed", "test-A").key_object()]))
+    result = run("verify", "--trust", KEYS, "--trust", impostor, EXAMPLE_BUNDLE)
+    assert result.returncode == 2
+    assert err(result) == f"Error: {impostor}: key 'test-A' differs from one in an earlier --trust file\n"
+    twice = run("verify", "--trust", KEYS, "--trust", EXAMPLE_BUNDLE, EXAMPLE_BUNDLE)  # test-A in both
+    assert twice.returncode == 0
+    assert f"signed by test-A (from --trust {KEYS}, {EXAMPLE_BUNDLE})" in out(twice)
 
 
 def test_verify_exits_0_only_when_every_bundle_passes() -> None:
@@ -324,7 +338,7 @@ def test_fold_golden_events_from_stdin_to_a_file(tmp_path: Path) -> None:
     assert target.read_bytes() == canonical_json(GOLDEN["state"])
 
 
-def test_fold_reports_every_rejected_line(tmp_path: Path) -> None:
+def test_fold_reports_rejected_lines_with_their_number_and_cause(tmp_path: Path) -> None:
     lines = EXAMPLE_LOG.read_bytes().splitlines()
     log = tmp_path / "events.jsonl"
     log.write_bytes(
@@ -341,6 +355,31 @@ def test_fold_reports_every_rejected_line(tmp_path: Path) -> None:
     ]
     state = decode_state(result.stdout)
     assert state.event_count == 2  # the two good lines still fold
+
+
+def test_fold_lists_the_first_rejected_lines_and_counts_all_by_reason(tmp_path: Path) -> None:
+    """20,000 rejected lines: the first LISTED_REJECTIONS by line number on stderr, whether judged
+    as read or by the fold (a too-deep line looks like an event), then one line of counts."""
+    lines = EXAMPLE_LOG.read_bytes().splitlines()
+    deep = b'{"event_id": "sha256:' + b"ab" * 32 + b'", "a": ' + b"[" * 70 + b"]" * 70 + b"}"
+    bad = [b"x", b'{"a": 1}', b'{"event_id": "sha256:1234"}']
+    log = tmp_path / "events.jsonl"
+    log.write_bytes(b"\n".join([deep, lines[0], *(bad[i % 3] for i in range(20_000)), lines[1], deep]))
+    result = run("fold", "--subject", LOG_SUBJECT, "--keys", KEYS, log)
+    assert result.returncode == 1
+    stderr = err(result).splitlines()
+    assert len(stderr) == LISTED_REJECTIONS + 2  # the listed lines, the counts, the summary
+    assert stderr[0].startswith(f"{log}:1: rejected: too_deep: nesting deeper than 64 at /a/0/0/")
+    assert stderr[1] == f"{log}:3: rejected: not_json: JSON is malformed: invalid character (byte 0)"
+    assert [int(line.split(":")[1]) for line in stderr[:LISTED_REJECTIONS]] == [1, *range(3, 102)]
+    assert stderr[LISTED_REJECTIONS] == (
+        "... and 19902 more rejected line(s) not listed; all by reason: "
+        "no_event_id 6667, not_json 6667, bad_event_id 6666, too_deep 2"
+    )
+    assert "20002 lines rejected" in stderr[-1]
+    state = decode_state(result.stdout)
+    assert state.event_count == 2  # the two good lines still fold
+    assert state == fold(lines[:2], subject=LOG_SUBJECT, keys=json.loads(KEYS.read_bytes())).state
 
 
 def test_fold_a_subject_that_is_not_utf8_is_a_usage_error() -> None:
@@ -559,6 +598,20 @@ def test_explain_an_event_whose_prev_event_is_no_string(tmp_path: Path) -> None:
     assert result.returncode == 0, err(result)
     assert "fate: INVALID, reason malformed (§6)" in out(result)
     assert "  prev_event: 5 (not an event id)" in out(result)
+
+
+def test_explain_keys_of_the_key_file_come_before_the_bundle_s(tmp_path: Path) -> None:
+    """With --keys and --bundle, a key id both hold keeps the key of --keys (the first wins)."""
+    signed_by_a = next(
+        e["event_id"] for e in EXAMPLE["events"] if e["event_id"] in EXAMPLE["state"]["applied_event_ids"]
+    )
+    impostor = tmp_path / "impostor.json"
+    impostor.write_text(json.dumps([TestKey("another seed", "test-A").key_object()]))
+    carried = run("explain", "--json", signed_by_a, "--bundle", EXAMPLE_BUNDLE)
+    assert json.loads(carried.stdout)["fate"] == "applied"
+    overridden = run("explain", "--json", signed_by_a, "--bundle", EXAMPLE_BUNDLE, "--keys", impostor)
+    assert overridden.returncode == 0, err(overridden)
+    assert json.loads(overridden.stdout)["fate"] == "invalid"
 
 
 def test_explain_errors() -> None:
@@ -1155,9 +1208,28 @@ def test_fold_says_when_nothing_was_read_or_no_event_is_of_the_subject(tmp_path:
     assert "no input lines: nothing was read" in err(empty)
     other = run("fold", "--subject", "pith:2025:TYPO", "--keys", KEYS, EXAMPLE_LOG)
     assert other.returncode == 0
-    assert "no event applied; 6 of 7 name another subject: is --subject right?" in err(other)
+    assert hints(other) == [
+        f"{EXAMPLE_LOG}: no event applied; 6 of 7 name another subject: is --subject right?"
+    ]
     right = run("fold", "--subject", LOG_SUBJECT, "--keys", KEYS, EXAMPLE_LOG)
     assert "is --subject right?" not in err(right)
+
+
+def hints(result: subprocess.CompletedProcess[bytes]) -> list[str]:
+    return [line for line in err(result).splitlines() if "no event applied" in line]
+
+
+def test_fold_hints_name_the_key_file_when_events_are_signed_by_keys_it_lacks() -> None:
+    """A bundle as --keys (its own signers' keys, not the log's): 5 of 7 events unknown_key, 1 of
+    another subject. The likelier cause, the key file, comes first."""
+    wrong_keys = run("fold", "--subject", LOG_SUBJECT, "--keys", GOLDEN_BUNDLE, EXAMPLE_LOG)
+    assert wrong_keys.returncode == 0
+    assert hints(wrong_keys) == [
+        f"{EXAMPLE_LOG}: no event applied; 5 of 7 events are signed by keys not in --keys {GOLDEN_BUNDLE}: "
+        "is the key file right?",
+        f"{EXAMPLE_LOG}: no event applied; 1 of 7 name another subject: is --subject right?",
+    ]
+    assert hints(run("fold", "--subject", LOG_SUBJECT, "--keys", KEYS, EXAMPLE_LOG)) == []
 
 
 def test_replay_of_a_directory_without_inputs_says_so(tmp_path: Path) -> None:

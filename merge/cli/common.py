@@ -1,0 +1,262 @@
+"""What every command of ``pith-merge`` shares: the group, exit codes and error handling, reading
+files and standard input, key files, JSON output, and the options several commands take (each
+declared here once)."""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Final, NoReturn, ParamSpec, TypeVar
+
+import click
+import msgspec
+
+from ..bundle import REGISTRY_KEYS
+from ..canonical import decode_json
+from ..errors import InputError, KeySetError, MergeError
+from ..keys import KeySet
+from ..replay import display_name, read_document
+
+__all__ = [
+    "EXIT_BROKEN_PIPE",
+    "EXIT_FAILED",
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "EXIT_WORKER_LOST",
+    "FILE_OR_STDIN",
+    "QUIET_HELP",
+    "InputFailure",
+    "WorkerLost",
+    "claim_stdin",
+    "cli",
+    "echo",
+    "echo_err",
+    "exit_with",
+    "input_errors",
+    "json_option",
+    "json_out",
+    "key_set_of",
+    "keys_option",
+    "load_keys",
+    "out_option",
+    "plural",
+    "quiet_option",
+    "read_file",
+    "read_json",
+    "silence_stdout",
+    "subject_option",
+    "trust_anchors",
+    "trust_option",
+    "write_state",
+]
+
+EXIT_OK: Final = 0
+EXIT_FAILED: Final = 1
+EXIT_USAGE: Final = 2
+EXIT_WORKER_LOST: Final = 3
+EXIT_INTERRUPTED: Final = 130
+#: 128 + SIGPIPE: what a shell reports for a tool whose reader went away (``yes | head``).
+EXIT_BROKEN_PIPE: Final = 141
+
+P = ParamSpec("P")
+R = TypeVar("R")
+FC = TypeVar("FC", bound=Callable[..., Any])
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(package_name="pith-merge", prog_name="pith-merge")
+def cli() -> None:
+    """Verify, fold and replay Pith registry bundles, records and event logs (merge-v1).
+
+    Exit codes: 0 all good; 1 verification failed (a bundle or record check, a rejected input
+    line, differing states); 2 usage or input error (bad option, missing or unreadable file, bad
+    key file); 3 a replay worker died twice; 130 interrupted; 141 the reader of stdout went
+    away. Invalid events never change the exit code.
+    """
+
+
+class InputFailure(click.ClickException):
+    """A caller's input that cannot be used: one line on stderr, exit code 2."""
+
+    exit_code = EXIT_USAGE
+
+
+class WorkerLost(click.ClickException):
+    """A replay worker died twice on one partition: one line on stderr, exit code 3."""
+
+    exit_code = EXIT_WORKER_LOST
+
+
+def input_errors(command: Callable[P, R]) -> Callable[P, R]:
+    """Turn caller errors (:class:`MergeError`, unreadable files) into one line and exit code 2."""
+
+    @functools.wraps(command)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return command(*args, **kwargs)
+        except MergeError as exc:
+            raise InputFailure(str(exc)) from exc
+        except BrokenPipeError:
+            # Our reader went away: not an input error. Click would exit 1 (it catches EPIPE).
+            silence_stdout()
+            raise click.exceptions.Exit(EXIT_BROKEN_PIPE) from None
+        except OSError as exc:
+            where = f"{exc.filename}: " if exc.filename else ""
+            raise InputFailure(f"{where}{exc.strerror or exc}") from exc
+
+    return wrapper
+
+
+def silence_stdout() -> None:
+    """Point standard output at /dev/null, so that the flush at exit cannot fail again."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+def echo(text: str = "") -> None:
+    """One line on standard output."""
+    click.echo(text)
+
+
+def echo_err(text: str) -> None:
+    """One line on standard error."""
+    click.echo(text, err=True)
+
+
+def exit_with(code: int) -> NoReturn:
+    """End the command with exit code ``code``."""
+    raise click.exceptions.Exit(code)
+
+
+def plural(count: int, noun: str) -> str:
+    """``1 event``, ``2 events``."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def read_file(path: str) -> bytes:
+    """A file read whole, within :data:`merge.replay.MAX_DOCUMENT_BYTES` (InputError beyond).
+
+    ``-`` is standard input, which one command can read once (a second ``-`` is a usage error).
+    """
+    if path == "-":
+        claim_stdin()
+        return read_document(sys.stdin.buffer, "-")
+    with open(path, "rb") as handle:
+        return read_document(handle, display_name(path))
+
+
+def claim_stdin() -> None:
+    """Standard input is read by one argument of a command: a second ``-`` is a usage error."""
+    meta = click.get_current_context().meta
+    if meta.get("pith-merge.stdin"):
+        raise click.UsageError("- (standard input) can be given only once")
+    meta["pith-merge.stdin"] = True
+
+
+def read_json(path: str, what: str) -> Any:
+    """The JSON value of a file read whole (:func:`read_file`); ``what`` names it in the error."""
+    data = read_file(path)
+    try:
+        return decode_json(data)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as exc:
+        raise InputError(f"{what} is not JSON: {exc}", source=path) from exc
+
+
+def load_keys(path: str) -> KeySet:
+    """A key file: a JSON list of key objects (§3), or an object holding one as ``public_keys``
+    (a bundle, for example) or ``keys``. Raises :class:`MergeError` saying what is wrong."""
+    return key_set_of(read_json(path, "the key file"), path)
+
+
+def key_set_of(value: Any, path: str) -> KeySet:
+    """The key set a key file's JSON value holds (see :func:`load_keys`)."""
+    if isinstance(value, dict):
+        value = value.get("public_keys", value.get("keys"))
+    if not isinstance(value, list):
+        raise InputError(
+            "a key file holds a list of key objects (or an object with public_keys)", source=path
+        )
+    try:
+        return KeySet.parse(value)
+    except MergeError as exc:
+        raise InputError(str(exc), source=path) from exc
+
+
+def trust_anchors(trust_files: Sequence[str]) -> tuple[KeySet, str]:
+    """The keys of the ``--trust`` files (or the built-in registry key), and where they come from.
+
+    A key id that two files give with different keys is an input error naming the later file.
+    """
+    if not trust_files:
+        return KeySet.parse(REGISTRY_KEYS), "the built-in registry key"
+    anchors = KeySet()
+    for path in trust_files:
+        keys = load_keys(path)
+        try:
+            anchors = anchors.union(keys.values(), on_conflict="raise")
+        except KeySetError as exc:
+            raise InputError(
+                f"key {exc.key_id!r} differs from one in an earlier --trust file", source=path
+            ) from exc
+    return anchors, f"from --trust {', '.join(trust_files)}"
+
+
+def json_out(value: Any) -> None:
+    """``value`` as indented JSON with sorted keys, on standard output."""
+    data = msgspec.json.format(msgspec.json.encode(value, order="sorted"), indent=2)
+    echo(data.decode("utf-8"))
+
+
+def write_state(data: bytes, out: str | None) -> None:
+    """The state's canonical JSON: the exact bytes to ``out``, or stdout with a final newline."""
+    if out is not None:
+        Path(out).write_bytes(data)
+    else:
+        click.echo(data + b"\n", nl=False)
+
+
+# --- options shared by several commands --------------------------------------------------------
+
+#: A file argument that may be ``-`` (standard input): read whole by :func:`read_file`.
+FILE_OR_STDIN: Final = click.Path(exists=True, dir_okay=False, allow_dash=True)
+#: The help of ``-q/--quiet`` for the commands whose exit code says it all.
+QUIET_HELP: Final = "Print nothing on stdout: the exit code says it all (errors still go to stderr)."
+
+#: ``--trust KEYS.json`` (repeatable): the trust anchors of bundle signatures (spec §10).
+trust_option: Final = click.option(
+    "--trust",
+    "trust_files",
+    multiple=True,
+    type=FILE_OR_STDIN,
+    help="Key file of the signers trusted for bundles and receipts; replaces the built-in registry key. "
+    "Repeatable.",
+)
+
+
+def out_option(help_text: str, *, directory: bool = False, dest: str = "out") -> Callable[[FC], FC]:
+    """``-o/--out/--output``: where a command writes its result (a file, or a ``directory``)."""
+    kind = click.Path(file_okay=False) if directory else click.Path(dir_okay=False, writable=True)
+    return click.option("-o", "--out", "--output", dest, type=kind, help=help_text)
+
+
+def keys_option(help_text: str, *, required: bool = False) -> Callable[[FC], FC]:
+    """``--keys FILE``: the key file events are checked against (§3), read by :func:`load_keys`."""
+    return click.option("--keys", "keys_file", required=required, type=FILE_OR_STDIN, help=help_text)
+
+
+def subject_option(help_text: str, *, required: bool = False) -> Callable[[FC], FC]:
+    """``--subject``: the subject (a pith number) of a fold."""
+    return click.option("--subject", required=required, help=help_text)
+
+
+def json_option(help_text: str = "Print one JSON document instead of text.") -> Callable[[FC], FC]:
+    """``--json``: one JSON document on stdout instead of text."""
+    return click.option("--json", "as_json", is_flag=True, help=help_text)
+
+
+def quiet_option(help_text: str = QUIET_HELP) -> Callable[[FC], FC]:
+    """``-q/--quiet``: less output (what exactly, each command's help says)."""
+    return click.option("-q", "--quiet", is_flag=True, help=help_text)

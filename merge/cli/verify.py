@@ -1,0 +1,191 @@
+"""``pith-merge verify``: bundles (spec §10) and pith number records (§11), one line per document."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+import click
+
+from ..bundle import BundleReport, CheckedReport, parse_document, verify_bundle
+from ..errors import MergeError
+from ..keys import Key, KeySet
+from ..record import RecordReport, document_kind, verify_record
+from ..replay import display_name
+from .common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    FILE_OR_STDIN,
+    echo,
+    exit_with,
+    input_errors,
+    json_option,
+    json_out,
+    plural,
+    quiet_option,
+    read_file,
+    trust_anchors,
+    trust_option,
+)
+
+__all__ = ["TITLE_NOTES", "verify"]
+
+#: The §11 title note, in words (informative: it never fails a record).
+TITLE_NOTES: Final[Mapping[bool, str]] = {
+    True: "the shown paper.title matches canonical_record.metadata.title_canon_sha256",
+    False: "the shown paper.title is not the one canonical_record.metadata.title_canon_sha256 was made from",
+}
+
+
+@click.command()
+@click.argument("documents", nargs=-1, required=True, type=FILE_OR_STDIN)
+@trust_option
+@click.option(
+    "--trust-bundle-keys",
+    is_flag=True,
+    help="Also trust the keys carried inside each bundle (proves nothing about who built it).",
+)
+@click.option("-v", "--verbose", is_flag=True, help="Show every check, not only the failed ones.")
+@json_option()
+@quiet_option()
+@input_errors
+def verify(  # noqa: PLR0917 (click passes every option positionally)
+    documents: tuple[str, ...],
+    trust_files: tuple[str, ...],
+    trust_bundle_keys: bool,
+    verbose: bool,
+    as_json: bool,
+    quiet: bool,
+) -> None:
+    """Verify bundles (spec §10) and pith number records (§11), one line per document.
+
+    Each file is recognised by its bundle_type or record_type. A bundle's signature and a
+    record's receipt must verify with a trusted key: by default the Pith registry key
+    pith-v1-2026-05 (built in). Exits 0 only when every document passes every check.
+    A DOCUMENT may be - (standard input).
+    """
+    anchors, origin = trust_anchors(trust_files)
+    entries = []
+    for path in documents:
+        entry, facts = _verify_document(path, anchors, origin, trust_bundle_keys)
+        entries.append(entry)
+        if not as_json and not quiet:
+            _print_document(entry, facts, verbose)
+    failed = sum(not entry["ok"] for entry in entries)
+    if as_json and not quiet:
+        # "bundles": the bundle entries alone, as before records were verified too.
+        bundles = [entry for entry in entries if entry["kind"] == "bundle"]
+        json_out({"ok": failed == 0, "documents": entries, "bundles": bundles})
+    elif len(documents) > 1 and not quiet:
+        kinds = {entry["kind"] for entry in entries} - {None}
+        noun = {frozenset({"bundle"}): "bundles", frozenset({"record"}): "records"}.get(
+            frozenset(kinds), "documents"
+        )
+        echo(f"{len(documents) - failed} of {len(documents)} {noun} verified")
+    exit_with(EXIT_FAILED if failed else EXIT_OK)
+
+
+def _verify_document(
+    path: str, anchors: KeySet, origin: str, trust_bundle_keys: bool
+) -> tuple[dict[str, Any], str]:
+    """Verify one file as what it is (§10 or §11): its ``--json`` entry, and what an OK line says."""
+    document, not_json = parse_document(read_file(path))
+    path = display_name(path)  # a file name need not be UTF-8
+    kind = document_kind(document)
+    if kind is None:
+        what: dict[type, str] = {dict: "an object with neither bundle_type nor record_type", list: "an array"}
+        return _neither(path, not_json or what.get(type(document), "a JSON scalar")), ""
+    trusted = anchors
+    if kind == "bundle" and trust_bundle_keys:
+        # The trust anchors first: a carried key never replaces one of theirs.
+        trusted = anchors.union(_carried_keys(document), on_conflict="keep")
+    report: BundleReport | RecordReport
+    if kind == "bundle":
+        report = verify_bundle(document, trusted_keys=trusted, threads=None)
+    else:
+        report = verify_record(document, trusted_keys=trusted)
+    signer = report.trusted_key_id
+    trust = None
+    if signer is not None:
+        trust = origin if signer in anchors else "carried in the bundle, trusted by --trust-bundle-keys"
+    if isinstance(report, BundleReport):
+        facts = f"{_bundle_facts(report)}signed by {signer} ({trust})"
+        return _bundle_document(path, report, signer, trust), facts
+    subject = document.get("pith_number")
+    entry = {
+        "path": path,
+        "kind": "record",
+        "ok": report.ok,
+        "subject": subject if isinstance(subject, str) else None,
+        "trusted_key_id": signer,
+        "trust": trust,
+        "title_note": report.title_note,
+        "checks": _checks_json(report),
+    }
+    return entry, f"record {subject}, receipt signed by {signer} ({trust})"
+
+
+def _neither(path: str, why: str) -> dict[str, Any]:
+    return {
+        "path": path,
+        "kind": None,
+        "ok": False,
+        "problem": f"not a bundle or record: {why}",
+        "checks": [],
+    }
+
+
+def _bundle_facts(report: BundleReport) -> str:
+    if report.result is None:
+        return ""
+    state = report.result.state
+    return (
+        f"{state.pith_number}, {plural(state.event_count, 'event')} ({state.valid_event_count} valid, "
+        f"{state.invalid_event_count} invalid, {plural(state.equivocation_count, 'equivocation')}), "
+    )
+
+
+def _checks_json(report: CheckedReport) -> list[dict[str, Any]]:
+    return [{"name": c.name, "ok": c.ok, "detail": c.detail} for c in report.checks]
+
+
+def _print_document(entry: Mapping[str, Any], facts: str, verbose: bool) -> None:
+    path, kind, checks = entry["path"], entry["kind"], entry["checks"]
+    if kind is None:
+        echo(f"FAILED  {path}: {entry['problem']}")
+        return
+    if not entry["ok"]:
+        failed = sum(not check["ok"] for check in checks)
+        echo(f"FAILED  {path}: {kind}, {failed} of {len(checks)} checks failed")
+    else:
+        echo(f"OK      {path}: {facts}")
+    for check in checks:
+        if verbose or not check["ok"]:
+            echo(f"  {'pass' if check['ok'] else 'FAIL'}  {check['name']}: {check['detail']}")
+    note = entry.get("title_note")
+    if note is not None and (verbose or note is False):
+        echo(f"  note  title: {TITLE_NOTES[note]} (informative, §11)")
+
+
+def _carried_keys(bundle: Mapping[str, Any]) -> list[Key]:
+    """The keys a bundle carries, when they parse (if not, its public_keys check fails anyway)."""
+    try:
+        return list(KeySet.parse(bundle.get("public_keys") or ()).values())
+    except MergeError:
+        return []
+
+
+def _bundle_document(
+    path: str, report: BundleReport, signer: str | None, trust: str | None
+) -> dict[str, Any]:
+    state = report.result.state if report.result is not None else None
+    return {
+        "path": path,
+        "kind": "bundle",
+        "ok": report.ok,
+        "subject": state.pith_number if state else None,
+        "state_sha256": state.state_sha256 if state else None,
+        "trusted_key_id": signer,
+        "trust": trust,
+        "checks": _checks_json(report),
+    }

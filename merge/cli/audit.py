@@ -20,26 +20,14 @@ from ..audit import (
 )
 from ..audit_store import LastBundles
 from ..keys import KeySet
-from .common import (
-    EXIT_FAILED,
-    EXIT_OK,
-    FILE_OR_STDIN,
-    echo,
-    exit_with,
-    input_errors,
-    json_option,
-    json_out,
-    plural,
-    read_file,
-    trust_anchors,
-    trust_option,
-)
+from . import common
+from .common import echo, plural
 
 __all__ = ["audit_command"]
 
 
 @click.command(name="audit")
-@click.argument("paths", nargs=-1, required=True, type=FILE_OR_STDIN)
+@click.argument("paths", nargs=-1, required=True, type=common.FILE_OR_STDIN)
 @click.option(
     "--history",
     is_flag=True,
@@ -52,9 +40,9 @@ __all__ = ["audit_command"]
     help="Audit each PATH (a new download) against the last bundle of its subject kept in this "
     "directory, and keep it there when it is an extension (or the first one seen).",
 )
-@trust_option
-@json_option()
-@input_errors
+@common.trust_option
+@common.json_option()
+@common.input_errors
 def audit_command(
     paths: tuple[str, ...], history: bool, state_dir: str | None, trust_files: tuple[str, ...], as_json: bool
 ) -> None:
@@ -72,7 +60,7 @@ def audit_command(
         raise click.UsageError("give --history or --state-dir, not both")
     if not history and state_dir is None and len(paths) != 2:
         raise click.UsageError("give OLD and NEW (or --history PATH..., or --state-dir DIR PATH...)")
-    anchors, _ = trust_anchors(trust_files)
+    anchors, _ = common.trust_anchors(trust_files)
     notes: list[str] = []
     kept: list[str] = []
     if history:
@@ -82,7 +70,7 @@ def audit_command(
         pairs: list[PairAudit] = []
         unverified: list[SnapshotInfo] = []
         for path in paths:
-            download = store.audit_download(read_file(path), label=path, trusted_keys=anchors)
+            download = store.audit_download(common.read_file(path), label=path, trusted_keys=anchors)
             info = download.snapshot.info
             if download.pair is not None:
                 pairs.append(download.pair)
@@ -104,17 +92,17 @@ def audit_command(
         document["ok"] = report.ok
         if state_dir is not None:
             document["kept"] = kept
-        json_out(document)
+        common.json_out(document)
     else:
         _print_audit(report)
         for note in notes:
             echo(note)
-    exit_with(EXIT_OK if report.ok else EXIT_FAILED)
+    common.exit_with(common.EXIT_OK if report.ok else common.EXIT_FAILED)
 
 
 def _snapshots(paths: Sequence[str], trusted: KeySet) -> list[Snapshot]:
     """Each bundle file as a verified snapshot, named by its path."""
-    return [snapshot_of_bundle(read_file(p), label=p, trusted_keys=trusted) for p in paths]
+    return [snapshot_of_bundle(common.read_file(p), label=p, trusted_keys=trusted) for p in paths]
 
 
 def _report_of_pairs(pairs: Sequence[PairAudit], unverified: Sequence[SnapshotInfo]) -> AuditReport:
@@ -158,7 +146,11 @@ def _snapshot_line(role: str, info: SnapshotInfo) -> str:
 
 def _print_pair(pair: PairAudit) -> None:
     verdict = "IDENTICAL" if pair.identical else pair.verdict.upper().replace("_", " ")
-    facts = [f"+{len(pair.added)}", f"-{len(pair.dropped)}", f"{plural(len(pair.changed), 'fate')} changed"]
+    facts = [
+        f"+{len(pair.added)}",
+        f"-{len(pair.dropped)}",
+        f"{plural(len(pair.changed), 'fate')} changed",
+    ]
     echo(f"  {verdict}  {pair.old.label} -> {pair.new.label}: {', '.join(facts)}")
     echo(_snapshot_line("old", pair.old))
     echo(_snapshot_line("new", pair.new))

@@ -1,6 +1,11 @@
 """What every command of ``pith-merge`` shares: the group, exit codes and error handling, reading
 files and standard input, key files, JSON output, and the options several commands take (each
-declared here once)."""
+declared here once).
+
+The command modules import it whole (``from . import common``, then ``common.NAME``; the
+printing helpers ``echo``, ``echo_err`` and ``plural`` by name). The names meant for users are
+re-exported by :mod:`merge.cli`, whose ``__all__`` lists them.
+"""
 
 from __future__ import annotations
 
@@ -19,40 +24,6 @@ from ..canonical import decode_json
 from ..errors import InputError, KeySetError, MergeError
 from ..keys import KeySet
 from ..replay import display_name, read_document
-
-__all__ = [
-    "EXIT_BROKEN_PIPE",
-    "EXIT_FAILED",
-    "EXIT_INTERRUPTED",
-    "EXIT_OK",
-    "EXIT_USAGE",
-    "EXIT_WORKER_LOST",
-    "FILE_OR_STDIN",
-    "QUIET_HELP",
-    "InputFailure",
-    "WorkerLost",
-    "claim_stdin",
-    "cli",
-    "echo",
-    "echo_err",
-    "exit_with",
-    "input_errors",
-    "json_option",
-    "json_out",
-    "key_set_of",
-    "keys_option",
-    "load_keys",
-    "out_option",
-    "plural",
-    "quiet_option",
-    "read_file",
-    "read_json",
-    "silence_stdout",
-    "subject_option",
-    "trust_anchors",
-    "trust_option",
-    "write_state",
-]
 
 EXIT_OK: Final = 0
 EXIT_FAILED: Final = 1

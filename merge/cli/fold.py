@@ -18,20 +18,8 @@ from ..identifiers import EVENT_ID_PATTERN
 from ..reasons import Reason
 from ..replay import display_name, read_lines
 from ..state import State
-from .common import (
-    EXIT_FAILED,
-    EXIT_OK,
-    claim_stdin,
-    echo_err,
-    exit_with,
-    input_errors,
-    keys_option,
-    load_keys,
-    out_option,
-    quiet_option,
-    subject_option,
-    write_state,
-)
+from . import common
+from .common import echo_err
 
 __all__ = ["LISTED_REJECTIONS", "RejectedLines", "fold_command", "state_keys_option", "state_out_option"]
 
@@ -40,19 +28,19 @@ __all__ = ["LISTED_REJECTIONS", "RejectedLines", "fold_command", "state_keys_opt
 LISTED_REJECTIONS: Final = 100
 
 #: ``--keys`` and ``-o/--out`` of the commands that print a state (``fold``, ``store fold``).
-state_keys_option: Final = keys_option(
+state_keys_option: Final = common.keys_option(
     "Key file: the key set events are checked against (§3).", required=True
 )
-state_out_option: Final = out_option("Write the state here, not stdout.")
+state_out_option: Final = common.out_option("Write the state here, not stdout.")
 
 
 @click.command(name="fold")
 @click.argument("events", type=click.File("rb"))
-@subject_option("The merge's subject (a pith number).", required=True)
+@common.subject_option("The merge's subject (a pith number).", required=True)
 @state_keys_option
 @state_out_option
-@quiet_option("No summary line on stderr (rejected lines are still listed).")
-@input_errors
+@common.quiet_option("No summary line on stderr (rejected lines are still listed).")
+@common.input_errors
 def fold_command(events: IO[bytes], subject: str, keys_file: str, out: str | None, quiet: bool) -> None:
     """Fold EVENTS (JSON Lines, one event per line; - for stdin) into the subject's state.
 
@@ -62,8 +50,8 @@ def fold_command(events: IO[bytes], subject: str, keys_file: str, out: str | Non
     is then 1; invalid events are in the state.
     """
     if events.name == "<stdin>":
-        claim_stdin()
-    keys = load_keys(keys_file)
+        common.claim_stdin()
+    keys = common.load_keys(keys_file)
     name = "<stdin>" if events.name == "<stdin>" else events.name
     rejections = RejectedLines()
     lines = _HandedLines(events, rejections)
@@ -71,7 +59,7 @@ def fold_command(events: IO[bytes], subject: str, keys_file: str, out: str | Non
     for rejection in result.rejected:
         rejections.add(lines.numbers[rejection.index], str(rejection.code), rejection.detail)
     rejections.report(name)
-    write_state(canonical_json(result.state), out)
+    common.write_state(canonical_json(result.state), out)
     state = result.state
     if not quiet:
         echo_err(
@@ -82,10 +70,10 @@ def fold_command(events: IO[bytes], subject: str, keys_file: str, out: str | Non
         )
     if not lines.read:
         echo_err(f"{name}: no input lines: nothing was read")
-        exit_with(EXIT_FAILED)
+        common.exit_with(common.EXIT_FAILED)
     for hint in _hints(state, display_name(keys_file)):
         echo_err(f"{name}: no event applied; {hint}")
-    exit_with(EXIT_FAILED if rejections.total else EXIT_OK)
+    common.exit_with(common.EXIT_FAILED if rejections.total else common.EXIT_OK)
 
 
 class RejectedLines:

@@ -20,37 +20,20 @@ from ..keys import KeySet
 from ..replay import read_lines
 from ..state import State, decode_state
 from ..store import open_store
-from .common import (
-    EXIT_FAILED,
-    EXIT_OK,
-    FC,
-    FILE_OR_STDIN,
-    claim_stdin,
-    echo,
-    echo_err,
-    exit_with,
-    input_errors,
-    json_option,
-    json_out,
-    keys_option,
-    load_keys,
-    out_option,
-    read_file,
-    read_json,
-    subject_option,
-)
+from . import common
+from .common import echo, echo_err
 
 __all__ = ["diff", "explain", "graph"]
 
 _SUBJECT_LOG_OPTIONS: Final = (
-    click.option("--bundle", "bundle_file", type=FILE_OR_STDIN, help="A bundle."),
+    click.option("--bundle", "bundle_file", type=common.FILE_OR_STDIN, help="A bundle."),
     click.option("--events", "events_file", type=click.File("rb"), help="JSON Lines events (- for stdin)."),
-    subject_option("The merge's subject (default: the bundle's pith_number)."),
-    keys_option("Key file (default: the bundle's public_keys; with both, these come first)."),
+    common.subject_option("The merge's subject (default: the bundle's pith_number)."),
+    common.keys_option("Key file (default: the bundle's public_keys; with both, these come first)."),
 )
 
 
-def _subject_log_options(command: FC) -> FC:
+def _subject_log_options(command: common.FC) -> common.FC:
     """--bundle, --events, --subject, --keys: a subject's events, as :func:`_gather_inputs` reads them."""
     for option in reversed(_SUBJECT_LOG_OPTIONS):
         command = option(command)
@@ -63,8 +46,8 @@ def _subject_log_options(command: FC) -> FC:
 @click.command()
 @click.argument("event_id")
 @_subject_log_options
-@json_option()
-@input_errors
+@common.json_option()
+@common.input_errors
 def explain(  # noqa: PLR0917 (click passes every option positionally)
     event_id: str,
     bundle_file: str | None,
@@ -84,7 +67,7 @@ def explain(  # noqa: PLR0917 (click passes every option positionally)
     events = _admitted_events(inputs)
     story = event_story(resolve_event_id(event_id, events), events, result)
     if as_json:
-        json_out(story)
+        common.json_out(story)
     else:
         _print_story(story)
 
@@ -96,9 +79,9 @@ def _gather_inputs(
     if bundle_file is None and events_file is None:
         raise click.UsageError("give --bundle BUNDLE and/or --events EVENTS")
     inputs: list[Any] = []
-    keys = load_keys(keys_file) if keys_file else KeySet()
+    keys = common.load_keys(keys_file) if keys_file else KeySet()
     if bundle_file is not None:
-        bundle = read_json(bundle_file, "the bundle")
+        bundle = common.read_json(bundle_file, "the bundle")
         if not isinstance(bundle, dict) or not isinstance(bundle.get("events"), list):
             raise InputError("not a bundle: no events list", source=bundle_file)
         subject = subject or (
@@ -113,7 +96,7 @@ def _gather_inputs(
         inputs.extend(bundle["events"])
     if events_file is not None:
         if events_file.name == "<stdin>":
-            claim_stdin()
+            common.claim_stdin()
         inputs.extend(line for _, line in read_lines(events_file) if line is not None)
     if subject is None:
         raise click.UsageError("give --subject (no bundle names it)")
@@ -160,10 +143,10 @@ def _print_story(story: EventStory) -> None:
 
 
 @click.command()
-@click.argument("state_a", type=FILE_OR_STDIN)
-@click.argument("state_b", type=FILE_OR_STDIN)
-@json_option()
-@input_errors
+@click.argument("state_a", type=common.FILE_OR_STDIN)
+@click.argument("state_b", type=common.FILE_OR_STDIN)
+@common.json_option()
+@common.input_errors
 def diff(state_a: str, state_b: str, as_json: bool) -> None:
     """Show what changed from STATE_A to STATE_B (state files as `fold --out` writes them).
 
@@ -175,14 +158,14 @@ def diff(state_a: str, state_b: str, as_json: bool) -> None:
     before, after = _load_state(state_a), _load_state(state_b)
     changes = state_diff(before, after)
     if as_json:
-        json_out(changes)
+        common.json_out(changes)
     else:
         _print_diff(changes)
-    exit_with(EXIT_OK if changes.identical else EXIT_FAILED)
+    common.exit_with(common.EXIT_OK if changes.identical else common.EXIT_FAILED)
 
 
 def _load_state(path: str) -> State:
-    data = read_file(path)
+    data = common.read_file(path)
     try:
         return decode_state(data)
     except InputError as exc:
@@ -243,8 +226,8 @@ def _print_diff(changes: StateDiff) -> None:
     show_default=True,
     help="Graphviz DOT, a Mermaid flowchart, or SVG/PNG drawn by Graphviz's dot program.",
 )
-@out_option("Write the picture here, not stdout.", dest="output")
-@input_errors
+@common.out_option("Write the picture here, not stdout.", dest="output")
+@common.input_errors
 def graph(  # noqa: PLR0917 (click passes every option positionally)
     bundle_file: str | None,
     events_file: IO[bytes] | None,
@@ -267,7 +250,7 @@ def graph(  # noqa: PLR0917 (click passes every option positionally)
             raise click.UsageError("give --store, or --bundle and/or --events, not both")
         if subject is None or keys_file is None:
             raise click.UsageError("--store needs --subject and --keys")
-        inputs, keys = _store_events(store, subject), load_keys(keys_file)
+        inputs, keys = _store_events(store, subject), common.load_keys(keys_file)
     else:
         inputs, subject, keys = _gather_inputs(bundle_file, events_file, subject, keys_file)
     dot_program = None
@@ -293,7 +276,7 @@ def graph(  # noqa: PLR0917 (click passes every option positionally)
         click.echo(data, nl=False)
     if not inputs:
         echo_err(f"{subject}: no events: nothing was read")
-        exit_with(EXIT_FAILED)
+        common.exit_with(common.EXIT_FAILED)
 
 
 def _store_events(url: str, subject: str) -> list[bytes]:

@@ -6,18 +6,8 @@ import click
 
 from ..errors import InputError
 from ..identifiers import ALGORITHM
-from .common import (
-    EXIT_FAILED,
-    FILE_OR_STDIN,
-    echo,
-    echo_err,
-    exit_with,
-    input_errors,
-    json_option,
-    json_out,
-    key_set_of,
-    read_json,
-)
+from . import common
+from .common import echo, echo_err
 
 __all__ = ["keys", "keys_show"]
 
@@ -28,24 +18,24 @@ def keys() -> None:
 
 
 @keys.command(name="show")
-@click.argument("keys_file", type=FILE_OR_STDIN)
-@json_option("Print the checked key objects as JSON.")
-@input_errors
+@click.argument("keys_file", type=common.FILE_OR_STDIN)
+@common.json_option("Print the checked key objects as JSON.")
+@common.input_errors
 def keys_show(keys_file: str, as_json: bool) -> None:
     """Check KEYS_FILE against spec §3 and show each key id with its fingerprints.
 
     Exits 1 when the key set breaks §3 (and says which key and field), 2 when the file is not JSON.
     """
-    value = read_json(keys_file, "the key file")  # read once: it may be standard input
+    value = common.read_json(keys_file, "the key file")  # read once: it may be standard input
     try:
-        key_set = key_set_of(value, keys_file)
+        key_set = common.key_set_of(value, keys_file)
     except InputError as exc:
         if isinstance(value, list | dict):
             echo_err(f"{keys_file}: {exc.problem}")
-            exit_with(EXIT_FAILED)
+            common.exit_with(common.EXIT_FAILED)
         raise
     if as_json:
-        json_out(key_set.as_json())
+        common.json_out(key_set.as_json())
         return
     for key in key_set.values():
         document = key.as_json()

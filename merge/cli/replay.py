@@ -9,33 +9,19 @@ from typing import Any
 import click
 
 from ..replay import ReplayWorkerError, display_name, replay, report_json
-from .common import (
-    EXIT_FAILED,
-    EXIT_OK,
-    WorkerLost,
-    echo,
-    echo_err,
-    exit_with,
-    input_errors,
-    json_option,
-    keys_option,
-    load_keys,
-    out_option,
-    quiet_option,
-    trust_anchors,
-    trust_option,
-)
+from . import common
+from .common import echo, echo_err
 
 __all__ = ["replay_command"]
 
 
 @click.command(name="replay")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, allow_dash=True))
-@keys_option("Key file for events of JSON Lines logs (bundles carry their own keys).")
-@trust_option
+@common.keys_option("Key file for events of JSON Lines logs (bundles carry their own keys).")
+@common.trust_option
 @click.option("--workers", type=click.IntRange(min=1), help="Processes to fold with (default: all cores).")
-@out_option("Write each subject's state to this directory.", directory=True)
-@json_option("Print one JSON document instead of the table.")
+@common.out_option("Write each subject's state to this directory.", directory=True)
+@common.json_option("Print one JSON document instead of the table.")
 @click.option(
     "--progress/--no-progress", default=None, help="Progress bar on stderr (default: only on a terminal)."
 )
@@ -51,8 +37,8 @@ __all__ = ["replay_command"]
     metavar="ADDRESS",
     help="With --engine dask: the scheduler (tcp://host:8786); default: a local cluster of --workers.",
 )
-@quiet_option("No table on stdout (problems are still listed on stderr).")
-@input_errors
+@common.quiet_option("No table on stdout (problems are still listed on stderr).")
+@common.input_errors
 def replay_command(  # noqa: PLR0917 (click passes every option positionally)
     paths: tuple[str, ...],
     keys_file: str | None,
@@ -73,8 +59,8 @@ def replay_command(  # noqa: PLR0917 (click passes every option positionally)
     --workers. Exits 1 when a bundle or record fails verification, a record disagrees with its
     subject's state, or an input could not be used (each is listed on stderr).
     """
-    keys = load_keys(keys_file) if keys_file else None
-    anchors, _ = trust_anchors(trust_files)
+    keys = common.load_keys(keys_file) if keys_file else None
+    anchors, _ = common.trust_anchors(trust_files)
     if engine == "dask":
         if "-" in paths:
             raise click.UsageError("--engine dask reads files, not standard input (-)")
@@ -92,7 +78,7 @@ def replay_command(  # noqa: PLR0917 (click passes every option positionally)
                 paths, keys=keys, trusted_keys=anchors, workers=workers, out_dir=out, progress=show_progress
             )
         except ReplayWorkerError as exc:
-            raise WorkerLost(str(exc)) from exc
+            raise common.WorkerLost(str(exc)) from exc
     if as_json:
         if not quiet:
             click.echo(report_json(report), nl=False)
@@ -106,8 +92,8 @@ def replay_command(  # noqa: PLR0917 (click passes every option positionally)
             echo_err(f"wrote {len(report.subjects)} state file(s) to {out}")
     if not report.subjects and not report.problems:
         echo_err(f"no inputs in {', '.join(map(display_name, paths))}: nothing was read")
-        exit_with(EXIT_FAILED)
-    exit_with(EXIT_OK if report.ok else EXIT_FAILED)
+        common.exit_with(common.EXIT_FAILED)
+    common.exit_with(common.EXIT_OK if report.ok else common.EXIT_FAILED)
 
 
 def _print_unlisted(unlisted: int, counts: Mapping[str, int]) -> None:

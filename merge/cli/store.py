@@ -11,22 +11,8 @@ import msgspec
 from ..canonical import canonical_json
 from ..replay import InputProblem, scan_corpus
 from ..store import Refused, StoreError, open_store
-from .common import (
-    EXIT_FAILED,
-    EXIT_OK,
-    claim_stdin,
-    echo,
-    echo_err,
-    exit_with,
-    input_errors,
-    json_option,
-    json_out,
-    load_keys,
-    plural,
-    quiet_option,
-    subject_option,
-    write_state,
-)
+from . import common
+from .common import echo, echo_err, plural
 from .fold import state_keys_option, state_out_option
 
 __all__ = [
@@ -75,8 +61,8 @@ def store() -> None:
     metavar="URL",
     help="Also copy every input of this store (a backup, say), subject by subject. Repeatable.",
 )
-@json_option()
-@input_errors
+@common.json_option()
+@common.input_errors
 def store_import(store_url: str, paths: tuple[str, ...], sources: tuple[str, ...], as_json: bool) -> None:
     """Append PATHs (JSON Lines logs, bundles, directories of them, as `replay` reads them; -
     for stdin) and the inputs of --from-store stores to the store.
@@ -90,7 +76,7 @@ def store_import(store_url: str, paths: tuple[str, ...], sources: tuple[str, ...
         raise click.UsageError("give PATHS to import and/or --from-store URL")
     for path in paths:
         if path == "-":
-            claim_stdin()
+            common.claim_stdin()
     counts = {"stored": 0, "new": 0}
     problems: list[InputProblem] = []
     with open_store(store_url) as target:
@@ -114,7 +100,7 @@ def store_import(store_url: str, paths: tuple[str, ...], sources: tuple[str, ...
                 batch = []
         append(batch)
     if as_json:
-        json_out({"ok": not problems, **counts, "problems": problems})
+        common.json_out({"ok": not problems, **counts, "problems": problems})
     else:
         for problem in problems:
             echo_err(str(problem))
@@ -124,8 +110,8 @@ def store_import(store_url: str, paths: tuple[str, ...], sources: tuple[str, ...
         )
     if not counts["stored"] and not problems:
         echo_err("no inputs: nothing was read")
-        exit_with(EXIT_FAILED)
-    exit_with(EXIT_FAILED if problems else EXIT_OK)
+        common.exit_with(common.EXIT_FAILED)
+    common.exit_with(common.EXIT_FAILED if problems else common.EXIT_OK)
 
 
 def _import_inputs(
@@ -154,21 +140,21 @@ def _import_inputs(
 
 @store.command(name="fold")
 @_STORE_URL
-@subject_option("The subject (a pith number) to fold.", required=True)
+@common.subject_option("The subject (a pith number) to fold.", required=True)
 @state_keys_option
 @state_out_option
-@quiet_option("No summary line on stderr.")
-@input_errors
+@common.quiet_option("No summary line on stderr.")
+@common.input_errors
 def store_fold(store_url: str, subject: str, keys_file: str, out: str | None, quiet: bool) -> None:
     """Fold the subject's stored inputs: its state's canonical JSON, as `fold` prints it.
 
     An unchanged subject is served from its checkpoint. A summary goes to stderr.
     """
-    keys = load_keys(keys_file)
+    keys = common.load_keys(keys_file)
     with open_store(store_url) as source:
         state = source.fold(subject, keys=keys).state
         count = source.count(subject)
-    write_state(canonical_json(state), out)
+    common.write_state(canonical_json(state), out)
     if quiet:
         return
     echo_err(
@@ -180,8 +166,8 @@ def store_fold(store_url: str, subject: str, keys_file: str, out: str | None, qu
 
 @store.command(name="check")
 @_STORE_URL
-@json_option()
-@input_errors
+@common.json_option()
+@common.input_errors
 def store_check(store_url: str, as_json: bool) -> None:
     """Check that the store is intact: the database's own check, every input against its SHA-256,
     every checkpoint against its state_sha256. Exits 1 when it is damaged."""
@@ -195,19 +181,21 @@ def store_check(store_url: str, as_json: bool) -> None:
         subjects = target.subjects() if problem is None else []
         inputs = sum(target.count(subject) for subject in subjects)
     if as_json:
-        json_out({"ok": problem is None, "problem": problem, "subjects": len(subjects), "inputs": inputs})
+        common.json_out(
+            {"ok": problem is None, "problem": problem, "subjects": len(subjects), "inputs": inputs}
+        )
     elif problem is not None:
         echo_err(f"DAMAGED {problem}")
     else:
         echo(f"OK      {plural(len(subjects), 'subject')}, {plural(inputs, 'input')}")
-    exit_with(EXIT_OK if problem is None else EXIT_FAILED)
+    common.exit_with(common.EXIT_OK if problem is None else common.EXIT_FAILED)
 
 
 @store.command(name="export")
 @_STORE_URL
 @click.option("--subject", "subjects", multiple=True, help="Only this subject (repeatable; default: all).")
 @click.option("--out", type=click.File("wb"), default="-", help="Write here (default: stdout).")
-@input_errors
+@common.input_errors
 def store_export(store_url: str, subjects: tuple[str, ...], out: IO[bytes]) -> None:
     """Write the stored inputs as JSON Lines, subject by subject (sorted), in arrival order.
 
@@ -224,7 +212,7 @@ def store_export(store_url: str, subjects: tuple[str, ...], out: IO[bytes]) -> N
 @store.command(name="backup")
 @_STORE_URL
 @click.argument("dest", type=click.Path(dir_okay=False))
-@input_errors
+@common.input_errors
 def store_backup(store_url: str, dest: str) -> None:
     """Copy the whole store, as one consistent snapshot, to DEST: a new SQLite store file.
 

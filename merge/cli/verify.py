@@ -12,21 +12,8 @@ from ..errors import MergeError
 from ..keys import Key, KeySet
 from ..record import RecordReport, document_kind, verify_record
 from ..replay import display_name
-from .common import (
-    EXIT_FAILED,
-    EXIT_OK,
-    FILE_OR_STDIN,
-    echo,
-    exit_with,
-    input_errors,
-    json_option,
-    json_out,
-    plural,
-    quiet_option,
-    read_file,
-    trust_anchors,
-    trust_option,
-)
+from . import common
+from .common import echo, plural
 
 __all__ = ["TITLE_NOTES", "verify"]
 
@@ -38,17 +25,17 @@ TITLE_NOTES: Final[Mapping[bool, str]] = {
 
 
 @click.command()
-@click.argument("documents", nargs=-1, required=True, type=FILE_OR_STDIN)
-@trust_option
+@click.argument("documents", nargs=-1, required=True, type=common.FILE_OR_STDIN)
+@common.trust_option
 @click.option(
     "--trust-bundle-keys",
     is_flag=True,
     help="Also trust the keys carried inside each bundle (proves nothing about who built it).",
 )
 @click.option("-v", "--verbose", is_flag=True, help="Show every check, not only the failed ones.")
-@json_option()
-@quiet_option()
-@input_errors
+@common.json_option()
+@common.quiet_option()
+@common.input_errors
 def verify(  # noqa: PLR0917 (click passes every option positionally)
     documents: tuple[str, ...],
     trust_files: tuple[str, ...],
@@ -64,7 +51,7 @@ def verify(  # noqa: PLR0917 (click passes every option positionally)
     pith-v1-2026-05 (built in). Exits 0 only when every document passes every check.
     A DOCUMENT may be - (standard input).
     """
-    anchors, origin = trust_anchors(trust_files)
+    anchors, origin = common.trust_anchors(trust_files)
     entries = []
     for path in documents:
         entry, facts = _verify_document(path, anchors, origin, trust_bundle_keys)
@@ -75,21 +62,21 @@ def verify(  # noqa: PLR0917 (click passes every option positionally)
     if as_json and not quiet:
         # "bundles": the bundle entries alone, as before records were verified too.
         bundles = [entry for entry in entries if entry["kind"] == "bundle"]
-        json_out({"ok": failed == 0, "documents": entries, "bundles": bundles})
+        common.json_out({"ok": failed == 0, "documents": entries, "bundles": bundles})
     elif len(documents) > 1 and not quiet:
         kinds = {entry["kind"] for entry in entries} - {None}
         noun = {frozenset({"bundle"}): "bundles", frozenset({"record"}): "records"}.get(
             frozenset(kinds), "documents"
         )
         echo(f"{len(documents) - failed} of {len(documents)} {noun} verified")
-    exit_with(EXIT_FAILED if failed else EXIT_OK)
+    common.exit_with(common.EXIT_FAILED if failed else common.EXIT_OK)
 
 
 def _verify_document(
     path: str, anchors: KeySet, origin: str, trust_bundle_keys: bool
 ) -> tuple[dict[str, Any], str]:
     """Verify one file as what it is (§10 or §11): its ``--json`` entry, and what an OK line says."""
-    document, not_json = parse_document(read_file(path))
+    document, not_json = parse_document(common.read_file(path))
     path = display_name(path)  # a file name need not be UTF-8
     kind = document_kind(document)
     if kind is None:

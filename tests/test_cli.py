@@ -1202,6 +1202,10 @@ def test_output_is_an_alias_of_out(tmp_path: Path) -> None:
         assert target.read_bytes() == (tmp_path / "state-o.json").read_bytes()
 
 
+def hints(result: subprocess.CompletedProcess[bytes]) -> list[str]:
+    return [line for line in err(result).splitlines() if "no event applied" in line]
+
+
 def test_fold_says_when_nothing_was_read_or_no_event_is_of_the_subject(tmp_path: Path) -> None:
     empty = run("fold", "--subject", LOG_SUBJECT, "--keys", KEYS, "-", stdin=b"\n\n")
     assert empty.returncode == 1
@@ -1213,10 +1217,6 @@ def test_fold_says_when_nothing_was_read_or_no_event_is_of_the_subject(tmp_path:
     ]
     right = run("fold", "--subject", LOG_SUBJECT, "--keys", KEYS, EXAMPLE_LOG)
     assert "is --subject right?" not in err(right)
-
-
-def hints(result: subprocess.CompletedProcess[bytes]) -> list[str]:
-    return [line for line in err(result).splitlines() if "no event applied" in line]
 
 
 def test_fold_hints_name_the_key_file_when_events_are_signed_by_keys_it_lacks() -> None:

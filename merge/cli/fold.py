@@ -118,12 +118,14 @@ class RejectedLines:
 class _HandedLines:
     """The lines of a JSON Lines stream the fold is handed, each once, with their line numbers.
 
-    A line that cannot be an event by its look (it is not ``{…}`` or never names ``"event_id"``:
-    garbage, a truncated line, another format) is first judged here, by admission itself
-    (:func:`merge.admission.admit`, §5): rejected, it is counted in ``rejections`` and never
-    handed over, so that a million bad lines do not become a million rejections held by the
-    fold until it returns (~200 bytes each; issue 29 item 7). The look only decides where a
-    line is judged, never its verdict: a line it doubts that admission admits goes to the fold.
+    A line that does not look like an event (a JSON object whose ``event_id`` is a string of the
+    form ``sha256:`` + 64 hex: not so garbage, a truncated line, another format, a bad id) is
+    first judged here, by admission itself (:func:`merge.admission.admit`, §5): rejected, it is
+    counted in ``rejections`` and never handed over, so that a million bad lines do not become
+    a million rejections held by the fold until it returns (~200 bytes each; issue 29 item 7).
+    The look only decides where a line is judged, never its verdict: a line it doubts that
+    admission admits goes to the fold, and a line it passes that admission rejects (nested too
+    deep, say) is rejected by the fold.
     """
 
     def __init__(self, events: IO[bytes], rejections: RejectedLines) -> None:
@@ -152,7 +154,7 @@ class _HandedLines:
 
 
 class _Look(msgspec.Struct):
-    """All the look of :class:`_HandedLines` reads of a line: a JSON object with a string event_id."""
+    """All that the look of :class:`_HandedLines` decodes of a line: its string event_id."""
 
     event_id: str
 

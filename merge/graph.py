@@ -160,6 +160,8 @@ _FAMILIES: Final = (
     _Family("fork", OKABE_ITO["vermillion"], "§7: a fork (equivocation)", (Reason.EQUIVOCATION,)),
 )
 _FAMILY_OF: Final = {reason: family for family in _FAMILIES for reason in family.reasons}
+# A family's mark in the key (see _marks).
+_FAMILY_MARKS: Final = {f"invalid:{family.name}": family for family in _FAMILIES}
 
 #: The colour of each reason code: the Okabe–Ito colour of its family of rules (see the key of a
 #: picture): black §6 encoding and identity, sky blue subject, type, target and payload, reddish
@@ -791,29 +793,29 @@ def _group_tooltip(group: EventGroup) -> str:
 
 # --- the key: one entry per mark the picture uses -------------------------------------------
 
-#: A mark of the picture: what the key explains, in its order. ``invalid:NAME`` is a family.
-_NODE_MARKS: Final = ("lane", "applied", "superseded", "run", "focus")
-_OTHER_MARKS: Final = ("group", "fork", "ghost", "prev", "prev_supersedes", "missing_prev", "supersedes")
+# The marks of a picture, in the key's order; ``invalid:NAME`` is a family of reasons.
+_MARKS: Final = (
+    *("lane", "applied", "superseded", "run", "focus"),
+    *_FAMILY_MARKS,
+    *("group", "fork", "ghost", "prev", "prev_supersedes", "missing_prev", "supersedes"),
+)
 
 
 def _marks(graph: LogGraph) -> list[str]:
     """The marks ``graph`` uses (lanes, fates, families of reasons, groups, forks, ghosts, arrow kinds)."""
     used: set[str] = {"lane"} if graph.lanes else set()
     for node in graph.nodes:
+        if node.reason is not None:  # an invalid event is drawn in the mark of its family
+            used.add(f"invalid:{_FAMILY_OF[node.reason].name}")
         if isinstance(node, EventGroup):
             used.add("run" if node.fate == "applied" else "group")
-        else:
+        elif node.fate != "invalid":
             used.add(node.fate)
-            if node.event_id == graph.summary.around:
-                used.add("focus")
-        if node.reason is not None:
-            used.add(f"invalid:{_FAMILY_OF[node.reason].name}")
-    used.discard("invalid")
+    used |= {"focus"} if any(graph.summary.around == node.name for node in graph.nodes) else set()
     used |= {"fork"} if graph.forks else set()
     used |= {"ghost"} if graph.ghosts else set()
     used |= {edge.kind for edge in graph.edges}
-    order = [*_NODE_MARKS, *(f"invalid:{family.name}" for family in _FAMILIES), *_OTHER_MARKS]
-    return [mark for mark in order if mark in used]
+    return [mark for mark in _MARKS if mark in used]
 
 
 def _codes_used(graph: LogGraph, family: _Family) -> list[str]:
@@ -824,7 +826,7 @@ def _codes_used(graph: LogGraph, family: _Family) -> list[str]:
 def _key_text(graph: LogGraph, mark: str) -> str:
     """What a mark means, in the key."""
     if mark.startswith("invalid:"):
-        family = next(family for family in _FAMILIES if f"invalid:{family.name}" == mark)
+        family = _FAMILY_MARKS[mark]
         return f"invalid, {family.rule}: {', '.join(_codes_used(graph, family))}"
     return {
         "lane": "a chain (§7): target / signer key id; the record chain first",
@@ -908,7 +910,7 @@ _DOT_TABLE: Final = 'BORDER="0" CELLBORDER="0" CELLSPACING="3" CELLPADDING="2"'
 
 def _dot_sample(mark: str) -> str:
     if mark.startswith("invalid:"):
-        family = next(family for family in _FAMILIES if f"invalid:{family.name}" == mark)
+        family = _FAMILY_MARKS[mark]
         return f'<TD BORDER="2" COLOR="{family.colour}" STYLE="rounded"><B>reason</B></TD>'
     return _DOT_SAMPLES[mark]
 
@@ -1219,14 +1221,14 @@ _MERMAID_SAMPLES: Final[Mapping[str, str]] = {
 
 def _mermaid_key_class(graph: LogGraph, mark: str) -> str:
     if mark.startswith("invalid:"):
-        family = next(family for family in _FAMILIES if f"invalid:{family.name}" == mark)
+        family = _FAMILY_MARKS[mark]
         return f"invalid_{_codes_used(graph, family)[0]}"
     return mark if mark in ("applied", "superseded", "run", "ghost") else "key"
 
 
 def _mermaid_key_sample(mark: str) -> str:
     if mark.startswith("invalid:"):
-        family = next(family for family in _FAMILIES if f"invalid:{family.name}" == mark)
+        family = _FAMILY_MARKS[mark]
         name = next(name for name, colour in OKABE_ITO.items() if colour == family.colour)
         return f"{name.replace('_', ' ')} line: "
     return f"{_MERMAID_SAMPLES[mark]}: "

@@ -449,6 +449,14 @@ def test_missing_prevs_are_grouped_one_node_per_lane() -> None:
     for attrs in ghosts.values():
         assert "dashed" in attrs["style"].split(",")
     assert len(re.findall(r'^  g\d+\["missing<br/>', mermaid, re.M)) == 2
+    # A missing prev links nothing: around one hint, the hint and its ghost.
+    drawing = parse_dot(drawn(inputs, SUBJECT, KEYS, around=hints[0]["event_id"], depth=3)[1])
+    assert [label_text(attrs["label"]) for attrs in drawing.nodes.values() if "dashed" in attrs["style"]] == [
+        f"missing {'0' * 12}"
+    ]
+    assert set(drawing.nodes) - {hints[0]["event_id"]} == {
+        name for name in drawing.nodes if name.startswith("missing:")
+    }
     # The first 200 lines of a shuffled log: most prevs are missing, one ghost per lane.
     prefix, subject, keys = big_log()
     prefix = prefix[:200]
@@ -476,6 +484,17 @@ def test_prev_edges_follow_prev_event() -> None:
         for event_id, value in events.items()
         if value.get("prev_event") in events
     }
+
+
+def test_a_prev_event_that_is_no_event_id_links_nothing() -> None:
+    odd = event(created_at=minute(1), prev_event="sha256:not-an-id")
+    result, dot, _ = drawn([record_event(), odd], SUBJECT, KEYS)
+    assert result.reasons == {odd["event_id"]: Reason.MALFORMED}
+    drawing = parse_dot(dot)
+    assert set(drawing.nodes) == {item.event_id for item in result.state.invalid_events} | set(
+        result.state.applied_event_ids
+    )
+    assert drawing.edges == []
 
 
 # --- a picture that scales: runs, around, the bound -------------------------------------------
@@ -532,6 +551,23 @@ def test_around_draws_the_neighbourhood_of_one_event() -> None:
             f"around {focus[7:19]}, {depth} link{'s' * (depth != 1)} out: {len(want)} of {events} events"
         )
         assert f"style e{focus[7:]} stroke-width:5px" in mermaid
+    # All the log around e2 (not the record: nothing links it to the hints) does not fit in 9
+    # nodes: it collapses as it would without around, e2 kept apart.
+    _, dot, _ = drawn(log.inputs, SUBJECT, KEYS, around=line[2], depth=20, max_nodes=9)
+    drawing = parse_dot(dot)
+    assert set(drawing.nodes) == {
+        group_name(line[0]),
+        line[2],
+        group_name(line[3]),
+        line[9],
+        *log.fork,
+        log.child,
+        log.stranger,
+    }
+    assert drawing.nodes[line[2]]["peripheries"] == "2"
+    assert title_lines(drawing)[-1].startswith(
+        f"around {line[2][7:19]}, 20 links out: {events - 1} of {events} events; "
+    )
     with pytest.raises(InputError, match="not among"):
         log_graph(run(log.inputs), event_values(log.inputs), around="ffff")
 

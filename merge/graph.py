@@ -32,7 +32,6 @@ deterministic: everything is sorted (lanes by chain, events by ``created_at``, a
 from __future__ import annotations
 
 import html
-import itertools
 import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -996,7 +995,7 @@ def _dot_rows(graph: LogGraph) -> tuple[list[tuple[str, str]], set[tuple[str, st
     for names in members.values():
         alone = [name for name in names if name not in linked]
         side = math.isqrt(len(alone) - 1) + 1 if alone else 0
-        spacers += [(a, b) for a, b in itertools.pairwise(alone) if alone.index(b) % side]
+        spacers += [(alone[index - 1], alone[index]) for index in range(1, len(alone)) if index % side]
     rank = _ranks([*ranked, *spacers], lane_of)
     widths = {lane: 1 + max(rank[name] for name in names) for lane, names in members.items()}
     row_width = max([*widths.values(), math.isqrt(sum(widths.values()) - 1) + 1] if widths else [0])

@@ -8,6 +8,7 @@ The drawing adapter (merge.graph_render) is tested at the end, with Graphviz's d
 from __future__ import annotations
 
 import colorsys
+import functools
 import itertools
 import json
 import random
@@ -612,6 +613,7 @@ def test_max_nodes_collapses_harder_then_leaves_out_chains() -> None:
         log_graph(result, values, depth=-1)
 
 
+@functools.cache
 def big_log() -> tuple[list[bytes], str, list[dict[str, Any]]]:
     """The bench's one-subject workload at 4,070 inputs: forks, missing prevs, rejected lines, shuffled."""
     workload = generate(WorkloadSpec(subjects=1, events_per_subject=3951))

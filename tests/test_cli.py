@@ -797,6 +797,43 @@ def test_graph_errors(tmp_path: Path) -> None:
     assert "not a bundle" in err(not_a_bundle)
 
 
+def test_graph_options_reach_the_picture() -> None:
+    inputs, subject, keys = EXAMPLE["events"], EXAMPLE["pith_number"], EXAMPLE["public_keys"]
+    result = fold(inputs, subject=subject, keys=keys)
+    focus = result.state.applied_event_ids[0]
+    for args, picture in (
+        (("--max-nodes", "3"), log_graph(result, event_values(inputs), max_nodes=3)),
+        (("--around", focus[:12]), log_graph(result, event_values(inputs), around=focus)),
+        (
+            ("--around", focus, "--depth", "0"),
+            log_graph(result, event_values(inputs), around=focus, depth=0),
+        ),
+    ):
+        drawn = run("graph", "--bundle", EXAMPLE_BUNDLE, *args)
+        assert drawn.returncode == 0, err(drawn)
+        assert out(drawn) == to_dot(picture), args
+    assert out(run("graph", "--bundle", EXAMPLE_BUNDLE, "--max-nodes", "3")) != out(
+        run("graph", "--bundle", EXAMPLE_BUNDLE)
+    )
+    alone = run("graph", "--bundle", EXAMPLE_BUNDLE, "--depth", "1")
+    assert alone.returncode == 2
+    assert "--depth goes with --around" in err(alone)
+    nowhere = run("graph", "--bundle", EXAMPLE_BUNDLE, "--around", "ffffffffffff")
+    assert nowhere.returncode == 2
+    assert err(nowhere).count("\n") == 1
+
+
+def test_graph_shows_dot_s_warnings(tmp_path: Path) -> None:
+    fake = tmp_path / "dot"
+    fake.write_text("#!/bin/sh\ncat >/dev/null\necho 'Warning: scaling to fit' >&2\nprintf '<?xml fake'\n")
+    fake.chmod(0o755)
+    env = {**os.environ, "PATH": f"{tmp_path}{os.pathsep}{os.environ['PATH']}"}
+    drawn = run("graph", "--bundle", EXAMPLE_BUNDLE, "--format", "svg", env=env)
+    assert drawn.returncode == 0, err(drawn)
+    assert drawn.stdout == b"<?xml fake"
+    assert err(drawn) == "dot: Warning: scaling to fit\n"
+
+
 @pytest.mark.parametrize("name", sorted(DOCS_IMAGES))
 def test_docs_images_are_the_pictures_of_their_bundles(name: str) -> None:
     """docs/images/*.svg (`make docs-images`) draw their bundles: every event is a node; with the

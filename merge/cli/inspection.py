@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from collections.abc import Iterable
 from pathlib import Path
 from typing import IO, Any, Final
@@ -14,7 +12,8 @@ import msgspec
 
 from ..batch import fold
 from ..errors import InputError, MergeError
-from ..graph import event_values, log_graph, to_dot, to_mermaid
+from ..graph import DEFAULT_DEPTH, DEFAULT_MAX_NODES, event_values, log_graph, to_dot, to_mermaid
+from ..graph_render import dot_program, render
 from ..inspection import EventFate, EventStory, StateDiff, event_story, resolve_event_id, state_diff
 from ..keys import KeySet
 from ..replay import read_lines
@@ -226,6 +225,21 @@ def _print_diff(changes: StateDiff) -> None:
     show_default=True,
     help="Graphviz DOT, a Mermaid flowchart, or SVG/PNG drawn by Graphviz's dot program.",
 )
+@click.option("--around", metavar="EVENT", help="Draw only the events near EVENT (an id or a unique prefix).")
+@click.option(
+    "--depth",
+    type=click.IntRange(min=0),
+    default=DEFAULT_DEPTH,
+    show_default=True,
+    help="With --around: how many links (prev_event, supersedes) out.",
+)
+@click.option(
+    "--max-nodes",
+    type=click.IntRange(min=1),
+    default=DEFAULT_MAX_NODES,
+    show_default=True,
+    help="Draw at most N nodes: collapse harder, then leave out chains (the title says which).",
+)
 @common.out_option("Write the picture here, not stdout.", dest="output")
 @common.input_errors
 def graph(  # noqa: PLR0917 (click passes every option positionally)
@@ -235,6 +249,9 @@ def graph(  # noqa: PLR0917 (click passes every option positionally)
     keys_file: str | None,
     store: str | None,
     form: str,
+    around: str | None,
+    depth: int,
+    max_nodes: int,
     output: str | None,
 ) -> None:
     """Draw the prev_event DAG of a subject's log: one lane per chain.
@@ -242,9 +259,14 @@ def graph(  # noqa: PLR0917 (click passes every option positionally)
     Give a bundle (--bundle), an event log (--events with --keys and --subject), or a store
     (--store with --subject and --keys). Applied events are filled, superseded ones struck,
     invalid ones outlined in the colour of their reason and labelled with its code, forks
-    boxed, missing prevs dashed. The same state always gives the same bytes. svg and png need
-    Graphviz's dot program.
+    boxed, missing prevs dashed. Runs of applied events collapse into one node, and at most
+    --max-nodes are drawn (the title says what was left out); --around EVENT draws its
+    neighbourhood. The same inputs always give the same bytes. svg and png need Graphviz's dot
+    program; its warnings are shown on stderr.
     """
+    given = click.get_current_context().get_parameter_source("depth")
+    if around is None and given is not click.core.ParameterSource.DEFAULT:
+        raise click.UsageError("--depth goes with --around")
     if store is not None:
         if bundle_file is not None or events_file is not None:
             raise click.UsageError("give --store, or --bundle and/or --events, not both")
@@ -253,23 +275,22 @@ def graph(  # noqa: PLR0917 (click passes every option positionally)
         inputs, keys = _store_events(store, subject), common.load_keys(keys_file)
     else:
         inputs, subject, keys = _gather_inputs(bundle_file, events_file, subject, keys_file)
-    dot_program = None
     if form in ("svg", "png"):
-        dot_program = shutil.which("dot")
-        if dot_program is None:
-            raise InputError(
-                "the dot program is not installed: install Graphviz (apt-get install graphviz) "
-                "or use --format dot"
-            )
-    picture = log_graph(fold(inputs, subject=subject, keys=keys), _admitted_events(inputs))
+        dot_program()  # before the fold: no Graphviz is the same message (exit 2) as ever
+    picture = log_graph(
+        fold(inputs, subject=subject, keys=keys),
+        _admitted_events(inputs),
+        around=around,
+        depth=depth,
+        max_nodes=max_nodes,
+    )
     text = to_mermaid(picture) if form == "mermaid" else to_dot(picture)
     data = text.encode("utf-8")
-    if dot_program is not None:
-        drawn = subprocess.run([dot_program, f"-T{form}"], input=data, capture_output=True, check=False)
-        if drawn.returncode != 0:
-            problem = drawn.stderr.decode("utf-8", "replace").strip().splitlines()
-            raise InputError(f"dot failed (exit code {drawn.returncode}): {problem[0] if problem else ''}")
-        data = drawn.stdout
+    if form in {"svg", "png"}:
+        drawn = render(text, form)
+        for warning in drawn.warnings:
+            echo_err(f"dot: {warning}")
+        data = drawn.data
     if output is not None:
         Path(output).write_bytes(data)
     else:

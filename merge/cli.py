@@ -1357,3 +1357,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         _silence_stdout()
         return EXIT_BROKEN_PIPE
     return code if isinstance(code, int) else EXIT_OK
+
+
+from .monitor.command import monitor_command  # noqa: E402 (it uses the helpers above)
+
+cli.add_command(monitor_command)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from merge import canonical_json
-from merge.signing import sign_bundle
+from merge.signing import make_bundle, sign_bundle
 
 ROOT = Path(__file__).resolve().parents[2]
 KEYS = ROOT / "examples" / "keys.json"
@@ -81,3 +81,18 @@ def tampered(name: str) -> bytes:
     bundle = copy.deepcopy(bundles()[name])
     bundle["events"][-1]["payload"] = {"note": "changed after signing"}
     return canonical_json(bundle)
+
+
+def without_record_created(name: str = "v1") -> bytes:
+    """The snapshot's events but its ``record_created``, as a bundle signed by key A: it verifies,
+    and its state has no canonical record, so that no record agrees with it (§11)."""
+    bundle = bundles()[name]
+    events = [event for event in bundle["events"] if event["event_type"] != "record_created"]
+    made = make_bundle(
+        HISTORY["EXAMPLES"]["KEY_A"],
+        bundle["canonical_record"],
+        events,
+        public_keys=bundle["public_keys"],
+        built_at=bundle["built_at"],
+    )
+    return canonical_json(made)

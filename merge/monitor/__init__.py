@@ -21,14 +21,20 @@ Needs the ``monitor`` extra (``pip install 'pith-merge[monitor]'``: httpx, prome
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from .cursor import AlarmEntry, StateDirLocked, Status, SubjectStatus
-from .endpoint import Endpoint, parse_listen
-from .evidence import Alarm
-from .fetching import Fetched, Fetcher, FetchPolicy
-from .judging import Judgement, Problem
-from .metrics import Metrics
-from .monitor import Monitor
-from .rounds import RoundReport, SourceRead
+from .policy import FetchPolicy
+
+if TYPE_CHECKING:
+    from .endpoint import Endpoint, parse_listen
+    from .evidence import Alarm
+    from .fetching import Fetched, Fetcher
+    from .judging import Judgement, Problem
+    from .metrics import Metrics
+    from .monitor import Monitor
+    from .rounds import RoundReport, SourceRead
 
 __all__ = [
     "Alarm",
@@ -48,3 +54,27 @@ __all__ = [
     "SubjectStatus",
     "parse_listen",
 ]
+
+#: Names that need the ``monitor`` extra (httpx, prometheus-client), imported on first use: the
+#: command line imports this package for ``pith-merge monitor --help``, and every other command
+#: must work without the extra.
+_LAZY = {
+    "Alarm": "evidence",
+    "Endpoint": "endpoint",
+    "Fetched": "fetching",
+    "Fetcher": "fetching",
+    "Judgement": "judging",
+    "Metrics": "metrics",
+    "Monitor": "monitor",
+    "Problem": "judging",
+    "RoundReport": "rounds",
+    "SourceRead": "rounds",
+    "parse_listen": "endpoint",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)

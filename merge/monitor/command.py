@@ -10,6 +10,7 @@ import contextlib
 import signal
 from collections.abc import Iterator
 from types import FrameType
+from typing import TYPE_CHECKING
 
 import click
 import msgspec
@@ -27,12 +28,14 @@ from ..cli import (
     _trust_anchors,
     _trust_option,
 )
-from .endpoint import Endpoint, parse_listen
-from .evidence import Alarm
-from .fetching import FetchPolicy
-from .monitor import Monitor
-from .rounds import RoundReport
+from ..errors import InputError
+from .policy import FetchPolicy
 from .sources import read_subjects_file
+
+if TYPE_CHECKING:
+    from .evidence import Alarm
+    from .monitor import Monitor
+    from .rounds import RoundReport
 
 __all__ = ["EXIT_UNREACHABLE", "monitor_command"]
 
@@ -145,6 +148,13 @@ def _monitor_command(  # noqa: PLR0917 (click passes every option positionally)
     """
     if once and interval is not None:
         raise click.UsageError("give --once or --interval, not both")
+    try:  # the monitor extra: imported only when the command runs
+        from .endpoint import Endpoint, parse_listen
+        from .monitor import Monitor
+    except ImportError as exc:
+        raise InputError(
+            f"pith-merge monitor needs the monitor extra (pip install 'pith-merge[monitor]'): {exc}"
+        ) from None
     anchors, _ = _trust_anchors(trust_files)
     followed = list(subjects)
     if subjects_file is not None:
@@ -171,6 +181,8 @@ def _monitor_command(  # noqa: PLR0917 (click passes every option positionally)
 
     with runner, _stopped_by_signals(runner):
         endpoint = Endpoint(runner, *address) if address is not None else None
+        if endpoint is not None:
+            _err(f"listening on {endpoint.url}")
         try:
             runner.run(on_round)
         finally:

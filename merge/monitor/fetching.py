@@ -18,16 +18,16 @@ import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import Final, Literal
 
 import httpx
 import msgspec
 
 from .. import __version__
+from .policy import FetchPolicy
 from .sources import web_url_problem
 
-__all__ = ["FetchPolicy", "Fetched", "Fetcher", "RateLimit"]
+__all__ = ["Fetched", "Fetcher", "RateLimit"]
 
 #: Reason codes of a fetch that failed (the label of ``pith_monitor_fetch_errors_total``).
 FetchReason = Literal[
@@ -35,28 +35,6 @@ FetchReason = Literal[
 ]
 #: Statuses worth trying again: the server is busy or failing for now.
 _RETRY_STATUSES: Final = frozenset({429, 500, 502, 503, 504})
-
-
-@dataclass(frozen=True)
-class FetchPolicy:
-    """How a monitor fetches. The defaults suit a registry polled every few minutes."""
-
-    #: Seconds an attempt may take, from connecting to the last byte of the body.
-    timeout: float = 30.0
-    #: Attempts after the first one, on a timeout, a connection error, a 5xx or a 429.
-    retries: int = 3
-    #: Seconds before the first retry; each next one waits twice as long (at most ``max_backoff``),
-    #: plus a random jitter of up to as much again, so that monitors do not retry in step.
-    backoff: float = 0.5
-    max_backoff: float = 30.0
-    #: Requests in flight at once.
-    concurrency: int = 4
-    #: Requests started a second, over all threads (each retry counts); 0 for no limit.
-    rate: float = 10.0
-    #: Bytes of one body; reading stops past it.
-    max_bytes: int = 64 * 1024 * 1024
-    #: Redirects followed for one request.
-    max_redirects: int = 5
 
 
 class Fetched(msgspec.Struct, frozen=True):

@@ -26,9 +26,10 @@ from ..errors import InputError
 from ..keys import KeySet
 from .cursor import AlarmEntry, StateDir, Status, SubjectStatus
 from .evidence import Alarm, alarm_id, evidence_name, sha256, write_evidence
-from .fetching import Fetcher, FetchPolicy
+from .fetching import Fetcher
 from .judging import Finding, Judge, Kept
 from .metrics import Metrics
+from .policy import FetchPolicy
 from .rounds import Gathered, RoundReport, gather
 from .sources import RegistrySource, Source, b32_of, parse_source, parse_subject
 

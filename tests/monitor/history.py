@@ -76,10 +76,10 @@ def record(name: str = "v2", **changes: Any) -> bytes:
     return json.dumps(made).encode()
 
 
-def tampered(name: str) -> bytes:
+def tampered(name: str, note: str = "changed after signing") -> bytes:
     """The snapshot with one event's payload changed after signing: it does not verify (§10)."""
     bundle = copy.deepcopy(bundles()[name])
-    bundle["events"][-1]["payload"] = {"note": "changed after signing"}
+    bundle["events"][-1]["payload"] = {"note": note}
     return canonical_json(bundle)
 
 

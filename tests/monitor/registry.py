@@ -142,7 +142,9 @@ def _handler(registry: Registry) -> type[BaseHTTPRequestHandler]:
                 return self._send(304, b"", etag=etag)
             return self._send(200, data, etag=etag)
 
-        def _send(self, status: int, body: bytes, *, location: str | None = None, etag: str | None = None) -> None:
+        def _send(
+            self, status: int, body: bytes, *, location: str | None = None, etag: str | None = None
+        ) -> None:
             self.send_response(status)
             if location is not None:
                 self.send_header("Location", location)

@@ -80,7 +80,10 @@ def test_health_follows_the_last_success(
     answer = httpx.get(endpoint.url + "/healthz")
     body = answer.json()
     assert (answer.status_code, body["healthy"], body["rounds"]) == (200, True, 1)
-    assert body["subjects"][SUBJECT]["bundle_sha256"] == json.loads(snapshot("v1"))["bundle_signature"]["bundle_sha256"]
+    assert (
+        body["subjects"][SUBJECT]["bundle_sha256"]
+        == json.loads(snapshot("v1"))["bundle_signature"]["bundle_sha256"]
+    )
     now[0] += 3 * 60  # within 3 intervals
     assert httpx.get(endpoint.url + "/healthz").status_code == 200
     now[0] += 1
@@ -121,7 +124,10 @@ def test_two_monitors_shown_a_split_view_find_it_through_their_endpoints(
     address = serve(first).url
     second = make_monitor(second_registry.url, subjects=[SUBJECT], state=tmp_path / "b", peers=[address])
     report = second.run_round()
-    assert [(j.origin, j.verdict) for j in report.bundles] == [("source", "first_seen"), ("peer", "split_view")]
+    assert [(j.origin, j.verdict) for j in report.bundles] == [
+        ("source", "first_seen"),
+        ("peer", "split_view"),
+    ]
     [alarm] = report.alarms
     assert (alarm.kind, alarm.origin, alarm.where) == ("split_view", "peer", address + BUNDLE)
     folder = tmp_path / "b" / alarm.evidence

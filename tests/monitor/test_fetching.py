@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from merge.monitor import FetchPolicy, Fetcher
+from merge.monitor import Fetcher, FetchPolicy
 
 from .conftest import QUICK
 from .history import LETTERS, snapshot
@@ -95,7 +95,9 @@ def test_a_redirect_to_another_scheme_is_not_followed(fetcher: Fetcher, served: 
     assert (answer.status, answer.reason, answer.body) == ("failed", "scheme", None)
 
 
-@pytest.mark.parametrize("url", ["file:///etc/passwd", "ftp://127.0.0.1/x", "gopher://127.0.0.1/", "http:///x"])
+@pytest.mark.parametrize(
+    "url", ["file:///etc/passwd", "ftp://127.0.0.1/x", "gopher://127.0.0.1/", "http:///x"]
+)
 def test_urls_of_other_schemes_are_never_read(fetcher: Fetcher, url: str) -> None:
     answer = fetcher.get(url)
     assert (answer.status, answer.reason, answer.attempts, answer.body) == ("failed", "scheme", 0, None)
@@ -113,7 +115,8 @@ def test_a_conditional_get_reuses_the_body_on_304(fetcher: Fetcher, served: Regi
     second = fetcher.get(served.url + PATH)
     assert (second.status, second.body, second.fresh) == ("ok", first.body, False)
     etag = served.requests[1].headers.get("If-None-Match")
-    assert etag is not None and etag.startswith('"')
+    assert etag is not None
+    assert etag.startswith('"')
     served.publish(PATH, snapshot("v2"))  # changed: a new ETag, a new body
     third = fetcher.get(served.url + PATH)
     assert (third.body, third.fresh) == (snapshot("v2"), True)

@@ -28,7 +28,9 @@ def evidence_files(state: Path) -> dict[str, set[str]]:
     return {d.name: {f.name for f in d.iterdir()} for d in sorted((state / "evidence").iterdir())}
 
 
-def test_first_seen_then_extension_then_rewrite(registry: Registry, make_monitor: MakeMonitor, tmp_path: Path) -> None:
+def test_first_seen_then_extension_then_rewrite(
+    registry: Registry, make_monitor: MakeMonitor, tmp_path: Path
+) -> None:
     state = tmp_path / "state"
     registry.publish(BUNDLE, snapshot("v1"))
     monitor = make_monitor(registry.url, subjects=[SUBJECT])
@@ -59,7 +61,10 @@ def test_first_seen_then_extension_then_rewrite(registry: Registry, make_monitor
     status = json.loads((state / "status.json").read_bytes())
     assert status["rounds"] == 3
     assert [entry["id"] for entry in status["alarms"]] == [alarm.id]
-    assert status["subjects"][SUBJECT]["bundle_sha256"] == json.loads(snapshot("v2"))["bundle_signature"]["bundle_sha256"]
+    assert (
+        status["subjects"][SUBJECT]["bundle_sha256"]
+        == json.loads(snapshot("v2"))["bundle_signature"]["bundle_sha256"]
+    )
 
 
 def test_one_alarm_is_reported_once(registry: Registry, make_monitor: MakeMonitor, tmp_path: Path) -> None:
@@ -96,7 +101,10 @@ def test_a_bundle_that_does_not_verify_is_an_alarm_with_the_bad_one(
     report = make_monitor(registry.url, subjects=[SUBJECT]).run_round()
     [alarm] = report.alarms
     assert alarm.kind == "unverified"
-    assert evidence_files(tmp_path / "state")[Path(alarm.evidence).name] == {"report.json", "shown.bundle.json"}
+    assert evidence_files(tmp_path / "state")[Path(alarm.evidence).name] == {
+        "report.json",
+        "shown.bundle.json",
+    }
     assert not list((tmp_path / "state").glob("*.bundle.json"))  # nothing kept
 
 
@@ -130,7 +138,8 @@ def test_a_misbehaving_place_is_a_problem_and_never_stalls_the_others(
         "file": "scheme",
     }[behaviour]
     assert reasons == {expected}
-    assert report.alarms == () and report.read
+    assert report.alarms == ()
+    assert report.read
 
 
 def test_a_bundle_of_another_subject_at_a_subject_s_place_is_a_problem(
@@ -143,7 +152,9 @@ def test_a_bundle_of_another_subject_at_a_subject_s_place_is_a_problem(
     assert report.bundles == ()
 
 
-def test_nothing_read_is_a_failed_round(registry: Registry, make_monitor: MakeMonitor, tmp_path: Path) -> None:
+def test_nothing_read_is_a_failed_round(
+    registry: Registry, make_monitor: MakeMonitor, tmp_path: Path
+) -> None:
     registry.misbehave[BUNDLE] = "500"
     monitor = make_monitor(registry.url, subjects=[SUBJECT])
     report = monitor.run_round()
@@ -152,7 +163,9 @@ def test_nothing_read_is_a_failed_round(registry: Registry, make_monitor: MakeMo
     assert (status["rounds"], status["last_success_at"]) == (1, None)
 
 
-def test_a_record_is_verified_and_compared_with_the_kept_state(registry: Registry, make_monitor: MakeMonitor) -> None:
+def test_a_record_is_verified_and_compared_with_the_kept_state(
+    registry: Registry, make_monitor: MakeMonitor
+) -> None:
     registry.publish(BUNDLE, snapshot("v2"))
     monitor = make_monitor(registry.url, subjects=[SUBJECT])
     missing = monitor.run_round()
@@ -246,7 +259,9 @@ def test_a_second_monitor_on_the_same_state_dir_is_refused(
         make_monitor(registry.url, subjects=[SUBJECT])
 
 
-def test_a_url_source_with_nothing_to_follow_is_a_caller_error(registry: Registry, make_monitor: MakeMonitor) -> None:
+def test_a_url_source_with_nothing_to_follow_is_a_caller_error(
+    registry: Registry, make_monitor: MakeMonitor
+) -> None:
     with pytest.raises(InputError, match="nothing to follow"):
         make_monitor(registry.url)
 
@@ -259,7 +274,9 @@ def test_a_url_source_with_nothing_to_follow_is_a_caller_error(registry: Registr
         ("http://127.0.0.1:1", "pith:2024:lowercase", "not a pith number"),
     ],
 )
-def test_bad_sources_and_subjects_are_caller_errors(source: str, subject: str, problem: str, tmp_path: Path) -> None:
+def test_bad_sources_and_subjects_are_caller_errors(
+    source: str, subject: str, problem: str, tmp_path: Path
+) -> None:
     with pytest.raises(InputError, match=problem):
         Monitor(str(tmp_path / "state"), [source], subjects=[subject])
 

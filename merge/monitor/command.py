@@ -46,7 +46,7 @@ _DEFAULTS = FetchPolicy()
 
 
 @click.command(name="monitor")
-@click.argument("sources", nargs=-1, required=True)
+@click.argument("sources", nargs=-1, required=True, metavar="SOURCE...")
 @click.option(
     "--state-dir",
     required=True,
@@ -92,6 +92,7 @@ _DEFAULTS = FetchPolicy()
     "--rate",
     type=click.FloatRange(min=0, min_open=True),
     default=_DEFAULTS.rate,
+    metavar="N",
     show_default=True,
     help="Requests a second, at most.",
 )
@@ -99,6 +100,7 @@ _DEFAULTS = FetchPolicy()
     "--concurrency",
     type=click.IntRange(min=1),
     default=_DEFAULTS.concurrency,
+    metavar="N",
     show_default=True,
     help="Requests in flight at once, at most.",
 )
@@ -114,6 +116,7 @@ _DEFAULTS = FetchPolicy()
     "--max-bytes",
     type=click.IntRange(min=1),
     default=_DEFAULTS.max_bytes,
+    metavar="BYTES",
     show_default=True,
     help="Bytes of one document, at most.",
 )
@@ -136,9 +139,9 @@ def _monitor_command(  # noqa: PLR0917 (click passes every option positionally)
     max_bytes: int,
     as_json: bool,
 ) -> None:
-    """Follow a registry: audit each new bundle against the last one kept, round after round.
+    """Follow a registry: audit each new bundle against the last one kept.
 
-    SOURCEs are directories of bundles and records (every *.json under them) and http(s) base
+    Round after round, SOURCEs are directories of bundles and records (every *.json under them) and http(s) base
     URLs laid out as the registry is (<base>/pith/<B32>/bundle.json, <base>/pith/<B32>.json),
     read for the --subject / --subjects given and every subject kept in --state-dir. First-seen
     bundles and extensions are kept; a rewrite, a split view, a bundle or record that does not

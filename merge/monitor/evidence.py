@@ -11,8 +11,8 @@ else of the round changes (:func:`merge.monitor.durable.write_directory_durably`
 
 So ``pith-merge audit --trust KEYS kept.bundle.json shown.bundle.json`` (or ``pith-merge verify``)
 shows the same verdict again. An alarm's id is a hash of what makes it one alarm (its kind,
-subject, place, and the hashes of both documents): the same alarm is reported once, and a
-round done again after a crash writes the same directory.
+subject and the hashes of both documents): the same alarm is reported once, and a round done
+again after a crash writes the same directory.
 """
 
 from __future__ import annotations
@@ -55,9 +55,13 @@ class Alarm(msgspec.Struct, frozen=True, kw_only=True):
     evidence: str
 
 
-def alarm_id(kind: str, subject: str | None, where: str, kept: bytes | None, shown: bytes) -> str:
-    """What makes an alarm one alarm, hashed (hex, 32 digits)."""
-    facts = [kind, subject, where, sha256(kept) if kept is not None else None, sha256(shown)]
+def alarm_id(kind: str, subject: str | None, kept: bytes | None, shown: bytes) -> str:
+    """What makes an alarm one alarm, hashed (hex, 32 digits): the two documents and the verdict.
+
+    Not the place: the same split view served by a source and by a mirror is one split view (the
+    alarm names the first place that showed it).
+    """
+    facts = [kind, subject, sha256(kept) if kept is not None else None, sha256(shown)]
     return hashlib.sha256(msgspec.json.encode(facts)).hexdigest()[:32]
 
 

@@ -246,7 +246,7 @@ class Monitor:
         standing = 0
         for finding in findings:
             kept = finding.kept.data if finding.kept is not None else None
-            identifier = alarm_id(finding.kind, finding.subject, finding.where, kept, finding.shown)
+            identifier = alarm_id(finding.kind, finding.subject, kept, finding.shown)
             if identifier in known:
                 standing += 1
                 continue

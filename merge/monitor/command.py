@@ -141,13 +141,14 @@ def _monitor_command(  # noqa: PLR0917 (click passes every option positionally)
 ) -> None:
     """Follow a registry: audit each new bundle against the last one kept.
 
-    Round after round, SOURCEs are directories of bundles and records (every *.json under them) and http(s) base
-    URLs laid out as the registry is (<base>/pith/<B32>/bundle.json, <base>/pith/<B32>.json),
-    read for the --subject / --subjects given and every subject kept in --state-dir. First-seen
-    bundles and extensions are kept; a rewrite, a split view, a bundle or record that does not
-    verify, or a record that disagrees with the kept state is an alarm, reported once on stderr,
-    with its evidence under DIR/evidence/. Exits 0 when stopped by SIGTERM or SIGINT; with
-    --once: 0 no alarm, 1 an alarm, 3 no source could be read; 2 on a usage error.
+    Round after round, SOURCEs are directories of bundles and records (every *.json under
+    them) and http(s) base URLs laid out as the registry is (<base>/pith/<B32>/bundle.json,
+    <base>/pith/<B32>.json), read for the --subject / --subjects given and every subject kept in
+    --state-dir. First-seen bundles and extensions are kept; a rewrite, a split view, a bundle or
+    record that does not verify, or a record that disagrees with the kept state is an alarm,
+    reported once on stderr, with its evidence under DIR/evidence/. Exits 0 when stopped by
+    SIGTERM or SIGINT; with --once: 0 no alarm, 1 an alarm, 3 no source could be read; 2 on a
+    usage error.
     """
     if once and interval is not None:
         raise click.UsageError("give --once or --interval, not both")

@@ -129,10 +129,9 @@ class Judge:
         self, kept: Kept | None, body: bytes, *, origin: Origin, where: str, subject: str | None
     ) -> Outcome:
         """Judge a bundle served for ``subject`` (None: whatever subject it names) at ``where``."""
-        document, not_json = parse_document(body)
-        if document_kind(document) != "bundle":
-            why = not_json or "no bundle_type: not a bundle"
-            return Outcome(problem=Problem(where=where, subject=subject, reason="not_a_bundle", detail=why))
+        _, unfit = _parsed(body, "bundle", where, subject)
+        if unfit is not None:
+            return unfit
         digest = sha256(body)
         if kept is not None and digest == kept.sha256:
             return self._outcome(kept, kept.snapshot, "identical", None, origin, where)
@@ -217,10 +216,9 @@ class Judge:
         self, kept: Kept | None, body: bytes, *, origin: Origin, where: str, subject: str | None
     ) -> Outcome:
         """Judge a pith number record (§11) served for ``subject`` at ``where``."""
-        document, not_json = parse_document(body)
-        if document_kind(document) != "record":
-            why = not_json or "no record_type: not a record"
-            return Outcome(problem=Problem(where=where, subject=subject, reason="not_a_record", detail=why))
+        document, unfit = _parsed(body, "record", where, subject)
+        if unfit is not None:
+            return unfit
         named = document.get("pith_number")
         named = named if isinstance(named, str) else None
         if subject is not None and named != subject:
@@ -247,6 +245,17 @@ class Judge:
             )
             return Outcome(finding=finding)
         return Outcome()
+
+
+def _parsed(
+    body: bytes, kind: Literal["bundle", "record"], where: str, subject: str | None
+) -> tuple[Any, Outcome | None]:
+    """The parsed document, or the problem that it is not JSON or not a ``kind``."""
+    document, not_json = parse_document(body)
+    if document_kind(document) == kind:
+        return document, None
+    why = not_json or f"no {kind}_type: not a {kind}"
+    return None, Outcome(problem=Problem(where=where, subject=subject, reason=f"not_a_{kind}", detail=why))
 
 
 def _judged(  # noqa: PLR0917

@@ -162,9 +162,8 @@ def _read_directory(round_: Gathered, source: DirectorySource, judge: Judge, max
         where = display_name(path)
         try:
             body = _read_regular_file(path, where, max_bytes)
-        except InputError as exc:
-            reason = "too_large" if "larger than" in exc.problem else "unreadable"
-            round_.problems.append(Problem(where=where, subject=None, reason=reason, detail=exc.problem))
+        except _Unfit as exc:
+            round_.problems.append(Problem(where=where, subject=None, reason=exc.reason, detail=exc.detail))
             problems += 1
             continue
         except OSError as exc:
@@ -181,14 +180,25 @@ def _read_directory(round_: Gathered, source: DirectorySource, judge: Judge, max
     round_.sources.append(SourceRead(source=source.label, read=True, documents=documents, problems=problems))
 
 
+class _Unfit(Exception):
+    def __init__(self, reason: str, detail: str) -> None:
+        self.reason, self.detail = reason, detail
+
+
 def _read_regular_file(path: Path, where: str, max_bytes: int) -> bytes:
     """A regular file read whole within ``max_bytes`` (a FIFO or device under the directory is
     not one: reading it could block or never end)."""
     handle = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     with os.fdopen(handle, "rb") as file:
-        if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
-            raise InputError("not a regular file", source=where)
-        return read_document(file, where, max_bytes)
+        facts = os.fstat(file.fileno())
+        if not stat.S_ISREG(facts.st_mode):
+            raise _Unfit("unreadable", "not a regular file")
+        if facts.st_size > max_bytes:
+            raise _Unfit("too_large", f"larger than {max_bytes} bytes")
+        try:
+            return read_document(file, where, max_bytes)
+        except InputError as exc:  # it grew past the cap while being read
+            raise _Unfit("too_large", exc.problem) from None
 
 
 def _judge_document(round_: Gathered, judge: Judge, body: bytes, where: str) -> Outcome:

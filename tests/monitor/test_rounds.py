@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -10,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from merge import InputError, KeySet
-from merge.monitor import Monitor, StateDirLocked
+from merge.monitor import FetchPolicy, Monitor, StateDirLocked
 
 from .history import LETTERS, SUBJECT, record, snapshot, tampered, with_mirrors, without_record_created
 from .registry import Registry
@@ -243,8 +244,6 @@ def test_a_directory_source(make_monitor: MakeMonitor, tmp_path: Path) -> None:
 def test_a_fifo_in_a_directory_source_is_not_read(make_monitor: MakeMonitor, tmp_path: Path) -> None:
     mirror = tmp_path / "mirror"
     mirror.mkdir()
-    import os
-
     os.mkfifo(mirror / "pipe.json")
     report = make_monitor(str(mirror)).run_round()
     assert [(p.reason, p.detail) for p in report.problems] == [("unreadable", "not a regular file")]
@@ -289,3 +288,15 @@ def test_a_kept_bundle_that_no_longer_verifies_is_a_caller_error(
     shutil.copytree(tmp_path / "a", tmp_path / "b", ignore=shutil.ignore_patterns("lock"))
     with pytest.raises(InputError, match="was --trust changed"):
         make_monitor(registry.url, state=tmp_path / "b", trusted_keys=KeySet())
+
+
+def test_a_file_past_the_cap_in_a_directory_source_is_not_read(
+    make_monitor: MakeMonitor, tmp_path: Path
+) -> None:
+    mirror = tmp_path / "mirror"
+    mirror.mkdir()
+    (mirror / "big.json").write_bytes(snapshot("v1"))
+    small = FetchPolicy(max_bytes=1000)
+    report = make_monitor(str(mirror), policy=small).run_round()
+    assert [(p.reason, p.detail) for p in report.problems] == [("too_large", "larger than 1000 bytes")]
+    assert report.bundles == ()

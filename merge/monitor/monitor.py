@@ -141,11 +141,6 @@ class Monitor:
         is abandoned at its next fetch, or finished if it is writing; :meth:`run` then returns."""
         self._stop.set()
 
-    @property
-    def stopping(self) -> bool:
-        """:meth:`stop` was called."""
-        return self._stop.is_set()
-
     def run(self, on_round: Callable[[RoundReport], None] | None = None) -> None:
         """Round after round, every ``interval`` seconds, until :meth:`stop` (one round if no interval)."""
         while not self._stop.is_set():

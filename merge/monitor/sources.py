@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 import urllib.parse
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
@@ -147,8 +147,3 @@ def mirror_urls(bundle: Mapping[str, Any]) -> list[str]:
     if isinstance(links, Mapping):
         found += [links.get("bundle"), links.get("well_known_bundle")]
     return list(dict.fromkeys(url for url in found if isinstance(url, str) and url))
-
-
-def sources_of(texts: Iterable[str]) -> list[Source]:
-    """The ``SOURCE`` arguments parsed, in order."""
-    return [parse_source(text) for text in texts]

@@ -5,13 +5,15 @@ from __future__ import annotations
 import json
 import signal
 import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
 from .command import Running, run
-from .history import LETTERS, SUBJECT, snapshot
+from .history import KEYS, LETTERS, ROOT, SUBJECT, snapshot
 from .registry import Registry
 
 BUNDLE = f"/pith/{LETTERS}/bundle.json"
@@ -194,3 +196,19 @@ def test_json_is_one_line_per_round_and_stderr_one_line_per_problem(
     assert done.stderr.splitlines() == [
         f"problem {registry.url}/pith/AAAAAAAAAAAAAAAAAAAAAAAAAA/bundle.json: missing: HTTP 404"
     ]
+
+
+def test_every_other_command_works_without_the_monitor_extra(tmp_path: Path) -> None:
+    """httpx and prometheus-client made unimportable: verify runs; monitor says what to install."""
+    bundle = str(ROOT / "examples" / "example.bundle.json")
+    script = (
+        "import sys; sys.modules['httpx'] = sys.modules['prometheus_client'] = None\n"
+        "from merge.cli import main\n"
+        f"print(main(['verify', '--trust', {str(KEYS)!r}, {bundle!r}]))\n"
+        f"print(main(['monitor', {str(tmp_path)!r}, '--state-dir', {str(tmp_path / 's')!r}, '--once']))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.stdout.splitlines()[-2:] == ["0", "2"], done.stderr
+    assert "pith-merge monitor needs the monitor extra (pip install 'pith-merge[monitor]')" in done.stderr

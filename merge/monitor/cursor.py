@@ -136,7 +136,8 @@ class StateDir:
 
     def kept_paths(self) -> list[Path]:
         """Every kept bundle file, sorted."""
-        return sorted(path for path in self.path.glob("*.bundle.json") if path.is_file())
+        found = self.path.glob("*.bundle.json")  # pathlib's * matches dot files too: not theirs
+        return sorted(path for path in found if path.is_file() and not path.name.startswith("."))
 
     def keep(self, subject: str, data: bytes) -> None:
         """Make ``data`` the subject's kept bundle (atomic, durable)."""

@@ -132,7 +132,8 @@ def check(state: Path, log: Path | None, seen: Seen, trusted: KeySet) -> None:
                 name = Path(line.rsplit("evidence ", 1)[1]).name
                 assert name in whole, f"an alarm was printed before its evidence was whole: {line}"
                 assert name not in seen.listed, f"an alarm the cursor listed was reported again: {line}"
-    kept_files = list(state.glob("*.bundle.json"))
+    # A kill may leave a half-written .tmp- file: never the kept bundle (the next monitor removes it).
+    kept_files = [path for path in state.glob("*.bundle.json") if not path.name.startswith(".tmp-")]
     if kept_files:
         [path] = kept_files
         kept = path.read_bytes()

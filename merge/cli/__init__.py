@@ -48,6 +48,7 @@ from .common import (
 from .fold import fold_command
 from .inspection import diff, explain, graph
 from .keys import keys
+from .monitor import monitor_command
 from .replay import replay_command
 from .store import store
 from .verify import verify
@@ -74,6 +75,7 @@ cli.add_command(explain)
 cli.add_command(fold_command)
 cli.add_command(graph)
 cli.add_command(keys)
+cli.add_command(monitor_command)
 cli.add_command(replay_command)
 cli.add_command(store)
 cli.add_command(verify)

@@ -287,7 +287,7 @@ def graph(  # noqa: PLR0917 (click passes every option positionally)
     text = to_mermaid(picture) if form == "mermaid" else to_dot(picture)
     data = text.encode("utf-8")
     if form in {"svg", "png"}:
-        drawn = render(text, form)
+        drawn = render(text, "svg" if form == "svg" else "png")
         for warning in drawn.warnings:
             echo_err(f"dot: {warning}")
         data = drawn.data

@@ -1,0 +1,118 @@
+"""``--listen HOST:PORT``: a monitor's metrics, health and kept bundles over HTTP.
+
+- ``GET /metrics``: Prometheus' text format (:class:`merge.monitor.metrics.Metrics`);
+- ``GET /healthz``: the status as JSON (:meth:`merge.monitor.Monitor.health`), 200 when the last
+  round that read a source ended within 3 intervals, else 503;
+- ``GET /pith/<B32>/bundle.json`` (and ``/.well-known/pith/<B32>/bundle.json``): the kept bundle
+  of a subject, exact bytes, with an ETag (a conditional GET gets 304): the registry's own
+  layout, so that a monitor is a mirror and a ``--peer`` for others.
+
+The standard library's threaded server (``http.server.ThreadingHTTPServer``), one daemon thread
+per request, serving until :meth:`Endpoint.close`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import socket
+import threading
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Final
+
+import msgspec
+
+from ..errors import InputError
+from .metrics import CONTENT_TYPE
+from .monitor import Monitor
+
+__all__ = ["Endpoint", "parse_listen"]
+
+_BUNDLE_PATH: Final = re.compile(r"/(?:\.well-known/)?pith/([A-Z2-7]{26})/bundle\.json")
+
+
+def parse_listen(text: str) -> tuple[str, int]:
+    """``HOST:PORT`` (``[::1]:PORT`` for IPv6; port 0: any free one), else InputError."""
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit() or int(port) > 65535:
+        raise InputError("--listen is HOST:PORT, e.g. 127.0.0.1:9464", source=text)
+    return host.removeprefix("[").removesuffix("]"), int(port)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+    protocol_version = "HTTP/1.1"
+    server_version = "pith-merge-monitor"
+
+    def do_GET(self) -> None:
+        path = self.path.split("?", 1)[0]
+        monitor = self.server.monitor
+        if path == "/metrics":
+            self._send(HTTPStatus.OK, monitor.metrics.exposition(), CONTENT_TYPE)
+        elif path == "/healthz":
+            healthy, document = monitor.health()
+            body = msgspec.json.encode(document, order="sorted") + b"\n"
+            self._send(HTTPStatus.OK if healthy else HTTPStatus.SERVICE_UNAVAILABLE, body, "application/json")
+        elif (match := _BUNDLE_PATH.fullmatch(path)) and (data := monitor.kept_bundle(match[1])) is not None:
+            etag = f'"{hashlib.sha256(data).hexdigest()}"'
+            if etag in {tag.strip() for tag in self.headers.get("If-None-Match", "").split(",")}:
+                self._send(HTTPStatus.NOT_MODIFIED, b"", None, etag)
+            else:
+                self._send(HTTPStatus.OK, data, "application/json", etag)
+        else:
+            self._send(HTTPStatus.NOT_FOUND, b"not found\n", "text/plain; charset=utf-8")
+
+    def _send(
+        self, status: HTTPStatus, body: bytes, content_type: str | None, etag: str | None = None
+    ) -> None:
+        self.send_response(status)
+        if content_type is not None:
+            self.send_header("Content-Type", content_type)
+        if etag is not None:
+            self.send_header("ETag", etag)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Cache-Control", "no-cache")
+        self.end_headers()
+        if status != HTTPStatus.NOT_MODIFIED:
+            self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Quiet: a monitor's stderr is for alarms and problems."""
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], monitor: Monitor) -> None:
+        if ":" in address[0]:
+            self.address_family = socket.AF_INET6
+        super().__init__(address, _Handler)
+        self.monitor = monitor
+
+
+class Endpoint:
+    """The HTTP endpoint of one monitor, serving in a background thread once made."""
+
+    def __init__(self, monitor: Monitor, host: str, port: int) -> None:
+        self._server = _Server((host, port), monitor)
+        self._thread = threading.Thread(target=self._server.serve_forever, name="pith-listen", daemon=True)
+        self._thread.start()
+
+    @property
+    def address(self) -> tuple[str, int]:
+        """The host and port it listens on (the port chosen when 0 was asked for)."""
+        host, port = self._server.server_address[:2]
+        return str(host), int(port)
+
+    @property
+    def url(self) -> str:
+        """Its base URL, as a ``--peer`` of another monitor names it."""
+        host, port = self.address
+        return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+    def close(self) -> None:
+        """Stop serving and close the socket."""
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join()

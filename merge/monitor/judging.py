@@ -1,0 +1,266 @@
+"""Verdicts: each document a round obtains, judged against the kept bundle of its subject.
+
+A bundle is audited as ``pith-merge audit --state-dir`` audits a download (:func:`merge.audit`
+against the kept bundle): the first verified bundle of a subject and every extension that adds
+something are kept (from a source only); a rewrite, a split view or a bundle that does not verify
+is an alarm. A mirror's or a peer's bundle is never kept, and one that the kept bundle extends is
+``behind`` (it lags, as mirrors and other monitors do), not a rewrite. A record (§11) must verify
+and agree with the kept bundle's state (:func:`merge.record_disagreement`).
+
+Everything here is pure but for a cache of verdicts: the same two documents are judged once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+import msgspec
+
+from ..audit import PairAudit, Snapshot, audit, snapshot_of_bundle
+from ..bundle import parse_document
+from ..canonical import decode_json
+from ..keys import KeySet
+from ..record import document_kind, record_disagreement, verify_record
+from .evidence import AlarmKind, Origin, sha256
+
+__all__ = ["Finding", "Judge", "Judgement", "Kept", "Outcome", "Problem", "Verdict"]
+
+#: The verdict on one bundle (the label of ``pith_monitor_bundles_total``).
+Verdict = Literal["first_seen", "identical", "extension", "behind", "rewrite", "split_view", "unverified"]
+VERDICTS: Final[tuple[Verdict, ...]] = (
+    "first_seen",
+    "identical",
+    "extension",
+    "behind",
+    "rewrite",
+    "split_view",
+    "unverified",
+)
+#: Verdicts remembered per pair of documents (those that keep nothing).
+_CACHE_LIMIT: Final = 4096
+
+
+@dataclass(frozen=True)
+class Kept:
+    """A subject's kept bundle in memory: its bytes, their hash, its verified snapshot."""
+
+    subject: str
+    data: bytes
+    sha256: str
+    snapshot: Snapshot
+    document: Mapping[str, Any]
+
+    @property
+    def bundle_sha256(self) -> str | None:
+        """``bundle_signature.bundle_sha256``."""
+        return self.snapshot.info.bundle_sha256
+
+    @classmethod
+    def of(cls, data: bytes, snapshot: Snapshot) -> Kept:
+        """A verified bundle as the kept one of its subject."""
+        assert snapshot.info.subject is not None
+        document = decode_json(data)
+        return cls(snapshot.info.subject, data, sha256(data), snapshot, document)
+
+
+class Judgement(msgspec.Struct, frozen=True, kw_only=True):
+    """The verdict on one bundle a round obtained."""
+
+    subject: str | None
+    origin: Origin
+    where: str
+    verdict: Verdict
+    #: It is now the subject's kept bundle.
+    kept: bool
+    bundle_sha256: str | None
+
+
+class Problem(msgspec.Struct, frozen=True, kw_only=True):
+    """What kept a document from being judged: unreadable, not a bundle, another subject's."""
+
+    where: str
+    subject: str | None
+    #: A fetch's reason (:data:`merge.monitor.fetching.FetchReason`), or ``missing`` (404),
+    #: ``unreadable``, ``not_a_bundle``, ``not_a_record``, ``wrong_subject``.
+    reason: str
+    detail: str
+
+
+@dataclass(frozen=True)
+class Finding:
+    """An alarm before it has an id and evidence: what the round found, with both documents."""
+
+    kind: AlarmKind
+    subject: str | None
+    origin: Origin
+    where: str
+    kept: Kept | None
+    shown: bytes
+    shown_kind: Literal["bundle", "record"]
+    problems: tuple[str, ...]
+    report: Any
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What became of one document: a judgement or a problem, perhaps an alarm or a new kept bundle."""
+
+    judgement: Judgement | None = None
+    problem: Problem | None = None
+    finding: Finding | None = None
+    keep: Kept | None = None
+    note: str | None = None
+
+
+class Judge:
+    """Judges documents with one set of trust anchors (§10, §11)."""
+
+    def __init__(self, trusted_keys: KeySet) -> None:
+        self.trusted = trusted_keys
+        self._verdicts: dict[tuple[str | None, str, bool], tuple[Verdict, PairAudit | None, Snapshot]] = {}
+
+    def verified(self, data: bytes, label: str) -> Snapshot:
+        """A bundle verified with the trust anchors."""
+        return snapshot_of_bundle(data, label=label, trusted_keys=self.trusted)
+
+    def bundle(
+        self, kept: Kept | None, body: bytes, *, origin: Origin, where: str, subject: str | None
+    ) -> Outcome:
+        """Judge a bundle served for ``subject`` (None: whatever subject it names) at ``where``."""
+        _, unfit = _parsed(body, "bundle", where, subject)
+        if unfit is not None:
+            return unfit
+        digest = sha256(body)
+        if kept is not None and digest == kept.sha256:
+            return self._outcome(kept, kept.snapshot, "identical", None, origin, where)
+        key = (kept.sha256 if kept else None, digest, origin == "source")
+        cached = self._verdicts.get(key)
+        if cached is not None:
+            verdict, pair, snapshot = cached
+            return self._outcome(kept, snapshot, verdict, pair, origin, where, body, subject)
+        snapshot = self.verified(body, where)
+        info = snapshot.info
+        if snapshot.result is None or info.subject is None:
+            return self._remember(key, kept, snapshot, "unverified", None, origin, where, body, subject)
+        if subject is not None and info.subject != subject:
+            detail = f"served at the place of {subject}, the bundle is of {info.subject}"
+            return Outcome(
+                problem=Problem(where=where, subject=subject, reason="wrong_subject", detail=detail)
+            )
+        if kept is None:
+            if origin != "source":  # mirrors and peers are asked only for kept subjects
+                raise AssertionError(f"a {origin} bundle with nothing kept")
+            return Outcome(
+                judgement=_judged(info.subject, origin, where, "first_seen", True, info.bundle_sha256),
+                keep=Kept.of(body, snapshot),
+            )
+        pair = audit(kept.snapshot, snapshot)
+        judged: Verdict = pair.verdict
+        if pair.append_only:
+            judged = "identical" if pair.identical else "extension"
+        elif origin != "source" and audit(snapshot, kept.snapshot).append_only:
+            judged = "behind"
+        if judged == "extension" and origin == "source":
+            return Outcome(
+                judgement=_judged(info.subject, origin, where, judged, True, info.bundle_sha256),
+                keep=Kept.of(body, snapshot),
+            )
+        return self._remember(key, kept, snapshot, judged, pair, origin, where, body, subject)
+
+    def _remember(  # noqa: PLR0917 (the facts of one verdict)
+        self,
+        key: tuple[str | None, str, bool],
+        kept: Kept | None,
+        snapshot: Snapshot,
+        verdict: Verdict,
+        pair: PairAudit | None,
+        origin: Origin,
+        where: str,
+        body: bytes,
+        subject: str | None,
+    ) -> Outcome:
+        if len(self._verdicts) >= _CACHE_LIMIT:
+            self._verdicts.clear()
+        self._verdicts[key] = (verdict, pair, snapshot)
+        return self._outcome(kept, snapshot, verdict, pair, origin, where, body, subject)
+
+    def _outcome(  # noqa: PLR0917 (the facts of one verdict)
+        self,
+        kept: Kept | None,
+        snapshot: Snapshot,
+        verdict: Verdict,
+        pair: PairAudit | None,
+        origin: Origin,
+        where: str,
+        body: bytes | None = None,
+        subject: str | None = None,
+    ) -> Outcome:
+        info = snapshot.info
+        subject = info.subject if info.subject is not None else subject
+        judgement = _judged(subject, origin, where, verdict, False, info.bundle_sha256)
+        finding = None
+        if verdict in ("rewrite", "split_view", "unverified"):
+            assert body is not None
+            problems = pair.problems if pair is not None else info.problems
+            report = pair if pair is not None else {"verified": False, "problems": info.problems}
+            kind: AlarmKind = "unverified" if verdict == "unverified" else verdict
+            finding = Finding(kind, subject, origin, where, kept, body, "bundle", problems, report)
+        note = None
+        if verdict == "behind":
+            note = f"{where}: {subject} is behind the kept bundle (it lacks newer events; not an alarm)"
+        return Outcome(judgement=judgement, finding=finding, note=note)
+
+    def record(
+        self, kept: Kept | None, body: bytes, *, origin: Origin, where: str, subject: str | None
+    ) -> Outcome:
+        """Judge a pith number record (§11) served for ``subject`` at ``where``."""
+        document, unfit = _parsed(body, "record", where, subject)
+        if unfit is not None:
+            return unfit
+        named = document.get("pith_number")
+        named = named if isinstance(named, str) else None
+        if subject is not None and named != subject:
+            detail = f"served at the place of {subject}, the record is of {named}"
+            return Outcome(
+                problem=Problem(where=where, subject=subject, reason="wrong_subject", detail=detail)
+            )
+        subject = named
+        report = verify_record(document, trusted_keys=self.trusted)
+        if not report.ok:
+            problems = tuple(f"{check.name}: {check.detail}" for check in report.failed)
+            checks = [{"name": c.name, "ok": c.ok, "detail": c.detail} for c in report.checks]
+            finding = Finding("record_failed", subject, origin, where, None, body, "record", problems, checks)
+            return Outcome(finding=finding)
+        if kept is None or kept.snapshot.result is None:
+            return Outcome(
+                note=f"{where}: the record of {subject} verifies; no kept bundle to compare it with"
+            )
+        disagreement = record_disagreement(document, kept.snapshot.result.state)
+        if disagreement is not None:
+            report_json = {"disagreement": disagreement, "kept_state_sha256": kept.snapshot.info.state_sha256}
+            finding = Finding(
+                "record_disagrees", subject, origin, where, kept, body, "record", (disagreement,), report_json
+            )
+            return Outcome(finding=finding)
+        return Outcome()
+
+
+def _parsed(
+    body: bytes, kind: Literal["bundle", "record"], where: str, subject: str | None
+) -> tuple[Any, Outcome | None]:
+    """The parsed document, or the problem that it is not JSON or not a ``kind``."""
+    document, not_json = parse_document(body)
+    if document_kind(document) == kind:
+        return document, None
+    why = not_json or f"no {kind}_type: not a {kind}"
+    return None, Outcome(problem=Problem(where=where, subject=subject, reason=f"not_a_{kind}", detail=why))
+
+
+def _judged(  # noqa: PLR0917
+    subject: str | None, origin: Origin, where: str, verdict: Verdict, kept: bool, bundle_sha256: str | None
+) -> Judgement:
+    return Judgement(
+        subject=subject, origin=origin, where=where, verdict=verdict, kept=kept, bundle_sha256=bundle_sha256
+    )

@@ -1,0 +1,325 @@
+"""The monitor a service embeds and drives: :class:`Monitor`.
+
+    with Monitor("state", ["https://pith.science"], subjects=["pith:2023:…"]) as monitor:
+        report = monitor.run_round()          # or monitor.run() until monitor.stop()
+
+A round (:func:`merge.monitor.rounds.gather`) reads and judges; then, in this order, the round's
+evidence is written (each new alarm's directory, fsync'd), the bundles to keep are kept (atomic,
+fsync'd), and only then the cursor (``status.json``). Killed at any moment, the monitor started
+again finds every evidence written so far, no bundle kept that was not audited, and the cursor of
+the last round done: it does the round it was in again, and an alarm whose evidence was written
+but whose round was not done is reported again (at least once, never lost).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import msgspec
+
+from ..bundle import REGISTRY_KEYS
+from ..errors import InputError
+from ..keys import KeySet
+from .cursor import AlarmEntry, StateDir, Status, SubjectStatus
+from .evidence import Alarm, alarm_id, evidence_name, sha256, write_evidence
+from .fetching import Fetcher
+from .judging import Finding, Judge, Kept
+from .metrics import Metrics
+from .policy import FetchPolicy
+from .rounds import Gathered, RoundReport, gather
+from .sources import RegistrySource, Source, b32_of, parse_source, parse_subject
+
+__all__ = ["Monitor"]
+
+
+def timestamp(seconds: float) -> str:
+    """RFC 3339 in UTC, to the millisecond (``2026-05-01T12:00:00.000Z``)."""
+    return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def seconds_of(text: str | None) -> float | None:
+    """The Unix time of a :func:`timestamp`, None for None."""
+    return None if text is None else datetime.fromisoformat(text).timestamp()
+
+
+class Monitor:
+    """Follows subjects on sources, keeps their last verified bundles in ``state_dir``, raises alarms.
+
+    ``sources``: directories and http(s) base URLs (:func:`merge.monitor.sources.parse_source`);
+    ``subjects``: pith numbers followed on the URLs (besides every subject already kept);
+    ``trusted_keys``: the signers trusted for bundles and records (§10, §11; default the registry
+    key); ``peers``: base URLs of other monitors' ``--listen`` endpoints; ``interval``: seconds
+    between rounds of :meth:`run` (None: :meth:`run` does one round). ``on_alarm`` is called for
+    each new alarm once its evidence is on disk, before the round's cursor is written.
+
+    Caller mistakes raise :class:`merge.InputError` (a bad source or subject, nothing to follow,
+    a state directory another monitor holds: :class:`merge.monitor.StateDirLocked`).
+    """
+
+    def __init__(
+        self,
+        state_dir: str,
+        sources: Sequence[str | Source],
+        *,
+        subjects: Iterable[str] = (),
+        trusted_keys: KeySet | Iterable[Mapping[str, Any]] = REGISTRY_KEYS,
+        follow_mirrors: bool = False,
+        peers: Sequence[str] = (),
+        policy: FetchPolicy | None = None,
+        interval: float | None = None,
+        on_alarm: Callable[[Alarm], None] | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        if not sources:
+            raise InputError("a monitor needs at least one source")
+        self.sources = [parse_source(s) if isinstance(s, str) else s for s in sources]
+        self.subjects = sorted({parse_subject(subject) for subject in subjects})
+        self.peers = [self._peer(url) for url in peers]
+        self.follow_mirrors = follow_mirrors
+        self.policy = policy if policy is not None else FetchPolicy()
+        self.interval = interval
+        self.metrics = Metrics()
+        self._judge = Judge(KeySet.parse(trusted_keys))
+        self._state = StateDir(state_dir)
+        self._on_alarm = on_alarm
+        self._clock = clock
+        self._stop = threading.Event()
+        self._fetcher: Fetcher | None = None
+        self._kept: dict[str, Kept] = {}
+        self._status = Status()
+        self._letters: dict[str, str] = {}
+
+    @staticmethod
+    def _peer(url: str) -> RegistrySource:
+        peer = parse_source(url) if "://" in url else None
+        if not isinstance(peer, RegistrySource):
+            raise InputError("a peer is the http(s) URL of another monitor's --listen", source=url)
+        return peer
+
+    # --- life -----------------------------------------------------------------------------
+
+    def open(self) -> None:
+        """Lock the state directory, tidy what a killed monitor left, load the cursor and kept bundles."""
+        self._state.lock()
+        try:
+            self._status = self._state.read_status()
+            self._kept = self._load_kept()
+            if not self._followed() and all(isinstance(s, RegistrySource) for s in self.sources):
+                raise InputError(
+                    "nothing to follow: a URL source is read for the subjects of --subject or --subjects "
+                    "and those kept in the state directory, and there are none"
+                )
+        except BaseException:
+            self._state.unlock()
+            raise
+        self._index()
+        self.metrics.subjects.set(len(self._kept))
+        if (last := seconds_of(self._status.last_success_at)) is not None:
+            self.metrics.last_success.set(last)
+        self._fetcher = Fetcher(self.policy, self._stop)
+
+    def close(self) -> None:
+        """Stop fetching and let the state directory go."""
+        if self._fetcher is not None:
+            self._fetcher.close()
+            self._fetcher = None
+        self._state.unlock()
+
+    def __enter__(self) -> Monitor:
+        self.open()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def stop(self) -> None:
+        """Ask the monitor to stop (from a signal handler or another thread): the round under way
+        is abandoned at its next fetch, or finished if it is writing; :meth:`run` then returns."""
+        self._stop.set()
+
+    def run(self, on_round: Callable[[RoundReport], None] | None = None) -> None:
+        """Round after round, every ``interval`` seconds, until :meth:`stop` (one round if no interval)."""
+        while not self._stop.is_set():
+            report = self.run_round()
+            if on_round is not None:
+                on_round(report)
+            if self.interval is None or self._stop.wait(self.interval):
+                return
+
+    # --- what others read -----------------------------------------------------------------
+
+    @property
+    def status(self) -> Status:
+        """The cursor as last written."""
+        return self._status
+
+    def health(self) -> tuple[bool, dict[str, Any]]:
+        """Healthy when the last round that read a source ended within 3 intervals (with no
+        interval: when there was one); the status as JSON with it."""
+        status, now = self._status, self._clock()
+        last = seconds_of(status.last_success_at)
+        healthy = last is not None and (self.interval is None or now - last <= 3 * self.interval)
+        document = msgspec.to_builtins(status)
+        document.update(healthy=healthy, now=timestamp(now), interval=self.interval)
+        return healthy, document
+
+    def kept_bundle(self, letters: str) -> bytes | None:
+        """The exact bytes of the bundle kept for the subject whose pith number ends in ``letters``."""
+        subject = self._letters.get(letters)
+        if subject is None:
+            return None
+        try:
+            return self._state.bundle_path(subject).read_bytes()
+        except FileNotFoundError:
+            return None
+
+    # --- a round --------------------------------------------------------------------------
+
+    def run_round(self) -> RoundReport:
+        """One round: gather, then write evidence, kept bundles and the cursor, in that order."""
+        if self._fetcher is None:
+            raise InputError("the monitor is not open (use it as a context manager, or call open())")
+        started, start = self._clock(), time.monotonic()
+        number = self._status.rounds + 1
+        gathered = gather(
+            self.sources,
+            self._followed(),
+            self._kept,
+            self._judge,
+            self._fetcher,
+            follow_mirrors=self.follow_mirrors,
+            peers=self.peers,
+            max_bytes=self.policy.max_bytes,
+            stop=self._stop,
+        )
+        read = any(source.read for source in gathered.sources)
+        if gathered.abandoned:
+            finished = self._clock()
+            return RoundReport(
+                round=number,
+                started_at=timestamp(started),
+                finished_at=timestamp(finished),
+                duration_seconds=time.monotonic() - start,
+                read=read,
+                abandoned=True,
+            )
+        alarms, standing = self._raise(gathered.findings, started)
+        for subject in sorted(gathered.changed):
+            self._state.keep(subject, gathered.kept[subject].data)
+        finished = self._clock()
+        self._status = self._next_status(gathered, alarms, read, finished)
+        self._state.write_status(self._status)
+        self._kept = gathered.kept
+        self._index()
+        report = RoundReport(
+            round=number,
+            started_at=timestamp(started),
+            finished_at=timestamp(finished),
+            duration_seconds=time.monotonic() - start,
+            read=read,
+            subjects=len(self._kept),
+            sources=tuple(gathered.sources),
+            bundles=tuple(gathered.bundles),
+            alarms=tuple(alarms),
+            standing=standing,
+            problems=tuple(gathered.problems),
+            notes=tuple(gathered.notes),
+        )
+        self.metrics.observe(
+            report, subjects=len(self._kept), last_success=seconds_of(self._status.last_success_at)
+        )
+        return report
+
+    def _raise(self, findings: Sequence[Finding], now: float) -> tuple[list[Alarm], int]:
+        """Each new alarm's evidence, written (durably) before anything else of the round."""
+        known = {entry.id for entry in self._status.alarms}
+        alarms: list[Alarm] = []
+        standing = 0
+        for finding in findings:
+            kept = finding.kept.data if finding.kept is not None else None
+            identifier = alarm_id(finding.kind, finding.subject, kept, finding.shown)
+            if identifier in known:
+                standing += 1
+                continue
+            known.add(identifier)
+            name = evidence_name(finding.kind, finding.subject, identifier)
+            alarm = Alarm(
+                id=identifier,
+                kind=finding.kind,
+                subject=finding.subject,
+                origin=finding.origin,
+                where=finding.where,
+                kept_bundle_sha256=finding.kept.bundle_sha256 if finding.kept is not None else None,
+                shown_sha256=sha256(finding.shown),
+                problems=finding.problems,
+                evidence=f"{self._state.evidence.name}/{name}",
+            )
+            write_evidence(
+                self._state.evidence,
+                alarm,
+                report={"raised_at": timestamp(now), "audit": finding.report},
+                kept=kept,
+                shown=finding.shown,
+                shown_kind=finding.shown_kind,
+            )
+            alarms.append(alarm)
+            if self._on_alarm is not None:
+                self._on_alarm(alarm)
+        return alarms, standing
+
+    def _next_status(self, gathered: Gathered, alarms: Sequence[Alarm], read: bool, now: float) -> Status:
+        old, when = self._status, timestamp(now)
+        subjects = {}
+        for subject, kept in sorted(gathered.kept.items()):
+            before = old.subjects.get(subject)
+            info = kept.snapshot.info
+            subjects[subject] = SubjectStatus(
+                bundle_sha256=info.bundle_sha256,
+                signed_at=info.signed_at,
+                event_count=info.event_count,
+                checked_at=when if subject in gathered.checked else before.checked_at if before else None,
+                kept_at=when if subject in gathered.changed or before is None else before.kept_at,
+            )
+        entries = tuple(
+            AlarmEntry(
+                id=a.id, kind=a.kind, subject=a.subject, where=a.where, evidence=a.evidence, raised_at=when
+            )
+            for a in alarms
+        )
+        return Status(
+            rounds=old.rounds + 1,
+            last_round_at=when,
+            last_success_at=when if read else old.last_success_at,
+            interval=self.interval,
+            subjects=subjects,
+            alarms=old.alarms + entries,
+        )
+
+    # --- helpers --------------------------------------------------------------------------
+
+    def _followed(self) -> list[str]:
+        return sorted(set(self.subjects) | {s for s in self._kept if b32_of(s) is not None})
+
+    def _index(self) -> None:
+        self._letters = {letters: s for s in self._kept if (letters := b32_of(s)) is not None}
+
+    def _load_kept(self) -> dict[str, Kept]:
+        kept: dict[str, Kept] = {}
+        for path in self._state.kept_paths():
+            data = path.read_bytes()
+            snapshot = self._judge.verified(data, str(path))
+            subject = snapshot.info.subject
+            if snapshot.result is None or subject is None:
+                raise InputError(
+                    "a kept bundle does not verify with the trusted keys "
+                    f"({'; '.join(snapshot.info.problems)}): was --trust changed?",
+                    source=str(path),
+                )
+            if self._state.bundle_path(subject) != path:
+                raise InputError(f"a kept bundle of {subject} under another subject's name", source=str(path))
+            kept[subject] = Kept.of(data, snapshot)
+        return kept

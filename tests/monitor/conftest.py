@@ -1,0 +1,55 @@
+"""Fixtures of the monitor's tests: registries on 127.0.0.1 and monitors with quick fetching."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from merge import KeySet
+from merge.monitor import FetchPolicy, Monitor
+
+from .history import KEYS
+from .registry import Registry, registry_at
+
+#: Quick to give up, so that a misbehaving server costs a test a second, not minutes.
+QUICK = FetchPolicy(timeout=1.0, retries=1, backoff=0.01, max_backoff=0.05, rate=0, concurrency=4)
+
+
+@pytest.fixture
+def trusted() -> KeySet:
+    return KeySet.parse(json.loads(KEYS.read_bytes()))
+
+
+@pytest.fixture
+def registry(tmp_path: Path) -> Iterator[Registry]:
+    with registry_at(tmp_path / "registry") as served:
+        yield served
+
+
+@pytest.fixture
+def second_registry(tmp_path: Path) -> Iterator[Registry]:
+    """Another server: the places a split view shows other bundles."""
+    with registry_at(tmp_path / "second") as served:
+        yield served
+
+
+@pytest.fixture
+def make_monitor(tmp_path: Path, trusted: KeySet) -> Iterator[Callable[..., Monitor]]:
+    """Open monitors (state in tmp_path/state unless told), closed at the end of the test."""
+    opened: list[Monitor] = []
+
+    def make(*sources: str, state: Path | None = None, **options: Any) -> Monitor:
+        options.setdefault("trusted_keys", trusted)
+        options.setdefault("policy", QUICK)
+        monitor = Monitor(str(state or tmp_path / "state"), list(sources), **options)
+        monitor.open()
+        opened.append(monitor)
+        return monitor
+
+    yield make
+    for monitor in opened:
+        monitor.close()

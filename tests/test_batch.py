@@ -1,6 +1,6 @@
 """The batch driver (merge.batch, the function merge.fold): copies of one event (§5), chains
 with signed events (§7), supersedes, the state's lists (§9), and the pure-function promises (no
-mutation, no drift); the module's former name merge.fold.
+mutation, no drift). The module's old name merge.fold: tests/test_compat.py.
 """
 
 from __future__ import annotations
@@ -9,8 +9,6 @@ import base64
 import copy
 import json
 import random
-import subprocess
-import sys
 from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -23,7 +21,7 @@ from hypothesis import strategies as st
 import merge.signatures
 from merge import InputError, KeySet, Reason, canonical_json, fold, fold_subjects, pith_number
 from merge.admission import Admitted, admit
-from merge.batch import judge_events
+from merge.checks import judge_events
 from merge.signatures import SignatureVerifier
 from merge.signing import record_created_payload
 from merge.testing import History, histories
@@ -526,26 +524,6 @@ def test_a_subject_nobody_writes_to_is_fine() -> None:
     made = event()
     result = fold([made], subject="pith:0000:NOTHING", keys=KEYS, threads=1)
     assert result.reasons == {made["event_id"]: Reason.WRONG_SUBJECT}
-
-
-def test_the_former_module_name_still_imports_and_merge_fold_stays_the_function() -> None:
-    """``merge.fold`` was the batch driver's module until 0.2: old imports work, silently (-W error).
-
-    In a new interpreter, so that ``import merge.fold`` is the first import of the package.
-    """
-    program = (
-        "import importlib, types, merge.fold\n"
-        "from merge.fold import FoldResult, assemble_state, gc_paused, judge_events\n"
-        "import merge, merge.batch, merge.state\n"
-        "assert merge.fold is merge.batch.fold and not isinstance(merge.fold, types.ModuleType)\n"
-        "assert importlib.import_module('merge.fold') is merge.batch\n"
-        "assert (FoldResult, assemble_state) == (merge.state.FoldResult, merge.state.assemble_state)\n"
-        "assert (gc_paused, judge_events) == (merge.batch.gc_paused, merge.batch.judge_events)\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-W", "error", "-c", program], check=False, capture_output=True, text=True
-    )
-    assert done.returncode == 0, done.stderr
 
 
 # --- fold_subjects: many subjects at once.

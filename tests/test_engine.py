@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-import merge.batch
 import merge.chains
+import merge.checks
 import merge.engine
 import merge.signatures
 import merge.state
@@ -347,8 +347,7 @@ def test_adding_never_refolds(monkeypatch: pytest.MonkeyPatch) -> None:
         raise AssertionError("the engine re-folded")
 
     for module, name in [
-        (merge.batch, "build_state"),
-        (merge.batch, "judge_events"),
+        (merge.checks, "judge_events"),
         (merge.state, "build_state"),
         (merge.state, "classify"),
         (merge.chains, "classify"),

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from . import postgres_server
+from .helpers import Verification, record_verifications
 
 VECTORS = Path(__file__).parent / "vectors"
 CONFORMANCE = sorted((VECTORS / "conformance").glob("*.json"))
@@ -36,6 +37,12 @@ def parsed_input(text: str) -> Any:
         return json.loads(text)
     except ValueError:
         return text
+
+
+@pytest.fixture
+def verifications(monkeypatch: pytest.MonkeyPatch) -> list[Verification]:
+    """Every Ed25519 verification of the test, in order (:func:`tests.helpers.record_verifications`)."""
+    return record_verifications(monkeypatch)
 
 
 @pytest.fixture(scope="session")

@@ -23,6 +23,7 @@ from merge.engine import EventStatus
 from merge.signing import TestKey, record_created_payload, sign_event
 
 from .conftest import CONFORMANCE, load_vector
+from .helpers import Verification, shuffled_with_repeats
 
 NAMES = [path.stem for path in CONFORMANCE]
 
@@ -92,10 +93,9 @@ def test_vector_equals_fold_after_every_add(name: str) -> None:
 @pytest.mark.parametrize("seed", range(3))
 def test_vector_shuffled_with_repeats_equals_fold_after_every_add(name: str, seed: int) -> None:
     vector = load_vector(name)
+    count = len(vector["inputs"])
     rng = random.Random(f"engine/{name}/{seed}")
-    order = list(range(len(vector["inputs"])))
-    order += rng.choices(order, k=max(1, len(order) // 2))
-    rng.shuffle(order)
+    order = shuffled_with_repeats(range(count), rng, repeats=max(1, count // 2))
     merger = add_one_by_one(vector, order)
     assert canonical_json(merger.state) == canonical_json(vector["expected"]["state"])
 
@@ -292,21 +292,7 @@ def test_record_chain_supersedes_and_parsed_values() -> None:
 # --- costs: no re-fold, signatures verified once, state cached ----------------------------
 
 
-@pytest.fixture
-def verify_calls(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
-    """Every Ed25519 verification made, by message (the event's content digest)."""
-    calls: list[bytes] = []
-    real = merge.signatures.verify_signature
-
-    def counting(public_key: bytes, message: bytes, signature: bytes) -> bool:
-        calls.append(message)
-        return real(public_key, message, signature)
-
-    monkeypatch.setattr(merge.signatures, "verify_signature", counting)
-    return calls
-
-
-def test_each_signature_is_verified_once_however_many_copies(verify_calls: list[bytes]) -> None:
+def test_each_signature_is_verified_once_however_many_copies(verifications: list[Verification]) -> None:
     event = graph(0)
     spaced = json.dumps(event, indent=2).encode()  # another copy of the same event
     forged = dict(
@@ -326,7 +312,7 @@ def test_each_signature_is_verified_once_however_many_copies(verify_calls: list[
         merger.add(item)
     # forged and other_forged carry the same (key, digest, signature): verified once; the
     # valid copy once; nothing after the event became valid.
-    assert len(verify_calls) == 2
+    assert len(verifications) == 2
     assert merger.reason(event["event_id"]) is None
 
 

@@ -14,7 +14,10 @@ import pytest
 
 import merge.signatures
 
-__all__ = ["Verification", "record_verifications", "shuffled_with_repeats"]
+__all__ = ["THREADS_REFUSED", "Verification", "record_verifications", "shuffled_with_repeats"]
+
+#: How a thread count that is not one is refused (:func:`merge.errors.require_threads`), on either path.
+THREADS_REFUSED = r"^threads must be None \(one per core\) or a whole number >= 0 \(0 and 1: no thread"
 
 T = TypeVar("T")
 

@@ -39,7 +39,7 @@ from .builders import (
     to_text,
 )
 from .conftest import CONFORMANCE, load_vector
-from .helpers import Verification
+from .helpers import THREADS_REFUSED, Verification
 
 Event = dict[str, Any]
 
@@ -482,6 +482,28 @@ def test_threads_never_change_the_result(name: str, monkeypatch: pytest.MonkeyPa
     assert pools[0] == 2  # threads=2 started a pool of two
     assert len({canonical_json(r.state) for r in results}) == 1
     assert len({tuple(r.rejected) for r in results}) == 1
+
+
+@pytest.mark.parametrize("threads", [-1, -64, 1.5, "2", [2]])
+def test_a_thread_count_is_none_or_a_whole_number_on_either_path(each_path: str, threads: Any) -> None:
+    """One InputError on both paths, before either runs (the compiled one raised OverflowError on
+    -1, the pure one took it for one thread), with a verifier of the caller's too."""
+    inputs = [to_text(event())]
+    for call in (
+        lambda: fold(inputs, subject=SUBJECT, keys=KEYS, threads=threads),
+        lambda: fold(inputs, subject=SUBJECT, keys=KEYS, threads=threads, verifier=SignatureVerifier(1)),
+        lambda: fold_subjects({SUBJECT: inputs}, keys=KEYS, threads=threads),
+    ):
+        with pytest.raises(InputError, match=THREADS_REFUSED):
+            call()
+
+
+def test_zero_threads_is_the_callers_thread_alone_on_either_path(each_path: str) -> None:
+    """``threads=0`` means what ``1`` means (documented): no thread but the caller's, same result."""
+    inputs = [to_text(record_event()), to_text(event())]
+    results = [fold(inputs, subject=SUBJECT, keys=KEYS, threads=threads) for threads in (0, 1, None)]
+    assert results[0] == results[1] == results[2]
+    assert fold_subjects({SUBJECT: inputs}, keys=KEYS, threads=0) == {SUBJECT: results[1]}
 
 
 @pytest.mark.parametrize("subject", [None, 5, b"pith:2024:X"])

@@ -16,14 +16,25 @@ import merge.checks
 import merge.engine
 import merge.signatures
 import merge.state
-from merge import InputError, KeySetError, Merger, Reason, RejectCode, Rejection, canonical_json, fold
+from merge import (
+    InputError,
+    KeySetError,
+    MergeError,
+    Merger,
+    Reason,
+    RejectCode,
+    Rejection,
+    UnknownEventError,
+    canonical_json,
+    fold,
+)
 from merge.admission import admit
 from merge.chains import ChainIndex
 from merge.engine import EventStatus
 from merge.signing import TestKey, record_created_payload, sign_event
 
 from .conftest import CONFORMANCE, load_vector
-from .helpers import Verification, shuffled_with_repeats
+from .helpers import THREADS_REFUSED, Verification, shuffled_with_repeats
 
 NAMES = [path.stem for path in CONFORMANCE]
 
@@ -422,5 +433,19 @@ def test_caller_mistakes_raise_merge_errors() -> None:
         Merger(subject=SUBJECT, keys=KEYS).extend(text(graph(0)))
     with pytest.raises(KeySetError):
         Merger(subject=SUBJECT, keys=[{"key_id": "x"}])
-    with pytest.raises(KeyError):
-        Merger(subject=SUBJECT, keys=KEYS).reason("sha256:" + "0" * 64)
+    for threads in (-1, 2.0):
+        with pytest.raises(InputError, match=THREADS_REFUSED):
+            Merger(subject=SUBJECT, keys=KEYS, threads=threads)  # type: ignore[arg-type]
+
+
+def test_the_reason_of_an_event_never_added_is_an_unknown_event_error() -> None:
+    """A MergeError with a message and the id, and still the KeyError it was (``except KeyError``)."""
+    merger = Merger(subject=SUBJECT, keys=KEYS, threads=0)  # 0: no thread but the caller's
+    merger.add(text(graph(0)))
+    with pytest.raises(UnknownEventError) as caught:
+        merger.reason("sha256:00")
+    assert isinstance(caught.value, MergeError)
+    assert isinstance(caught.value, KeyError)
+    assert caught.value.event_id == "sha256:00"
+    assert str(caught.value) == "no input added so far carries the event_id 'sha256:00'"
+    assert merger.reason(graph(0)["event_id"]) is None

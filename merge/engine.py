@@ -312,12 +312,13 @@ _TOP_LEVEL: Final = msgspec.json.Decoder(dict[str, msgspec.Raw])
 
 
 def _text_identity_digest(copy: Admitted) -> bytes:
-    """The copy's identity as the fold judges it (§5, :func:`merge.admission.copy_identity`: its
-    JSON text, and whether it held a float), as a digest. Text, not value: within one engine, as
-    within one fold, a copy judged before is one with the very same text (a respaced copy is
-    judged again and gets the same verdict); the audit's :func:`merge.audit._value_identity_digest`
-    is another rule, for another question. The engine lives for days, so it remembers 33 bytes
-    per distinct copy of an invalid event, not the whole text."""
+    """The copy's identity as the fold has it (§5, :func:`merge.admission.copy_identity`: its JSON
+    text, and whether it held a float), as a digest: which copies need not be judged again.
+
+    Text, not value, as in the fold: a copy written with other spacing is judged once more, at
+    no cost to the verdict. (The audit's :func:`merge.audit._value_identity_digest` answers
+    another question, whether a snapshot still holds a copy, by value.) The engine lives for
+    days, so it remembers 33 bytes per distinct copy of an invalid event, not the whole text."""
     raw, held_float = copy_identity(copy)
     return hashlib.sha256(raw).digest() + (b"F" if held_float else b"")
 

@@ -16,6 +16,7 @@ __version__ = "0.2.0"
 
 import sys
 
+from ._compat import old_module
 from .admission import MAX_INPUT_BYTES, RejectCode, Rejection
 from .audit import (
     AuditReport,
@@ -30,7 +31,15 @@ from .batch import fold, fold_subjects
 from .bundle import BUNDLE_CHECKS, REGISTRY_KEYS, BundleCheck, BundleReport, Check, verify_bundle
 from .canonical import MAX_DEPTH, MAX_SAFE_INTEGER, canonical_json
 from .engine import AddResult, EventStatus, Merger
-from .errors import InputError, KeySetError, MergeError, NotCanonicalError, RecordError
+from .errors import (
+    InputError,
+    KeySetError,
+    MergeError,
+    NotCanonicalError,
+    PithMergeDeprecationWarning,
+    RecordError,
+    UnknownEventError,
+)
 from .identifiers import (
     b32,
     bundle_sha256,
@@ -55,6 +64,7 @@ from .record import (
     record_disagreement,
     verify_record,
 )
+from .schema import Signer
 from .state import (
     MERGE_VERSION,
     Chain,
@@ -63,7 +73,6 @@ from .state import (
     Equivocation,
     FoldResult,
     InvalidEvent,
-    Signer,
     SourceAlias,
     State,
     Supersession,
@@ -101,6 +110,7 @@ __all__ = [
     "Merger",
     "NotCanonicalError",
     "PairAudit",
+    "PithMergeDeprecationWarning",
     "Reason",
     "RecordError",
     "RecordReport",
@@ -112,6 +122,7 @@ __all__ = [
     "State",
     "StateDiff",
     "Supersession",
+    "UnknownEventError",
     "audit",
     "audit_history",
     "b32",
@@ -142,8 +153,8 @@ __all__ = [
 ]
 
 # The batch driver was the module ``merge.fold`` until 0.2, a name it shared with the function
-# ``merge.fold`` (issue 17: a name means one thing). Deprecated, and kept silently (suites run
-# with warnings as errors): the former path is this very module, so ``from merge.fold import
-# FoldResult`` works, while ``import merge.fold`` leaves ``merge.fold`` the function (a module
-# already in sys.modules is not set on its package again). ``merge/fold.pyi`` types the path.
-sys.modules[f"{__name__}.fold"] = sys.modules[f"{__name__}.batch"]
+# ``merge.fold`` (issue 17: a name means one thing): an old name until 0.4.0 (merge._compat).
+# Registered here, with no file of its own, so that ``from merge.fold import gc_paused`` works
+# (and warns), while ``import merge.fold`` leaves ``merge.fold`` the function (a module already
+# in sys.modules is not set on its package again). ``merge/fold.pyi`` types the path.
+sys.modules[f"{__name__}.fold"] = old_module(f"{__name__}.fold")

@@ -195,7 +195,7 @@ def _snapshot(
         for index, item in enumerate(events):
             outcome = admit(item, index)
             if isinstance(outcome, Admitted):
-                digest = _copy_digest(outcome)
+                digest = _value_identity_digest(outcome)
                 if digest not in copies[outcome.event_id]:
                     copies[outcome.event_id].add(digest)
                     admitted[outcome.event_id].append(outcome)
@@ -209,11 +209,13 @@ def _snapshot(
     )
 
 
-def _copy_digest(copy: Admitted) -> bytes:
+def _value_identity_digest(copy: Admitted) -> bytes:
     """What makes two copies one across snapshots: the same JSON value (§5 judges values).
 
-    Of the canonical bytes when canonical-able, so a copy is the same whatever key order or
-    spacing a registry wrote it with; else of the text as :func:`merge.admission.copy_identity` has it.
+    Value, not text (the fold's rule, :func:`merge.engine._text_identity_digest`): the audit asks
+    whether NEW still holds what OLD held, and a registry that wrote a copy again with another
+    key order or spacing dropped nothing. So the digest is of the canonical bytes when the copy
+    is canonical-able; else of the text as :func:`merge.admission.copy_identity` has it.
     """
     if copy.non_canonical is None:
         return hashlib.sha256(encode_canonical_unchecked(copy.decoded)).digest()
@@ -432,7 +434,7 @@ def _audit_pair(old: Snapshot, new: Snapshot) -> PairAudit:
     # it is NEW's own inputs and keys: NEW's verified fold, without folding again.
     union = new.result
     if dropped or keys.dropped or keys.changed:
-        union_keys = KeySet([*new.keys.values(), *(k for k in old.keys.values() if k.key_id not in new.keys)])
+        union_keys = new.keys.union(old.keys.values(), on_conflict="keep")  # NEW's key on a clash
         union = fold([*old.events, *new.events], subject=subject, keys=union_keys, threads=1)
     union_fates = fates(union.state)
     new_is_union = union is new.result or canonical_json(union.state) == canonical_json(new.result.state)

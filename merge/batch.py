@@ -15,29 +15,21 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from .admission import admit_batch, copy_identity, require_inputs
-from .checks import judge_events
-from .errors import InputError
+from . import checks, state
+from ._compat import module_getattr
+from .admission import admit_batch, require_inputs
+from .errors import InputError, require_threads
 from .identifiers import require_subject
 from .keys import KeySet
 from .native import fold_native, fold_native_many, native_available
 from .signatures import SignatureVerifier
-from .state import FoldResult, assemble_state, build_state, with_state_sha256
 
-__all__ = [
-    "FoldResult",
-    "assemble_state",
-    "build_state",
-    "copy_identity",
-    "fold",
-    "fold_subjects",
-    "gc_paused",
-    "judge_events",
-    "with_state_sha256",
-]
+__all__ = ["fold", "fold_subjects", "gc_paused"]
 
-# FoldResult, the state's assembly and copy_identity moved to merge.state and merge.admission
-# (issue 17: one room per rule); importable from here still, for code written against 0.1.
+# FoldResult, the state's assembly, copy_identity and judge_events moved to merge.state,
+# merge.admission and merge.checks (issue 17: one room per rule): merge.batch's old names until
+# 0.4.0 (merge._compat), so those rooms are reached through their modules here.
+__getattr__ = module_getattr(__name__)
 
 
 def fold(
@@ -47,7 +39,7 @@ def fold(
     keys: KeySet | Iterable[Mapping[str, Any]],
     threads: int | None = None,
     verifier: SignatureVerifier | None = None,
-) -> FoldResult:
+) -> state.FoldResult:
     """Fold events into the merge-v1 state of ``subject`` (spec §5–§9).
 
     ``inputs``: JSON texts (``bytes``/``str``) or parsed JSON values, in any order, with any
@@ -55,9 +47,10 @@ def fold(
     its texts are let go as soon as they are judged, before the state is built. ``keys``: a
     :class:`KeySet` or a list of key objects (§3); a broken key set raises
     :class:`merge.KeySetError`. ``threads``: signature verification threads (``None``: one per
-    core for inputs large enough to pay for it; ``1``: none); on the compiled path
-    (:func:`merge.native_available`), the threads that check and verify each input. The result
-    never depends on it.
+    core for inputs large enough to pay for it; ``1`` or ``0``: none but the caller's); on the
+    compiled path (:func:`merge.native_available`), the threads that check and verify each
+    input. The result never depends on it; anything but ``None`` or a whole number ``>= 0``
+    raises :class:`merge.InputError`, on either path.
     ``verifier``: a :class:`~merge.signatures.SignatureVerifier` to use (its ``threads`` then
     apply) instead of a new one, so that folds of overlapping inputs verify each (key, digest,
     signature) once; only its cache of verdicts grows, and the result never depends on it.
@@ -65,6 +58,7 @@ def fold(
     subject = require_subject(subject)
     inputs = require_inputs(inputs)
     key_set = KeySet.parse(keys)
+    threads = require_threads(threads)  # here, before either path: both refuse the same counts
     shared = verifier is not None
     verifier = verifier or SignatureVerifier(threads)
     with gc_paused():
@@ -72,13 +66,13 @@ def fold(
             # The compiled path (merge.native): the same bytes, the common case in Rust.
             return fold_native(inputs, subject, key_set, verifier, share_verdicts=shared)
         rejected, copies = admit_batch(enumerate(inputs))
-        verdicts = judge_events(copies, subject, key_set, verifier)
+        verdicts = checks.judge_events(copies, subject, key_set, verifier)
         copies.clear()
-        state, superseded = build_state(subject, verdicts)
+        folded, superseded = state.build_state(subject, verdicts)
         # Free the decoded copies now, by reference counting: the collector resumes at the end
         # of the block and would otherwise walk all of them once before they go.
         del verdicts
-    return FoldResult(state, tuple(rejected), superseded)
+    return state.FoldResult(folded, tuple(rejected), superseded)
 
 
 def fold_subjects(
@@ -87,7 +81,7 @@ def fold_subjects(
     keys: KeySet | Iterable[Mapping[str, Any]],
     threads: int | None = None,
     verifier: SignatureVerifier | None = None,
-) -> dict[str, FoldResult]:
+) -> dict[str, state.FoldResult]:
     """Fold several subjects at once: ``{subject: fold(inputs, subject=subject, keys=keys)}``.
 
     ``subjects``: each subject's inputs, by its pith number. The results are :func:`fold`'s,
@@ -105,6 +99,7 @@ def fold_subjects(
         )
     groups = [(require_subject(name), require_inputs(inputs)) for name, inputs in subjects.items()]
     key_set = KeySet.parse(keys)
+    threads = require_threads(threads)
     shared = verifier is not None
     verifier = verifier or SignatureVerifier(threads)
     if not native_available():

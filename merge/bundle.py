@@ -16,7 +16,7 @@ from .admission import JSON_TEXT_TYPES
 from .batch import fold
 from .canonical import canonical_json, decode_json, encode_canonical_unchecked, hash_if_canonical, same_json
 from .checks import signed_check
-from .errors import KeySetError, MergeError
+from .errors import InputError, KeySetError, MergeError, require_threads
 from .identifiers import (
     BUNDLE_SIGNED_MESSAGE,
     HEX64_PATTERN,
@@ -122,11 +122,14 @@ def verify_bundle(
     """Verify a bundle (spec §10): a JSON text or a parsed JSON object.
 
     A bundle is untrusted data: whatever is wrong with it is a failed check in the report,
-    never an exception. ``trusted_keys`` is the caller's: a broken key set raises
-    :class:`merge.KeySetError`. ``verifier``: the signature verifier of the fold of its events
-    (see :func:`merge.fold`; default: a new one), shared by a caller that folds them again.
+    never an exception. What the caller gives is checked: a broken ``trusted_keys`` raises
+    :class:`merge.KeySetError`; a path or an open file instead of the bundle, or ``threads``
+    other than :func:`merge.fold` takes, :class:`merge.InputError`. ``verifier``: the signature
+    verifier of the fold of its events (see :func:`merge.fold`; default: a new one), shared by a
+    caller that folds them again.
     """
     trusted = KeySet.parse(trusted_keys)
+    threads = require_threads(threads)  # also when the bundle fails before its fold
     checks: dict[str, Check] = {}
 
     def record(name: str, ok: bool, detail: str) -> None:
@@ -153,14 +156,35 @@ def verify_bundle(
 
 def parse_document(document: Any) -> tuple[Any, str | None]:
     """A registry document (§10, §11) given as a JSON text parsed, else as given; and, when the
-    text is not JSON, why (the document is then ``None``). Never raises."""
+    text is not JSON, why (the document is then ``None``).
+
+    Whatever the document holds is a finding, never an exception; only a path or an open file
+    handed over instead of the document raises :class:`merge.InputError` (a caller's mistake: as a
+    document it would fail every check, which says nothing of the file).
+    """
     if not isinstance(document, JSON_TEXT_TYPES):
+        _refuse_a_file(document)
         return document, None
     try:
         return decode_json(document if isinstance(document, str) else bytes(document)), None
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError, UnicodeEncodeError) as exc:
         # UnicodeEncodeError: a str holding a lone surrogate is no JSON text (§5).
         return None, f"not JSON: {exc}"
+
+
+def _refuse_a_file(document: Any) -> None:
+    """Raise :class:`merge.InputError` when ``document`` is a path (``os.PathLike``) or an open
+    file (anything with ``read``) where the document itself is due."""
+    if hasattr(document, "__fspath__"):
+        given = "a path"
+    elif hasattr(document, "read"):
+        given = "an open file"
+    else:
+        return
+    raise InputError(
+        f"a document is its JSON text or parsed value, not {given} ({type(document).__name__}): "
+        "pass the file's bytes (path.read_bytes())"
+    )
 
 
 def _finish(checks: dict[str, Check], result: FoldResult | None, trusted_key_id: str | None) -> BundleReport:

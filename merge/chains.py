@@ -15,6 +15,7 @@ from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Final, NamedTuple
 
+from ._compat import OldMethodName
 from .checks import ValidEvent
 from .reasons import Reason
 
@@ -341,12 +342,8 @@ class ChainIndex:
             self._settle_children(dirty.pop(), changed)
         return changed
 
-    def admit(self, event_id: str) -> list[str]:
-        """Deprecated alias of :meth:`add_invalid`, its name until 0.2 (kept, without a warning).
-
-        Renamed because :func:`merge.admission.admit` is another thing: admission of an input (§5).
-        """
-        return self.add_invalid(event_id)
+    # Its name until 0.2: merge.admission.admit is another thing, the admission of an input (§5).
+    admit = OldMethodName("add_invalid")
 
     def classification(self) -> Classification:
         """A snapshot equal to ``classify(nodes, admitted)`` (forks in another order)."""

@@ -30,7 +30,7 @@ from .identifiers import (
 )
 from .keys import Key, KeySet, decode_b64
 from .reasons import Reason
-from .schema import Event, EventSigner, body_of
+from .schema import Event, Signer, body_of
 from .signatures import SignatureJob, SignatureVerifier, verify_signature
 from .timestamps import parse_timestamp
 
@@ -77,7 +77,7 @@ class ValidEvent(NamedTuple):
     created_us: int
     prev_event: str | None
     supersedes: tuple[str, ...]
-    signer: EventSigner
+    signer: Signer
     payload: dict[str, Any]
 
     @property

@@ -34,20 +34,23 @@ from typing import Any, Final
 
 import msgspec
 
+from . import chains
+from ._compat import module_getattr
 from .admission import Admitted, Rejection, admit, copy_identity, prevailing_verdict, require_inputs
 from .canonical import encode_canonical_unchecked
-from .chains import ChainIndex, Node, SortedKeys, supersessions
 from .checks import Candidate, ValidEvent, postcheck, precheck
+from .errors import UnknownEventError, require_threads
 from .identifiers import require_subject
 from .keys import KeySet
 from .reasons import Reason
 from .signatures import SignatureVerifier
 from .state import FoldResult, State, Supersession, assemble_state, decode_state_unchecked, supersession_list
 
-__all__ = ["AddResult", "ChainIndex", "EventStatus", "Merger", "SortedKeys"]
+__all__ = ["AddResult", "EventStatus", "Merger"]
 
-# ChainIndex and SortedKeys moved to merge.chains (issue 17: §7 in one room); importable from
-# here still, for code written against 0.1.
+# ChainIndex and SortedKeys moved to merge.chains (issue 17: §7 in one room): merge.engine's
+# old names until 0.4.0 (merge._compat), so §7 is reached through its module here.
+__getattr__ = module_getattr(__name__)
 
 
 class EventStatus(msgspec.Struct, frozen=True):
@@ -81,7 +84,8 @@ class Merger:
 
     ``keys``: a :class:`~merge.KeySet` or a list of key objects (§3); a broken set raises
     :class:`~merge.KeySetError`. ``threads``: signature verification threads used by
-    :meth:`extend` on large batches (``1``: none, the default; ``None``: one per core).
+    :meth:`extend` on large batches (``1``, the default, or ``0``: none but the caller's;
+    ``None``: one per core); anything else raises :class:`~merge.InputError`.
 
     Costs: extending a chain is O(log n) amortized (no re-fold, no re-verification); the state
     is assembled on first read after a change, in O(n), and cached with its ``state_sha256``.
@@ -110,7 +114,7 @@ class Merger:
     ) -> None:
         self.subject: Final = require_subject(subject)
         self.keys: Final = KeySet.parse(keys)
-        self._verifier = SignatureVerifier(threads)
+        self._verifier = SignatureVerifier(require_threads(threads))
         # §5 verdict of every admitted event id: its ValidEvent, or the furthest §6 reason.
         self._verdicts: dict[str, Reason | ValidEvent] = {}
         self._valid: dict[str, ValidEvent] = {}
@@ -118,7 +122,7 @@ class Merger:
         # identical copy gets an identical verdict (§5), so it is not judged again. A new event
         # is judged without it: most are valid, and a valid event's copies need no digest.
         self._seen: dict[str, set[bytes]] = {}
-        self._chains = ChainIndex()
+        self._chains = chains.ChainIndex()
         self._rejected: list[Rejection] = []
         self._count = 0
         self._snapshot: _Snapshot | None = None
@@ -192,7 +196,7 @@ class Merger:
             return EventStatus(copy.index, event_id, self._chains.reasons.get(event_id), True)
         if before is not None:
             # An invalid event: an identical copy (§5, copy_identity) gets the verdict it got.
-            digest = _copy_digest(copy)
+            digest = _text_identity_digest(copy)
             seen = self._seen[event_id]
             if digest in seen:
                 return EventStatus(copy.index, event_id, self.reason(event_id), True)
@@ -213,10 +217,10 @@ class Merger:
             # A new event, or a late valid copy of an invalid one (§5): now it is valid.
             self._valid[event_id] = standing
             self._seen.pop(event_id, None)
-            changed = self._chains.add(Node.of(standing))
+            changed = self._chains.add(chains.Node.of(standing))
         elif before is None:
             # A new invalid event: its copies are remembered from now on (a valid one's never are).
-            self._seen[event_id] = {_copy_digest(copy)}
+            self._seen[event_id] = {_text_identity_digest(copy)}
             changed = self._chains.add_invalid(event_id)
         # else: a copy that got further than the earlier ones now gives the event its reason.
         self._snapshot = None
@@ -229,7 +233,7 @@ class Merger:
         snapshot = self._snapshot
         if snapshot is None:
             classification = self._chains.live_classification()
-            removed = supersessions(classification.applied, self._valid)
+            removed = chains.supersessions(classification.applied, self._valid)
             body = assemble_state(self.subject, self._verdicts, self._valid, classification, removed)
             encoded = encode_canonical_unchecked(body)
             snapshot = _Snapshot(encoded, hashlib.sha256(encoded).hexdigest(), supersession_list(removed))
@@ -290,8 +294,14 @@ class Merger:
         return event_id in self._verdicts
 
     def reason(self, event_id: str) -> Reason | None:
-        """``None`` when ``event_id`` is applied, else its reason; ``KeyError`` if never admitted."""
-        verdict = self._verdicts[event_id]
+        """``None`` when ``event_id`` is applied, else its reason.
+
+        Raises :class:`merge.UnknownEventError` (a ``KeyError`` too) when no input added so far
+        carried ``event_id`` (``event_id in merger`` tells).
+        """
+        verdict = self._verdicts.get(event_id)
+        if verdict is None:
+            raise UnknownEventError(event_id)
         if isinstance(verdict, Reason):
             return verdict
         return self._chains.reasons.get(event_id)
@@ -301,8 +311,13 @@ class Merger:
 _TOP_LEVEL: Final = msgspec.json.Decoder(dict[str, msgspec.Raw])
 
 
-def _copy_digest(copy: Admitted) -> bytes:
-    """The copy's identity (§5, copy_identity, as in the fold) as a digest: the engine lives for
+def _text_identity_digest(copy: Admitted) -> bytes:
+    """The copy's identity as the fold has it (§5, :func:`merge.admission.copy_identity`: its JSON
+    text, and whether it held a float), as a digest: which copies need not be judged again.
+
+    Text, not value, as in the fold: a copy written with other spacing is judged once more, at
+    no cost to the verdict. (The audit's :func:`merge.audit._value_identity_digest` answers
+    another question, whether a snapshot still holds a copy, by value.) The engine lives for
     days, so it remembers 33 bytes per distinct copy of an invalid event, not the whole text."""
     raw, held_float = copy_identity(copy)
     return hashlib.sha256(raw).digest() + (b"F" if held_float else b"")

@@ -3,16 +3,23 @@
 Untrusted events never raise: they become reason codes (:class:`merge.Reason`) or
 rejections (:class:`merge.Rejection`). Everything here is a mistake of the caller (a broken
 key set, a value that cannot be encoded, an unreadable file) and carries the facts as fields.
+Beside them, :class:`PithMergeDeprecationWarning`, what an old name warns when used, and
+:func:`require_threads`, the check of a thread count that both drivers make.
 """
 
 from __future__ import annotations
+
+import operator
 
 __all__ = [
     "InputError",
     "KeySetError",
     "MergeError",
     "NotCanonicalError",
+    "PithMergeDeprecationWarning",
     "RecordError",
+    "UnknownEventError",
+    "require_threads",
 ]
 
 
@@ -74,3 +81,45 @@ class InputError(MergeError):
         self.problem = problem
         self.source = source
         super().__init__(f"{source}: {problem}" if source else problem)
+
+
+class UnknownEventError(MergeError, KeyError):
+    """An ``event_id`` that no input given so far carried (:meth:`merge.Merger.reason`).
+
+    Also a ``KeyError``, what it was until 0.3, for code that catches that.
+    """
+
+    def __init__(self, event_id: str) -> None:
+        self.event_id = event_id
+        super().__init__(f"no input added so far carries the event_id {event_id!r}")
+
+    def __str__(self) -> str:
+        # The message as it is: a KeyError's own str() would show it quoted, as a key.
+        return str(self.args[0])
+
+
+class PithMergeDeprecationWarning(DeprecationWarning):
+    """Warned when an old name of pith-merge is used (:mod:`merge._compat`): the message names
+    the new name and the release that removes the old one."""
+
+
+def require_threads(threads: int | None) -> int | None:
+    """``threads`` itself, once it is a thread count: ``None`` or a whole number ``>= 0``.
+
+    ``None`` means one thread per core; ``0`` and ``1`` mean no thread but the caller's. Anything
+    else raises :class:`InputError`, on the compiled path as on the pure one (a negative count
+    would be an ``OverflowError`` at the boundary of the one, and the caller's thread alone on
+    the other).
+    """
+    if threads is None:
+        return None
+    try:
+        count = operator.index(threads)
+    except TypeError:
+        count = -1
+    if count < 0:
+        raise InputError(
+            f"threads must be None (one per core) or a whole number >= 0 (0 and 1: no thread but the "
+            f"caller's), not {threads!r}"
+        )
+    return count

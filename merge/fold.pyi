@@ -1,8 +1,10 @@
-"""Types of ``merge.fold`` the former module name, a deprecated alias of :mod:`merge.batch`.
+"""Types of ``merge.fold``, the old name of the module :mod:`merge.batch` (:mod:`merge._compat`).
 
-At run time ``merge/__init__.py`` registers :mod:`merge.batch` under this name; no module
-``merge/fold.py`` exists. New code imports :mod:`merge.batch` (or the function ``merge.fold``).
+Every name of it warns when used, and the name goes in 0.4.0; no file ``merge/fold.py`` exists
+(``merge/__init__.py`` registers the module). New code imports :mod:`merge.batch`, or the
+function ``merge.fold``.
 """
 
-from .batch import *  # noqa: F403 (the whole API, re-exported)
-from .batch import __all__ as __all__
+from typing import Any
+
+def __getattr__(name: str) -> Any: ...

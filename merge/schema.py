@@ -12,14 +12,23 @@ from typing import Any
 
 import msgspec
 
-__all__ = ["Event", "EventBody", "EventSignature", "EventSigner", "body_of"]
+from ._compat import module_getattr
+from .canonical import CanonicalStruct
+
+__all__ = ["Event", "EventBody", "EventSignature", "Signer", "body_of"]
 
 # gc=False: these hold JSON values only, never themselves, so no reference cycle can pass
 # through them, and the collector need not track the millions a large fold makes.
 
 
-class EventSigner(msgspec.Struct, frozen=True, gc=False, forbid_unknown_fields=True):
-    """The ``signer`` object of §4: four strings."""
+class Signer(CanonicalStruct, frozen=True, gc=False, forbid_unknown_fields=True):
+    """The ``signer`` object of §4: four strings. Who signed an event.
+
+    One type for the event's field and for the state's entries (§9 copies the object as it is,
+    and §7 compares it whole): an entry holds its event's signer itself, unconverted. Its
+    strings come from a JSON text, so it is canonical-able (§1) by construction. A ``signer``
+    with any other key is not of §4's shape, in an event (check 3) as in a state.
+    """
 
     signer_id: str
     signer_type: str
@@ -49,7 +58,7 @@ class EventBody(msgspec.Struct, frozen=True, gc=False):
     subject_pith_number: str
     target: str
     payload: dict[str, Any]
-    signer: EventSigner
+    signer: Signer
     created_at: str
     supersedes: list[str]
     prev_event: str | None
@@ -77,3 +86,6 @@ def body_of(event: Event) -> EventBody:
         event.prev_event,
         event.schema_version,
     )
+
+
+__getattr__ = module_getattr(__name__)  # the old name EventSigner (merge._compat)

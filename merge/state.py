@@ -21,6 +21,7 @@ from .checks import CURRENT_KEYS, EVENT_TYPES, ValidEvent
 from .errors import InputError
 from .identifiers import source_alias_pairs
 from .reasons import Reason
+from .schema import Signer  # an entry's signer is its event's §4 object; exported with the state's types
 
 __all__ = [
     "MERGE_VERSION",
@@ -46,17 +47,8 @@ __all__ = [
 MERGE_VERSION: Final = "pith-open-graph-merge-v1"
 
 
-class Signer(CanonicalStruct, frozen=True):
-    """Who signed an event (the event's ``signer`` object)."""
-
-    signer_id: str
-    signer_type: str
-    key_id: str
-    public_key_fingerprint: str
-
-
 class Entry(CanonicalStruct, frozen=True):
-    """The entry of an applied event in ``current`` (§9)."""
+    """The entry of an applied event in ``current`` (§9); ``signer`` is its event's own object."""
 
     event_id: str
     target: str
@@ -252,7 +244,7 @@ def assemble_state(
             event_id=event_id,
             target=event.target,
             created_at=event.created_at,
-            signer=Signer(**msgspec.structs.asdict(event.signer)),
+            signer=event.signer,
             payload=event.payload,
         )
         if event.event_type == "record_created":

@@ -1,11 +1,12 @@
-"""The former name of :mod:`merge.testing` (the strategies moved there; extra ``pith-merge[testing]``).
+"""The old name of :mod:`merge.testing` (the strategies moved there; extra ``pith-merge[testing]``).
 
-Every name is :mod:`merge.testing`'s own object. New code imports :mod:`merge.testing`. This
-module stays silent (no :class:`DeprecationWarning`): test suites that turn warnings into errors,
-as this project's does, must keep importing it as they did.
+Every name of it warns when used (:mod:`merge._compat`), and the module goes in 0.4.0. New code
+imports :mod:`merge.testing`.
 """
 
 from __future__ import annotations
 
-from .testing import *  # noqa: F403 (the whole API, re-exported)
-from .testing import __all__  # noqa: F401
+from . import testing as _testing  # noqa: F401 (without Hypothesis, this import fails as merge.testing's)
+from ._compat import module_getattr
+
+__getattr__ = module_getattr(__name__)

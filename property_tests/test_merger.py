@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from merge import EventStatus, Merger, Rejection, canonical_json, fold
 from merge.testing import History, histories
+from tests.helpers import shuffled_with_repeats
 
 # The number of examples comes from the profile (property_tests/conftest.py: ci or deep).
 SETTINGS = settings(
@@ -23,10 +24,9 @@ SETTINGS = settings(
 
 
 def arrival_order(history: History, rng: random.Random) -> list[int]:
-    order = list(range(len(history.inputs)))
-    order += rng.choices(order, k=rng.randint(0, max(1, len(order) // 3))) if order else []
-    rng.shuffle(order)
-    return order
+    count = len(history.inputs)
+    repeats = rng.randint(0, max(1, count // 3)) if count else 0
+    return shuffled_with_repeats(range(count), rng, repeats=repeats)
 
 
 @SETTINGS

@@ -4,14 +4,11 @@ histories that describe themselves truthfully."""
 from __future__ import annotations
 
 import copy
-import importlib
 import subprocess
 import sys
-import warnings
 from pathlib import Path
 from typing import Any
 
-import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -97,17 +94,6 @@ def test_without_hypothesis_merge_testing_says_how_to_install_it() -> None:
         assert (name, is_merge_error, missing) == ("HypothesisUnavailableError", "True", "hypothesis")
         assert message.endswith(INSTALL_HINT)
     assert issubclass(merge.testing.HypothesisUnavailableError, MergeError | ImportError)
-
-
-def test_merge_strategies_is_the_same_api_and_imports_silently(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The former name keeps working where warnings are errors (this suite's filterwarnings)."""
-    monkeypatch.delitem(sys.modules, "merge.strategies", raising=False)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        alias = importlib.import_module("merge.strategies")
-    assert alias.__all__ == merge.testing.__all__
-    for name in merge.testing.__all__:
-        assert getattr(alias, name) is getattr(merge.testing, name), name
 
 
 def test_every_stateless_fault_has_one_breaker() -> None:

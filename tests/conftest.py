@@ -8,7 +8,10 @@ from typing import Any
 
 import pytest
 
+from merge.native import PURE_ENVIRONMENT_VARIABLE, native_available, native_module
+
 from . import postgres_server
+from .helpers import Verification, record_verifications
 
 VECTORS = Path(__file__).parent / "vectors"
 CONFORMANCE = sorted((VECTORS / "conformance").glob("*.json"))
@@ -36,6 +39,27 @@ def parsed_input(text: str) -> Any:
         return json.loads(text)
     except ValueError:
         return text
+
+
+@pytest.fixture(params=["compiled", "pure"])
+def each_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Runs a test on each path of the fold: the compiled one (skipped where it is not built),
+    then the pure one (``PITH_MERGE_PURE=1``); the path's name is the value."""
+    path: str = request.param
+    if path == "pure":
+        monkeypatch.setenv(PURE_ENVIRONMENT_VARIABLE, "1")
+    elif native_module() is None:
+        pytest.skip("the compiled path (native/) is not built here")
+    else:
+        monkeypatch.delenv(PURE_ENVIRONMENT_VARIABLE, raising=False)
+    assert native_available() == (path == "compiled")
+    return path
+
+
+@pytest.fixture
+def verifications(monkeypatch: pytest.MonkeyPatch) -> list[Verification]:
+    """Every Ed25519 verification of the test, in order (:func:`tests.helpers.record_verifications`)."""
+    return record_verifications(monkeypatch)
 
 
 @pytest.fixture(scope="session")

@@ -367,6 +367,9 @@ def test_a_changed_key_is_a_rewrite() -> None:
     [change] = result.changed
     assert (change.was, change.now) == ("applied", "key_expired")
     assert change.causes == (Cause("keys", key_ids=("test-expiring", "test-B")),)
+    # The union keeps NEW's key on the clash (KeySet.union, "keep" from NEW): nothing is masked.
+    assert result.union_state_sha256 == result.new.state_sha256
+    assert result.masked == ()
 
 
 def test_a_superseded_event_is_current_again_when_its_superseder_is_forked() -> None:

@@ -1,6 +1,6 @@
 """The batch driver (merge.batch, the function merge.fold): copies of one event (§5), chains
 with signed events (§7), supersedes, the state's lists (§9), and the pure-function promises (no
-mutation, no drift); the module's former name merge.fold.
+mutation, no drift). The module's old name merge.fold: tests/test_compat.py.
 """
 
 from __future__ import annotations
@@ -9,8 +9,6 @@ import base64
 import copy
 import json
 import random
-import subprocess
-import sys
 from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -23,7 +21,7 @@ from hypothesis import strategies as st
 import merge.signatures
 from merge import InputError, KeySet, Reason, canonical_json, fold, fold_subjects, pith_number
 from merge.admission import Admitted, admit
-from merge.batch import judge_events
+from merge.checks import judge_events
 from merge.signatures import SignatureVerifier
 from merge.signing import record_created_payload
 from merge.testing import History, histories
@@ -41,6 +39,7 @@ from .builders import (
     to_text,
 )
 from .conftest import CONFORMANCE, load_vector
+from .helpers import THREADS_REFUSED, Verification
 
 Event = dict[str, Any]
 
@@ -103,27 +102,8 @@ def test_copies_differing_outside_the_body_are_one_valid_event() -> None:
     assert result.state.valid_event_count == 1
 
 
-class SpyVerifications:
-    """Counts every real Ed25519 verification (the cache's misses) by (key, message, signature)."""
-
-    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.calls: Counter[tuple[bytes, bytes, bytes]] = Counter()
-        real = merge.signatures.verify_signature
-
-        def spy(public_key: bytes, message: bytes, signature: bytes) -> bool:
-            self.calls[(public_key, message, signature)] += 1
-            return real(public_key, message, signature)
-
-        monkeypatch.setattr(merge.signatures, "verify_signature", spy)
-
-
-@pytest.fixture
-def spy(monkeypatch: pytest.MonkeyPatch) -> SpyVerifications:
-    return SpyVerifications(monkeypatch)
-
-
 @pytest.mark.parametrize("threads", [1, 2])
-def test_each_signature_is_verified_once(spy: SpyVerifications, threads: int) -> None:
+def test_each_signature_is_verified_once(verifications: list[Verification], threads: int) -> None:
     record = record_event()
     hint = event()
     bad = bad_signature_copy(hint)
@@ -131,26 +111,27 @@ def test_each_signature_is_verified_once(spy: SpyVerifications, threads: int) ->
     random.Random(threads).shuffle(inputs)
     result = fold(inputs, subject=SUBJECT, keys=KEYS, threads=threads)
     assert result.state.valid_event_count == 2
-    assert max(spy.calls.values()) == 1  # no triple twice
+    calls = Counter(verifications)
+    assert max(calls.values()) == 1  # no triple twice
     # At most: the record's signature and receipt, the hint's signature, the bad copy's.
-    assert set(spy.calls) <= {
+    assert set(calls) <= {
         (KEY_A.public_key, bytes.fromhex(record["content_sha256"]), _raw_sig(record)),
         (KEY_A.public_key, bytes.fromhex(record["payload"]["canonical_sha256"]), _raw_receipt(record)),
         (KEY_A.public_key, bytes.fromhex(hint["content_sha256"]), _raw_sig(hint)),
         (KEY_A.public_key, bytes.fromhex(hint["content_sha256"]), bytes(64)),
     }
-    assert (KEY_A.public_key, bytes.fromhex(hint["content_sha256"]), _raw_sig(hint)) in spy.calls
+    assert (KEY_A.public_key, bytes.fromhex(hint["content_sha256"]), _raw_sig(hint)) in calls
 
 
-def test_a_receipt_shared_by_two_events_is_verified_once(spy: SpyVerifications) -> None:
+def test_a_receipt_shared_by_two_events_is_verified_once(verifications: list[Verification]) -> None:
     """Receipts are verified one by one, after the batch of event signatures: still once each."""
     first, second = record_event(created_at=at(1)), record_event(created_at=at(2))
     assert first["payload"]["receipt"] == second["payload"]["receipt"]
     result = run([first, second])
     assert result.state.equivocation_count == 1  # two record_created: a fork of the record chain
     receipt = (KEY_A.public_key, bytes.fromhex(first["payload"]["canonical_sha256"]), _raw_receipt(first))
-    assert spy.calls[receipt] == 1
-    assert sum(spy.calls.values()) == 3
+    assert Counter(verifications)[receipt] == 1
+    assert len(verifications) == 3
 
 
 def _raw_sig(made: Event) -> bytes:
@@ -161,18 +142,17 @@ def _raw_receipt(made: Event) -> bytes:
     return base64.b64decode(made["payload"]["receipt"]["signature_b64"])
 
 
-def test_many_events_in_parallel_verify_once_each(spy: SpyVerifications) -> None:
+def test_many_events_in_parallel_verify_once_each(verifications: list[Verification]) -> None:
     """Over the thread pool's threshold: still one verification per distinct signature."""
     hints = [event(key=KEY_A if i % 2 else KEY_B, payload={"n": i}, created_at=at(i % 60)) for i in range(80)]
     inputs = hints + hints[:40]
     result = fold(inputs, subject=SUBJECT, keys=KEYS, threads=2)
-    assert sum(spy.calls.values()) == 80
-    assert max(spy.calls.values()) == 1
+    assert len(verifications) == len(set(verifications)) == 80
     serial = fold(inputs, subject=SUBJECT, keys=KEYS, threads=1)
     assert canonical_json(result.state) == canonical_json(serial.state)
 
 
-def test_judge_events_with_a_shared_verifier(spy: SpyVerifications) -> None:
+def test_judge_events_with_a_shared_verifier(verifications: list[Verification]) -> None:
     """A verifier reused across folds (as an incremental engine would) never re-verifies."""
     made = event()
     admitted = admit(made, 0)
@@ -183,7 +163,7 @@ def test_judge_events_with_a_shared_verifier(spy: SpyVerifications) -> None:
     first = judge_events(copies, SUBJECT, keys, verifier)
     second = judge_events(copies, SUBJECT, keys, verifier)
     assert first == second
-    assert sum(spy.calls.values()) == 1
+    assert len(verifications) == 1
 
 
 # --- §7 with signed events.
@@ -504,6 +484,28 @@ def test_threads_never_change_the_result(name: str, monkeypatch: pytest.MonkeyPa
     assert len({tuple(r.rejected) for r in results}) == 1
 
 
+@pytest.mark.parametrize("threads", [-1, -64, 1.5, "2", [2]])
+def test_a_thread_count_is_none_or_a_whole_number_on_either_path(each_path: str, threads: Any) -> None:
+    """One InputError on both paths, before either runs (the compiled one raised OverflowError on
+    -1, the pure one took it for one thread), with a verifier of the caller's too."""
+    inputs = [to_text(event())]
+    for call in (
+        lambda: fold(inputs, subject=SUBJECT, keys=KEYS, threads=threads),
+        lambda: fold(inputs, subject=SUBJECT, keys=KEYS, threads=threads, verifier=SignatureVerifier(1)),
+        lambda: fold_subjects({SUBJECT: inputs}, keys=KEYS, threads=threads),
+    ):
+        with pytest.raises(InputError, match=THREADS_REFUSED):
+            call()
+
+
+def test_zero_threads_is_the_callers_thread_alone_on_either_path(each_path: str) -> None:
+    """``threads=0`` means what ``1`` means (documented): no thread but the caller's, same result."""
+    inputs = [to_text(record_event()), to_text(event())]
+    results = [fold(inputs, subject=SUBJECT, keys=KEYS, threads=threads) for threads in (0, 1, None)]
+    assert results[0] == results[1] == results[2]
+    assert fold_subjects({SUBJECT: inputs}, keys=KEYS, threads=0) == {SUBJECT: results[1]}
+
+
 @pytest.mark.parametrize("subject", [None, 5, b"pith:2024:X"])
 def test_a_subject_must_be_a_string(subject: Any) -> None:
     with pytest.raises(InputError, match="subject must be a string"):
@@ -526,26 +528,6 @@ def test_a_subject_nobody_writes_to_is_fine() -> None:
     made = event()
     result = fold([made], subject="pith:0000:NOTHING", keys=KEYS, threads=1)
     assert result.reasons == {made["event_id"]: Reason.WRONG_SUBJECT}
-
-
-def test_the_former_module_name_still_imports_and_merge_fold_stays_the_function() -> None:
-    """``merge.fold`` was the batch driver's module until 0.2: old imports work, silently (-W error).
-
-    In a new interpreter, so that ``import merge.fold`` is the first import of the package.
-    """
-    program = (
-        "import importlib, types, merge.fold\n"
-        "from merge.fold import FoldResult, assemble_state, gc_paused, judge_events\n"
-        "import merge, merge.batch, merge.state\n"
-        "assert merge.fold is merge.batch.fold and not isinstance(merge.fold, types.ModuleType)\n"
-        "assert importlib.import_module('merge.fold') is merge.batch\n"
-        "assert (FoldResult, assemble_state) == (merge.state.FoldResult, merge.state.assemble_state)\n"
-        "assert (gc_paused, judge_events) == (merge.batch.gc_paused, merge.batch.judge_events)\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-W", "error", "-c", program], check=False, capture_output=True, text=True
-    )
-    assert done.returncode == 0, done.stderr
 
 
 # --- fold_subjects: many subjects at once.

@@ -10,14 +10,24 @@ import base64
 import copy
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from merge import BUNDLE_CHECKS, REGISTRY_KEYS, BundleReport, canonical_json, verify_bundle
+from merge import (
+    BUNDLE_CHECKS,
+    REGISTRY_KEYS,
+    BundleReport,
+    InputError,
+    canonical_json,
+    verify_bundle,
+    verify_record,
+)
 from merge.signing import sign_bundle
 
 from .builders import KEY_A, KEY_B
+from .helpers import THREADS_REFUSED
 
 Bundle = dict[str, Any]
 TRUST_A = [KEY_A.key_object()]
@@ -244,6 +254,31 @@ def test_non_objects_give_failed_checks(bundle: Any) -> None:
     assert failed(report) == set(BUNDLE_CHECKS)
     assert report.result is None
     assert report.trusted_key_id is None
+
+
+FILE_FIX = r"pass the file's bytes \(path\.read_bytes\(\)\)$"
+
+
+def test_a_path_or_an_open_file_is_a_caller_mistake_naming_the_fix(
+    each_path: str, golden_bundle_bytes: bytes, tmp_path: Path
+) -> None:
+    """Not a bundle that fails every check: an InputError that says what to pass instead (and
+    the same of a record, which reads its document the same way)."""
+    path = tmp_path / "bundle.json"
+    path.write_bytes(golden_bundle_bytes)
+    for verify in (verify_bundle, verify_record):
+        with pytest.raises(InputError, match=rf"^a document is .*, not a path \(PosixPath\): {FILE_FIX}"):
+            verify(path)
+        for mode in ("rb", "r"):
+            with path.open(mode) as file, pytest.raises(InputError, match=f"not an open file .*{FILE_FIX}"):
+                verify(file)
+    assert verify_bundle(path.read_bytes()).ok
+
+
+def test_a_thread_count_is_checked_before_the_bundle(each_path: str) -> None:
+    """As :func:`merge.fold` checks it, even when the bundle fails before its fold."""
+    with pytest.raises(InputError, match=THREADS_REFUSED):
+        verify_bundle(b"{}", threads=-1)
 
 
 def test_an_empty_object_fails_every_check() -> None:

@@ -310,17 +310,6 @@ def test_chain_index_equals_classify_after_every_step(case: tuple[list[Node], li
         assert set(changed) == moved
 
 
-def test_chain_index_admit_is_the_former_name_of_add_invalid() -> None:
-    """Code written against 0.1 calls ``admit``: the same effect, silently (warnings are errors here)."""
-    chain = ("graph", "k")
-    former, current = ChainIndex(), ChainIndex()
-    for index in (former, current):
-        index.add(Node("b", "a", chain, 1))
-    assert former.admit("a") == current.add_invalid("a") == ["b"]
-    assert former.classification() == current.classification()
-    assert former.reasons == {"b": Reason.INVALID_PREV}
-
-
 def test_chain_index_closes_a_cycle_and_hangs_invalid_prev_below() -> None:
     index = ChainIndex()
     chain = ("graph", "k")

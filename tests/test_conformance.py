@@ -10,6 +10,7 @@ import pytest
 from merge import canonical_json, fold
 
 from .conftest import CONFORMANCE, load_vector, parsed_input
+from .helpers import shuffled_with_repeats
 
 NAMES = [path.stem for path in CONFORMANCE]
 
@@ -33,10 +34,8 @@ def test_vector_as_given(name: str) -> None:
 @pytest.mark.parametrize("seed", range(5))
 def test_vector_shuffled_with_repeats(name: str, seed: int) -> None:
     vector = load_vector(name)
-    rng = random.Random(f"{name}/{seed}")
-    order = list(range(len(vector["inputs"])))
-    order += rng.choices(order, k=max(1, len(order) // 2))
-    rng.shuffle(order)
+    count = len(vector["inputs"])
+    order = shuffled_with_repeats(range(count), random.Random(f"{name}/{seed}"), repeats=max(1, count // 2))
     state, rejected = run(vector, order)
     assert state == canonical_json(vector["expected"]["state"])
     assert rejected == vector["expected"]["rejected_indexes"]

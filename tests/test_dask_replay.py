@@ -51,6 +51,7 @@ from merge.signing import TestKey, record_created_payload, sign_event
 
 from .builders import record_of_bundle
 from .conftest import CONFORMANCE, EDGES, GOLDEN_BUNDLE, GOLDEN_RECORD, VECTORS, load_edge_vector, load_vector
+from .helpers import shuffled_with_repeats
 
 distributed = pytest.importorskip("distributed")  # the optional extra; installed in CI (make test)
 
@@ -272,10 +273,9 @@ def test_conformance_vector_gives_the_local_report(client: Any, name: str, tmp_p
     """Each vector as a log (shuffled, with repeats), cut into byte ranges: as local, and the
     vector's own state when every input is a line of its subject."""
     vector = load_vector(name)
-    rng = random.Random(name)
+    count = len(vector["inputs"])
     texts = [text.encode("utf-8") for text in vector["inputs"]]
-    texts += rng.choices(texts, k=len(texts) // 2)
-    rng.shuffle(texts)
+    texts = shuffled_with_repeats(texts, random.Random(name), repeats=count // 2)
     corpus = tmp_path / "corpus"
     corpus.mkdir()
     log = b"\n".join(texts) + b"\n"

@@ -22,6 +22,7 @@ from merge.store import SQLiteStore
 
 from . import edge_vectors
 from .conftest import EDGES, load_edge_vector, parsed_input
+from .helpers import shuffled_with_repeats
 from .test_cli import run  # the command in a subprocess, never a traceback
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -66,9 +67,8 @@ def test_fold(name: str, form: str) -> None:
 def test_merger_in_any_order_and_batching(name: str, seed: int) -> None:
     vector = load_edge_vector(name)
     rng = random.Random(f"{name}/{seed}")
-    order = list(range(len(vector["inputs"])))
-    order += rng.choices(order, k=len(order))
-    rng.shuffle(order)
+    count = len(vector["inputs"])
+    order = shuffled_with_repeats(range(count), rng, repeats=count)
     merger = Merger(subject=vector["subject"], keys=vector["keys"])
     position = 0
     while position < len(order):

@@ -11,18 +11,30 @@ from typing import Any
 
 import pytest
 
-import merge.batch
 import merge.chains
+import merge.checks
 import merge.engine
 import merge.signatures
 import merge.state
-from merge import InputError, KeySetError, Merger, Reason, RejectCode, Rejection, canonical_json, fold
+from merge import (
+    InputError,
+    KeySetError,
+    MergeError,
+    Merger,
+    Reason,
+    RejectCode,
+    Rejection,
+    UnknownEventError,
+    canonical_json,
+    fold,
+)
 from merge.admission import admit
 from merge.chains import ChainIndex
 from merge.engine import EventStatus
 from merge.signing import TestKey, record_created_payload, sign_event
 
 from .conftest import CONFORMANCE, load_vector
+from .helpers import THREADS_REFUSED, Verification, shuffled_with_repeats
 
 NAMES = [path.stem for path in CONFORMANCE]
 
@@ -92,10 +104,9 @@ def test_vector_equals_fold_after_every_add(name: str) -> None:
 @pytest.mark.parametrize("seed", range(3))
 def test_vector_shuffled_with_repeats_equals_fold_after_every_add(name: str, seed: int) -> None:
     vector = load_vector(name)
+    count = len(vector["inputs"])
     rng = random.Random(f"engine/{name}/{seed}")
-    order = list(range(len(vector["inputs"])))
-    order += rng.choices(order, k=max(1, len(order) // 2))
-    rng.shuffle(order)
+    order = shuffled_with_repeats(range(count), rng, repeats=max(1, count // 2))
     merger = add_one_by_one(vector, order)
     assert canonical_json(merger.state) == canonical_json(vector["expected"]["state"])
 
@@ -292,21 +303,7 @@ def test_record_chain_supersedes_and_parsed_values() -> None:
 # --- costs: no re-fold, signatures verified once, state cached ----------------------------
 
 
-@pytest.fixture
-def verify_calls(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
-    """Every Ed25519 verification made, by message (the event's content digest)."""
-    calls: list[bytes] = []
-    real = merge.signatures.verify_signature
-
-    def counting(public_key: bytes, message: bytes, signature: bytes) -> bool:
-        calls.append(message)
-        return real(public_key, message, signature)
-
-    monkeypatch.setattr(merge.signatures, "verify_signature", counting)
-    return calls
-
-
-def test_each_signature_is_verified_once_however_many_copies(verify_calls: list[bytes]) -> None:
+def test_each_signature_is_verified_once_however_many_copies(verifications: list[Verification]) -> None:
     event = graph(0)
     spaced = json.dumps(event, indent=2).encode()  # another copy of the same event
     forged = dict(
@@ -326,7 +323,7 @@ def test_each_signature_is_verified_once_however_many_copies(verify_calls: list[
         merger.add(item)
     # forged and other_forged carry the same (key, digest, signature): verified once; the
     # valid copy once; nothing after the event became valid.
-    assert len(verify_calls) == 2
+    assert len(verifications) == 2
     assert merger.reason(event["event_id"]) is None
 
 
@@ -347,8 +344,7 @@ def test_adding_never_refolds(monkeypatch: pytest.MonkeyPatch) -> None:
         raise AssertionError("the engine re-folded")
 
     for module, name in [
-        (merge.batch, "build_state"),
-        (merge.batch, "judge_events"),
+        (merge.checks, "judge_events"),
         (merge.state, "build_state"),
         (merge.state, "classify"),
         (merge.chains, "classify"),
@@ -437,5 +433,19 @@ def test_caller_mistakes_raise_merge_errors() -> None:
         Merger(subject=SUBJECT, keys=KEYS).extend(text(graph(0)))
     with pytest.raises(KeySetError):
         Merger(subject=SUBJECT, keys=[{"key_id": "x"}])
-    with pytest.raises(KeyError):
-        Merger(subject=SUBJECT, keys=KEYS).reason("sha256:" + "0" * 64)
+    for threads in (-1, 2.0):
+        with pytest.raises(InputError, match=THREADS_REFUSED):
+            Merger(subject=SUBJECT, keys=KEYS, threads=threads)  # type: ignore[arg-type]
+
+
+def test_the_reason_of_an_event_never_added_is_an_unknown_event_error() -> None:
+    """A MergeError with a message and the id, and still the KeyError it was (``except KeyError``)."""
+    merger = Merger(subject=SUBJECT, keys=KEYS, threads=0)  # 0: no thread but the caller's
+    merger.add(text(graph(0)))
+    with pytest.raises(UnknownEventError) as caught:
+        merger.reason("sha256:00")
+    assert isinstance(caught.value, MergeError)
+    assert isinstance(caught.value, KeyError)
+    assert caught.value.event_id == "sha256:00"
+    assert str(caught.value) == "no input added so far carries the event_id 'sha256:00'"
+    assert merger.reason(graph(0)["event_id"]) is None

@@ -829,6 +829,8 @@ def test_the_same_state_gives_the_same_bytes(name: str) -> None:
     rejected = {item.index for item in result.rejected}
     events = [item for index, item in enumerate(inputs) if index not in rejected]
     for _ in range(3):
+        # Repeats of admitted events only: a repeated rejected input is one more rejection, which
+        # the title counts.
         again = [*inputs, *shuffler.sample(events, k=min(3, len(events)))]
         shuffler.shuffle(again)
         other, other_dot, other_mermaid = drawn(again, subject, keys)

@@ -24,12 +24,13 @@ from typing import Any
 import msgspec
 import pytest
 
-import merge.signatures
 from merge import MAX_DEPTH, MAX_INPUT_BYTES, NotCanonicalError, Reason, RejectCode, canonical_json, fold
 from merge.admission import Rejection, admit
 from merge.canonical import canonical_problem, decode_json
 from merge.chains import Node, classify
 from merge.signing import TestKey, sign_event
+
+from .helpers import Verification
 
 KEY = TestKey("merge-v1 limits", "test-limits")
 OTHER = TestKey("merge-v1 limits other", "test-limits-other")
@@ -189,22 +190,6 @@ def test_one_mib_array_of_small_integers_folds_in_bounded_memory() -> None:
 # --- §5: 10,000 copies of one event id with broken signatures --------------------------------
 
 
-@pytest.fixture
-def verify_calls(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
-    """Every call of the pure path's one Ed25519 verification, by signature (the compiled path
-    verifies in Rust: tests/test_native.py counts its verdicts)."""
-    monkeypatch.setenv("PITH_MERGE_PURE", "1")
-    calls: list[bytes] = []
-    real = merge.signatures.verify_signature
-
-    def counting(public_key: bytes, message: bytes, signature: bytes) -> bool:
-        calls.append(signature)
-        return real(public_key, message, signature)
-
-    monkeypatch.setattr(merge.signatures, "verify_signature", counting)
-    return calls
-
-
 def _with_signature_b64(data: dict[str, Any], signature: bytes) -> bytes:
     copy = json.loads(json.dumps(data))
     copy["signature"]["signature_b64"] = base64.b64encode(signature).decode("ascii")
@@ -215,8 +200,10 @@ COPIES = 10_000
 
 
 def test_ten_thousand_broken_copies_verify_once_each_and_cannot_mask_the_valid_one(
-    verify_calls: list[bytes],
+    verifications: list[Verification],
 ) -> None:
+    """Counted on the pure path (tests.helpers.record_verifications); the compiled path verifies
+    in Rust, and tests/test_native.py counts its verdicts."""
     valid = event({"url": "https://example.org/"})
     good = base64.b64decode(valid["signature"]["signature_b64"])
     broken = [_with_signature_b64(valid, n.to_bytes(4, "big") + good[4:]) for n in range(1, COPIES + 1)]
@@ -225,18 +212,18 @@ def test_ten_thousand_broken_copies_verify_once_each_and_cannot_mask_the_valid_o
     result = run(broken)
     assert result.state.event_count == 1
     assert result.reasons == {valid["event_id"]: Reason.BAD_SIGNATURE}
-    assert len(verify_calls) == COPIES  # at most once per distinct copy
+    assert len(verifications) == COPIES  # at most once per distinct copy
 
-    verify_calls.clear()
+    verifications.clear()
     result = run([broken[0]] * COPIES)
     assert result.reasons == {valid["event_id"]: Reason.BAD_SIGNATURE}
-    assert len(verify_calls) == 1  # identical copies: one verdict
+    assert len(verifications) == 1  # identical copies: one verdict
 
-    verify_calls.clear()
+    verifications.clear()
     result = run([*broken, canonical_json(valid)], threads=2)
     assert result.state.applied_event_ids == (valid["event_id"],)
     assert result.state.invalid_event_count == 0
-    assert len(verify_calls) <= COPIES + 1
+    assert len(verifications) <= COPIES + 1
 
 
 def test_replayed_copies_cost_memory_once() -> None:

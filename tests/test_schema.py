@@ -12,7 +12,7 @@ import pytest
 
 from merge.canonical import canonical_json
 from merge.identifiers import NOT_IN_BODY, event_body
-from merge.schema import Event, EventBody, EventSignature, EventSigner, body_of
+from merge.schema import Event, EventBody, EventSignature, Signer, body_of
 
 from .builders import SPEC_EVENT_KEYS, SPEC_SIGNATURE_KEYS, SPEC_SIGNER_KEYS, event
 
@@ -21,7 +21,7 @@ GOLDEN = Path(__file__).parent / "vectors" / "golden" / "pith-2303.04759.bundle.
 
 def test_fields_are_those_of_the_spec() -> None:
     assert set(Event.__struct_fields__) == SPEC_EVENT_KEYS
-    assert set(EventSigner.__struct_fields__) == SPEC_SIGNER_KEYS
+    assert set(Signer.__struct_fields__) == SPEC_SIGNER_KEYS
     assert set(EventSignature.__struct_fields__) == SPEC_SIGNATURE_KEYS
     assert set(EventBody.__struct_fields__) == SPEC_EVENT_KEYS - NOT_IN_BODY
 

@@ -24,6 +24,7 @@ from merge import (
     fold,
     state_sha256,
 )
+from merge.schema import Event
 from merge.state import with_state_sha256
 
 from .conftest import CONFORMANCE, load_vector
@@ -143,6 +144,21 @@ def test_decode_state_says_where_a_state_is_wrong(change: Any, golden_bundle: di
     state = copy.deepcopy(golden_bundle["state"])
     change(state)
     with pytest.raises(InputError, match=r"not a merge-v1 state: (Object missing|Expected|Invalid)"):
+        decode_state(json.dumps(state))
+
+
+def test_one_signer_type_serves_the_event_and_its_entry(golden_bundle: dict[str, Any]) -> None:
+    """§9 copies an event's ``signer`` object into its entry as it is: one type for both, so the
+    entry holds the event's own object (no conversion per entry), and a ``signer`` of another
+    shape is refused in a state as it is in an event (§4, check 3)."""
+    field_types = [
+        {field.name: field.type for field in msgspec.structs.fields(struct)}["signer"]
+        for struct in (Event, Entry)
+    ]
+    assert field_types == [Signer, Signer]
+    state = copy.deepcopy(golden_bundle["state"])
+    state["current"]["record_created"]["signer"]["extra"] = "x"
+    with pytest.raises(InputError, match="not a merge-v1 state: Object contains unknown field `extra`"):
         decode_state(json.dumps(state))
 
 

@@ -1,0 +1,52 @@
+"""Moves several tests make: an arrival order with repeats, and a count of the verifications.
+
+Imported by the property tests too (``from tests.helpers import ...``: the repository's root is
+on ``sys.path`` under pytest, as ``tests`` is a package).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable
+from typing import TypeVar
+
+import pytest
+
+import merge.signatures
+
+__all__ = ["THREADS_REFUSED", "Verification", "record_verifications", "shuffled_with_repeats"]
+
+#: How a thread count that is not one is refused (:func:`merge.errors.require_threads`), on either path.
+THREADS_REFUSED = r"^threads must be None \(one per core\) or a whole number >= 0 \(0 and 1: no thread"
+
+T = TypeVar("T")
+
+#: One Ed25519 verification: (public key, message, signature).
+Verification = tuple[bytes, bytes, bytes]
+
+
+def shuffled_with_repeats(items: Iterable[T], rng: random.Random, *, repeats: int) -> list[T]:
+    """``items`` and ``repeats`` more of them drawn at random (with replacement), all shuffled:
+    an arrival order with duplicates, which changes nothing a fold says (§5, §7)."""
+    order = list(items)
+    order += rng.choices(order, k=repeats)
+    rng.shuffle(order)
+    return order
+
+
+def record_verifications(monkeypatch: pytest.MonkeyPatch) -> list[Verification]:
+    """Every Ed25519 verification made from now on (until ``monkeypatch`` undoes it), in order.
+
+    Patches :func:`merge.signatures.verify_signature`, the pure path's one verification: a
+    function in its place makes :func:`merge.fold` take the pure path (it is the compiled path's
+    promise, :func:`merge.native_available`), so what is counted is the pure path's work.
+    """
+    calls: list[Verification] = []
+    real = merge.signatures.verify_signature
+
+    def counted(public_key: bytes, message: bytes, signature: bytes) -> bool:
+        calls.append((public_key, message, signature))
+        return real(public_key, message, signature)
+
+    monkeypatch.setattr(merge.signatures, "verify_signature", counted)
+    return calls

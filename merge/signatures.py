@@ -15,6 +15,8 @@ from typing import Any, Final
 from nacl.bindings import crypto_sign_open
 from nacl.exceptions import BadSignatureError
 
+from .errors import require_threads
+
 __all__ = ["SignatureVerifier", "verify_signature"]
 
 #: The machine's cores, read once: a fold of a small subject would otherwise spend as long asking.
@@ -49,6 +51,8 @@ class SignatureVerifier:
     __slots__ = ("_cache", "_native_cache", "threads")
 
     def __init__(self, threads: int | None = None) -> None:
+        # Checked here too: a verifier made by the caller reaches either path (issue 29 item 9).
+        threads = require_threads(threads)
         self.threads = threads if threads is not None else _CORES
         self._cache: dict[SignatureJob, bool] = {}
         self._native_cache: Any = None

@@ -493,6 +493,7 @@ def test_a_thread_count_is_none_or_a_whole_number_on_either_path(each_path: str,
         lambda: fold(inputs, subject=SUBJECT, keys=KEYS, threads=threads),
         lambda: fold(inputs, subject=SUBJECT, keys=KEYS, threads=threads, verifier=SignatureVerifier(1)),
         lambda: fold_subjects({SUBJECT: inputs}, keys=KEYS, threads=threads),
+        lambda: fold(inputs, subject=SUBJECT, keys=KEYS, verifier=SignatureVerifier(threads)),
     ):
         with pytest.raises(InputError, match=THREADS_REFUSED):
             call()

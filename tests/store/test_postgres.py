@@ -15,7 +15,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -343,20 +343,18 @@ def test_a_stopped_backend_is_a_store_error_within_the_timeout(
         os.kill(backend, signal.SIGSTOP)  # the lock is taken, five inserts sent
         yield from inputs[15:]
 
+    calls: dict[str, Callable[[], object]] = {
+        "fold": lambda: store.fold(S1, keys=KEYS),
+        "append": lambda: store.append_many(inputs[10:]),
+        "check": store.verify_integrity,
+        "mid-batch": lambda: store.append_many(stopped_midway()),  # stops it itself
+    }
     started = time.monotonic()
+    if call != "mid-batch":
+        os.kill(backend, signal.SIGSTOP)
     try:
         with pytest.raises(StoreUnavailable, match=r"did not answer within 2 s") as caught:
-            if call == "fold":
-                with stopped(backend):
-                    store.fold(S1, keys=KEYS)
-            elif call == "append":
-                with stopped(backend):
-                    store.append_many(inputs[10:])
-            elif call == "check":
-                with stopped(backend):
-                    store.verify_integrity()
-            else:
-                store.append_many(stopped_midway())
+            calls[call]()
     finally:
         os.kill(backend, signal.SIGCONT)
     elapsed = time.monotonic() - started

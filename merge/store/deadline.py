@@ -1,14 +1,15 @@
 """A client-side deadline on a database server's answers: what ends a wait on a server gone silent.
 
 A server can stop answering in the middle of a session: its backend stopped (``SIGSTOP``, a
-hung host, a VM paused), or a network that drops packets. Nothing on the way ends that wait on
-its own: a stopped process's kernel still acknowledges every TCP segment and keepalive probe
-(so neither keepalives nor ``tcp_user_timeout`` ever fire), a server-side ``statement_timeout``
-is enforced by the very process that is stopped, and a cancel request is delivered to it too.
-Only the client can give up. :class:`Watchdog` does, for a driver that waits on a socket (psycopg):
-while a round trip is in flight, a thread of its own watches the clock, and past the deadline it
-shuts the socket down; the driver's wait then returns at once with "connection closed", and the
-connection is broken (the store connects again on its next call).
+debugger) or stuck, its host hung, or a network that drops packets. On TCP, keepalives and
+``tcp_user_timeout`` end a wait on a host that has gone away, after their own delays; nothing
+ends it on a process that is merely stopped, whose kernel still acknowledges every segment and
+probe, nor on a Unix socket. A server-side ``statement_timeout`` is enforced by the very process
+that is stopped, and a cancel request is delivered to it too. Only the client can give up.
+:class:`Watchdog` does, for a driver that waits on a socket (psycopg): while a round trip is in
+flight, a thread of its own watches the clock, and past the deadline it shuts the socket down;
+the driver's wait then returns at once with "connection closed", and the connection is broken
+(the store connects again on its next call).
 """
 
 from __future__ import annotations

@@ -497,8 +497,8 @@ class PostgresStore(EventStore):
             ) from exc
         except psycopg.errors.QueryCanceled as exc:
             raise StoreError(
-                f"a statement ran longer than {_server_side(self.statement_timeout):g} s and the server "
-                f"cancelled it (statement_timeout): {_first_line(exc)}",
+                f"the server cancelled a statement ({_first_line(exc)}; statement_timeout is "
+                f"{_server_side(self.statement_timeout):g} s)",
                 path=self.name,
             ) from exc
         except psycopg.Error as exc:

@@ -1,8 +1,10 @@
 """A real, throwaway PostgreSQL server for the tests: started once per session, on demand.
 
 ``server()`` runs ``initdb`` into a temporary folder and starts ``postgres`` on a Unix socket
-in that folder (no TCP port), fast and unsafe for the machine (``fsync=off``: the tests kill
-clients and the server, never the machine; commits still reach the WAL before they return).
+in that folder (``dsn()``, trusted) and on a free TCP port of 127.0.0.1 (``tcp_dsn()``, with
+a random password: the tests of TCP keepalives need a TCP connection), fast and unsafe for the
+machine (``fsync=off``: the tests kill clients and the server, never the machine; commits
+still reach the WAL before they return).
 As root, both run as the ``postgres`` system user (they refuse to run as root). Without the
 server binaries the calling test is skipped, saying how to install them; under CI (``CI``
 set; .ci/run installs them) it fails instead, so that a green CI never hides skipped
@@ -16,7 +18,9 @@ import glob
 import itertools
 import os
 import pwd
+import secrets
 import shutil
+import socket
 import subprocess
 import tempfile
 from pathlib import Path
@@ -61,7 +65,20 @@ class Server:
             self.run_as = ["runuser", "-u", "postgres", "--"]
         self._names = itertools.count(1)
         (self.root / "owner").write_text(str(os.getpid()))  # for _reap_orphans in later sessions
-        self._pg("initdb", "-D", str(self.data), "-U", SUPERUSER, "-A", "trust", "-E", "UTF8", "--no-sync")
+        self.password = secrets.token_hex(16)
+        passwords = self.root / "password"
+        passwords.write_text(self.password)
+        if self.run_as:
+            os.chown(passwords, user.pw_uid, user.pw_gid)
+        with socket.socket() as probe:  # a free port (it also names the Unix socket's file)
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+        self._pg(
+            "initdb",
+            *("-D", str(self.data), "-U", SUPERUSER, "-E", "UTF8", "--no-sync"),
+            *("--auth-local=trust", "--auth-host=scram-sha-256", f"--pwfile={passwords}"),
+        )
+        passwords.unlink()
         self.start()
 
     def _pg(self, program: str, *args: str) -> None:
@@ -77,7 +94,10 @@ class Server:
             raise RuntimeError(f"{program} failed ({result.returncode}): {result.stdout}{result.stderr}")
 
     def start(self) -> None:
-        options = f"-c listen_addresses='' -c unix_socket_directories='{self.root}' -c max_connections=60"
+        options = (
+            f"-c listen_addresses=127.0.0.1 -c port={self.port} -c unix_socket_directories='{self.root}' "
+            "-c max_connections=60"
+        )
         if not self.durable:
             options += " -c fsync=off -c full_page_writes=off"
         log = str(self.root / "server.log")
@@ -92,10 +112,13 @@ class Server:
         self.start()
 
     def dsn(self, dbname: str = "postgres") -> str:
-        return f"host={self.root} dbname={dbname} user={SUPERUSER}"
+        return f"host={self.root} port={self.port} dbname={dbname} user={SUPERUSER}"
+
+    def tcp_dsn(self, dbname: str = "postgres") -> str:
+        return f"host=127.0.0.1 port={self.port} dbname={dbname} user={SUPERUSER} password={self.password}"
 
     def url(self, dbname: str) -> str:
-        return f"postgresql:///{dbname}?host={self.root}&user={SUPERUSER}"
+        return f"postgresql:///{dbname}?host={self.root}&port={self.port}&user={SUPERUSER}"
 
     def create(self) -> str:
         """A new, empty database; its name."""

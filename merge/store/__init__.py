@@ -18,6 +18,7 @@ from .base import (
     Refused,
     Stored,
     StoreError,
+    StoreUnavailable,
     fold_context,
 )
 from .memory import MemoryStore
@@ -37,6 +38,7 @@ __all__ = [
     "Refused",
     "SQLiteStore",
     "StoreError",
+    "StoreUnavailable",
     "Stored",
     "fold_context",
     "open_store",

@@ -47,6 +47,7 @@ __all__ = [
     "PreparedInput",
     "Refused",
     "StoreError",
+    "StoreUnavailable",
     "Stored",
     "fold_context",
 ]
@@ -80,6 +81,15 @@ class StoreError(MergeError):
         self.problem = problem
         self.path = path
         super().__init__(f"{path}: {problem}" if path else problem)
+
+
+class StoreUnavailable(StoreError):
+    """The store's database server cannot be reached now: it does not answer in time, the
+    connection was lost, or no connection can be made.
+
+    Nothing is known to be wrong with the data, unlike what other store errors say: what was
+    not committed is rolled back by the server, and the store's next call connects again.
+    """
 
 
 class Stored(msgspec.Struct, frozen=True):

@@ -18,19 +18,31 @@ for a writer. Durability is the server's: an append returns once its COMMIT did,
 the default ``synchronous_commit = on``) means the WAL is flushed.
 
 A connection lost (the server restarted, the backend killed) fails the operation under way
-with :class:`~merge.store.StoreError`; the transaction is rolled back by the server, and the
-next operation connects again. An append whose COMMIT was cut off may or may not have landed:
-append again (idempotent; ``Stored.new`` tells).
+with :class:`~merge.store.StoreUnavailable` (a :class:`~merge.store.StoreError`); the
+transaction is rolled back by the server, and the next operation connects again. An append
+whose COMMIT was cut off may or may not have landed: append again (idempotent; ``Stored.new``
+tells).
+
+A server that stops answering (its backend stopped, a network that drops packets) is the same
+failure, after ``timeout`` at most: every round trip has a client-side deadline
+(:class:`~merge.store.deadline.Watchdog`), the one wait nothing else ends. Below it, the
+server is asked to give up first on what it can judge (``lock_timeout``, ``statement_timeout``),
+and TCP to notice a dead peer (keepalives, ``tcp_user_timeout``): see :class:`PostgresStore`.
 """
 
 from __future__ import annotations
 
+import math
+import os
+import socket
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from os import PathLike
 from typing import TYPE_CHECKING, Any, Final
 
-from .base import BackupRow, Checkpoint, EventStore, PreparedInput, StoreError
+from .base import BackupRow, Checkpoint, EventStore, PreparedInput, StoreError, StoreUnavailable
+from .deadline import Watchdog
 from .sqlite import APPLICATION_ID, write_backup
 
 if TYPE_CHECKING:
@@ -47,6 +59,12 @@ DEFAULT_SCHEMA: Final = "pith_merge"
 INSTALL_HINT: Final = "the PostgreSQL store needs psycopg: pip install 'pith-merge[postgres]'"
 #: How many rows one read statement returns (a fold reads a subject page by page).
 READ_PAGE: Final = 1000
+#: How long before the store's own deadline the server gives up on what it can judge (a lock
+#: held, a statement too long): at most this many seconds, at most a quarter of the deadline.
+#: So a live server says why itself, in time for its answer to arrive, and keeps the connection.
+SERVER_HEAD_START: Final = 1.0
+#: How many unanswered TCP keepalive probes end a connection (``keepalives_count``).
+KEEPALIVE_PROBES: Final = 3
 
 #: The schema, step by step: step ``n`` (1-based) turns format ``n - 1`` into format ``n``.
 #: A new format appends a step (never edits one): stores of every older format upgrade.
@@ -127,9 +145,27 @@ class PostgresStore(EventStore):
 
     ``dsn``: a libpq connection string or URL (``postgresql://user@host/db``,
     ``"host=/run/postgresql dbname=app"``). ``schema``: the PostgreSQL schema of the tables
-    (created when missing). ``timeout``: seconds to wait for the write lock (or to connect)
-    before :class:`~merge.store.StoreError`. ``threads``, ``cache_size``: see
-    :class:`~merge.store.EventStore`.
+    (created when missing). ``threads``, ``cache_size``: see :class:`~merge.store.EventStore`.
+
+    ``timeout`` (seconds): the longest the store waits for the server at any one point: to
+    connect, for the write lock, for the answer to a statement. A server that has not answered
+    by then (stopped, hung, behind a network that drops packets) is a
+    :class:`~merge.store.StoreUnavailable`; the next call connects again. ``statement_timeout``
+    (seconds, default ``timeout``): the longest one statement may run; a longer one raises the
+    deadline of every answer to it. How each is held:
+
+    - the answer to every round trip: a client-side deadline of the longer of the two
+      (:class:`~merge.store.deadline.Watchdog`), the only thing that ends a wait on a stopped
+      server;
+    - on the server, a little before (by ``min(1 s, a quarter)``, so that its answer arrives
+      first and the connection is kept): ``lock_timeout`` for the write lock and
+      ``statement_timeout`` for every statement, set on the session;
+    - libpq connection parameters, for TCP connections (a Unix socket has none of them), each
+      derived from the deadline *D* unless the DSN sets it: ``connect_timeout`` (``timeout``,
+      whole seconds, at least 1), ``keepalives=1``, ``keepalives_idle`` and
+      ``keepalives_interval`` (*D*/4 whole seconds, at least 1), ``keepalives_count`` (3):
+      an idle connection to a dead host ends after about *D*; ``tcp_user_timeout`` (*D*, in
+      milliseconds, as libpq takes it): data left unacknowledged that long ends the connection.
     """
 
     def __init__(
@@ -138,6 +174,7 @@ class PostgresStore(EventStore):
         *,
         schema: str = DEFAULT_SCHEMA,
         timeout: float = 30.0,
+        statement_timeout: float | None = None,
         threads: int | None = 1,
         cache_size: int = 8,
     ) -> None:
@@ -145,12 +182,28 @@ class PostgresStore(EventStore):
         super().__init__(threads=threads, cache_size=cache_size)
         self.dsn = dsn
         self.schema = schema
-        self.timeout = timeout
         self.name = self.location = _display_name(dsn, schema)
+        for what, seconds in (("timeout", timeout), ("statement_timeout", statement_timeout)):
+            if seconds is not None and not (isinstance(seconds, int | float) and 0 < seconds < math.inf):
+                raise StoreError(
+                    f"{what} must be a positive number of seconds, not {seconds!r}", path=self.name
+                )
+        self.timeout = timeout
+        self.statement_timeout = timeout if statement_timeout is None else statement_timeout
+        #: The deadline of every answer (seconds): the longer of the two.
+        self.deadline = max(self.timeout, self.statement_timeout)
         self._sql: dict[str, sql.Composed] = {name: self._compose(text) for name, text in _QUERIES.items()}
         self._connection: psycopg.Connection[Any] | None = None
+        self._socket: socket.socket | None = None  # the connection's, duplicated: what the watchdog cuts
+        self._watchdog = Watchdog(self.deadline)
+        # A store dropped without close() does not leave its watchdog's thread behind.
+        self._stop_watchdog = weakref.finalize(self, self._watchdog.stop)
         self._closed = False
-        self._conn()
+        try:
+            self._conn()
+        except BaseException:
+            self.close()
+            raise
 
     def __repr__(self) -> str:
         return f"PostgresStore({self.name!r})"
@@ -165,36 +218,49 @@ class PostgresStore(EventStore):
             return self._connection
         import psycopg
 
-        if self._connection is not None:  # lost: release it before connecting again
-            self._connection.close()
-            self._connection = None
+        self._release()  # a lost one: released before connecting again
         try:
             conn = psycopg.connect(
                 self.dsn,
                 autocommit=True,  # reads are single statements: no transaction left open
-                connect_timeout=max(1, round(self.timeout)),
                 application_name="pith-merge",
+                **_connection_defaults(self.dsn, self.timeout, self.deadline),
             )
         except psycopg.Error as exc:
-            raise StoreError(f"cannot connect: {_first_line(exc)}", path=self.name) from exc
+            raise StoreUnavailable(f"cannot connect: {_first_line(exc)}", path=self.name) from exc
+        self._connection = conn
+        self._socket = socket.socket(fileno=os.dup(conn.fileno()))
         try:
-            with self._errors():
+            with self._errors(), self._answered(conn):
                 conn.execute(
-                    "SELECT set_config('lock_timeout', %s, false)", (f"{round(self.timeout * 1000)}ms",)
+                    "SELECT set_config('lock_timeout', %s, false), "
+                    "set_config('statement_timeout', %s, false)",
+                    (
+                        _milliseconds(_server_side(self.timeout)),
+                        _milliseconds(_server_side(self.statement_timeout)),
+                    ),
                 )
                 self._open(conn)
         except BaseException:
-            conn.close()
+            self._release()
             raise
-        self._connection = conn
         return conn
+
+    def _release(self) -> None:
+        """Close the connection, if any, and the watchdog's copy of its socket (never while armed)."""
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
+        if self._socket is not None:
+            self._socket.close()
+            self._socket = None
 
     def _open(self, conn: psycopg.Connection[Any]) -> None:
         """Check the schema; create it when missing, upgrade it when older (under the lock)."""
         if self._inspect(conn) == FORMAT_VERSION:
             return
         with conn.transaction():
-            conn.execute(self._sql["lock"], (APPLICATION_ID, self.schema))
+            self._lock(conn)
             found = self._inspect(conn)  # again: another process may have done it meanwhile
             if found is None:
                 conn.execute(self._compose("CREATE SCHEMA IF NOT EXISTS {schema}"))
@@ -242,6 +308,19 @@ class PostgresStore(EventStore):
             )
         return found
 
+    def _lock(self, conn: psycopg.Connection[Any]) -> None:
+        """Take the write lock of this transaction (writers take turns: see the module docstring)."""
+        import psycopg
+
+        try:
+            conn.execute(self._sql["lock"], (APPLICATION_ID, self.schema))
+        # The wait is a statement too: statement_timeout ends it when it is the shorter.
+        except (psycopg.errors.LockNotAvailable, psycopg.errors.QueryCanceled) as exc:
+            waited = _server_side(min(self.timeout, self.statement_timeout))
+            raise StoreError(
+                f"the write lock is held by another connection (waited {waited:g} s)", path=self.name
+            ) from exc
+
     def _compose(self, statement: str) -> sql.Composed:
         from psycopg import sql
 
@@ -252,14 +331,20 @@ class PostgresStore(EventStore):
     @contextmanager
     def _transaction(self) -> Iterator[Callable[[PreparedInput], bool]]:
         conn = self._conn()
-        with self._errors(), conn.transaction():
-            conn.execute(self._sql["lock"], (APPLICATION_ID, self.schema))
+        with self._errors(), self._answered_transaction(conn):
+            with self._answered(conn):
+                self._lock(conn)
             cursor = conn.cursor()
             query = self._sql["insert"]
 
             def insert(prepared: PreparedInput) -> bool:
-                cursor.execute(query, (prepared.subject, prepared.event_id, prepared.digest, prepared.raw))
-                return cursor.fetchone() is not None
+                # Armed per statement, not for the transaction: the caller's items are
+                # consumed between two inserts, and may take their time.
+                with self._answered(conn):
+                    cursor.execute(
+                        query, (prepared.subject, prepared.event_id, prepared.digest, prepared.raw)
+                    )
+                    return cursor.fetchone() is not None
 
             yield insert
 
@@ -303,12 +388,17 @@ class PostgresStore(EventStore):
             yield str(subject), Checkpoint(int(seq), bytes(state))
 
     def _check_storage(self) -> list[str]:
-        """The schema (PostgreSQL checks its own pages): what is wrong with it, if anything."""
-        try:
-            with self._errors():
-                self._inspect(self._conn())
-        except StoreError as exc:
-            return [exc.problem]
+        """The schema (PostgreSQL checks its own pages): what is wrong with it, if anything.
+
+        A server that cannot be reached is no finding about the data: it raises.
+        """
+        with self._errors():
+            conn = self._conn()
+            with self._answered(conn):
+                try:
+                    self._inspect(conn)
+                except StoreError as exc:  # (a psycopg error goes on to _errors)
+                    return [exc.problem]
         return []
 
     def backup(self, dest: str | PathLike[str]) -> int:
@@ -317,34 +407,81 @@ class PostgresStore(EventStore):
         The snapshot holds no lock writers wait for; rows are streamed (server-side cursor).
         """
         conn = self._conn()
-        with self._errors(), conn.transaction():
-            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-            checkpoints = [
-                (str(s), str(c), int(seq), bytes(state))
-                for s, c, seq, state in conn.execute(self._sql["all_checkpoints"])
-            ]
-            with conn.cursor(name="pith_merge_backup") as cursor:
-                cursor.itersize = READ_PAGE
-                cursor.execute(self._sql["all_inputs"])
-                rows: Iterator[BackupRow] = (
-                    (int(seq), str(subject), str(event_id), bytes(digest), bytes(raw))
-                    for seq, subject, event_id, digest, raw in cursor
-                )
-                return write_backup(dest, rows, checkpoints)
+        with self._errors(), self._answered_transaction(conn):
+            with self._answered(conn):
+                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                checkpoints = [
+                    (str(s), str(c), int(seq), bytes(state))
+                    for s, c, seq, state in conn.execute(self._sql["all_checkpoints"])
+                ]
+            cursor = conn.cursor(name="pith_merge_backup")
+            try:
+                with self._answered(conn):
+                    cursor.execute(self._sql["all_inputs"])
+
+                def pages() -> Iterator[BackupRow]:
+                    while True:
+                        with self._answered(conn):
+                            rows = cursor.fetchmany(READ_PAGE)
+                        for seq, subject, event_id, digest, raw in rows:
+                            yield int(seq), str(subject), str(event_id), bytes(digest), bytes(raw)
+                        if len(rows) < READ_PAGE:
+                            return
+
+                return write_backup(dest, pages(), checkpoints)
+            finally:
+                with self._answered(conn):
+                    cursor.close()
 
     def close(self) -> None:
         self._closed = True
-        if self._connection is not None:
-            self._connection.close()
-            self._connection = None
+        self._release()
+        self._stop_watchdog()
 
     # -- helpers ----------------------------------------------------------------------------
 
     def _all(self, query: str, *params: Any, fetch: bool = True) -> list[Any]:
         """Run one of the queries in autocommit mode; its rows."""
         with self._errors():
-            cursor = self._conn().execute(self._sql[query], params)
-            return cursor.fetchall() if fetch else []
+            conn = self._conn()
+            with self._answered(conn):
+                cursor = conn.execute(self._sql[query], params)
+                return cursor.fetchall() if fetch else []
+
+    @contextmanager
+    def _answered(self, conn: psycopg.Connection[Any]) -> Iterator[None]:
+        """Round trips to the server that must be answered within :attr:`deadline` (see Watchdog).
+
+        Every statement the store sends runs inside one of these (or :meth:`_answered_transaction`).
+        """
+        self._arm(conn)
+        try:
+            yield
+        finally:
+            self._watchdog.disarm()
+
+    @contextmanager
+    def _answered_transaction(self, conn: psycopg.Connection[Any]) -> Iterator[None]:
+        """``conn.transaction()`` whose BEGIN and COMMIT (or ROLLBACK) must be answered in time.
+
+        The statements inside arm themselves (:meth:`_answered`): between them the client has
+        the floor, and no deadline runs.
+        """
+        self._arm(conn)  # BEGIN
+        try:
+            with conn.transaction():
+                self._watchdog.disarm()
+                try:
+                    yield
+                finally:
+                    self._arm(conn)  # COMMIT, or ROLLBACK
+        finally:
+            self._watchdog.disarm()
+
+    def _arm(self, conn: psycopg.Connection[Any]) -> None:
+        # A broken connection sends nothing more (psycopg skips the ROLLBACK): nothing to watch.
+        if self._socket is not None and conn is self._connection and not conn.broken:
+            self._watchdog.arm(self._socket)
 
     @contextmanager
     def _errors(self) -> Iterator[None]:
@@ -355,11 +492,25 @@ class PostgresStore(EventStore):
             yield
         except psycopg.errors.LockNotAvailable as exc:
             raise StoreError(
-                f"the write lock is held by another connection (waited {self.timeout:g} s)", path=self.name
+                f"a lock is held by another connection (waited {_server_side(self.timeout):g} s)",
+                path=self.name,
+            ) from exc
+        except psycopg.errors.QueryCanceled as exc:
+            raise StoreError(
+                f"the server cancelled a statement ({_first_line(exc)}; statement_timeout is "
+                f"{_server_side(self.statement_timeout):g} s)",
+                path=self.name,
             ) from exc
         except psycopg.Error as exc:
+            if self._watchdog.fired:
+                raise StoreUnavailable(
+                    f"the server did not answer within {self.deadline:g} s (stopped, hung, or a network "
+                    "that drops packets); what was not committed is rolled back, and the next call "
+                    "connects again",
+                    path=self.name,
+                ) from exc
             if self._connection is not None and self._connection.broken:  # _conn() connects again
-                raise StoreError(
+                raise StoreUnavailable(
                     "connection to the server lost (what was not committed is rolled back; "
                     f"the next call connects again): {_first_line(exc)}",
                     path=self.name,
@@ -370,6 +521,38 @@ class PostgresStore(EventStore):
 def _first_line(exc: BaseException) -> str:
     lines = str(exc).strip().splitlines()
     return lines[0] if lines else type(exc).__name__
+
+
+def _server_side(seconds: float) -> float:
+    """How long the server waits before giving up itself: a little less than the store does."""
+    return seconds - min(SERVER_HEAD_START, seconds / 4)
+
+
+def _milliseconds(seconds: float) -> str:
+    """A PostgreSQL duration setting (its unit is the millisecond); at least 1 ms (0 would mean none)."""
+    return f"{max(1, round(seconds * 1000))}ms"
+
+
+def _connection_defaults(dsn: str, timeout: float, deadline: float) -> dict[str, Any]:
+    """libpq's parameters the store sets (see :class:`PostgresStore`), less those the DSN sets itself."""
+    from psycopg import ProgrammingError, pq
+    from psycopg.conninfo import conninfo_to_dict
+
+    probe = max(1, int(deadline // 4))
+    defaults: dict[str, Any] = {
+        "connect_timeout": max(1, round(timeout)),
+        "keepalives": 1,
+        "keepalives_idle": probe,
+        "keepalives_interval": probe,
+        "keepalives_count": KEEPALIVE_PROBES,
+    }
+    if pq.version() >= 120000:  # libpq 12 added it
+        defaults["tcp_user_timeout"] = max(1, round(deadline * 1000))
+    try:
+        given = conninfo_to_dict(dsn)
+    except ProgrammingError:  # a malformed DSN: connect() says what is wrong with it
+        given = {}
+    return {name: value for name, value in defaults.items() if given.get(name) is None}
 
 
 def _display_name(dsn: str, schema: str) -> str:

@@ -22,7 +22,7 @@ from os import PathLike
 from pathlib import Path
 from typing import Final
 
-from .base import BackupRow, Checkpoint, EventStore, PreparedInput, StoreError
+from .base import BackupRow, Checkpoint, EventStore, PreparedInput, StoreError, log
 
 __all__ = ["APPLICATION_ID", "FORMAT_VERSION", "SQLiteStore", "write_backup"]
 
@@ -59,8 +59,10 @@ class SQLiteStore(EventStore):
 
     ``timeout``: seconds to wait for another process's write lock before :class:`StoreError`.
     ``read_only``: open without writing (appends raise :class:`StoreError`; folds keep no
-    checkpoint). By default, a file this process may not write is opened read-only.
-    ``threads``, ``cache_size``: see :class:`~merge.store.EventStore`.
+    checkpoint). By default, a store this process cannot write is opened read-only: a file it
+    may not write, or one in a folder it may not write whose ``-wal`` and ``-shm`` files are
+    missing (a writer needs them, and cannot make them there). On a read-only medium, see
+    :attr:`immutable`. ``threads``, ``cache_size``: see :class:`~merge.store.EventStore`.
     """
 
     def __init__(
@@ -76,20 +78,26 @@ class SQLiteStore(EventStore):
         self.path = Path(path)
         self.location = str(self.path)
         self.timeout = timeout
+        #: Opened with SQLite's ``immutable=1`` (read-only, no locks, no look at the ``-wal``):
+        #: a store on a read-only medium, where SQLite cannot make the ``-shm`` file that reading
+        #: a WAL store otherwise needs. See :meth:`_connect_read_only`.
+        self.immutable = False
         self._connection: sqlite3.Connection | None = None
         if self.path.is_dir():
             raise StoreError("is a directory, not an SQLite file", path=str(self.path))
         if read_only is None:
-            read_only = self.path.exists() and not os.access(self.path, os.W_OK)
+            read_only = self.path.exists() and not _writable(self.path)
         self.read_only = read_only
         if read_only and (not self.path.is_file() or self.path.stat().st_size == 0):
             raise StoreError(
                 "no store here, and cannot create a store in read-only mode", path=str(self.path)
             )
         try:
-            # mode=ro: SQLite itself refuses every write, whatever the file's permissions.
-            where = f"{self.path.absolute().as_uri()}?mode=ro" if read_only else str(self.path)
-            self._connection = sqlite3.connect(where, timeout=timeout, isolation_level=None, uri=read_only)
+            self._connection = (
+                self._connect_read_only()
+                if read_only
+                else sqlite3.connect(self.path, timeout=timeout, isolation_level=None)
+            )
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open: {exc}", path=str(self.path)) from exc
         try:
@@ -98,6 +106,51 @@ class SQLiteStore(EventStore):
         except BaseException:
             self.close()
             raise
+
+    def _connect_read_only(self) -> sqlite3.Connection:
+        """A connection that cannot write (``mode=ro``: SQLite refuses every write, whatever the
+        file's permissions); ``immutable=1`` where SQLite cannot otherwise read the store.
+
+        Reading a WAL database needs its ``-shm`` file (the index of the ``-wal``), which SQLite
+        creates when missing: on a read-only medium (a backup volume, a container's read-only
+        volume), or in a folder this process may not write, it cannot, and ``mode=ro`` fails
+        ("unable to open database file"). ``immutable=1`` tells SQLite the file cannot change:
+        it needs no ``-shm``, takes no lock and never looks for changes. The trade-off: it also
+        ignores the ``-wal`` file, and if another process writes the store meanwhile (root, or
+        its owner, where only this process is kept out) reads may be wrong or fail as damaged.
+        So it is used only when the ``-wal`` is missing or empty (committed inputs that live in
+        it would be silently missed: refused instead) and the folder cannot be written; off a
+        read-only mount, a warning says that no other process may write the store meanwhile.
+        """
+        uri = self.path.absolute().as_uri()
+        conn = sqlite3.connect(f"{uri}?mode=ro", timeout=self.timeout, isolation_level=None, uri=True)
+        try:
+            conn.execute("PRAGMA schema_version")  # the first read: where the -shm file is wanted
+            return conn
+        except sqlite3.DatabaseError as exc:
+            # CANTOPEN on a read-only mount, READONLY_DIRECTORY in a folder this process may not write.
+            wanted_shm = exc.sqlite_errorname in ("SQLITE_CANTOPEN", "SQLITE_READONLY_DIRECTORY")
+            if not wanted_shm or os.access(self.path.parent, os.W_OK):
+                return conn  # another problem: _open() reads the header and says what it is
+            conn.close()
+        wal = self.path.with_name(self.path.name + "-wal")
+        if wal.exists() and wal.stat().st_size > 0:
+            raise StoreError(
+                f"cannot be read here: its {wal.name} file holds inputs not yet in the database file, "
+                f"and SQLite needs a {self.path.name}-shm file beside it to read them, which cannot be "
+                "created in this folder; copy the store's files to a folder that can be written",
+                path=str(self.path),
+            )
+        if not os.statvfs(self.path.parent).f_flag & os.ST_RDONLY:
+            log.warning(
+                "%s: opened immutable (its folder cannot be written): no other process may write "
+                "the store while it is open",
+                self.path,
+            )
+        self.immutable = True
+        return sqlite3.connect(
+            f"{uri}?mode=ro&immutable=1", timeout=self.timeout, isolation_level=None, uri=True
+        )
 
     def __repr__(self) -> str:
         return f"SQLiteStore({str(self.path)!r})"
@@ -336,6 +389,20 @@ class SQLiteStore(EventStore):
             yield
         except sqlite3.Error as exc:
             raise StoreError(_explain(exc, self.timeout), path=str(self.path)) from exc
+
+
+def _writable(path: Path) -> bool:
+    """Whether this process can write the store ``path``: the file, and its -wal and -shm files.
+
+    Those two are made beside the file by its first writer (and removed by its last): where they
+    are missing, the folder must be writable too.
+    """
+    if not os.access(path, os.W_OK):
+        return False
+    companions = [path.with_name(path.name + suffix) for suffix in ("-wal", "-shm")]
+    if all(companion.exists() for companion in companions):
+        return all(os.access(companion, os.W_OK) for companion in companions)
+    return os.access(path.parent, os.W_OK)
 
 
 def _pragma(conn: sqlite3.Connection, name: str) -> int:

@@ -21,6 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from .. import postgres_server
 from .adapters import ADAPTERS, new_location, open_store
 from .events import KEYS, history, subject_of
 
@@ -76,16 +77,19 @@ def main() -> None:
     rng = random.Random(options.seed)
     start = time.monotonic()
     kills = acknowledged = stored = 0
-    with tempfile.TemporaryDirectory(prefix="pith-soak-") as work:
-        location = new_location(options.adapter, Path(work))
-        open_store(options.adapter, location).close()
-        for number in range(1, options.kills + 1):
-            if time.monotonic() - start > options.seconds:
-                break
-            acked, kept = one_round(options.adapter, location, number, Path(work), rng)
-            kills += 1
-            acknowledged += acked
-            stored += kept
+    try:
+        with tempfile.TemporaryDirectory(prefix="pith-soak-") as work:
+            location = new_location(options.adapter, Path(work))
+            open_store(options.adapter, location).close()
+            for number in range(1, options.kills + 1):
+                if time.monotonic() - start > options.seconds:
+                    break
+                acked, kept = one_round(options.adapter, location, number, Path(work), rng)
+                kills += 1
+                acknowledged += acked
+                stored += kept
+    finally:
+        postgres_server.stop()  # the server --adapter postgres started, if any
     elapsed = time.monotonic() - start
     print(
         f"{options.adapter}: {kills} writers killed with SIGKILL in {elapsed:.0f} s; "

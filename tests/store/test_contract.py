@@ -452,6 +452,7 @@ class Writer:
         batch: int,
         stop_at: int,
         gap_ms: int,
+        hold_after: int = -1,
     ):
         path = tmp_path / f"inputs-{len(list(tmp_path.glob('inputs-*')))}.jsonl"
         path.write_bytes(b"\n".join(lines) + b"\n")
@@ -465,6 +466,7 @@ class Writer:
             str(batch),
             str(stop_at),
             str(gap_ms),
+            str(hold_after),
         ]
         self.process = subprocess.Popen(
             command, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
@@ -480,9 +482,14 @@ class Writer:
         return line
 
     def start(self) -> None:
+        """Let it append (once ``ready``)."""
         assert self.process.stdin is not None
         self.process.stdin.write("go\n")
-        self.process.stdin.close()
+        self.process.stdin.flush()
+
+    def release(self) -> None:
+        """Let it go on (once ``held``: see ``hold_after``)."""
+        self.start()
 
     def read_until(self, stop: Callable[[str], bool]) -> None:
         while not stop(self.readline()):
@@ -520,8 +527,10 @@ class Writer:
 def writers(adapter: str, location: str, tmp_path: Path) -> Iterator[Callable[..., Writer]]:
     started: list[Writer] = []
 
-    def start(lines: list[bytes], *, batch: int, stop_at: int = -1, gap_ms: int = 0) -> Writer:
-        started.append(Writer(adapter, location, lines, tmp_path, batch, stop_at, gap_ms))
+    def start(
+        lines: list[bytes], *, batch: int, stop_at: int = -1, gap_ms: int = 0, hold_after: int = -1
+    ) -> Writer:
+        started.append(Writer(adapter, location, lines, tmp_path, batch, stop_at, gap_ms, hold_after))
         return started[-1]
 
     yield start
@@ -568,20 +577,26 @@ def test_two_processes_append_concurrently_and_both_land_everything(
     inputs = list(history(1, 90)) + list(history(2, 90))
     connect().close()  # create the store first, as a service would at install time
     # 40 inputs are appended by both; the second writer goes backwards, in batches of two.
-    # Each pauses 5 ms between batches, as a service would: SQLite does not queue writers, so
-    # a process appending back to back could hold the lock until it is done (docs/embedding.md).
-    # (2 ms let the first writer finish before the second woke up on a box running six jobs.)
-    both = [writers(inputs[:110], batch=1, gap_ms=5), writers(inputs[70:][::-1], batch=2, gap_ms=5)]
-    for writer in both:  # both are open and waiting: start them together
+    # The worst schedule a loaded box can give: the first writer runs alone for as long as it
+    # may. Without a barrier it could finish before the second one started (it did: the test
+    # failed under load); here each holds after its first batch until both have stored one.
+    both = [writers(inputs[:110], batch=1, hold_after=0), writers(inputs[70:][::-1], batch=2, hold_after=0)]
+    for writer in both:
         writer.start()
+        writer.read_until(lambda line: line == "held\n")
+    for writer in both:  # released together, each with a batch stored and more to go
+        writer.release()
     assert [writer.finish() for writer in both] == [0, 0]
     store = connect()
     store.verify_integrity()
     assert set(store.events(S1)) | set(store.events(S2)) == set(inputs)
     assert store.count(S1) + store.count(S2) == len(inputs)
-    # They really ran together: in arrival order, the two writers' own inputs interleave.
+    # They really ran together: in arrival order, each writer's first input of its own comes
+    # before the other's last one, and their own inputs interleave.
     arrival = sorted([*store.read(S1), *store.read(S2)])
     owners = [0 if raw in inputs[:70] else 1 for _, raw in arrival if raw not in inputs[70:110]]
+    assert owners.index(0) < len(owners) - 1 - owners[::-1].index(1)
+    assert owners.index(1) < len(owners) - 1 - owners[::-1].index(0)
     assert sum(a != b for a, b in itertools.pairwise(owners)) > 1
     # Each input was new to exactly one writer: the shared 40 were stored once.
     assert (both[0].new_flags + both[1].new_flags).count("1") == len(inputs)

@@ -7,19 +7,25 @@ database server has.
 from __future__ import annotations
 
 import json
+import os
 import random
+import signal
+import socket
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
 
+import merge.cli
 from merge import Merger
-from merge.store import PostgresStore, Stored, StoreError
+from merge.store import PostgresStore, Stored, StoreError, StoreUnavailable, open_store
 from merge.store import postgres as module
 
 from .. import postgres_server
@@ -300,3 +306,178 @@ def test_two_openers_of_a_new_database_create_one_store(dsn: str, monkeypatch: p
     assert sql(dsn, "SELECT application, format FROM pith_merge.store") == [
         (module.APPLICATION, module.FORMAT_VERSION)
     ]
+
+
+# --- a server that stops answering ----------------------------------------------------------
+
+
+@contextmanager
+def stopped(pid: int) -> Iterator[None]:
+    """The backend ``pid`` stopped (SIGSTOP): its kernel still acknowledges every packet."""
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.kill(pid, signal.SIGCONT)
+
+
+@pytest.fixture(params=["unix", "tcp"])
+def transport_dsn(request: pytest.FixtureRequest, server: postgres_server.Server) -> str:
+    """A new database, reached over the Unix socket or over TCP on 127.0.0.1."""
+    name = server.create()
+    return server.dsn(name) if request.param == "unix" else server.tcp_dsn(name)
+
+
+@pytest.mark.parametrize("call", ["fold", "append", "mid-batch", "check"])
+def test_a_stopped_backend_is_a_store_error_within_the_timeout(
+    transport_dsn: str, stores: list[PostgresStore], call: str
+) -> None:
+    # Before: every call below waited until the kernel gave up (about 2 hours), timeout=2 or not.
+    inputs = list(history(1, 20))
+    # (The DSN's connect_timeout wins over the store's: a loaded box may take over 2 s to connect.)
+    stores.append(store := PostgresStore(f"{transport_dsn} connect_timeout=30", timeout=2))
+    store.append_many(inputs[:10])
+    backend = store._conn().info.backend_pid
+
+    def stopped_midway() -> Iterator[bytes]:
+        yield from inputs[10:15]
+        os.kill(backend, signal.SIGSTOP)  # the lock is taken, five inserts sent
+        yield from inputs[15:]
+
+    calls: dict[str, Callable[[], object]] = {
+        "fold": lambda: store.fold(S1, keys=KEYS),
+        "append": lambda: store.append_many(inputs[10:]),
+        "check": store.verify_integrity,
+        "mid-batch": lambda: store.append_many(stopped_midway()),  # stops it itself
+    }
+    started = time.monotonic()
+    if call != "mid-batch":
+        os.kill(backend, signal.SIGSTOP)
+    try:
+        with pytest.raises(StoreUnavailable, match=r"did not answer within 2 s") as caught:
+            calls[call]()
+    finally:
+        os.kill(backend, signal.SIGCONT)
+    elapsed = time.monotonic() - started
+    assert 1.9 < elapsed < 10, f"StoreUnavailable after {elapsed:.1f} s"
+    assert "\n" not in str(caught.value)
+    # The stopped backend, once it runs again, finds its client gone and rolls back: the store
+    # connects again, nothing of the cut-off batch was stored, and everything goes on.
+    assert list(store.events(S1)) == inputs[:10]
+    assert store._conn().info.backend_pid != backend
+    assert [result.new for result in store.append_many(inputs[10:])] == [True] * 10  # type: ignore[union-attr]
+    assert folded(store, S1) == expected_fold(inputs, S1)
+
+
+def test_a_backend_stopped_while_the_store_opens_is_a_store_error(
+    dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    PostgresStore(dsn).close()
+    real_open = PostgresStore._open
+
+    def open_on_a_stopped_backend(self: PostgresStore, conn: Any) -> None:
+        with stopped(conn.info.backend_pid):  # (read before: a broken connection's pid is 0)
+            real_open(self, conn)
+
+    monkeypatch.setattr(PostgresStore, "_open", open_on_a_stopped_backend)
+    started = time.monotonic()
+    with pytest.raises(StoreUnavailable, match="did not answer within 1 s"):
+        PostgresStore(dsn, timeout=1)
+    assert time.monotonic() - started < 10
+
+
+def test_the_command_exits_2_with_one_line_when_the_server_stops_answering(
+    server: postgres_server.Server,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    url = server.url(server.create())
+    with open_store(url) as store:
+        store.append_many(history(1, 5))
+    backends: list[int] = []
+
+    def open_then_stop(location: str, **options: Any) -> Any:
+        """The command's store (timeout=2, not to wait 30 s here), its backend stopped at once."""
+        opened = open_store(location, timeout=2, **options)
+        backends.append(opened._conn().info.backend_pid)  # type: ignore[attr-defined]
+        os.kill(backends[-1], signal.SIGSTOP)
+        return opened
+
+    monkeypatch.setattr(merge.cli, "open_store", open_then_stop)
+    keys = tmp_path / "keys.json"
+    keys.write_text(json.dumps(KEYS))
+    try:
+        started = time.monotonic()
+        code = merge.cli.main(["store", "fold", "--store", url, "--subject", S1, "--keys", str(keys)])
+        elapsed = time.monotonic() - started
+    finally:
+        for backend in backends:
+            os.kill(backend, signal.SIGCONT)
+    captured = capsys.readouterr()
+    assert code == 2
+    assert captured.out == ""
+    assert captured.err.count("\n") == 1, captured.err
+    assert "did not answer within 2 s" in captured.err
+    assert elapsed < 10
+
+
+def test_a_live_server_cancels_a_statement_too_long_and_keeps_the_connection(
+    dsn: str, stores: list[PostgresStore]
+) -> None:
+    stores.append(store := PostgresStore(dsn, timeout=2, statement_timeout=1))
+    assert store.deadline == 2
+    backend = store._conn().info.backend_pid
+    store._sql["head"] = store._compose("SELECT 0 FROM pg_sleep(%s)")  # a statement of 5 s
+    started = time.monotonic()
+    with pytest.raises(StoreError, match=r"due to statement timeout; statement_timeout is 0.75 s") as caught:
+        store.head("5")
+    assert time.monotonic() - started < 2  # the server's own answer, before the store's deadline
+    assert not isinstance(caught.value, StoreUnavailable)
+    assert store._conn().info.backend_pid == backend  # the connection is kept
+
+
+def test_tcp_keepalives_and_user_timeout_are_set_unless_the_dsn_sets_them(
+    server: postgres_server.Server, stores: list[PostgresStore]
+) -> None:
+    def options(store: PostgresStore) -> tuple[int, ...]:
+        sock = store._socket
+        assert sock is not None
+        return (
+            sock.getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE),
+            sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE),
+            sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL),
+            sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT),
+            sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT),
+        )
+
+    dsn = f"{server.tcp_dsn(server.create())} connect_timeout=30"  # (see the test above)
+    stores.append(PostgresStore(dsn))  # timeout 30 s: probes every 7 s, 3 of them; 30 s unacknowledged
+    assert options(stores[-1]) == (1, 7, 7, 3, 30_000)
+    stores.append(PostgresStore(dsn, timeout=2, statement_timeout=12))  # the deadline is the longer
+    assert options(stores[-1]) == (1, 3, 3, 3, 12_000)
+    own = f"{dsn} keepalives_idle=11 keepalives_interval=5 keepalives_count=9 tcp_user_timeout=4000"
+    stores.append(PostgresStore(own, timeout=2))  # the DSN's own settings win
+    assert options(stores[-1]) == (1, 11, 5, 9, 4000)
+
+
+@pytest.mark.parametrize("value", [0, -1, float("nan"), float("inf"), "5"])
+def test_a_timeout_that_is_not_a_positive_number_of_seconds_is_refused(dsn: str, value: Any) -> None:
+    with pytest.raises(StoreError, match="timeout must be a positive number of seconds"):
+        PostgresStore(dsn, timeout=value)
+    with pytest.raises(StoreError, match="statement_timeout must be a positive number of seconds"):
+        PostgresStore(dsn, statement_timeout=value)
+
+
+def test_a_closed_store_leaves_no_watchdog_thread(dsn: str) -> None:
+    def watchdogs() -> int:
+        return sum(thread.name == "pith-merge store: answer deadline" for thread in threading.enumerate())
+
+    before = watchdogs()
+    store = PostgresStore(dsn)
+    assert watchdogs() == before + 1
+    store.close()
+    deadline = time.monotonic() + 10
+    while watchdogs() > before and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert watchdogs() == before

@@ -3,18 +3,28 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
+import shutil
 import sqlite3
+import subprocess
+import sys
+import tempfile
 import threading
+import traceback
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from merge import fold
+from merge import canonical_json, fold
 from merge.store import SQLiteStore, StoreError
 from merge.store.sqlite import APPLICATION_ID, FORMAT_VERSION
 
 from .events import KEYS, history, subject_of
+from .test_contract import ROOT
+
+NOBODY = 65534  # the unprivileged user's uid and gid (the tests that root cannot run as itself)
 
 
 def make_store(path: Path, length: int = 200) -> None:
@@ -215,3 +225,166 @@ def test_a_file_this_process_cannot_write_opens_read_only(
         assert store.fold(subject_of(1), keys=KEYS).state.event_count > 0
     with pytest.raises(StoreError, match="cannot create a store in read-only mode"):
         SQLiteStore(tmp_path / "new.db", read_only=True)
+
+
+# --- a store on a read-only medium ------------------------------------------------------------
+
+
+@pytest.fixture
+def read_only_medium(tmp_path: Path) -> Iterator[tuple[Path, Callable[[], None]]]:
+    """A fresh tmpfs mounted in the test's folder, and how to remount it read-only (root only)."""
+    where = tmp_path / "medium"
+    where.mkdir()
+    try:
+        mounted = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(where)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    except FileNotFoundError:
+        pytest.skip("no mount command here: the read-only medium cannot be made")
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs to make read-only: {mounted.stderr.strip() or 'not root'}")
+
+    def make_read_only() -> None:
+        subprocess.run(["mount", "-o", "remount,ro", str(where)], check=True, capture_output=True)
+
+    try:
+        yield where, make_read_only
+    finally:
+        subprocess.run(["umount", "--lazy", str(where)], check=False, capture_output=True)
+
+
+def live_copy(source: Path, dest: Path, *, shm: bool) -> None:
+    """Copy a store while another process holds it open: some inputs live only in its -wal."""
+    for suffix in ("", "-wal", "-shm"):
+        if suffix != "-shm" or shm:
+            shutil.copyfile(f"{source}{suffix}", f"{dest}{suffix}")
+
+
+def test_a_store_on_a_read_only_medium_is_folded(
+    read_only_medium: tuple[Path, Callable[[], None]], tmp_path: Path
+) -> None:
+    # Before: "unable to open database file" (SQLite wants to make events.db-shm beside it),
+    # with and without read_only=True, and so from the command line too.
+    medium, make_read_only = read_only_medium
+    inputs = list(history(1, 30))
+    path = medium / "events.db"
+    with SQLiteStore(path) as store:  # closed cleanly: no -wal or -shm left beside it
+        store.append_many(inputs)
+    make_read_only()
+    assert sorted(os.listdir(medium)) == ["events.db"]
+    expected = fold(inputs, subject=subject_of(1), keys=KEYS)
+    for read_only in (None, True):
+        with SQLiteStore(path, read_only=read_only) as store:
+            assert store.read_only
+            assert store.immutable
+            assert store.fold(subject_of(1), keys=KEYS) == expected
+            store.verify_integrity()
+            with pytest.raises(StoreError, match="open read-only"):
+                store.append(history(1, 31)[30])
+    keys = tmp_path / "keys.json"
+    keys.write_text(json.dumps(KEYS))
+    command = [sys.executable, "-m", "merge", "store", "fold", "--store", f"sqlite://{path}"]
+    result = subprocess.run(
+        [*command, "--subject", subject_of(1), "--keys", str(keys)],
+        capture_output=True,
+        cwd=ROOT,
+        check=False,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == canonical_json(expected.state) + b"\n"
+    assert result.stderr.decode().count("\n") == 1  # the summary; no warning on a read-only mount
+    assert sorted(os.listdir(medium)) == ["events.db"]
+
+
+@pytest.mark.parametrize("shm", [True, False])
+def test_a_live_copy_on_a_read_only_medium_is_read_whole_or_refused(
+    read_only_medium: tuple[Path, Callable[[], None]], tmp_path: Path, shm: bool
+) -> None:
+    medium, make_read_only = read_only_medium
+    inputs = list(history(1, 30))
+    source = tmp_path / "events.db"
+    with SQLiteStore(source) as store:
+        store.append_many(inputs[:10])
+    holder = sqlite3.connect(source)  # another process has it open: no checkpoint at close
+    try:
+        holder.execute("SELECT count(*) FROM inputs").fetchone()
+        with SQLiteStore(source) as store:
+            store.append_many(inputs[10:])  # in the -wal only
+        live_copy(source, medium / "events.db", shm=shm)
+    finally:
+        holder.close()
+    assert os.path.getsize(medium / "events.db-wal") > 0
+    make_read_only()
+    if shm:  # SQLite reads the -wal through the -shm there: every input, no immutable
+        with SQLiteStore(medium / "events.db") as store:
+            assert not store.immutable
+            assert list(store.events(subject_of(1))) == inputs
+        return
+    # immutable=1 would ignore the -wal and fold 10 of the 30 inputs: refused, saying why.
+    with pytest.raises(StoreError, match=r"events.db-wal file holds inputs not yet in the database file"):
+        SQLiteStore(medium / "events.db")
+
+
+def as_a_user(body: Callable[[Path], None]) -> None:
+    """``body(folder)`` in a folder of its own, run by an unprivileged user: root writes any folder.
+
+    As root, in a forked child that has become ``nobody`` (its failure is reported here).
+    """
+    folder = Path(tempfile.mkdtemp(prefix="pith-user-"))
+    try:
+        if os.geteuid() != 0:
+            body(folder)
+            return
+        os.chmod(folder, 0o777)
+        reader, writer = os.pipe()
+        child = os.fork()
+        if child == 0:  # pragma: no cover (the child reports through the pipe)
+            os.close(reader)
+            code = 0
+            try:
+                os.setgid(NOBODY)
+                os.setuid(NOBODY)
+                body(folder)
+            except BaseException:
+                os.write(writer, traceback.format_exc().encode())
+                code = 1
+            os._exit(code)
+        os.close(writer)
+        with os.fdopen(reader, "rb") as report:
+            failure = report.read().decode()
+        _, status = os.waitpid(child, 0)
+        assert os.waitstatus_to_exitcode(status) == 0, failure
+    finally:
+        for place in (folder, *folder.rglob("*")):
+            if place.is_dir():
+                place.chmod(0o755)
+        shutil.rmtree(folder)
+
+
+def test_a_store_in_a_folder_this_process_cannot_write_is_folded() -> None:
+    inputs = list(history(1, 20))
+
+    def body(folder: Path) -> None:
+        shelf = folder / "shelf"
+        shelf.mkdir()
+        with SQLiteStore(shelf / "events.db") as store:
+            store.append_many(inputs)
+        shelf.chmod(0o555)
+        warnings: list[str] = []
+        handler = logging.Handler()
+        handler.emit = lambda record: warnings.append(record.getMessage())  # type: ignore[method-assign]
+        logging.getLogger("merge.store").addHandler(handler)
+        try:
+            with SQLiteStore(shelf / "events.db") as store:
+                assert store.read_only  # the file may be written, but no -wal can be made beside it
+                assert store.immutable
+                assert store.fold(subject_of(1), keys=KEYS) == fold(inputs, subject=subject_of(1), keys=KEYS)
+        finally:
+            logging.getLogger("merge.store").removeHandler(handler)
+        assert any("no other process may write the store while it is open" in text for text in warnings)
+
+    as_a_user(body)

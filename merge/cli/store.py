@@ -10,7 +10,7 @@ import msgspec
 
 from ..canonical import canonical_json
 from ..replay import InputProblem, scan_corpus
-from ..store import Refused, StoreError, open_store
+from ..store import Refused, StoreError, StoreUnavailable, open_store
 from . import common
 from .common import echo, echo_err, plural
 from .fold import state_keys_option, state_out_option
@@ -174,6 +174,8 @@ def store_check(store_url: str, as_json: bool) -> None:
     with open_store(store_url) as target:
         try:
             target.verify_integrity()
+        except StoreUnavailable:
+            raise  # a server that did not answer is no damage: exit 2, one line
         except StoreError as exc:
             problem: str | None = str(exc)
         else:

@@ -28,6 +28,7 @@ from typing import IO, Any, Final, TypeAlias
 import msgspec
 
 from .. import __version__
+from .._compat import OldMethodName
 from ..admission import JSON_TEXT_TYPES, Admitted, Rejection, admit, require_inputs
 from ..batch import fold as fold_inputs
 from ..canonical import canonical_sha256_hex, encode_canonical_unchecked
@@ -271,13 +272,9 @@ class EventStore(ABC):
                 f"damaged: {shown}" + (f" (and {more} more)" if more > 0 else ""), path=self.location
             )
 
-    def check(self) -> None:
-        """Deprecated alias of :meth:`verify_integrity`, its name until 0.2 (kept, without a warning).
-
-        Renamed because a report's ``check(name)`` (:meth:`merge.BundleReport.check`) is a §10
-        check's result: here the store is verified, a verb.
-        """
-        self.verify_integrity()
+    # The name until 0.2: renamed because a report's ``check(name)`` (:meth:`merge.BundleReport.check`)
+    # is a §10 check's result, while here the store is verified, a verb.
+    check = OldMethodName("verify_integrity")
 
     def append(self, item: Any, *, subject: str | None = None) -> Stored | Refused:
         """Store one input (a JSON text or a parsed value), durably once this returns.

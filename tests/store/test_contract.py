@@ -28,6 +28,7 @@ from typing import Any
 import msgspec
 import pytest
 
+import merge
 import merge.admission
 import merge.native
 import merge.store.base
@@ -654,8 +655,11 @@ def test_check_finds_a_flipped_bit_inside_a_stored_input(
         connect().verify_integrity()
     assert caught.value.path == store.location
     assert "\n" not in str(caught.value)
-    with pytest.raises(StoreError, match=f"input {seq} of {S1}: its bytes do not match"):
-        connect().check()  # the former name (until 0.2), silently the same
+    with (
+        pytest.warns(merge.PithMergeDeprecationWarning, match=r"EventStore\.check is deprecated"),
+        pytest.raises(StoreError, match=f"input {seq} of {S1}: its bytes do not match"),
+    ):
+        connect().check()  # the former name (until 0.2): warns, then the same
 
 
 def _tampered_states(store: EventStore) -> list[bytes]:

@@ -6,6 +6,7 @@ database server has.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import random
@@ -386,7 +387,9 @@ def test_a_backend_stopped_while_the_store_opens_is_a_store_error(
     assert time.monotonic() - started < 10
 
 
+@pytest.mark.parametrize("command", ["fold", "check"])
 def test_the_command_exits_2_with_one_line_when_the_server_stops_answering(
+    command: str,
     server: postgres_server.Server,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
@@ -404,12 +407,14 @@ def test_the_command_exits_2_with_one_line_when_the_server_stops_answering(
         os.kill(backends[-1], signal.SIGSTOP)
         return opened
 
-    monkeypatch.setattr(merge.cli, "open_store", open_then_stop)
+    # The module, not the click group of the same name that merge.cli exports.
+    monkeypatch.setattr(importlib.import_module("merge.cli.store"), "open_store", open_then_stop)
     keys = tmp_path / "keys.json"
     keys.write_text(json.dumps(KEYS))
+    arguments = {"fold": ["--subject", S1, "--keys", str(keys)], "check": []}[command]
     try:
         started = time.monotonic()
-        code = merge.cli.main(["store", "fold", "--store", url, "--subject", S1, "--keys", str(keys)])
+        code = merge.cli.main(["store", command, "--store", url, *arguments])
         elapsed = time.monotonic() - started
     finally:
         for backend in backends:

@@ -1,6 +1,6 @@
 """What every command of ``pith-merge`` shares: the group, exit codes and error handling, reading
-files and standard input, key files, the ``--json`` documents, and the options several commands take (each
-declared here once).
+files and standard input, key files, the ``--json`` documents, and the options several commands
+take (each declared here once).
 
 The command modules import it whole (``from . import common``, then ``common.NAME``; the
 printing helpers ``echo``, ``echo_err`` and ``plural`` by name). The names meant for users are

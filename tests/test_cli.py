@@ -26,6 +26,7 @@ from merge.store import SQLiteStore
 from .builders import KEY_A, RECORD, SUBJECT, event, record_of_bundle, resealed
 from .builders import KEYS as TEST_KEYS
 from .conftest import GOLDEN_BUNDLE, GOLDEN_RECORD, VECTORS
+from .json_documents import validated
 from .test_audit import BASE, T1, T2, T3, X2
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -156,9 +157,10 @@ def test_verify_exits_0_only_when_every_bundle_passes() -> None:
 def test_verify_json() -> None:
     result = run("verify", "--json", "--trust", KEYS, GOLDEN_BUNDLE, EXAMPLE_BUNDLE)
     assert result.returncode == 0
-    document = json.loads(result.stdout)
+    document = validated(result.stdout, "verify")
     assert document["ok"] is True
-    [golden, example] = document["bundles"]
+    [golden, example] = document["documents"]
+    assert document["bundles"] == document["documents"]  # deprecated: the same list, until 0.4.0
     assert golden["state_sha256"] == GOLDEN["state"]["state_sha256"]
     assert example["subject"] == EXAMPLE["pith_number"]
     assert example["trusted_key_id"] == "test-A"
@@ -248,7 +250,7 @@ def test_verify_every_record_vector(tmp_path: Path) -> None:
         trust = tmp_path / f"trust-{number}.keys"
         trust.write_text(trusted)
         result = run("verify", "--json", "--trust", trust, *(document for _, document in cases))
-        entries = json.loads(result.stdout)["documents"]
+        entries = validated(result.stdout, "verify")["documents"]
         assert len(entries) == len(cases)
         assert result.returncode == (0 if all(case["expected"]["ok"] for case, _ in cases) else 1)
         for (case, document), entry in zip(cases, entries, strict=True):
@@ -299,14 +301,15 @@ def test_verify_mixed_documents_in_one_run(tmp_path: Path) -> None:
     neither.write_text('{"pith_number": "pith:2021:G5J4JR47F5GAEBTKNJTCT3AK6W"}')
     result = run("verify", "--json", GOLDEN_BUNDLE, GOLDEN_RECORD, neither)
     assert result.returncode == 1
-    document = json.loads(result.stdout)
+    document = validated(result.stdout, "verify")
     assert document["ok"] is False
     kinds = [(entry["kind"], entry["ok"]) for entry in document["documents"]]
     assert kinds == [("bundle", True), ("record", True), (None, False)]
     assert document["documents"][2]["problem"] == (
         "not a bundle or record: an object with neither bundle_type nor record_type"
     )
-    assert [entry["path"] for entry in document["bundles"]] == [str(GOLDEN_BUNDLE)]  # as before records
+    # Deprecated in 0.3.0 (removed in 0.4.0): the bundle entries alone, as before records were verified.
+    assert document["bundles"] == document["documents"][:1]
     text = run("verify", GOLDEN_BUNDLE, GOLDEN_RECORD, neither)
     assert out(text).splitlines()[-2:] == [
         f"FAILED  {neither}: not a bundle or record: an object with neither bundle_type nor record_type",
@@ -417,7 +420,7 @@ def test_fold_input_errors(tmp_path: Path) -> None:
 
 def replay_json(*args: Any) -> tuple[int, dict[str, Any]]:
     result = run("replay", "--json", *args)
-    return result.returncode, json.loads(result.stdout)
+    return result.returncode, validated(result.stdout, "replay")
 
 
 def test_replay_table() -> None:
@@ -523,6 +526,7 @@ def test_replay_engines_give_the_same_document() -> None:
     dask = run("replay", "--json", "--engine", "dask", "--workers", "1", *args)
     assert local.returncode == dask.returncode == 0
     assert dask.stdout == local.stdout
+    validated(dask.stdout, "replay")
     assert run("replay", "--scheduler", "tcp://127.0.0.1:1", GOLDEN_BUNDLE).returncode == 2  # needs dask
 
 
@@ -554,7 +558,7 @@ def test_explain_json_superseded_event() -> None:
     [old] = superseding["supersedes"]
     result = run("explain", "--json", old, "--events", EXAMPLE_LOG, "--keys", KEYS, "--subject", LOG_SUBJECT)
     assert result.returncode == 0
-    story = json.loads(result.stdout)
+    story = validated(result.stdout, "explain")
     assert story["fate"] == "superseded"
     assert [item["event_id"] for item in story["superseded_by"]] == [superseding["event_id"]]
     assert story["reason"] is None
@@ -578,13 +582,13 @@ def test_explain_lists_only_the_supersedes_that_section_7_applies(tmp_path: Path
     log.write_bytes(EXAMPLE_LOG.read_bytes() + canonical_json(cross_type) + b"\n")
     result = run("explain", "--json", old, "--events", log, "--keys", KEYS, "--subject", LOG_SUBJECT)
     assert result.returncode == 0
-    story = json.loads(result.stdout)
+    story = validated(result.stdout, "explain")
     assert story["fate"] == "superseded"
     assert [item["event_id"] for item in story["superseded_by"]] == [superseding["event_id"]]
     alone = run(
         "explain", "--json", cross_type["event_id"], "--events", log, "--keys", KEYS, "--subject", LOG_SUBJECT
     )
-    assert json.loads(alone.stdout)["fate"] == "applied"
+    assert validated(alone.stdout, "explain")["fate"] == "applied"
 
 
 def test_explain_an_event_whose_prev_event_is_no_string(tmp_path: Path) -> None:
@@ -608,10 +612,10 @@ def test_explain_keys_of_the_key_file_come_before_the_bundle_s(tmp_path: Path) -
     impostor = tmp_path / "impostor.json"
     impostor.write_text(json.dumps([TestKey("another seed", "test-A").key_object()]))
     carried = run("explain", "--json", signed_by_a, "--bundle", EXAMPLE_BUNDLE)
-    assert json.loads(carried.stdout)["fate"] == "applied"
+    assert validated(carried.stdout, "explain")["fate"] == "applied"
     overridden = run("explain", "--json", signed_by_a, "--bundle", EXAMPLE_BUNDLE, "--keys", impostor)
     assert overridden.returncode == 0, err(overridden)
-    assert json.loads(overridden.stdout)["fate"] == "invalid"
+    assert validated(overridden.stdout, "explain")["fate"] == "invalid"
 
 
 def test_explain_errors() -> None:
@@ -654,7 +658,7 @@ def test_diff(tmp_path: Path) -> None:
         assert f"+ applied    {event_id}" in out(changed)
     for item in after.invalid_events:
         assert f"+ invalid    {item.event_id} ({item.reason})" in out(changed)
-    document = json.loads(run("diff", "--json", tmp_path / "b.json", tmp_path / "a.json").stdout)
+    document = validated(run("diff", "--json", tmp_path / "b.json", tmp_path / "a.json").stdout, "diff")
     assert document["identical"] is False
     withdrawn = {item["event_id"]: item["now"] for item in document["withdrawn"]}
     assert withdrawn == dict.fromkeys(set(after.applied_event_ids) - set(before.applied_event_ids), "absent")
@@ -681,8 +685,12 @@ def test_keys_show() -> None:
         result
     )
     assert "2 key(s), all checked" in out(result)
-    keys = json.loads(run("keys", "show", "--json", KEYS).stdout)
+    shown = run("keys", "show", "--json", KEYS).stdout
+    keys = validated(shown, "keys")["keys"]
     assert [key["key_id"] for key in keys] == ["pith-v1-2026-05", "test-A"]
+    # The document is a key file itself: `keys show` reads it back as the same key set.
+    again = run("keys", "show", "--json", "-", stdin=shown)
+    assert again.stdout == shown
 
 
 def test_keys_show_bad_files(tmp_path: Path) -> None:
@@ -908,7 +916,7 @@ def test_audit_a_rewrite_and_a_split_view_exit_1(tmp_path: Path) -> None:
     assert "had nothing been dropped (union state " in out(rewrite)
     split = run("audit", "--trust", files["trust"], "--json", files["v2"], files["split"])
     assert split.returncode == 1
-    document = json.loads(split.stdout)
+    document = validated(split.stdout, "audit")
     assert document["ok"] is False
     [subject] = document["subjects"]
     [view] = subject["split_views"]
@@ -946,7 +954,7 @@ def test_audit_state_dir_keeps_the_last_extension(tmp_path: Path) -> None:
     assert stored.read_bytes() == files["v2"].read_bytes()
     later = run("audit", "--trust", files["trust"], "--state-dir", kept, "--json", files["v3"])
     assert later.returncode == 1
-    document = json.loads(later.stdout)
+    document = validated(later.stdout, "audit")
     assert document["kept"] == []
     assert document["subjects"][0]["pairs"][0]["verdict"] == "rewrite"
     assert stored.read_bytes() == files["v2"].read_bytes()
@@ -980,7 +988,7 @@ def test_audit_the_example_history(tmp_path: Path) -> None:
     assert run("audit", "--trust", KEYS, EXAMPLE_BUNDLE, v2).returncode == 0
     result = run("audit", "--json", "--history", "--trust", KEYS, v3, EXAMPLE_BUNDLE, v2, other)
     assert result.returncode == 1
-    document = json.loads(result.stdout)
+    document = validated(result.stdout, "audit")
     [subject] = document["subjects"]
     assert [Path(s["label"]).name for s in subject["snapshots"]] == [
         "example.bundle.json",
@@ -1042,12 +1050,13 @@ def test_file_names_that_are_not_utf8_are_shown_escaped(tmp_path: Path) -> None:
     shown = f"{tmp_path}/golden-\\xff.json"
     result = run("verify", "--json", bundle)
     assert result.returncode == 0
-    assert json.loads(out(result))["bundles"][0]["path"] == shown
+    assert validated(out(result), "verify")["documents"][0]["path"] == shown
     result = run("verify", bundle)
     assert (result.returncode, out(result).split(":")[0]) == (0, f"OK      {shown}")
     result = run("replay", tmp_path, "--json")
     assert result.returncode == 1
-    assert [p["source"] for p in json.loads(out(result))["problems"]] == [f"{tmp_path}/log-\\xfe.jsonl:1"]
+    problems = validated(out(result), "replay")["problems"]
+    assert [p["source"] for p in problems] == [f"{tmp_path}/log-\\xfe.jsonl:1"]
 
 
 @pytest.mark.parametrize(

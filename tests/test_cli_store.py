@@ -12,6 +12,7 @@ from merge import canonical_json, fold
 
 from . import postgres_server
 from .conftest import GOLDEN_BUNDLE
+from .json_documents import validated
 from .test_cli import EXAMPLE_LOG, GOLDEN, KEYS, LOG_SUBJECT, err, out, run
 
 LOG_LINES = [line for line in EXAMPLE_LOG.read_bytes().splitlines() if line.strip()]
@@ -49,7 +50,8 @@ def test_import_then_fold_is_the_fold_of_the_inputs(kind: str, tmp_path: Path) -
     events, new = len(LOG_LINES) + len(GOLDEN["events"]), len(DISTINCT) + len(GOLDEN["events"])
     assert out(result) == f"{events} inputs stored ({new} new, {events - new} already there), 0 problems\n"
     again = run("store", "import", "--store", url, "--json", EXAMPLE_LOG)
-    assert json.loads(out(again)) == {
+    assert validated(out(again), "store-import") == {
+        "format": "pith-merge.store-import/1",
         "ok": True,
         "stored": len(LOG_LINES),
         "new": 0,
@@ -83,6 +85,14 @@ def test_import_reports_what_it_refused(tmp_path: Path) -> None:
         f"{log}:4: no_subject: the event has no string subject_pith_number",
     ]
     assert out(result) == "1 inputs stored (1 new, 0 already there), 2 problems\n"
+    as_json = run("store", "import", "--store", new_store("sqlite", tmp_path, "other.db"), "--json", log)
+    assert as_json.returncode == 1
+    document = validated(out(as_json), "store-import")
+    assert [(p["source"], p["code"]) for p in document["problems"]] == [
+        (f"{log}:2", "not_json"),
+        (f"{log}:4", "no_subject"),
+    ]
+    assert (document["ok"], document["stored"], document["new"]) == (False, 1, 1)
 
 
 def test_check_passes_then_finds_damage(kind: str, tmp_path: Path) -> None:
@@ -90,6 +100,13 @@ def test_check_passes_then_finds_damage(kind: str, tmp_path: Path) -> None:
     run("store", "import", "--store", url, EXAMPLE_LOG)
     result = run("store", "check", "--store", url)
     assert (result.returncode, out(result)) == (0, f"OK      2 subjects, {len(DISTINCT)} inputs\n")
+    intact = validated(out(run("store", "check", "--store", url, "--json")), "store-check")
+    assert (intact["ok"], intact["problem"], intact["subjects"], intact["inputs"]) == (
+        True,
+        None,
+        2,
+        len(DISTINCT),
+    )
     if kind == "sqlite":
         path = Path(url.removeprefix("sqlite://"))
         data = bytearray(path.read_bytes())
@@ -100,7 +117,7 @@ def test_check_passes_then_finds_damage(kind: str, tmp_path: Path) -> None:
             conn.execute("UPDATE pith_merge.inputs SET raw = raw || ' '::bytea WHERE seq = 2")
     result = run("store", "check", "--store", url, "--json")
     assert result.returncode == 1
-    document = json.loads(out(result))
+    document = validated(out(result), "store-check")
     assert document["ok"] is False
     assert "damaged" in document["problem"]
 

@@ -6,7 +6,9 @@ either order) and, where shown, ``[exit code N]``. Each page's transcripts run i
 sandbox (a copy of ``examples/``, the vectors, an empty ``out/``), with this environment's
 ``pith-merge`` and ``python`` first on ``PATH`` (a ``.venv/bin/`` prefix is dropped), and must
 print exactly what the page shows. Output that differs on every run (timings)
-is fenced as ``text`` and not compared. Python blocks run as written in the same kind of
+is fenced as ``text`` and not compared. What a ``pith-merge … --json`` step prints must also be
+valid against the schema of the format it names (the whole document: a step cut short by a pipe,
+``| head``, is run again without it). Python blocks run as written in the same kind of
 sandbox. The few blocks that need what a test cannot have here (a cluster's address, your own
 service) are run by the test named beside them in :data:`RUN_ELSEWHERE`, so a new block is never
 silently skipped.
@@ -15,8 +17,10 @@ silently skipped.
 from __future__ import annotations
 
 import difflib
+import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -24,6 +28,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from jsonschema import ValidationError
+
+from merge.schemas import FORMATS
+
+from .json_documents import validated
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -117,21 +126,56 @@ def lines(stream: bytes | None) -> list[str]:
 TRANSCRIPT_PAGES = [page for page in PAGES if any(transcript(lang, body) for lang, body in blocks(page))]
 
 
-def mismatch(written: Step, sandbox_dir: Path) -> str | None:
-    """Run one step of a transcript; None when it printed what the page shows, else a diff."""
+def mismatch(written: Step, sandbox_dir: Path) -> tuple[str | None, list[str]]:
+    """Run one step of a transcript: None when it printed what the page shows, else a diff; and
+    what it printed on standard output."""
     step = Step(written.command.removeprefix(".venv/bin/"), written.expected, written.exit_code)
     out, err, code = run(step, sandbox_dir)
     expected = lines("\n".join(step.expected).encode())
     if "Traceback" in "\n".join(err):
-        return "\n".join(["a traceback:", *err])
+        return "\n".join(["a traceback:", *err]), out
     if step.exit_code is not None and code != step.exit_code:
-        return f"exit code {code}, the page says {step.exit_code}"
+        return f"exit code {code}, the page says {step.exit_code}", out
     if expected in (out + err, err + out):
-        return None
+        return None, out
     merged = run(step, sandbox_dir, merged=True)[0]  # interleaved, as a terminal shows them
     if expected == merged:
+        return None, out
+    return "\n".join(difflib.unified_diff(expected, merged, "the page", "the command", lineterm="")), out
+
+
+def first_command(command: str) -> str:
+    """The first command of a pipeline (``.venv/bin/`` dropped, as :func:`mismatch` does)."""
+    return command.split(" | ", maxsplit=1)[0].removeprefix(".venv/bin/")
+
+
+def json_command(command: str) -> str | None:
+    """The command (a key of :data:`merge.schemas.FORMATS`) whose ``--json`` document the first
+    command of a pipeline prints, or None when it prints none."""
+    words = shlex.split(first_command(command))
+    if len(words) < 2 or words[0] != "pith-merge" or "--json" not in words:
         return None
-    return "\n".join(difflib.unified_diff(expected, merged, "the page", "the command", lineterm=""))
+    name = f"store-{words[2]}" if words[1] == "store" else words[1]
+    assert name in FORMATS, f"{command}: --json of a command without a format"
+    return name
+
+
+def schema_mismatch(step: Step, out: list[str], sandbox_dir: Path) -> str | None:
+    """None when the step prints no ``--json`` document or a valid one, else why it is not valid.
+
+    A document cut short by a pipe is printed again whole, by the pipeline's first command alone
+    (what the pages pipe is read-only: running it twice changes nothing).
+    """
+    command = json_command(step.command)
+    if command is None:
+        return None
+    if " | " in step.command:
+        out = run(Step(first_command(step.command), [], None), sandbox_dir)[0]
+    try:
+        validated("\n".join(out), command)
+    except (AssertionError, ValidationError, json.JSONDecodeError) as exc:
+        return f"not a valid {FORMATS[command]} document: {str(exc).splitlines()[0]}"
+    return None
 
 
 @pytest.mark.parametrize("page", TRANSCRIPT_PAGES, ids=lambda page: page.name)
@@ -140,9 +184,34 @@ def test_every_transcript_prints_what_the_page_shows(page: Path, tmp_path: Path)
     failures = []
     for lang, body in blocks(page):
         for step in transcript(lang, body) or ():
-            if (diff := mismatch(step, cwd)) is not None:
+            diff, out = mismatch(step, cwd)
+            if diff is not None:
                 failures.append(f"$ {step.command}\n{diff}")
+            if (invalid := schema_mismatch(step, out, cwd)) is not None:
+                failures.append(f"$ {step.command}\n{invalid}")
     assert not failures, "\n\n".join(failures)
+
+
+def test_the_pages_show_a_document_of_every_json_format() -> None:
+    """Every format is shown (and so validated) by some page's transcript: docs/json.md shows each."""
+    shown = {
+        json_command(step.command)
+        for page in TRANSCRIPT_PAGES
+        for lang, body in blocks(page)
+        for step in transcript(lang, body) or ()
+    }
+    assert set(FORMATS) <= shown
+
+
+def test_a_document_the_schema_refuses_fails_the_page(tmp_path: Path) -> None:
+    """The check of the pages' documents bites: an undocumented field, a format of another
+    command, no document at all."""
+    document = {"format": FORMATS["store-check"], "ok": True, "problem": None, "subjects": 0, "inputs": 0}
+    step = Step("pith-merge store check --store x.db --json", [], None)
+    assert schema_mismatch(step, json.dumps(document).splitlines(), tmp_path) is None
+    for wrong in ({**document, "extra": 1}, {**document, "format": FORMATS["verify"]}):
+        assert schema_mismatch(step, json.dumps(wrong).splitlines(), tmp_path) is not None
+    assert schema_mismatch(step, ["Error: no such store"], tmp_path) is not None
 
 
 def python_blocks() -> list[tuple[Path, str]]:

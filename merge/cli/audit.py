@@ -92,7 +92,7 @@ def audit_command(
         document["ok"] = report.ok
         if state_dir is not None:
             document["kept"] = kept
-        common.json_out(document)
+        common.json_document("audit", document)
     else:
         _print_audit(report)
         for note in notes:

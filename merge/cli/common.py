@@ -1,6 +1,6 @@
 """What every command of ``pith-merge`` shares: the group, exit codes and error handling, reading
-files and standard input, key files, JSON output, and the options several commands take (each
-declared here once).
+files and standard input, key files, the ``--json`` documents, and the options several commands
+take (each declared here once).
 
 The command modules import it whole (``from . import common``, then ``common.NAME``; the
 printing helpers ``echo``, ``echo_err`` and ``plural`` by name). The names meant for users are
@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final, NoReturn, ParamSpec, TypeVar
 
@@ -24,6 +24,7 @@ from ..canonical import decode_json
 from ..errors import InputError, KeySetError, MergeError
 from ..keys import KeySet
 from ..replay import display_name, read_document
+from ..schemas import FORMATS
 
 EXIT_OK: Final = 0
 EXIT_FAILED: Final = 1
@@ -175,9 +176,16 @@ def trust_anchors(trust_files: Sequence[str]) -> tuple[KeySet, str]:
     return anchors, f"from --trust {', '.join(trust_files)}"
 
 
-def json_out(value: Any) -> None:
-    """``value`` as indented JSON with sorted keys, on standard output."""
-    data = msgspec.json.format(msgspec.json.encode(value, order="sorted"), indent=2)
+def json_document(name: str, body: Mapping[str, Any] | msgspec.Struct) -> None:
+    """The ``--json`` document of the command ``name``: ``body`` (an object) with its top-level
+    ``"format"`` (:data:`merge.schemas.FORMATS`), as indented JSON with sorted keys, on stdout.
+
+    Every ``--json`` document is printed here, so none lacks its format; each format's schema
+    ships in :mod:`merge.schemas` (docs/json.md).
+    """
+    fields = msgspec.to_builtins(body) if isinstance(body, msgspec.Struct) else body
+    document = {**fields, "format": FORMATS[name]}
+    data = msgspec.json.format(msgspec.json.encode(document, order="sorted"), indent=2)
     echo(data.decode("utf-8"))
 
 

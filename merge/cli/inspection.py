@@ -66,7 +66,7 @@ def explain(  # noqa: PLR0917 (click passes every option positionally)
     events = _admitted_events(inputs)
     story = event_story(resolve_event_id(event_id, events), events, result)
     if as_json:
-        common.json_out(story)
+        common.json_document("explain", story)
     else:
         _print_story(story)
 
@@ -157,7 +157,7 @@ def diff(state_a: str, state_b: str, as_json: bool) -> None:
     before, after = _load_state(state_a), _load_state(state_b)
     changes = state_diff(before, after)
     if as_json:
-        common.json_out(changes)
+        common.json_document("diff", changes)
     else:
         _print_diff(changes)
     common.exit_with(common.EXIT_OK if changes.identical else common.EXIT_FAILED)

@@ -19,7 +19,7 @@ def keys() -> None:
 
 @keys.command(name="show")
 @click.argument("keys_file", type=common.FILE_OR_STDIN)
-@common.json_option("Print the checked key objects as JSON.")
+@common.json_option("Print the checked key objects as one JSON document (a key file itself).")
 @common.input_errors
 def keys_show(keys_file: str, as_json: bool) -> None:
     """Check KEYS_FILE against spec §3 and show each key id with its fingerprints.
@@ -35,7 +35,7 @@ def keys_show(keys_file: str, as_json: bool) -> None:
             common.exit_with(common.EXIT_FAILED)
         raise
     if as_json:
-        common.json_out(key_set.as_json())
+        common.json_document("keys", {"keys": key_set.as_json()})
         return
     for key in key_set.values():
         document = key.as_json()

@@ -100,7 +100,7 @@ def store_import(store_url: str, paths: tuple[str, ...], sources: tuple[str, ...
                 batch = []
         append(batch)
     if as_json:
-        common.json_out({"ok": not problems, **counts, "problems": problems})
+        common.json_document("store-import", {"ok": not problems, **counts, "problems": problems})
     else:
         for problem in problems:
             echo_err(str(problem))
@@ -183,8 +183,9 @@ def store_check(store_url: str, as_json: bool) -> None:
         subjects = target.subjects() if problem is None else []
         inputs = sum(target.count(subject) for subject in subjects)
     if as_json:
-        common.json_out(
-            {"ok": problem is None, "problem": problem, "subjects": len(subjects), "inputs": inputs}
+        common.json_document(
+            "store-check",
+            {"ok": problem is None, "problem": problem, "subjects": len(subjects), "inputs": inputs},
         )
     elif problem is not None:
         echo_err(f"DAMAGED {problem}")

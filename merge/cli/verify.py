@@ -60,9 +60,9 @@ def verify(  # noqa: PLR0917 (click passes every option positionally)
             _print_document(entry, facts, verbose)
     failed = sum(not entry["ok"] for entry in entries)
     if as_json and not quiet:
-        # "bundles": the bundle entries alone, as before records were verified too.
+        # "bundles" (deprecated in 0.3.0, removed in 0.4.0): the bundle entries of "documents" again.
         bundles = [entry for entry in entries if entry["kind"] == "bundle"]
-        common.json_out({"ok": failed == 0, "documents": entries, "bundles": bundles})
+        common.json_document("verify", {"ok": failed == 0, "documents": entries, "bundles": bundles})
     elif len(documents) > 1 and not quiet:
         kinds = {entry["kind"] for entry in entries} - {None}
         noun = {frozenset({"bundle"}): "bundles", frozenset({"record"}): "records"}.get(

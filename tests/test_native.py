@@ -15,6 +15,7 @@ import importlib
 import json
 import os
 import random
+import re
 import shutil
 import tomllib
 import types
@@ -186,6 +187,38 @@ def test_the_seams_types_are_frozen_and_checked() -> None:
     assert (event.canonical_record_json, event.source_aliases) == (b"{}", [("doi", "10.1/x")])
     with pytest.raises(ValueError, match="only with one"):
         NATIVE.ValidEvent(**{**fields, "event_type": "correction"}, canonical_record_json=b"{}")
+
+
+#: native/src's rooms from the bottom up (as src/lib.rs lists them): each uses only those before it.
+RUST_ROOMS = [
+    "maps",
+    "pool",
+    "reasons",
+    "json",
+    "canonical",
+    "timestamps",
+    "identifiers",
+    "verify",
+    "admission",
+    "checks",
+    "chains",
+    "state",
+    "batch",
+    "py",
+    "lib",
+]
+
+
+def test_every_rust_room_uses_only_the_rooms_below_it() -> None:
+    """The arrows of native/src point down, as merge/'s do (issue 25): no room uses lib.rs or a
+    room above it, so the Rust twin of a section never reaches back into the boundary."""
+    source = Path(__file__).parents[1] / "native" / "src"
+    if not source.is_dir():
+        pytest.skip("not a source checkout")
+    assert sorted(path.stem for path in source.glob("*.rs")) == sorted(RUST_ROOMS)
+    for at, room in enumerate(RUST_ROOMS[:-1]):
+        used = set(re.findall(r"\bcrate::(\w+)", (source / f"{room}.rs").read_text()))
+        assert used <= set(RUST_ROOMS[:at]), f"{room}.rs uses {sorted(used - set(RUST_ROOMS[:at]))}"
 
 
 def _extension(**attributes: object) -> types.ModuleType:

@@ -1,11 +1,14 @@
 //! Admission (spec §5), as `merge.admission` does it: which inputs are JSON texts the compiled
 //! path reads, the identical copies among them (each distinct text of a subject is judged once:
-//! an identical copy gets an identical verdict), and which copy's verdict stands
-//! ([`prevailing_verdict`]). Every rejection is the pure path's, which words it.
+//! an identical copy gets an identical verdict), each text admitted ([`admit`]), and which
+//! copy's verdict stands ([`prevailing_verdict`]). Every rejection is the pure path's, which
+//! words it.
 
 use std::collections::hash_map::Entry;
 use std::hash::BuildHasher;
 
+use crate::identifiers::is_event_id;
+use crate::json::Json;
 use crate::maps::HashMap;
 use crate::pool::parallel_map;
 use crate::reasons::Reason;
@@ -79,6 +82,31 @@ pub fn distinct_texts<'a>(inputs: &[Input<'a>], threads: usize) -> (Vec<Text<'a>
     (unique, copy_of)
 }
 
+/// A copy of an event, admitted: its `event_id` and its JSON value.
+pub struct Admitted<'a> {
+    pub event_id: String,
+    pub event: Json<'a>,
+}
+
+/// `text` admitted as `merge.admission.admit` admits it, or `None`: the pure path then admits or
+/// rejects it, and words the rejection.
+pub fn admit(text: &[u8]) -> Option<Admitted<'_>> {
+    if text.len() > MAX_INPUT_BYTES {
+        return None;
+    }
+    // serde_json refuses what msgspec refuses (bad UTF-8, lone surrogate escapes, bad syntax,
+    // more than 128 levels) and keeps the last of duplicate keys, as §5 says.
+    let event = serde_json::from_slice::<Json>(text).ok()?;
+    let event_id = event
+        .get("event_id")
+        .and_then(Json::as_str)
+        .filter(|id| is_event_id(id))?;
+    Some(Admitted {
+        event_id: event_id.to_owned(),
+        event,
+    })
+}
+
 /// A copy's verdict: the reason of the first §6 check it failed, or what passed (the valid
 /// event, `checks::ValidEvent`).
 pub enum Verdict<Passed> {
@@ -142,6 +170,24 @@ mod tests {
         assert!(matches!(first, Verdict::Valid("first")));
         let kept = prevailing_verdict(Some(Verdict::Valid("first")), Verdict::Invalid(Reason::Malformed));
         assert!(matches!(kept, Verdict::Valid("first")));
+    }
+
+    #[test]
+    fn only_texts_with_an_event_id_of_its_form_are_admitted_here() {
+        let id = format!("sha256:{}", "0".repeat(64));
+        let text = format!(r#"{{"event_id": "sha256:x", "event_id": "{id}"}}"#);
+        assert_eq!(admit(text.as_bytes()).map(|copy| copy.event_id), Some(id.clone()));
+        for refused in [
+            r#"{"event_id": "sha256:x"}"#,
+            r#"{"event_id": 1}"#,
+            "[]",
+            "{",
+            "\"\\ud800\"",
+        ] {
+            assert!(admit(refused.as_bytes()).is_none(), "{refused}");
+        }
+        let padded = format!(r#"{{"event_id": "{id}"}}{}"#, " ".repeat(MAX_INPUT_BYTES));
+        assert!(admit(padded.as_bytes()).is_none());
     }
 
     #[test]

@@ -5,8 +5,8 @@
 
 use std::sync::Mutex;
 
-use crate::admission::{add_verdict, distinct_texts, Input, Text};
-use crate::checks::{self, Key, Outcome, Verdict};
+use crate::admission::{add_verdict, admit, distinct_texts, Input, Text};
+use crate::checks::{self, Key, Verdict};
 use crate::identifiers::state_sha256;
 use crate::maps::HashMap;
 use crate::pool::{parallel_map, trim_from};
@@ -21,6 +21,14 @@ pub struct Judged {
     pub fallback: Vec<usize>,
 }
 
+/// What the compiled path makes of one distinct text.
+enum Outcome {
+    /// Not decided here: the pure path admits and judges it.
+    Fallback,
+    /// Admitted, with this `event_id`, and judged.
+    Judged(String, Verdict),
+}
+
 /// Judge `inputs`, each of the subject `subjects[input.group]`, on `threads` threads: a
 /// [`Judged`] per subject.
 pub fn judge(
@@ -31,7 +39,13 @@ pub fn judge(
     threads: usize,
 ) -> Vec<Judged> {
     let (unique, copy_of) = distinct_texts(inputs, threads);
-    let judge = |text: &Text| checks::judge(text.bytes, &subjects[text.group], keys, verifier);
+    let judge = |text: &Text| {
+        let judged = admit(text.bytes).and_then(|copy| {
+            let verdict = checks::judge(&copy, &subjects[text.group], keys, verifier)?;
+            Some(Outcome::Judged(copy.event_id, verdict))
+        });
+        judged.unwrap_or(Outcome::Fallback)
+    };
     // One input at a time: a subject of 20 events is spread over the threads too.
     let outcomes: Vec<Outcome> = parallel_map(&unique, threads, 1, judge);
     let mut counts = vec![0; subjects.len()];

@@ -1,9 +1,9 @@
-//! One input, judged as the pure path judges it (`merge.checks`): the event schema (§4), the
-//! stateless checks of §6, verification (check 12) included, and the payload rules of §8.
+//! One admitted copy, judged as the pure path judges it (`merge.checks`): the event schema (§4),
+//! the stateless checks of §6, verification (check 12) included, and the payload rules of §8.
 //!
-//! This is the common case only. Whatever it does not decide with certainty it hands back as
-//! [`Outcome::Fallback`], and the pure-Python path (the reference) judges that input from
-//! scratch: every rejection (§5: its message is the pure path's), every value that is not
+//! This is the common case only. Whatever it does not decide with certainty it leaves (`None`),
+//! and the pure-Python path (the reference) judges that input from scratch, as it does every
+//! rejection of §5 (`admission`, whose messages are the pure path's): every value that is not
 //! canonical-able or not of §4's exact shape (the pure path tells `unsupported_schema_version`
 //! from `malformed` and says where) and an odd base64 form. So a verdict given here is one the
 //! pure path gives too, and the differential tests hold the two paths to that.
@@ -14,7 +14,7 @@ use base64::engine::DecodePaddingMode;
 use base64::Engine;
 use sha2::{Digest, Sha256};
 
-use crate::admission::{self, MAX_INPUT_BYTES};
+use crate::admission::{self, Admitted};
 use crate::canonical::{self, canonical_able};
 use crate::identifiers::{
     self, is_event_id, is_lower_hex, Body, ALGORITHM, EVENT_ID_PREFIX, EVENT_SIGNED_MESSAGE, RECEIPT_KIND,
@@ -86,14 +86,6 @@ impl ValidEvent {
 
 /// A copy's verdict under §6: the reason of the check it failed, or the valid event.
 pub type Verdict = admission::Verdict<Box<ValidEvent>>;
-
-/// What the compiled path makes of one input.
-pub enum Outcome {
-    /// Not decided here: the pure path judges this input.
-    Fallback,
-    /// Admitted, with this `event_id`, and judged.
-    Judged(String, Verdict),
-}
 
 /// The base64 of §4 as `base64.b64decode(s, validate=True)` reads an 88-character text: the
 /// standard alphabet, `==` at the end, the 4 bits left over ignored (as binascii ignores them).
@@ -183,30 +175,13 @@ impl<'v, 'a> Shape<'v, 'a> {
     }
 }
 
-/// Judge one JSON text, as the pure path would (see the module's note on what falls back).
-pub fn judge(text: &[u8], subject: &str, keys: &HashMap<String, Key>, verifier: Verifier) -> Outcome {
-    if text.len() > MAX_INPUT_BYTES {
-        return Outcome::Fallback;
+/// The verdict on an admitted copy, as the pure path would give it, or `None`: the pure path
+/// judges it (see the module's note on what it leaves).
+pub fn judge(copy: &Admitted<'_>, subject: &str, keys: &HashMap<String, Key>, verifier: Verifier) -> Option<Verdict> {
+    if !canonical_able(&copy.event, 0) {
+        return None; // §6 check 1, with its path and cause, is the pure path's
     }
-    // serde_json refuses what msgspec refuses (bad UTF-8, lone surrogate escapes, bad syntax,
-    // more than 128 levels) and keeps the last of duplicate keys, as §5 says; any refusal here
-    // goes to the pure path, which says which rejection it is.
-    let Ok(event) = serde_json::from_slice::<Json>(text) else {
-        return Outcome::Fallback;
-    };
-    let Some(event_id) = event
-        .get("event_id")
-        .and_then(Json::as_str)
-        .filter(|id| is_event_id(id))
-    else {
-        return Outcome::Fallback;
-    };
-    if !canonical_able(&event, 0) {
-        return Outcome::Fallback; // §6 check 1, with its path and cause, is the pure path's
-    }
-    let Some(shape) = Shape::of(&event) else {
-        return Outcome::Fallback;
-    };
+    let shape = Shape::of(&copy.event)?;
     let receipt_signature = shape
         .payload
         .get("receipt")
@@ -216,12 +191,9 @@ pub fn judge(text: &[u8], subject: &str, keys: &HashMap<String, Key>, verifier: 
             .and_then(Json::as_str)
             .is_some_and(|text| !signature_form_is_simple(text));
     if !signature_form_is_simple(shape.signature[3]) || odd_receipt {
-        return Outcome::Fallback; // another base64 form: Python's b64decode reads it (§4)
+        return None; // another base64 form: Python's b64decode reads it (§4)
     }
-    Outcome::Judged(
-        event_id.to_owned(),
-        judge_shaped(&shape, event_id, subject, keys, verifier),
-    )
+    Some(judge_shaped(&shape, &copy.event_id, subject, keys, verifier))
 }
 
 fn judge_shaped(

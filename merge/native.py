@@ -118,7 +118,7 @@ def _inspect(module: ModuleType | None) -> _Extension:
     elif interface != INTERFACE_VERSION:
         mismatch = (
             f"interface mismatch: pith-merge {__version__} speaks interface {INTERFACE_VERSION}, "
-            f"{NATIVE_DISTRIBUTION} {version} interface {interface} (a stale build: rebuild it, make)"
+            f"{NATIVE_DISTRIBUTION} {version} interface {interface}"
         )
     else:
         return _Extension(True, module, version, None)
@@ -188,7 +188,7 @@ def native_available() -> bool:
     status, mismatched = _status()
     if mismatched and status.reason not in _told:
         _told.add(status.reason)
-        advice = f"install {NATIVE_DISTRIBUTION}=={__version__} for the compiled path"
+        advice = f"for the compiled path, install {NATIVE_DISTRIBUTION}=={__version__} (a checkout: make)"
         warnings.warn(NativeMismatchWarning(f"{status} ({advice})"), stacklevel=3)
     return status.path == "compiled"
 

@@ -54,7 +54,7 @@ from .identifiers import (
 )
 from .inspection import EventFate, EventStory, StateDiff, event_story, resolve_event_id, state_diff
 from .keys import Key, KeySet
-from .native import native_available
+from .native import NativeMismatchWarning, NativeStatus, native_available, native_status
 from .reasons import REASON_RULES, Reason
 from .record import (
     RECORD_CHECKS,
@@ -108,6 +108,8 @@ __all__ = [
     "KeySetError",
     "MergeError",
     "Merger",
+    "NativeMismatchWarning",
+    "NativeStatus",
     "NotCanonicalError",
     "PairAudit",
     "PithMergeDeprecationWarning",
@@ -139,6 +141,7 @@ __all__ = [
     "fold",
     "fold_subjects",
     "native_available",
+    "native_status",
     "pith_number",
     "record_agrees",
     "record_disagreement",

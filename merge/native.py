@@ -12,6 +12,11 @@ rejection, so that its message is the pure path's; values that are not canonical
 of §4's shape; base64 forms other than the 88 letters of 64 bytes), and its verdicts are merged
 in as §5 says. ``PITH_MERGE_PURE=1`` in the environment forces the pure path.
 
+The extension is used only when it is the one this module was written for: its ``__version__``
+is pith-merge's own and its ``INTERFACE_VERSION`` is :data:`INTERFACE_VERSION` (the boundary,
+``native/src/py.rs``). Any other serves nothing: the pure path does, and the first fold says
+why in a :class:`NativeMismatchWarning`. :func:`native_status` says which path serves, and why.
+
 The differential tests (``tests/test_native.py``) hold both paths to the same bytes on every
 vector, on the histories of :mod:`merge.testing` and on Hypothesis' inputs.
 """
@@ -19,32 +24,105 @@ vector, on the histories of :mod:`merge.testing` and on Hypothesis' inputs.
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Iterable
 from types import ModuleType
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple
 
 import msgspec
 
-from . import signatures
+from . import __version__, signatures
 from .admission import Rejection, admit_batch
 from .canonical import encode_canonical_unchecked
 from .checks import ValidEvent, judge_events
+from .identifiers import source_alias_pairs
 from .keys import KeySet
 from .reasons import Reason
 from .signatures import SignatureVerifier
-from .state import FoldResult, Supersession, decode_state_unchecked, source_aliases
+from .state import FoldResult, Supersession, decode_state_unchecked
+
+if TYPE_CHECKING:
+    import pith_merge_native
 
 __all__ = [
+    "INTERFACE_VERSION",
     "PURE_ENVIRONMENT_VARIABLE",
+    "NativeMismatchWarning",
+    "NativeStatus",
     "fold_native",
     "fold_native_many",
     "key_table",
     "native_available",
     "native_module",
+    "native_status",
 ]
 
 #: Set to ``1`` to force the pure-Python path (for comparison, or to rule the accelerator out).
 PURE_ENVIRONMENT_VARIABLE: Final = "PITH_MERGE_PURE"
+#: The interface of ``pith_merge_native`` this module was written for: the extension's
+#: ``INTERFACE_VERSION`` (``native/src/py.rs``), raised on both sides with every change of a
+#: function, an argument or a type of the boundary.
+INTERFACE_VERSION: Final = 1
+#: The distribution to install for the compiled path; its version is always pith-merge's own.
+NATIVE_DISTRIBUTION: Final = "pith-merge-native"
+
+
+class NativeMismatchWarning(UserWarning):
+    """The installed ``pith-merge-native`` is not the one this pith-merge was written for (another
+    version, or another interface): it is never called, and the pure path serves (the same
+    results, slower). Issued once, by the first fold that would have used it."""
+
+
+class NativeStatus(msgspec.Struct, frozen=True):
+    """Which path :func:`merge.fold` takes, and why (see :func:`native_status`).
+
+    ``str(status)`` says it in one line, e.g. ``compiled path, pith-merge-native 0.3.0`` or
+    ``pure path: forced by PITH_MERGE_PURE``.
+    """
+
+    #: ``"compiled"``: the Rust extension judges the common case; ``"pure"``: Python alone.
+    path: Literal["compiled", "pure"]
+    #: Why, in words (for the pure path, what to do about it where something can be done).
+    reason: str
+    #: The installed extension's ``__version__``; ``None`` when it is not installed (or has none).
+    native_version: str | None
+
+    def __str__(self) -> str:
+        if self.path == "compiled":
+            return f"compiled path, {NATIVE_DISTRIBUTION} {self.native_version}"
+        return f"pure path: {self.reason}"
+
+
+class _Extension(NamedTuple):
+    """What was found of the compiled module at import."""
+
+    installed: bool
+    #: The module, only when it is the one this module was written for: no other is ever called.
+    module: ModuleType | None
+    version: str | None
+    #: Why an installed module is not used (another version or interface), else ``None``.
+    mismatch: str | None
+
+
+def _inspect(module: ModuleType | None) -> _Extension:
+    """The compiled module ``module`` (``None``: not installed), checked against this module's
+    expectations: its version is pith-merge's, its interface :data:`INTERFACE_VERSION`."""
+    if module is None:
+        return _Extension(False, None, None, None)
+    version = getattr(module, "__version__", None)
+    version = version if isinstance(version, str) else None
+    interface = getattr(module, "INTERFACE_VERSION", None)
+    if version != __version__:
+        found = version or "of no stated version"
+        mismatch = f"version mismatch: pith-merge {__version__} vs {NATIVE_DISTRIBUTION} {found}"
+    elif interface != INTERFACE_VERSION:
+        mismatch = (
+            f"interface mismatch: pith-merge {__version__} speaks interface {INTERFACE_VERSION}, "
+            f"{NATIVE_DISTRIBUTION} {version} interface {interface}"
+        )
+    else:
+        return _Extension(True, module, version, None)
+    return _Extension(True, None, version, mismatch)
 
 
 def _load() -> ModuleType | None:
@@ -57,30 +135,69 @@ def _load() -> ModuleType | None:
     return pith_merge_native
 
 
-_native = _load()
+_found = _inspect(_load())
+#: The mismatches a NativeMismatchWarning told of already (each once a process).
+_told: Final[set[str]] = set()
 #: pith-merge's own verification function (see :func:`native_available`).
 _VERIFY_SIGNATURE: Final = signatures.verify_signature
 
 
 def native_module() -> ModuleType | None:
-    """The compiled module ``pith_merge_native``, or ``None`` when it is not installed."""
-    return _native
+    """The compiled module ``pith_merge_native``, or ``None`` when it is not installed or is not
+    the one this pith-merge was written for (see :func:`native_status`)."""
+    return _found.module
+
+
+def _status() -> tuple[NativeStatus, bool]:
+    """:func:`native_status`, and whether a mismatched extension is why the pure path serves."""
+    version = _found.version
+    if os.environ.get(PURE_ENVIRONMENT_VARIABLE) == "1":
+        return NativeStatus("pure", f"forced by {PURE_ENVIRONMENT_VARIABLE}", version), False
+    if not _found.installed:
+        how = f"pip install {NATIVE_DISTRIBUTION}=={__version__}, or a checkout with cargo: make demo"
+        return NativeStatus("pure", f"{NATIVE_DISTRIBUTION} is not installed ({how})", None), False
+    if _found.mismatch is not None:
+        return NativeStatus("pure", _found.mismatch, version), True
+    if signatures.verify_signature is not _VERIFY_SIGNATURE:
+        why = "merge.signatures.verify_signature is replaced, and the compiled path would not call it"
+        return NativeStatus("pure", why, version), False
+    reason = f"{NATIVE_DISTRIBUTION} {version} is installed, of interface {INTERFACE_VERSION}"
+    return NativeStatus("compiled", reason, version), False
+
+
+def native_status() -> NativeStatus:
+    """Which path :func:`merge.fold` takes now, and why: the compiled one, or the pure one because
+    ``PITH_MERGE_PURE=1`` forces it, the extension is not installed, it is of another version
+    or interface than this pith-merge's, or the verification function was replaced (see
+    :func:`native_available`). Read at each call, as the choice itself is."""
+    return _status()[0]
 
 
 def native_available() -> bool:
-    """True when :func:`merge.fold` uses the compiled path: it is installed, the environment
-    variable ``PITH_MERGE_PURE`` is not ``1``, and :func:`merge.signatures.verify_signature` is
-    pith-merge's own. Read at each call, so a process can switch.
+    """True when :func:`merge.fold` uses the compiled path: it is installed and of this
+    pith-merge's version and interface, the environment variable ``PITH_MERGE_PURE`` is not
+    ``1``, and :func:`merge.signatures.verify_signature` is pith-merge's own. Read at each call,
+    so a process can switch; :func:`native_status` says why when it is False.
 
     The compiled path verifies in Rust, so a verification function put in
     place of pith-merge's (instrumentation that counts verifications, a test double) would
-    never be called there: the pure path, which calls it, serves instead.
+    never be called there: the pure path, which calls it, serves instead. A mismatched
+    extension is never called either: the first call that finds one says so, once, in a
+    :class:`NativeMismatchWarning`.
     """
-    return (
-        _native is not None
-        and os.environ.get(PURE_ENVIRONMENT_VARIABLE) != "1"
-        and signatures.verify_signature is _VERIFY_SIGNATURE
-    )
+    status, mismatched = _status()
+    if mismatched and status.reason not in _told:
+        _told.add(status.reason)
+        advice = f"for the compiled path, install {NATIVE_DISTRIBUTION}=={__version__} (a checkout: make)"
+        warnings.warn(NativeMismatchWarning(f"{status} ({advice})"), stacklevel=3)
+    return status.path == "compiled"
+
+
+def _extension() -> Any:
+    """The compiled module, for a fold that :func:`native_available` sent to it."""
+    native = _found.module
+    assert native is not None
+    return native
 
 
 def fold_native(
@@ -93,10 +210,10 @@ def fold_native(
     ``share_verdicts``: keep the verdicts in ``verifier`` for later folds (a caller's verifier);
     within one fold, identical texts are judged once anyway.
     """
-    assert _native is not None
+    native = _extension()
     items = inputs if isinstance(inputs, list) else list(inputs)
     del inputs
-    judgement, left = _native.judge(
+    judgement, left = native.judge(
         items, subject, key_table(keys), verifier.threads, _cache(verifier, share_verdicts)
     )
     leftovers = [(index, items[index]) for index in left]
@@ -105,7 +222,7 @@ def fold_native(
     # and their pages go back to the system with the parse trees', for the state to use.
     count = len(items)
     del items
-    _native.release_memory(count)
+    native.release_memory(count)
     rejected, invalid, valid = _judge_leftovers(leftovers, subject, keys, verifier)
     del leftovers
     return _result(judgement.finish(invalid, valid), rejected)
@@ -120,27 +237,26 @@ def fold_native_many(
 ) -> list[FoldResult]:
     """:func:`fold_native` of each ``(subject, inputs)`` group, the groups judged together (one
     pass over all their inputs on the threads) and their states built side by side."""
-    assert _native is not None
+    native = _extension()
     lists = [(subject, items if isinstance(items, list) else list(items)) for subject, items in groups]
-    judged = _native.judge_many(lists, key_table(keys), verifier.threads, _cache(verifier, share_verdicts))
-    _native.release_memory(sum(len(items) for _, items in lists))
+    judged = native.judge_many(lists, key_table(keys), verifier.threads, _cache(verifier, share_verdicts))
+    native.release_memory(sum(len(items) for _, items in lists))
     jobs, rejections = [], []
     for (subject, items), (judgement, left) in zip(lists, judged, strict=True):
         rejected, invalid, valid = _judge_leftovers([(i, items[i]) for i in left], subject, keys, verifier)
         jobs.append((judgement, invalid, valid))
         rejections.append(rejected)
-    finished = _native.finish_many(jobs, verifier.threads)
+    finished = native.finish_many(jobs, verifier.threads)
     return [_result(done, rejected) for done, rejected in zip(finished, rejections, strict=True)]
 
 
-def _cache(verifier: SignatureVerifier, share_verdicts: bool) -> Any:
-    assert _native is not None
-    return verifier.native_cache(_native) if share_verdicts else None
+def _cache(verifier: SignatureVerifier, share_verdicts: bool) -> pith_merge_native.VerdictCache | None:
+    return verifier.native_cache(_extension()) if share_verdicts else None
 
 
 def _judge_leftovers(
     leftovers: list[tuple[int, Any]], subject: str, keys: KeySet, verifier: SignatureVerifier
-) -> tuple[list[Rejection], list[tuple[str, str]], list[tuple[Any, ...]]]:
+) -> tuple[list[Rejection], list[tuple[str, str]], list[pith_merge_native.ValidEvent]]:
     """The pure path's §5 and §6 on the inputs the compiled path left: the rejections, and the
     invalid and valid verdicts as ``finish`` takes them."""
     rejected, copies = admit_batch(leftovers)
@@ -150,13 +266,17 @@ def _judge_leftovers(
     return rejected, invalid, valid
 
 
-def _result(finished: tuple[Any, list[tuple[str, list[str]]], Any], rejected: list[Rejection]) -> FoldResult:
+def _result(
+    finished: tuple[pith_merge_native.StateBytes, list[tuple[str, list[str]]], pith_merge_native.StateDigest],
+    rejected: list[Rejection],
+) -> FoldResult:
     """The :class:`FoldResult` of a finished judgement."""
     unhashed, superseded, digest = finished
     # The bytes come without state_sha256, whose hash a large state computes meanwhile, on a
     # thread of its own, while they are decoded here (§2: the hash of the state without it);
-    # they are lent, not copied into a bytes (msgspec reads any buffer).
-    state = msgspec.structs.replace(decode_state_unchecked(unhashed), state_sha256=digest.result())
+    # they are lent, not copied into a bytes (msgspec reads any buffer, which merge.state types bytes).
+    decoded = decode_state_unchecked(unhashed)  # type: ignore[arg-type]
+    state = msgspec.structs.replace(decoded, state_sha256=digest.result())
     return FoldResult(
         state,
         tuple(rejected),
@@ -164,30 +284,42 @@ def _result(finished: tuple[Any, list[tuple[str, list[str]]], Any], rejected: li
     )
 
 
-def key_table(keys: KeySet) -> list[tuple[str, bytes, str, int | None]]:
-    """The key set as the compiled path takes it: ``(key_id, public key, fingerprint hex,
-    rotates_at in µs or None)`` per key (§3)."""
-    return [(key.key_id, key.public_key, key.fingerprint_hex, key.rotates_at_us) for key in keys.values()]
-
-
-def _handover(event: ValidEvent) -> tuple[Any, ...]:
-    """A valid event of the pure path, as the compiled path's ``finish`` takes it."""
-    record = None
-    if event.event_type == "record_created":
-        record = (
-            encode_canonical_unchecked(event.payload["canonical_record"]),
-            encode_canonical_unchecked(source_aliases(event)),
+def key_table(keys: KeySet) -> list[pith_merge_native.Key]:
+    """The key set as the compiled path takes it (§3): its key id, public key, fingerprint and
+    ``rotates_at`` in µs, per key."""
+    native = _extension()
+    return [
+        native.Key(
+            key_id=key.key_id,
+            public_key=key.public_key,
+            fingerprint_hex=key.fingerprint_hex,
+            rotates_at_us=key.rotates_at_us,
         )
-    return (
-        event.event_id,
-        event.event_type,
-        event.target,
-        event.created_at,
-        event.created_us,
-        event.prev_event,
-        list(event.supersedes),
-        event.signer.key_id,
-        encode_canonical_unchecked(event.signer),
-        encode_canonical_unchecked(event.payload),
-        record,
+        for key in keys.values()
+    ]
+
+
+def _handover(event: ValidEvent) -> pith_merge_native.ValidEvent:
+    """A valid event of the pure path, as the compiled path's ``finish`` takes it."""
+    canonical_record, aliases = None, []
+    if event.event_type == "record_created":
+        record = event.payload["canonical_record"]
+        canonical_record = encode_canonical_unchecked(record)
+        found = source_alias_pairs(record["source"], event.payload["canonical_sha256"])
+        assert found is not None  # the §8 payload rule held: the source has its id, kind and version
+        aliases = found
+    handed: pith_merge_native.ValidEvent = _extension().ValidEvent(
+        event_id=event.event_id,
+        event_type=event.event_type,
+        target=event.target,
+        created_at=event.created_at,
+        created_us=event.created_us,
+        prev_event=event.prev_event,
+        supersedes=list(event.supersedes),
+        key_id=event.signer.key_id,
+        signer_json=encode_canonical_unchecked(event.signer),
+        payload_json=encode_canonical_unchecked(event.payload),
+        canonical_record_json=canonical_record,
+        source_aliases=aliases,
     )
+    return handed

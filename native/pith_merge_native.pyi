@@ -1,10 +1,76 @@
-"""Types of the compiled module (see src/lib.rs and merge/native.py, its only caller)."""
+"""Types of the compiled module (see src/py.rs and merge/native.py, its only caller)."""
 
 from collections.abc import Sequence
 from typing import Any, Final
 
+__version__: Final[str]
+#: The version of the boundary with merge/native.py (its INTERFACE_VERSION must be this).
+INTERFACE_VERSION: Final[int]
+#: Every reason code (spec §6, §7), in merge.reasons.Reason's order.
+REASONS: Final[list[str]]
+#: The §6 checks, in order.
 CHECK_ORDER: Final[list[str]]
+#: §8: (event_type, target).
 EVENT_TYPES: Final[list[tuple[str, str]]]
+
+class Key:
+    """A key of the merge's key set (§3), as the checks take it."""
+
+    def __init__(
+        self, *, key_id: str, public_key: bytes, fingerprint_hex: str, rotates_at_us: int | None
+    ) -> None: ...
+    @property
+    def key_id(self) -> str: ...
+    @property
+    def public_key(self) -> bytes: ...
+    @property
+    def fingerprint_hex(self) -> str: ...
+    @property
+    def rotates_at_us(self) -> int | None: ...
+
+class ValidEvent:
+    """An event the pure path judged valid, as it hands it over to be merged in (§5) and folded."""
+
+    def __init__(
+        self,
+        *,
+        event_id: str,
+        event_type: str,
+        target: str,
+        created_at: str,
+        created_us: int,
+        prev_event: str | None,
+        supersedes: list[str],
+        key_id: str,
+        signer_json: bytes,
+        payload_json: bytes,
+        canonical_record_json: bytes | None = None,
+        source_aliases: list[tuple[str, str]] = ...,
+    ) -> None: ...
+    @property
+    def event_id(self) -> str: ...
+    @property
+    def event_type(self) -> str: ...
+    @property
+    def target(self) -> str: ...
+    @property
+    def created_at(self) -> str: ...
+    @property
+    def created_us(self) -> int: ...
+    @property
+    def prev_event(self) -> str | None: ...
+    @property
+    def supersedes(self) -> list[str]: ...
+    @property
+    def key_id(self) -> str: ...
+    @property
+    def signer_json(self) -> bytes: ...
+    @property
+    def payload_json(self) -> bytes: ...
+    @property
+    def canonical_record_json(self) -> bytes | None: ...
+    @property
+    def source_aliases(self) -> list[tuple[str, str]]: ...
 
 class VerdictCache:
     def __init__(self) -> None: ...
@@ -21,24 +87,24 @@ class StateDigest:
 
 class Judgement:
     def finish(
-        self, invalid: Sequence[tuple[str, str]], valid: Sequence[tuple[Any, ...]]
+        self, invalid: Sequence[tuple[str, str]], valid: Sequence[ValidEvent]
     ) -> tuple[StateBytes, list[tuple[str, list[str]]], StateDigest]: ...
 
 def judge(
     inputs: list[Any],
     subject: str,
-    keys: Sequence[tuple[str, bytes, str, int | None]],
+    keys: Sequence[Key],
     threads: int,
     cache: VerdictCache | None = None,
 ) -> tuple[Judgement, list[int]]: ...
 def judge_many(
     groups: Sequence[tuple[str, list[Any]]],
-    keys: Sequence[tuple[str, bytes, str, int | None]],
+    keys: Sequence[Key],
     threads: int,
     cache: VerdictCache | None = None,
 ) -> list[tuple[Judgement, list[int]]]: ...
 def finish_many(
-    jobs: Sequence[tuple[Judgement, Sequence[tuple[str, str]], Sequence[tuple[Any, ...]]]], threads: int
+    jobs: Sequence[tuple[Judgement, Sequence[tuple[str, str]], Sequence[ValidEvent]]], threads: int
 ) -> list[tuple[StateBytes, list[tuple[str, list[str]]], StateDigest]]: ...
 def release_memory(inputs: int) -> None: ...
 def verify_signatures(jobs: Sequence[tuple[bytes, bytes, bytes]]) -> list[bool]: ...

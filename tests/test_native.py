@@ -15,7 +15,11 @@ import importlib
 import json
 import os
 import random
+import re
 import shutil
+import tomllib
+import types
+import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -28,8 +32,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import merge
-from merge import FoldResult, KeySet, canonical_json, fold
-from merge.native import PURE_ENVIRONMENT_VARIABLE, key_table, native_available, native_module
+from merge import FoldResult, KeySet, NativeMismatchWarning, NativeStatus, canonical_json, fold, native_status
+from merge.native import (
+    INTERFACE_VERSION,
+    PURE_ENVIRONMENT_VARIABLE,
+    key_table,
+    native_available,
+    native_module,
+)
 from merge.reasons import CHECK_ORDER, Reason
 from merge.signatures import SignatureVerifier, verify_signature
 from merge.signing import signed_receipt
@@ -81,7 +91,9 @@ def test_the_compiled_path_is_built_where_cargo_is() -> None:
     """`make` builds native/ where cargo is: CI (which has cargo) must test the compiled path."""
     if shutil.which("cargo") is None:
         pytest.skip("no cargo on PATH: the pure path serves alone")
-    assert NATIVE is not None, "cargo is on PATH, yet pith_merge_native is not installed: run make"
+    assert NATIVE is not None, (
+        f"cargo is on PATH, yet the compiled path is not there ({native_status()}): run make"
+    )
 
 
 @needs_native
@@ -117,6 +129,9 @@ def test_a_replaced_verification_function_is_called(monkeypatch: pytest.MonkeyPa
     expected = both(texts, SUBJECT, KEYS)
     monkeypatch.setattr(merge.signatures, "verify_signature", counted)
     assert not merge.native_available()
+    assert str(native_status()) == (
+        "pure path: merge.signatures.verify_signature is replaced, and the compiled path would not call it"
+    )
     assert fold(texts, subject=SUBJECT, keys=KEYS, threads=1) == expected
     assert len(calls) == 3  # two events and the record's receipt
     monkeypatch.undo()
@@ -131,6 +146,210 @@ def test_the_compiled_tables_are_the_specs() -> None:
     assert NATIVE is not None
     assert [str(reason) for reason in CHECK_ORDER] == NATIVE.CHECK_ORDER
     assert dict(NATIVE.EVENT_TYPES) == {name: target for name, (target, _) in EVENT_TYPES.items()}
+
+
+@needs_native
+def test_the_compiled_reasons_are_merge_reasons_in_order() -> None:
+    """Rust's enum Reason (native/src/reasons.rs) is merge.reasons.Reason: the same strings, in
+    the same order, which is the order copies are compared by (§5)."""
+    assert NATIVE is not None
+    assert [reason.value for reason in Reason] == NATIVE.REASONS
+    assert NATIVE.REASONS[: len(CHECK_ORDER)] == NATIVE.CHECK_ORDER
+
+
+@needs_native
+def test_the_seams_types_are_frozen_and_checked() -> None:
+    """What crosses the boundary has named, read-only fields, and a caller's mistake is refused
+    there, not folded."""
+    assert NATIVE is not None
+    (key,) = key_table(KeySet.parse([KEYS[0]]))
+    assert (key.key_id, key.rotates_at_us) == (KEY_A.key_id, None)
+    assert key.public_key == KeySet.parse([KEYS[0]])[KEY_A.key_id].public_key
+    with pytest.raises(AttributeError):
+        key.key_id = "another"
+    with pytest.raises(ValueError, match="not 32 bytes"):
+        NATIVE.Key(key_id="k", public_key=b"short", fingerprint_hex="00" * 16, rotates_at_us=None)
+    fields: dict[str, Any] = {
+        "event_id": "sha256:" + "0" * 64,
+        "event_type": "record_created",
+        "target": "record",
+        "created_at": "2026-07-05T07:00:00Z",
+        "created_us": 0,
+        "prev_event": None,
+        "supersedes": [],
+        "key_id": "k",
+        "signer_json": b"{}",
+        "payload_json": b"{}",
+    }
+    with pytest.raises(ValueError, match="only with one"):
+        NATIVE.ValidEvent(**fields)  # a record_created without its record
+    event = NATIVE.ValidEvent(**fields, canonical_record_json=b"{}", source_aliases=[("doi", "10.1/x")])
+    assert (event.canonical_record_json, event.source_aliases) == (b"{}", [("doi", "10.1/x")])
+    with pytest.raises(ValueError, match="only with one"):
+        NATIVE.ValidEvent(**{**fields, "event_type": "correction"}, canonical_record_json=b"{}")
+
+
+#: native/src's rooms from the bottom up (as src/lib.rs lists them): each uses only those before it.
+RUST_ROOMS = [
+    "maps",
+    "pool",
+    "reasons",
+    "json",
+    "canonical",
+    "timestamps",
+    "identifiers",
+    "verify",
+    "admission",
+    "checks",
+    "chains",
+    "state",
+    "batch",
+    "py",
+    "lib",
+]
+
+
+def test_every_rust_room_uses_only_the_rooms_below_it() -> None:
+    """The arrows of native/src point down, as merge/'s do (issue 25): no room uses lib.rs or a
+    room above it, so the Rust twin of a section never reaches back into the boundary."""
+    source = Path(__file__).parents[1] / "native" / "src"
+    if not source.is_dir():
+        pytest.skip("not a source checkout")
+    assert sorted(path.stem for path in source.glob("*.rs")) == sorted(RUST_ROOMS)
+    for at, room in enumerate(RUST_ROOMS[:-1]):
+        used = set(re.findall(r"\bcrate::(\w+)", (source / f"{room}.rs").read_text()))
+        assert used <= set(RUST_ROOMS[:at]), f"{room}.rs uses {sorted(used - set(RUST_ROOMS[:at]))}"
+
+
+def _extension(**attributes: object) -> types.ModuleType:
+    """A stand-in for pith_merge_native with these attributes, whose every function fails the
+    test if it is ever called."""
+    module = types.ModuleType("pith_merge_native")
+    for name in ("judge", "judge_many", "finish_many", "release_memory", "Key", "ValidEvent"):
+
+        def called(*args: object, _name: str = name, **kwargs: object) -> None:
+            raise AssertionError(f"a mismatched extension was called: {_name}")
+
+        setattr(module, name, called)
+    for name, value in attributes.items():
+        setattr(module, name, value)
+    return module
+
+
+@pytest.fixture
+def extension(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """Put ``merge.native`` under another extension (or none) for the test: call the result with
+    the module (``None``: not installed); no mismatch has been told of yet."""
+    monkeypatch.delenv(PURE_ENVIRONMENT_VARIABLE, raising=False)
+    monkeypatch.setattr(merge.native, "_told", set())
+
+    def install(module: types.ModuleType | None) -> None:
+        monkeypatch.setattr(merge.native, "_found", merge.native._inspect(module))
+
+    return install
+
+
+def _fold_golden() -> list[FoldResult]:
+    """The golden bundle folded by each driver: merge.fold, then merge.fold_subjects."""
+    bundle = json.loads((VECTORS / "golden" / "pith-2303.04759.bundle.json").read_bytes())
+    events = [msgspec.json.encode(event) for event in bundle["events"]]
+    subject, keys = bundle["pith_number"], bundle["public_keys"]
+    return [
+        fold(events, subject=subject, keys=keys),
+        merge.fold_subjects({subject: events}, keys=keys)[subject],
+    ]
+
+
+@pytest.mark.parametrize(
+    ("attributes", "said"),
+    [
+        ({"__version__": "0.0.1", "INTERFACE_VERSION": INTERFACE_VERSION}, "pith-merge-native 0.0.1"),
+        ({}, "pith-merge-native of no stated version"),  # built before the handshake
+    ],
+    ids=["another version", "no version"],
+)
+def test_an_extension_of_another_version_is_never_called(
+    extension: Any, attributes: dict[str, Any], said: str
+) -> None:
+    """The pure path serves, the results are its own, and one warning says why (issue 27)."""
+    with pure_path():
+        reference = _fold_golden()
+    extension(_extension(**attributes))
+    reason = f"version mismatch: pith-merge {merge.__version__} vs {said}"
+    assert native_status() == NativeStatus("pure", reason, attributes.get("__version__"))
+    assert str(native_status()) == f"pure path: {reason}"
+    assert native_module() is None
+    with pytest.warns(NativeMismatchWarning, match=f"^pure path: {reason}") as told:
+        assert _fold_golden() == reference
+    assert len(told) == 1  # the first fold says it, the second does not
+    assert f"pith-merge-native=={merge.__version__}" in str(told[0].message)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert _fold_golden() == reference
+        assert not native_available()
+
+
+def test_an_extension_of_another_interface_is_never_called(extension: Any) -> None:
+    """Of this version, yet built from other sources (a stale build of a checkout)."""
+    with pure_path():
+        reference = _fold_golden()
+    extension(_extension(__version__=merge.__version__, INTERFACE_VERSION=INTERFACE_VERSION + 1))
+    status = native_status()
+    assert (status.path, status.native_version) == ("pure", merge.__version__)
+    assert status.reason == (
+        f"interface mismatch: pith-merge {merge.__version__} speaks interface {INTERFACE_VERSION}, "
+        f"pith-merge-native {merge.__version__} interface {INTERFACE_VERSION + 1}"
+    )
+    assert native_module() is None
+    with pytest.warns(NativeMismatchWarning, match="interface mismatch"):
+        assert _fold_golden() == reference
+
+
+def test_without_the_extension_the_pure_path_says_how_to_get_it(extension: Any) -> None:
+    with pure_path():
+        reference = _fold_golden()
+    extension(None)
+    assert not native_available()
+    assert native_status() == NativeStatus(
+        "pure",
+        f"pith-merge-native is not installed (pip install pith-merge-native=={merge.__version__},"
+        " or a checkout with cargo: make demo)",
+        None,
+    )
+    assert str(native_status()).startswith("pure path: pith-merge-native is not installed (pip install")
+    assert _fold_golden() == reference  # and no warning: a pure install is nothing wrong
+
+
+def test_the_environment_variable_is_the_first_reason(
+    extension: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PITH_MERGE_PURE=1 is why the pure path serves, whatever is installed; it warns of nothing."""
+    monkeypatch.setenv(PURE_ENVIRONMENT_VARIABLE, "1")
+    installs = [(None, None), (_extension(__version__="0.0.1"), "0.0.1")]
+    if NATIVE is not None:
+        installs.append((NATIVE, merge.__version__))
+    for module, version in installs:
+        extension(module)
+        assert native_status() == NativeStatus("pure", "forced by PITH_MERGE_PURE", version)
+        assert str(native_status()) == "pure path: forced by PITH_MERGE_PURE"
+        assert not native_available()
+
+
+@needs_native
+def test_the_built_extension_is_this_pith_merges() -> None:
+    """The extension built from native/ is of pith-merge's version and of merge.native's interface,
+    so it serves; native/Cargo.toml, where its version is written, says the same version."""
+    assert NATIVE is not None
+    assert NATIVE.__version__ == merge.__version__
+    assert NATIVE.INTERFACE_VERSION == INTERFACE_VERSION
+    assert native_status() == NativeStatus(
+        "compiled",
+        f"pith-merge-native {merge.__version__} is installed, of interface {INTERFACE_VERSION}",
+        merge.__version__,
+    )
+    assert str(native_status()) == f"compiled path, pith-merge-native {merge.__version__}"
+    cargo = Path(__file__).parents[1] / "native" / "Cargo.toml"
+    assert tomllib.loads(cargo.read_text())["package"]["version"] == merge.__version__
 
 
 def _vector_folds() -> Iterator[tuple[str, str, Any, list[bytes]]]:
@@ -149,12 +368,14 @@ def _vector_folds() -> Iterator[tuple[str, str, Any, list[bytes]]]:
 
 
 VECTOR_FOLDS = list(_vector_folds())
+#: A test of each vector's fold: ``name, subject, keys, inputs``.
+over_vectors = pytest.mark.parametrize(
+    ("name", "subject", "keys", "inputs"), VECTOR_FOLDS, ids=[v[0] for v in VECTOR_FOLDS]
+)
 
 
 @needs_native
-@pytest.mark.parametrize(
-    ("name", "subject", "keys", "inputs"), VECTOR_FOLDS, ids=[v[0] for v in VECTOR_FOLDS]
-)
+@over_vectors
 def test_every_vector_gives_the_same_result_on_both_paths(
     name: str, subject: str, keys: Any, inputs: list[bytes]
 ) -> None:
@@ -164,6 +385,29 @@ def test_every_vector_gives_the_same_result_on_both_paths(
     rng.shuffle(shuffled)
     both(shuffled, subject, keys, threads=2)
     both([text.decode() for text in inputs], subject, keys)
+
+
+@needs_native
+@over_vectors
+def test_the_pure_paths_valid_events_are_handed_over_whole(
+    name: str, subject: str, keys: Any, inputs: list[bytes]
+) -> None:
+    """Parsed values are the pure path's to admit and judge (§5); the valid ones cross the seam
+    (pith_merge_native.ValidEvent) into the compiled path's state, record and aliases included,
+    beside the texts it judged itself."""
+    values = [_parsed(text) for text in inputs]
+    parsed = [at for at, value in enumerate(values) if not isinstance(value, bytes)]
+    assert set(parsed) <= set(left_to_python(values, subject, keys))
+    both(values, subject, keys)
+    both([*inputs[::2], *values[1::2]], subject, keys)
+
+
+def _parsed(text: bytes) -> Any:
+    """The value of a JSON text, or the text when it is none."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
 
 
 @needs_native

@@ -1,8 +1,8 @@
 //! Chains, forks and apply order (spec §7), as `merge.chains.classify` decides them.
 
-use crate::{HashMap, HashSet};
-
 use crate::checks::ValidEvent;
+use crate::maps::{HashMap, HashSet};
+use crate::reasons::Reason;
 
 /// A fork: the chain, the shared `prev_event` and the sorted ids of its events.
 pub struct Fork<'a> {
@@ -17,19 +17,45 @@ pub struct Classification<'a> {
     pub index: HashMap<&'a str, usize>,
     /// Applied events in apply order: (created_at instant, depth, event_id).
     pub applied: Vec<usize>,
-    /// Why each valid event that did not apply did not (index → reason code).
-    pub reasons: Vec<(usize, &'static str)>,
+    /// Why each valid event that did not apply did not (index → reason).
+    pub reasons: Vec<(usize, Reason)>,
     pub forks: Vec<Fork<'a>>,
 }
 
-/// What its prev makes of a child whose prev is a valid event (§7, rules 2 and 3).
-fn child_reason(child: &ValidEvent, prev: &ValidEvent, prev_applied: bool) -> Option<&'static str> {
+/// What its `prev_event` makes of a valid event (§7): a reason, or `None` when eligible.
+///
+/// `prev`: the prev when it is valid, else `None`; `prev_admitted`: an event of that id was
+/// admitted (valid or not); `prev_applied`: the prev applied; `on_cycle`: following
+/// `prev_event` from the child leads back to it. An eligible event applies alone in its (chain,
+/// prev) group and is a fork otherwise. A root (no `prev_event`) is always eligible and never
+/// asked. The same function as `merge.chains.child_reason`.
+pub fn child_reason(
+    child: &ValidEvent,
+    prev: Option<&ValidEvent>,
+    prev_admitted: bool,
+    prev_applied: bool,
+    on_cycle: bool,
+) -> Option<Reason> {
+    if on_cycle {
+        // §7 Decision (docs/merge-v1.md, Cycles): no root leads to an event on a prev cycle, so
+        // it is missing_prev; an event hanging below one has a valid prev that did not apply,
+        // and the rule below makes it invalid_prev.
+        return Some(Reason::MissingPrev);
+    }
+    let Some(prev) = prev else {
+        // Not valid: it failed §6 (invalid_prev), or no event of that id was admitted.
+        return Some(if prev_admitted {
+            Reason::InvalidPrev
+        } else {
+            Reason::MissingPrev
+        });
+    };
     if !prev_applied {
-        Some("invalid_prev")
+        Some(Reason::InvalidPrev)
     } else if child.chain() != prev.chain() {
-        Some("prev_wrong_chain")
+        Some(Reason::PrevWrongChain)
     } else if child.created_us < prev.created_us {
-        Some("created_before_prev")
+        Some(Reason::CreatedBeforePrev)
     } else {
         None
     }
@@ -45,7 +71,7 @@ pub fn classify<'a>(valid: &[&'a ValidEvent], admitted: impl Fn(&str) -> bool) -
         .collect();
     let mut children: Vec<Vec<usize>> = vec![Vec::new(); valid.len()];
     let mut roots: Vec<usize> = Vec::new();
-    let mut reason: Vec<Option<&'static str>> = vec![None; valid.len()];
+    let mut reason: Vec<Option<Reason>> = vec![None; valid.len()];
     let depth: Vec<Option<u32>> = vec![None; valid.len()];
     let mut not_applied: Vec<usize> = Vec::new();
     for (at, event) in valid.iter().enumerate() {
@@ -54,8 +80,8 @@ pub fn classify<'a>(valid: &[&'a ValidEvent], admitted: impl Fn(&str) -> bool) -
             Some(prev) => match index.get(prev) {
                 Some(&parent) => children[parent].push(at),
                 None => {
-                    // Rule 1, or rule 2 for a prev that failed §6.
-                    reason[at] = Some(if admitted(prev) { "invalid_prev" } else { "missing_prev" });
+                    let (prev_admitted, prev_applied, on_cycle) = (admitted(prev), false, false);
+                    reason[at] = child_reason(event, None, prev_admitted, prev_applied, on_cycle);
                     not_applied.push(at);
                 }
             },
@@ -80,8 +106,9 @@ pub fn classify<'a>(valid: &[&'a ValidEvent], admitted: impl Fn(&str) -> bool) -
     }
     while let Some((parent, level)) = walk.queue.pop() {
         let mut eligible: Vec<usize> = Vec::new();
+        let (prev_admitted, prev_applied, on_cycle) = (true, true, false);
         for &child in &children[parent] {
-            match child_reason(valid[child], valid[parent], true) {
+            match child_reason(valid[child], Some(valid[parent]), prev_admitted, prev_applied, on_cycle) {
                 None => eligible.push(child),
                 Some(code) => walk.not_apply(child, code),
             }
@@ -100,15 +127,19 @@ pub fn classify<'a>(valid: &[&'a ValidEvent], admitted: impl Fn(&str) -> bool) -
     } = walk;
     mark_descendants(not_applied, &children, &mut reason);
 
-    // Reached from no root: a prev_event cycle (impossible without a SHA-256 collision) and what
-    // hangs off one. Cycle members are missing_prev, the rest invalid_prev.
+    // What is left was reached from no root: a prev_event cycle (impossible without a SHA-256
+    // collision) and whatever hangs off one; child_reason says what each of them gets.
     let left: Vec<usize> = (0..valid.len())
         .filter(|&at| reason[at].is_none() && depth[at].is_none())
         .collect();
     if !left.is_empty() {
         let members = cycle_members(&left, valid, &index);
+        let (prev_admitted, prev_applied, on_cycle) = (true, false, true);
         for &at in &members {
-            reason[at] = Some("missing_prev");
+            // A member's prev is the next member.
+            let prev = valid[at].prev_event.as_deref().and_then(|prev| index.get(prev));
+            let prev = prev.map(|&prev| valid[prev]);
+            reason[at] = child_reason(valid[at], prev, prev_admitted, prev_applied, on_cycle);
         }
         mark_descendants(members, &children, &mut reason);
     }
@@ -129,7 +160,7 @@ pub fn classify<'a>(valid: &[&'a ValidEvent], admitted: impl Fn(&str) -> bool) -
 /// The state of the top-down walk of [`classify`].
 struct Walk<'v, 'a> {
     valid: &'v [&'a ValidEvent],
-    reason: Vec<Option<&'static str>>,
+    reason: Vec<Option<Reason>>,
     depth: Vec<Option<u32>>,
     not_applied: Vec<usize>,
     /// (created_at instant, depth, event_id, index) of every applied event: sorted, the apply order.
@@ -140,7 +171,7 @@ struct Walk<'v, 'a> {
 }
 
 impl<'a> Walk<'_, 'a> {
-    fn not_apply(&mut self, at: usize, code: &'static str) {
+    fn not_apply(&mut self, at: usize, code: Reason) {
         self.reason[at] = Some(code);
         self.not_applied.push(at);
     }
@@ -163,17 +194,17 @@ impl<'a> Walk<'_, 'a> {
             event_ids,
         });
         for &at in group {
-            self.not_apply(at, "equivocation");
+            self.not_apply(at, Reason::Equivocation);
         }
     }
 }
 
 /// Below a valid event that did not apply, every descendant is `invalid_prev` (rule 2).
-fn mark_descendants(mut stack: Vec<usize>, children: &[Vec<usize>], reason: &mut [Option<&'static str>]) {
+fn mark_descendants(mut stack: Vec<usize>, children: &[Vec<usize>], reason: &mut [Option<Reason>]) {
     while let Some(parent) = stack.pop() {
         for &child in &children[parent] {
             if reason[child].is_none() {
-                reason[child] = Some("invalid_prev");
+                reason[child] = Some(Reason::InvalidPrev);
                 stack.push(child);
             }
         }

@@ -1,9 +1,9 @@
-//! One input, judged as the pure path judges it: admission (§5), the event schema (§4) and the
-//! stateless checks of §6, verification (check 12) included.
+//! One admitted copy, judged as the pure path judges it (`merge.checks`): the event schema (§4),
+//! the stateless checks of §6, verification (check 12) included, and the payload rules of §8.
 //!
-//! This is the common case only. Whatever it does not decide with certainty it hands back as
-//! [`Outcome::Fallback`], and the pure-Python path (the reference) judges that input from
-//! scratch: every rejection (§5: its message is the pure path's), every value that is not
+//! This is the common case only. Whatever it does not decide with certainty it leaves (`None`),
+//! and the pure-Python path (the reference) judges that input from scratch, as it does every
+//! rejection of §5 (`admission`, whose messages are the pure path's): every value that is not
 //! canonical-able or not of §4's exact shape (the pure path tells `unsupported_schema_version`
 //! from `malformed` and says where) and an odd base64 form. So a verdict given here is one the
 //! pure path gives too, and the differential tests hold the two paths to that.
@@ -12,43 +12,19 @@ use base64::alphabet::STANDARD;
 use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig};
 use base64::engine::DecodePaddingMode;
 use base64::Engine;
-use data_encoding::BASE32_NOPAD;
 use sha2::{Digest, Sha256};
 
+use crate::admission::{self, Admitted};
 use crate::canonical::{self, canonical_able};
+use crate::identifiers::{
+    self, is_event_id, is_lower_hex, Body, ALGORITHM, EVENT_ID_PREFIX, EVENT_SIGNED_MESSAGE, RECEIPT_KIND,
+    RECEIPT_SIGNED_MESSAGE, SIGNATURE_STATUS,
+};
 use crate::json::Json;
+use crate::maps::HashMap;
+use crate::reasons::Reason;
 use crate::timestamps::parse_timestamp;
 use crate::verify::{PublicKey, Verifier};
-use crate::HashMap;
-
-/// Largest admissible JSON text (§5).
-pub const MAX_INPUT_BYTES: usize = 1_048_576;
-const EVENT_ID_PREFIX: &str = "sha256:";
-const ALGORITHM: &str = "ed25519";
-const EVENT_SIGNED_MESSAGE: &str = "open_graph_event_sha256_bytes";
-const SIGNATURE_STATUS: &str = "signed_v1";
-const RECEIPT_KIND: &str = "pith_receipt";
-const RECEIPT_SIGNED_MESSAGE: &str = "canonical_sha256_bytes";
-
-/// The §6 checks in order; a copy that fails later got "further down the list" (§5).
-pub const CHECK_ORDER: [&str; 16] = [
-    "non_canonical_json",
-    "unsupported_schema_version",
-    "malformed",
-    "event_id_mismatch",
-    "content_hash_mismatch",
-    "wrong_subject",
-    "unknown_event_type",
-    "target_mismatch",
-    "unknown_key",
-    "key_mismatch",
-    "unsupported_signature",
-    "bad_signature",
-    "key_expired",
-    "record_not_genesis",
-    "bad_payload",
-    "bad_receipt",
-];
 
 /// §8: event_type → target.
 pub const EVENT_TYPES: [(&str, &str); 9] = [
@@ -75,17 +51,26 @@ pub struct ValidEvent {
     pub event_id: String,
     pub event_type: String,
     pub target: String,
+    pub created_at: String,
     pub created_us: i64,
     pub prev_event: Option<String>,
     pub supersedes: Vec<String>,
     pub key_id: String,
     /// `CJ(signer)`: the whole object, which the supersedes rule compares (§7).
     pub signer: Vec<u8>,
-    /// `CJ(entry)` of §9 (`event_id`, `target`, `created_at`, `signer`, `payload`), made on the
-    /// judging threads and spliced into the state as it is.
-    pub entry: Vec<u8>,
-    /// `record_created` only: `CJ(canonical_record)` and `CJ(source_aliases)` (§9).
-    pub record: Option<(Vec<u8>, Vec<u8>)>,
+    /// `CJ(payload)`, made on the judging threads (the content hash reads it) and spliced into
+    /// the state as it is (§9).
+    pub payload: Vec<u8>,
+    /// `record_created` only: what §9 takes from the record.
+    pub record: Option<Record>,
+}
+
+/// What the state (§9) takes from a valid `record_created`.
+pub struct Record {
+    /// `CJ(canonical_record)`.
+    pub canonical_record: Vec<u8>,
+    /// Its source aliases' (`alias_kind`, `alias_value`), sorted (`identifiers::source_alias_pairs`).
+    pub source_aliases: Vec<(String, String)>,
 }
 
 impl ValidEvent {
@@ -99,30 +84,8 @@ impl ValidEvent {
     }
 }
 
-/// A copy's verdict under §6: a reason (its index in [`CHECK_ORDER`]) or a valid event.
-pub enum Verdict {
-    Invalid(u8),
-    Valid(Box<ValidEvent>),
-}
-
-impl Verdict {
-    /// §5 copy merging: a copy that passed wins, else the one that got furthest down §6.
-    pub fn prevails_over(&self, standing: &Verdict) -> bool {
-        match (standing, self) {
-            (Verdict::Valid(_), _) => false,
-            (Verdict::Invalid(_), Verdict::Valid(_)) => true,
-            (Verdict::Invalid(old), Verdict::Invalid(new)) => new > old,
-        }
-    }
-}
-
-/// What the compiled path makes of one input.
-pub enum Outcome {
-    /// Not decided here: the pure path judges this input.
-    Fallback,
-    /// Admitted, with this `event_id`, and judged.
-    Judged(String, Verdict),
-}
+/// A copy's verdict under §6: the reason of the check it failed, or the valid event.
+pub type Verdict = admission::Verdict<Box<ValidEvent>>;
 
 /// The base64 of §4 as `base64.b64decode(s, validate=True)` reads an 88-character text: the
 /// standard alphabet, `==` at the end, the 4 bits left over ignored (as binascii ignores them).
@@ -132,15 +95,6 @@ const BASE64: GeneralPurpose = GeneralPurpose::new(
         .with_decode_allow_trailing_bits(true)
         .with_decode_padding_mode(DecodePaddingMode::RequireCanonical),
 );
-
-fn is_lower_hex(text: &str, length: usize) -> bool {
-    text.len() == length && text.bytes().all(|byte| matches!(byte, b'0'..=b'9' | b'a'..=b'f'))
-}
-
-fn is_event_id(text: &str) -> bool {
-    text.strip_prefix(EVENT_ID_PREFIX)
-        .is_some_and(|hex| is_lower_hex(hex, 64))
-}
 
 /// The members of an object that has exactly these keys (in sorted order), each a string.
 fn string_object<'v, const N: usize>(value: &'v Json, keys: [&str; N]) -> Option<[&'v str; N]> {
@@ -221,39 +175,13 @@ impl<'v, 'a> Shape<'v, 'a> {
     }
 }
 
-fn reason(code: &str) -> Verdict {
-    Verdict::Invalid(
-        CHECK_ORDER
-            .iter()
-            .position(|known| *known == code)
-            .expect("a §6 reason") as u8,
-    )
-}
-
-/// Judge one JSON text, as the pure path would (see the module's note on what falls back).
-pub fn judge(text: &[u8], subject: &str, keys: &HashMap<String, Key>, verifier: Verifier) -> Outcome {
-    if text.len() > MAX_INPUT_BYTES {
-        return Outcome::Fallback;
+/// The verdict on an admitted copy, as the pure path would give it, or `None`: the pure path
+/// judges it (see the module's note on what it leaves).
+pub fn judge(copy: &Admitted<'_>, subject: &str, keys: &HashMap<String, Key>, verifier: Verifier) -> Option<Verdict> {
+    if !canonical_able(&copy.event, 0) {
+        return None; // §6 check 1, with its path and cause, is the pure path's
     }
-    // serde_json refuses what msgspec refuses (bad UTF-8, lone surrogate escapes, bad syntax,
-    // more than 128 levels) and keeps the last of duplicate keys, as §5 says; any refusal here
-    // goes to the pure path, which says which rejection it is.
-    let Ok(event) = serde_json::from_slice::<Json>(text) else {
-        return Outcome::Fallback;
-    };
-    let Some(event_id) = event
-        .get("event_id")
-        .and_then(Json::as_str)
-        .filter(|id| is_event_id(id))
-    else {
-        return Outcome::Fallback;
-    };
-    if !canonical_able(&event, 0) {
-        return Outcome::Fallback; // §6 check 1, with its path and cause, is the pure path's
-    }
-    let Some(shape) = Shape::of(&event) else {
-        return Outcome::Fallback;
-    };
+    let shape = Shape::of(&copy.event)?;
     let receipt_signature = shape
         .payload
         .get("receipt")
@@ -263,12 +191,9 @@ pub fn judge(text: &[u8], subject: &str, keys: &HashMap<String, Key>, verifier: 
             .and_then(Json::as_str)
             .is_some_and(|text| !signature_form_is_simple(text));
     if !signature_form_is_simple(shape.signature[3]) || odd_receipt {
-        return Outcome::Fallback; // another base64 form: Python's b64decode reads it (§4)
+        return None; // another base64 form: Python's b64decode reads it (§4)
     }
-    Outcome::Judged(
-        event_id.to_owned(),
-        judge_shaped(&shape, event_id, subject, keys, verifier),
-    )
+    Some(judge_shaped(&shape, &copy.event_id, subject, keys, verifier))
 }
 
 fn judge_shaped(
@@ -279,39 +204,48 @@ fn judge_shaped(
     verifier: Verifier,
 ) -> Verdict {
     if shape.schema_version != "1.0" {
-        return reason("unsupported_schema_version");
+        return Verdict::Invalid(Reason::UnsupportedSchemaVersion);
     }
     let [key_id, signer_fingerprint, ..] = shape.signer_fields;
     let created_us = match schema_instant(shape, event_id, signer_fingerprint) {
         Some(instant) => instant,
-        None => return reason("malformed"),
+        None => return Verdict::Invalid(Reason::Malformed),
     };
     let content = shape.content_sha256;
     if event_id.strip_prefix(EVENT_ID_PREFIX) != Some(content) {
-        return reason("event_id_mismatch");
+        return Verdict::Invalid(Reason::EventIdMismatch);
     }
     let mut signer = Vec::with_capacity(160);
     canonical::write(&mut signer, shape.signer);
-    // CJ(payload) is written once, into the §9 entry, and the body's hash reads it there.
-    let (entry, payload) = entry(event_id, shape.target, shape.created_at, &signer, 2048, |out| {
-        canonical::write(out, shape.payload)
-    });
-    let digest: [u8; 32] = Sha256::digest(body(shape, &entry[payload], &signer)).into();
+    let mut payload = Vec::with_capacity(2048);
+    canonical::write(&mut payload, shape.payload);
+    let digest = Body {
+        created_at: shape.created_at,
+        event_type: shape.event_type,
+        payload: &payload,
+        prev_event: shape.prev_event,
+        schema_version: shape.schema_version,
+        signer: &signer,
+        subject: shape.subject,
+        supersedes: &shape.supersedes,
+        target: shape.target,
+    }
+    .content_sha256();
     let mut claimed = [0_u8; 32];
     if hex::decode_to_slice(content, &mut claimed).is_err() || claimed != digest {
-        return reason("content_hash_mismatch");
+        return Verdict::Invalid(Reason::ContentHashMismatch);
     }
     if shape.subject != subject {
-        return reason("wrong_subject");
+        return Verdict::Invalid(Reason::WrongSubject);
     }
     let Some((_, target)) = EVENT_TYPES.iter().find(|(name, _)| *name == shape.event_type) else {
-        return reason("unknown_event_type");
+        return Verdict::Invalid(Reason::UnknownEventType);
     };
     if shape.target != *target {
-        return reason("target_mismatch");
+        return Verdict::Invalid(Reason::TargetMismatch);
     }
     let Some(key) = keys.get(key_id) else {
-        return reason("unknown_key");
+        return Verdict::Invalid(Reason::UnknownKey);
     };
     let [algorithm, signature_key_id, signature_fingerprint, signature_b64, status, _, signed_message] =
         shape.signature;
@@ -319,82 +253,56 @@ fn judge_shaped(
         || signer_fingerprint != key.fingerprint_hex
         || signature_fingerprint != key.fingerprint_hex
     {
-        return reason("key_mismatch");
+        return Verdict::Invalid(Reason::KeyMismatch);
     }
     if algorithm != ALGORITHM || signed_message != EVENT_SIGNED_MESSAGE || status != SIGNATURE_STATUS {
-        return reason("unsupported_signature");
+        return Verdict::Invalid(Reason::UnsupportedSignature);
     }
     let signature = match decode_signature(signature_b64) {
         Some(signature) => signature,
-        None => return reason("bad_signature"),
+        None => return Verdict::Invalid(Reason::BadSignature),
     };
     if !verifier.verify(&key.public_key, &digest, &signature) {
-        return reason("bad_signature");
+        return Verdict::Invalid(Reason::BadSignature);
     }
     if key.rotates_at_us.is_some_and(|rotates_at| created_us >= rotates_at) {
-        return reason("key_expired");
+        return Verdict::Invalid(Reason::KeyExpired);
     }
     let mut record = None;
     if shape.event_type == "record_created" {
         if shape.prev_event.is_some() || !shape.supersedes.is_empty() {
-            return reason("record_not_genesis");
+            return Verdict::Invalid(Reason::RecordNotGenesis);
         }
-        let Some((canonical_record, digest, aliases)) = record_payload(shape.payload, subject, shape.created_at) else {
-            return reason("bad_payload");
+        let Some((found, digest)) = record_payload(shape.payload, subject) else {
+            return Verdict::Invalid(Reason::BadPayload);
         };
         if !receipt_ok(shape.payload.get("receipt"), &digest, keys, verifier) {
-            return reason("bad_receipt");
+            return Verdict::Invalid(Reason::BadReceipt);
         }
-        record = Some((canonical_record, aliases));
+        record = Some(found);
     } else if shape.event_type == "graph_snapshot"
         && !matches!(shape.payload.get("graph_snapshot"), Some(Json::Object(_)))
     {
-        return reason("bad_payload");
+        return Verdict::Invalid(Reason::BadPayload);
     }
     Verdict::Valid(Box::new(ValidEvent {
         event_id: event_id.to_owned(),
         event_type: shape.event_type.to_owned(),
         target: shape.target.to_owned(),
+        created_at: shape.created_at.to_owned(),
         created_us,
         prev_event: shape.prev_event.map(str::to_owned),
         supersedes: shape.supersedes.iter().map(|id| (*id).to_owned()).collect(),
         key_id: key_id.to_owned(),
-        entry,
         signer,
+        payload,
         record,
     }))
 }
 
-/// `CJ` of the §9 entry of an applied event, its five keys in code point order, and where in it
-/// `CJ(payload)` stands (written by `write_payload`, about `payload_size` bytes).
-pub fn entry(
-    event_id: &str,
-    target: &str,
-    created_at: &str,
-    signer: &[u8],
-    payload_size: usize,
-    write_payload: impl FnOnce(&mut Vec<u8>),
-) -> (Vec<u8>, std::ops::Range<usize>) {
-    let mut out = Vec::with_capacity(payload_size + signer.len() + 160);
-    out.extend_from_slice(b"{\"created_at\":");
-    canonical::write_str(&mut out, created_at);
-    out.extend_from_slice(b",\"event_id\":");
-    canonical::write_str(&mut out, event_id);
-    out.extend_from_slice(b",\"payload\":");
-    let start = out.len();
-    write_payload(&mut out);
-    let payload = start..out.len();
-    out.extend_from_slice(b",\"signer\":");
-    out.extend_from_slice(signer);
-    out.extend_from_slice(b",\"target\":");
-    canonical::write_str(&mut out, target);
-    out.push(b'}');
-    (out, payload)
-}
-
-/// The `record_created` payload rule of §8: `CJ(canonical_record)`, its SHA-256 and
-/// `CJ(source_aliases)` (§9) when it holds, else `None` (`bad_payload`).
-fn record_payload(payload: &Json, subject: &str, created_at: &str) -> Option<(Vec<u8>, [u8; 32], Vec<u8>)> {
+/// The `record_created` payload rule of §8: what §9 takes from the record and the SHA-256 of
+/// `CJ(canonical_record)` when it holds, else `None` (`bad_payload`).
+fn record_payload(payload: &Json, subject: &str) -> Option<(Record, [u8; 32])> {
     let record = payload
         .get("canonical_record")
         .filter(|record| matches!(record, Json::Object(_)))?;
@@ -423,49 +331,23 @@ fn record_payload(payload: &Json, subject: &str, created_at: &str) -> Option<(Ve
     {
         return None;
     }
-    // §2: "pith:" + the first 4 characters of submitted_at + ":" + b32(canonical_sha256)[:26].
+    // The subject is the record's own pith number (§2).
     let submitted_at = record
         .get("metadata")
         .and_then(|metadata| metadata.get("submitted_at"))
         .and_then(Json::as_str)?;
-    let year: String = submitted_at.chars().take(4).collect();
-    let b32 = BASE32_NOPAD.encode(&digest);
-    if year.chars().count() < 4 || format!("pith:{year}:{}", &b32[..26]) != subject {
+    let b32 = identifiers::b32(&digest);
+    if identifiers::pith_number(&b32, submitted_at).as_deref() != Some(subject) {
         return None;
     }
+    let source_aliases = identifiers::source_alias_pairs(source_kind, source_id, *version, &b32);
     Some((
-        canonical_record,
+        Record {
+            canonical_record,
+            source_aliases,
+        },
         digest,
-        source_aliases(source_kind, source_id, *version, &b32, created_at),
     ))
-}
-
-/// `CJ(source_aliases)` of §9, sorted by (alias_kind, alias_value) as code points.
-fn source_aliases(kind: &str, id: &str, version: i64, b32: &str, created_at: &str) -> Vec<u8> {
-    let mut pairs: Vec<(String, String)> = vec![
-        ("pith_short_8".into(), b32[..8].into()),
-        ("pith_short_12".into(), b32[..12].into()),
-        ("pith_short_16".into(), b32[..16].into()),
-    ];
-    if kind == "arxiv" {
-        pairs.push(("arxiv".into(), id.into()));
-        pairs.push(("arxiv_version".into(), format!("{id}v{version}")));
-        pairs.push(("doi".into(), format!("10.48550/arxiv.{id}")));
-    } else {
-        pairs.push((kind.into(), id.into()));
-    }
-    pairs.sort_unstable();
-    let mut out = Vec::new();
-    canonical::write_list(&mut out, &pairs, |out, (alias_kind, alias_value)| {
-        out.extend_from_slice(b"{\"alias_kind\":");
-        canonical::write_str(out, alias_kind);
-        out.extend_from_slice(b",\"alias_value\":");
-        canonical::write_str(out, alias_value);
-        out.extend_from_slice(b",\"created_at\":");
-        canonical::write_str(out, created_at);
-        out.push(b'}');
-    });
-    out
 }
 
 /// The receipt rule of §8: a `pith_receipt` over `canonical_sha256`, signed by a key of the set.
@@ -505,32 +387,6 @@ fn schema_instant(shape: &Shape<'_, '_>, event_id: &str, signer_fingerprint: &st
         return None;
     }
     parse_timestamp(shape.created_at)
-}
-
-/// `CJ(event body)` (§2): the event without `signature`, `content_sha256` and `event_id`, its
-/// nine keys written in code point order.
-fn body(shape: &Shape<'_, '_>, payload: &[u8], signer: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(payload.len() + signer.len() + 512);
-    out.extend_from_slice(b"{\"created_at\":");
-    canonical::write_str(&mut out, shape.created_at);
-    out.extend_from_slice(b",\"event_type\":");
-    canonical::write_str(&mut out, shape.event_type);
-    out.extend_from_slice(b",\"payload\":");
-    out.extend_from_slice(payload);
-    out.extend_from_slice(b",\"prev_event\":");
-    canonical::write_opt_str(&mut out, shape.prev_event);
-    out.extend_from_slice(b",\"schema_version\":");
-    canonical::write_str(&mut out, shape.schema_version);
-    out.extend_from_slice(b",\"signer\":");
-    out.extend_from_slice(signer);
-    out.extend_from_slice(b",\"subject_pith_number\":");
-    canonical::write_str(&mut out, shape.subject);
-    out.extend_from_slice(b",\"supersedes\":");
-    canonical::write_str_array(&mut out, shape.supersedes.iter().copied());
-    out.extend_from_slice(b",\"target\":");
-    canonical::write_str(&mut out, shape.target);
-    out.push(b'}');
-    out
 }
 
 /// 64 bytes from `signature_b64`, or `None` when it is base64 but not of 64 bytes.

@@ -1,13 +1,14 @@
 //! The state of spec §9, written as its canonical JSON bytes; `state_sha256` (§2) is their hash.
+//! The twin of `merge.state`.
 //!
 //! The state's shape is fixed, so its keys are written in code point order by hand around the
-//! canonical bytes of each payload, signer, record and alias list, which the checks already made.
-
-use crate::HashMap;
+//! canonical bytes of each payload, signer and record, which the checks already made.
 
 use crate::canonical::{write_list, write_opt_str, write_str, write_str_array};
-use crate::chains::{classify, supersessions};
-use crate::checks::{ValidEvent, Verdict, CHECK_ORDER};
+use crate::chains::{classify, supersessions, Classification};
+use crate::checks::{ValidEvent, Verdict};
+use crate::maps::HashMap;
+use crate::reasons::Reason;
 
 /// The keys of `current` that hold lists, by event type (§8), in code point order of the key.
 const CURRENT_LISTS: [(&str, &str); 8] = [
@@ -26,7 +27,7 @@ const CURRENT_LISTS: [(&str, &str); 8] = [
 pub struct Built {
     pub state: Vec<u8>,
     pub superseded: Vec<(String, Vec<String>)>,
-    /// The valid events, their entries freed already: the caller frees the rest when it suits.
+    /// The valid events, their payloads freed already: the caller frees the rest when it suits.
     /// Boxed as the verdicts held them: sorting moves a pointer, not the whole event.
     #[allow(clippy::vec_box)]
     pub events: Vec<Box<ValidEvent>>,
@@ -41,11 +42,44 @@ fn id_prefix(id: &str) -> u128 {
     u128::from_be_bytes(prefix)
 }
 
-/// The entries at `indices` as a JSON array, each freed once copied: the state grows as they
-/// go, so that a large fold does not hold its entries twice (issue 14: peak memory).
-fn write_entries(out: &mut Vec<u8>, entries: &mut [Vec<u8>], indices: impl IntoIterator<Item = usize>) {
-    write_list(out, indices, |out, at| {
-        out.extend_from_slice(&std::mem::take(&mut entries[at]))
+/// `CJ` of the entry of an applied event, its five keys in code point order; its payload is
+/// freed once copied: the state grows as the payloads go, so that a large fold does not hold
+/// them twice (issue 14: peak memory).
+fn write_entry(out: &mut Vec<u8>, event: &ValidEvent, payload: &mut Vec<u8>) {
+    out.extend_from_slice(b"{\"created_at\":");
+    write_str(out, &event.created_at);
+    out.extend_from_slice(b",\"event_id\":");
+    write_str(out, &event.event_id);
+    out.extend_from_slice(b",\"payload\":");
+    out.extend_from_slice(&std::mem::take(payload));
+    out.extend_from_slice(b",\"signer\":");
+    out.extend_from_slice(&event.signer);
+    out.extend_from_slice(b",\"target\":");
+    write_str(out, &event.target);
+    out.push(b'}');
+}
+
+/// The entries of the events at `indices`, as a JSON array (see [`write_entry`]).
+fn write_entries(
+    out: &mut Vec<u8>,
+    valid: &[&ValidEvent],
+    payloads: &mut [Vec<u8>],
+    indices: impl IntoIterator<Item = usize>,
+) {
+    write_list(out, indices, |out, at| write_entry(out, valid[at], &mut payloads[at]));
+}
+
+/// `CJ(source_aliases)`: a record's aliases, each with its `created_at`.
+fn write_source_aliases(out: &mut Vec<u8>, record: &ValidEvent) {
+    let pairs = record.record.as_ref().map_or(&[][..], |record| &record.source_aliases);
+    write_list(out, pairs, |out, (alias_kind, alias_value)| {
+        out.extend_from_slice(b"{\"alias_kind\":");
+        write_str(out, alias_kind);
+        out.extend_from_slice(b",\"alias_value\":");
+        write_str(out, alias_value);
+        out.extend_from_slice(b",\"created_at\":");
+        write_str(out, &record.created_at);
+        out.push(b'}');
     });
 }
 
@@ -57,20 +91,20 @@ fn write_count(out: &mut Vec<u8>, key: &str, count: usize) {
 pub fn build(subject: &str, verdicts: HashMap<String, Verdict>) -> Built {
     let event_count = verdicts.len();
     let mut keyed: Vec<(u128, Box<ValidEvent>)> = Vec::with_capacity(event_count);
-    let mut rejected: Vec<(String, &'static str)> = Vec::new();
+    let mut rejected: Vec<(String, Reason)> = Vec::new();
     for (event_id, verdict) in verdicts {
         match verdict {
             Verdict::Valid(event) => keyed.push((id_prefix(&event.event_id), event)),
-            Verdict::Invalid(rank) => rejected.push((event_id, CHECK_ORDER[rank as usize])),
+            Verdict::Invalid(reason) => rejected.push((event_id, reason)),
         }
     }
     // Sorted by id so that nothing below depends on the hash map's order. The ids' first 16
     // bytes go beside each event, so that most comparisons read no id (a cache miss each).
     keyed.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.event_id.cmp(&b.1.event_id)));
     let mut events: Vec<Box<ValidEvent>> = keyed.into_iter().map(|(_, event)| event).collect();
-    let mut entries: Vec<Vec<u8>> = events
+    let mut payloads: Vec<Vec<u8>> = events
         .iter_mut()
-        .map(|event| std::mem::take(&mut event.entry))
+        .map(|event| std::mem::take(&mut event.payload))
         .collect();
     rejected.sort_unstable();
     let valid: Vec<&ValidEvent> = events.iter().map(|event| &**event).collect();
@@ -78,7 +112,7 @@ pub fn build(subject: &str, verdicts: HashMap<String, Verdict>) -> Built {
         rejected.binary_search_by(|(known, _)| known.as_str().cmp(id)).is_ok()
     });
     let removed = supersessions(&classification, &valid);
-    let mut invalid: Vec<(&str, &'static str)> = rejected
+    let mut invalid: Vec<(&str, Reason)> = rejected
         .iter()
         .map(|(event_id, code)| (event_id.as_str(), *code))
         .chain(
@@ -124,7 +158,7 @@ pub fn build(subject: &str, verdicts: HashMap<String, Verdict>) -> Built {
         event_count,
         &classification,
         &valid,
-        &mut entries,
+        &mut payloads,
         &current,
         record,
         &equivocations,
@@ -153,20 +187,21 @@ pub fn build(subject: &str, verdicts: HashMap<String, Verdict>) -> Built {
 fn write_state(
     subject: &str,
     event_count: usize,
-    classification: &crate::chains::Classification,
+    classification: &Classification,
     valid: &[&ValidEvent],
-    entries: &mut [Vec<u8>],
+    payloads: &mut [Vec<u8>],
     current: &[usize],
     record: Option<usize>,
     equivocations: &[Vec<u8>],
-    invalid: &[(&str, &'static str)],
+    invalid: &[(&str, Reason)],
 ) -> Vec<u8> {
     let mut lists: HashMap<&str, Vec<usize>> = HashMap::default();
     for &at in current {
         lists.entry(valid[at].event_type.as_str()).or_default().push(at);
     }
     // Room for it all at once (entries, then about 160 bytes an event for the id lists).
-    let estimate: usize = current.iter().map(|&at| entries[at].len()).sum::<usize>() + 160 * event_count + 1024;
+    let entry_size = |at: usize| payloads[at].len() + valid[at].signer.len() + 160;
+    let estimate: usize = current.iter().map(|&at| entry_size(at)).sum::<usize>() + 160 * event_count + 1024;
     let record_parts = record.and_then(|at| valid[at].record.as_ref());
     let mut out: Vec<u8> = Vec::with_capacity(estimate);
     out.extend_from_slice(b"{\"applied_event_ids\":");
@@ -181,25 +216,33 @@ fn write_state(
         }
         write_str(&mut out, key);
         out.push(b':');
-        write_entries(&mut out, entries, lists.get(event_type).into_iter().flatten().copied());
+        write_entries(
+            &mut out,
+            valid,
+            payloads,
+            lists.get(event_type).into_iter().flatten().copied(),
+        );
         match *key {
             // canonical_record sorts between author_attestations and citation_signatures,
             // record_created between mirror_hints and replication_records, source_aliases
             // between replication_records and storage_attestations.
             "author_attestations" => {
                 out.extend_from_slice(b",\"canonical_record\":");
-                out.extend_from_slice(record_parts.map_or(b"null".as_slice(), |r| &r.0));
+                out.extend_from_slice(record_parts.map_or(b"null".as_slice(), |r| &r.canonical_record));
             }
             "mirror_hints" => {
                 out.extend_from_slice(b",\"record_created\":");
                 match record {
-                    Some(at) => out.extend_from_slice(&std::mem::take(&mut entries[at])),
+                    Some(at) => write_entry(&mut out, valid[at], &mut payloads[at]),
                     None => out.extend_from_slice(b"null"),
                 }
             }
             "replication_records" => {
                 out.extend_from_slice(b",\"source_aliases\":");
-                out.extend_from_slice(record_parts.map_or(b"[]".as_slice(), |r| &r.1));
+                match record {
+                    Some(at) => write_source_aliases(&mut out, valid[at]),
+                    None => out.extend_from_slice(b"[]"),
+                }
             }
             _ => {}
         }
@@ -212,11 +255,11 @@ fn write_state(
     write_count(&mut out, "event_count", event_count);
     write_count(&mut out, "invalid_event_count", invalid.len());
     out.extend_from_slice(b",\"invalid_events\":");
-    write_list(&mut out, invalid, |out, (event_id, code)| {
+    write_list(&mut out, invalid, |out, (event_id, reason)| {
         out.extend_from_slice(b"{\"event_id\":");
         write_str(out, event_id);
         out.extend_from_slice(b",\"reason\":");
-        write_str(out, code);
+        write_str(out, reason.code());
         out.push(b'}');
     });
     out.extend_from_slice(b",\"merge_version\":\"pith-open-graph-merge-v1\",\"pith_number\":");

@@ -1,0 +1,221 @@
+//! Admission (spec §5), as `merge.admission` does it: which inputs are JSON texts the compiled
+//! path reads, the identical copies among them (each distinct text of a subject is judged once:
+//! an identical copy gets an identical verdict), each text admitted ([`admit`]), and which
+//! copy's verdict stands ([`prevailing_verdict`]). Every rejection is the pure path's, which
+//! words it.
+
+use std::collections::hash_map::Entry;
+use std::hash::BuildHasher;
+
+use crate::identifiers::is_event_id;
+use crate::json::Json;
+use crate::maps::HashMap;
+use crate::pool::parallel_map;
+use crate::reasons::Reason;
+
+/// Largest admissible JSON text, in bytes of UTF-8.
+pub const MAX_INPUT_BYTES: usize = 1_048_576;
+
+/// Texts from which their hashes are computed on the pool's threads: below a few thousand,
+/// handing the work to the pool costs more than it saves.
+const PARALLEL_HASHING: usize = 4096;
+
+/// An input as the compiled path takes it.
+#[derive(Clone, Copy)]
+pub struct Input<'a> {
+    /// Its subject's, among those judged together: copies are copies within a subject.
+    pub group: usize,
+    /// Its JSON text; `None` for a parsed value (or a `str` with no UTF-8), which the pure path admits.
+    pub text: Option<&'a [u8]>,
+}
+
+/// A JSON text with its hash, computed once (in parallel): the key of the deduplication.
+#[derive(Clone, Copy)]
+pub struct Text<'a> {
+    hash: u64,
+    pub group: usize,
+    pub bytes: &'a [u8],
+}
+
+impl std::hash::Hash for Text<'_> {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        state.write_u64(self.hash);
+        state.write_usize(self.group);
+    }
+}
+
+impl PartialEq for Text<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.hash == other.hash && self.group == other.group && self.bytes == other.bytes
+    }
+}
+
+impl Eq for Text<'_> {}
+
+/// The distinct texts of `inputs`, subject by subject, and for each input the index of its text
+/// among them (`None` for an input that is no text). The texts are hashed on `threads` threads;
+/// only the look-ups are serial.
+pub fn distinct_texts<'a>(inputs: &[Input<'a>], threads: usize) -> (Vec<Text<'a>>, Vec<Option<usize>>) {
+    let hasher = foldhash::fast::RandomState::default();
+    let hash = |input: &Input<'a>| {
+        input.text.map(|bytes| Text {
+            hash: hasher.hash_one(bytes),
+            group: input.group,
+            bytes,
+        })
+    };
+    let hashing_threads = if inputs.len() < PARALLEL_HASHING { 1 } else { threads };
+    let hashed: Vec<Option<Text<'a>>> = parallel_map(inputs, hashing_threads, 256, hash);
+    let mut distinct: HashMap<Text<'a>, usize> = HashMap::default();
+    let mut unique: Vec<Text<'a>> = Vec::new();
+    let copy_of = hashed
+        .into_iter()
+        .map(|text| {
+            text.map(|text| {
+                *distinct.entry(text).or_insert_with(|| {
+                    unique.push(text);
+                    unique.len() - 1
+                })
+            })
+        })
+        .collect();
+    (unique, copy_of)
+}
+
+/// A copy of an event, admitted: its `event_id` and its JSON value.
+pub struct Admitted<'a> {
+    pub event_id: String,
+    pub event: Json<'a>,
+}
+
+/// `text` admitted as `merge.admission.admit` admits it, or `None`: the pure path then admits or
+/// rejects it, and words the rejection.
+pub fn admit(text: &[u8]) -> Option<Admitted<'_>> {
+    if text.len() > MAX_INPUT_BYTES {
+        return None;
+    }
+    // serde_json refuses what msgspec refuses (bad UTF-8, lone surrogate escapes, bad syntax,
+    // more than 128 levels) and keeps the last of duplicate keys, as §5 says.
+    let event = serde_json::from_slice::<Json>(text).ok()?;
+    let event_id = event
+        .get("event_id")
+        .and_then(Json::as_str)
+        .filter(|id| is_event_id(id))?;
+    Some(Admitted {
+        event_id: event_id.to_owned(),
+        event,
+    })
+}
+
+/// A copy's verdict: the reason of the first §6 check it failed, or what passed (the valid
+/// event, `checks::ValidEvent`).
+pub enum Verdict<Passed> {
+    Invalid(Reason),
+    Valid(Passed),
+}
+
+/// §5 copy merging: the verdict of an event once one more of its copies was judged.
+///
+/// `standing`: the verdict of the copies judged so far (`None` before the first); `verdict`: the
+/// new copy's. A copy that passed §6 wins (the first, when several do); else the one that got
+/// furthest down the §6 checks gives the event its reason.
+pub fn prevailing_verdict<P>(standing: Option<Verdict<P>>, verdict: Verdict<P>) -> Verdict<P> {
+    match (standing, verdict) {
+        (None, verdict) => verdict,
+        (Some(standing @ Verdict::Valid(_)), _) => standing,
+        (Some(Verdict::Invalid(old)), Verdict::Invalid(new)) => Verdict::Invalid(old.max(new)),
+        (Some(Verdict::Invalid(_)), verdict @ Verdict::Valid(_)) => verdict,
+    }
+}
+
+/// Add a copy's verdict of `event_id` to `verdicts`: the one that prevails stands.
+pub fn add_verdict<P>(verdicts: &mut HashMap<String, Verdict<P>>, event_id: String, verdict: Verdict<P>) {
+    match verdicts.entry(event_id) {
+        Entry::Vacant(slot) => {
+            slot.insert(verdict);
+        }
+        Entry::Occupied(slot) => {
+            let (event_id, standing) = slot.remove_entry();
+            verdicts.insert(event_id, prevailing_verdict(Some(standing), verdict));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reason(verdict: &Verdict<&str>) -> Option<Reason> {
+        match verdict {
+            Verdict::Invalid(reason) => Some(*reason),
+            Verdict::Valid(_) => None,
+        }
+    }
+
+    #[test]
+    fn a_passed_copy_wins_else_the_furthest_down_the_checks() {
+        let furthest = prevailing_verdict(
+            Some(Verdict::Invalid(Reason::KeyExpired)),
+            Verdict::Invalid(Reason::Malformed),
+        );
+        assert_eq!(reason(&furthest), Some(Reason::KeyExpired));
+        let later = prevailing_verdict(
+            Some(Verdict::Invalid(Reason::Malformed)),
+            Verdict::Invalid(Reason::BadReceipt),
+        );
+        assert_eq!(reason(&later), Some(Reason::BadReceipt));
+        let passed = prevailing_verdict(Some(Verdict::Invalid(Reason::BadReceipt)), Verdict::Valid("second"));
+        assert!(matches!(passed, Verdict::Valid("second")));
+        let first = prevailing_verdict(Some(Verdict::Valid("first")), Verdict::Valid("second"));
+        assert!(matches!(first, Verdict::Valid("first")));
+        let kept = prevailing_verdict(Some(Verdict::Valid("first")), Verdict::Invalid(Reason::Malformed));
+        assert!(matches!(kept, Verdict::Valid("first")));
+    }
+
+    #[test]
+    fn only_texts_with_an_event_id_of_its_form_are_admitted_here() {
+        let id = format!("sha256:{}", "0".repeat(64));
+        let text = format!(r#"{{"event_id": "sha256:x", "event_id": "{id}"}}"#);
+        assert_eq!(admit(text.as_bytes()).map(|copy| copy.event_id), Some(id.clone()));
+        for refused in [
+            r#"{"event_id": "sha256:x"}"#,
+            r#"{"event_id": 1}"#,
+            "[]",
+            "{",
+            "\"\\ud800\"",
+        ] {
+            assert!(admit(refused.as_bytes()).is_none(), "{refused}");
+        }
+        let padded = format!(r#"{{"event_id": "{id}"}}{}"#, " ".repeat(MAX_INPUT_BYTES));
+        assert!(admit(padded.as_bytes()).is_none());
+    }
+
+    #[test]
+    fn identical_texts_of_one_subject_are_one_text() {
+        let inputs = [
+            Input {
+                group: 0,
+                text: Some(b"a".as_slice()),
+            },
+            Input { group: 0, text: None },
+            Input {
+                group: 1,
+                text: Some(b"a".as_slice()),
+            },
+            Input {
+                group: 0,
+                text: Some(b"a".as_slice()),
+            },
+            Input {
+                group: 0,
+                text: Some(b"b".as_slice()),
+            },
+        ];
+        let (unique, copy_of) = distinct_texts(&inputs, 2);
+        assert_eq!(copy_of, [Some(0), None, Some(1), Some(0), Some(2)]);
+        assert_eq!(
+            unique.iter().map(|text| (text.group, text.bytes)).collect::<Vec<_>>(),
+            [(0, b"a".as_slice()), (1, b"a".as_slice()), (0, b"b".as_slice())]
+        );
+    }
+}

@@ -1,0 +1,108 @@
+//! The batch fold's compiled half, the twin of `merge.batch`: every input of one or several
+//! subjects judged in one pass on the pool's threads (§5 deduplication, then §4, §6 and §8 on
+//! each distinct text, the copies' verdicts merged), the inputs it does not decide left to the
+//! pure path; then each subject's state built (§7, §9). `py` calls it without the GIL.
+
+use std::sync::Mutex;
+
+use crate::admission::{add_verdict, admit, distinct_texts, Input, Text};
+use crate::checks::{self, Key, Verdict};
+use crate::identifiers::state_sha256;
+use crate::maps::HashMap;
+use crate::pool::{parallel_map, trim_from};
+use crate::state::{self, Built};
+use crate::verify::Verifier;
+
+/// One subject's inputs as the compiled path judged them.
+pub struct Judged {
+    /// The verdict of each event, by id, its copies' merged (§5).
+    pub verdicts: HashMap<String, Verdict>,
+    /// The indices (ascending, among the subject's inputs) of the inputs left to the pure path.
+    pub fallback: Vec<usize>,
+}
+
+/// What the compiled path makes of one distinct text.
+enum Outcome {
+    /// Not decided here: the pure path admits and judges it.
+    Fallback,
+    /// Admitted, with this `event_id`, and judged.
+    Judged(String, Verdict),
+}
+
+/// Judge `inputs`, each of the subject `subjects[input.group]`, on `threads` threads: a
+/// [`Judged`] per subject.
+pub fn judge(
+    inputs: &[Input<'_>],
+    subjects: &[String],
+    keys: &HashMap<String, Key>,
+    verifier: Verifier<'_>,
+    threads: usize,
+) -> Vec<Judged> {
+    let (unique, copy_of) = distinct_texts(inputs, threads);
+    let judge = |text: &Text| {
+        let judged = admit(text.bytes).and_then(|copy| {
+            let verdict = checks::judge(&copy, &subjects[text.group], keys, verifier)?;
+            Some(Outcome::Judged(copy.event_id, verdict))
+        });
+        judged.unwrap_or(Outcome::Fallback)
+    };
+    // One input at a time: a subject of 20 events is spread over the threads too.
+    let outcomes: Vec<Outcome> = parallel_map(&unique, threads, 1, judge);
+    let mut counts = vec![0; subjects.len()];
+    for input in inputs {
+        counts[input.group] += 1;
+    }
+    let mut judged: Vec<Judged> = counts
+        .iter()
+        .map(|&count| Judged {
+            verdicts: HashMap::with_capacity_and_hasher(count, Default::default()),
+            fallback: Vec::new(),
+        })
+        .collect();
+    let mut outcomes: Vec<Option<Outcome>> = outcomes.into_iter().map(Some).collect();
+    let mut seen = vec![0; subjects.len()];
+    for (input, copy) in inputs.iter().zip(copy_of) {
+        let Judged { verdicts, fallback } = &mut judged[input.group];
+        let index = seen[input.group];
+        seen[input.group] += 1;
+        match copy {
+            None => fallback.push(index),
+            Some(at) => match outcomes[at].take() {
+                Some(Outcome::Judged(event_id, verdict)) => add_verdict(verdicts, event_id, verdict),
+                Some(Outcome::Fallback) => {
+                    outcomes[at] = Some(Outcome::Fallback);
+                    fallback.push(index);
+                }
+                None => {} // a later copy of a text already judged
+            },
+        }
+    }
+    judged
+}
+
+/// A subject and its verdicts, the pure path's merged in: what a state is built from.
+pub type Merged = (String, HashMap<String, Verdict>);
+
+/// The state of `subject` from its verdicts (§7, §9).
+pub fn build(subject: &str, verdicts: HashMap<String, Verdict>) -> Built {
+    let count = verdicts.len();
+    let built = state::build(subject, verdicts);
+    trim_from(count); // the payloads, freed as the state was written: their pages, for the decode
+    built
+}
+
+/// [`build`] of each `(subject, verdicts)` on `threads` threads, each state with its `state_sha256`.
+pub fn build_many(jobs: Vec<Merged>, threads: usize) -> Vec<(Built, String)> {
+    let count = jobs.iter().map(|(_, verdicts)| verdicts.len()).sum();
+    // Each job is taken, once, by the thread that builds it (building consumes the verdicts).
+    let jobs: Vec<Mutex<Option<Merged>>> = jobs.into_iter().map(|job| Mutex::new(Some(job))).collect();
+    let built = parallel_map(&jobs, threads, 1, |job| {
+        let taken = job.lock().expect("a lock no thread panics under").take();
+        let (subject, verdicts) = taken.expect("each job built once");
+        let built = state::build(&subject, verdicts);
+        let digest = state_sha256(&built.state);
+        (built, digest)
+    });
+    trim_from(count); // the payloads, freed as the states were written: their pages, for the decode
+    built
+}

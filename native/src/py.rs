@@ -1,0 +1,472 @@
+//! The boundary with Python (PyO3), `merge.native`'s only partner: what crosses it, typed
+//! ([`Key`], [`ValidEvent`], [`Judgement`], [`StateBytes`], [`StateDigest`], [`VerdictCache`]),
+//! and the functions it calls. Each takes its arguments from Python objects, gives up the GIL
+//! for the work (`batch`), and hands the results back; nothing here decides a verdict.
+//!
+//! A fold runs in two calls. [`judge`] admits and checks every distinct input on native threads
+//! without the GIL and hands back the indices of the inputs it does not decide (rejections and
+//! the uncommon cases: see `checks`); the pure path judges those, and [`Judgement::finish`]
+//! merges its verdicts with the native ones (§5), classifies (§7) and writes the state (§9).
+
+use std::os::raw::c_int;
+use std::sync::Arc;
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyList, PyString};
+
+use crate::admission::{add_verdict, Input};
+use crate::batch;
+use crate::checks::{self, Verdict};
+use crate::identifiers::state_sha256;
+use crate::maps::HashMap;
+use crate::pool::{free_later, trim_from, Deferred};
+use crate::reasons::Reason;
+use crate::state::Built;
+use crate::verify::{PublicKey, Verdicts, Verifier};
+
+/// The version of this boundary: what `merge.native` was written against (its
+/// `INTERFACE_VERSION`, which must be this number). Raised with every change of a function, an
+/// argument or a type here; `merge.native` uses no extension of another interface.
+pub const INTERFACE_VERSION: u32 = 1;
+
+/// Bytes of state from which its hash is computed on a thread of its own (starting one costs
+/// about 20 µs; hashing 1 MiB, about 500).
+const THREADED_HASH_BYTES: usize = 1 << 20;
+
+/// A key of the merge's key set (§3), as the checks take it (`merge.native.key_table`).
+#[pyclass(module = "pith_merge_native", frozen)]
+pub struct Key {
+    #[pyo3(get)]
+    key_id: String,
+    /// The 32 bytes of the Ed25519 public key.
+    #[pyo3(get)]
+    public_key: [u8; 32],
+    /// `fingerprint_sha256_hex`: what signatures and receipts name the key by.
+    #[pyo3(get)]
+    fingerprint_hex: String,
+    /// `rotates_at` in µs since the epoch, when the key has one.
+    #[pyo3(get)]
+    rotates_at_us: Option<i64>,
+}
+
+#[pymethods]
+impl Key {
+    #[new]
+    #[pyo3(signature = (*, key_id, public_key, fingerprint_hex, rotates_at_us))]
+    fn new(key_id: String, public_key: &[u8], fingerprint_hex: String, rotates_at_us: Option<i64>) -> PyResult<Self> {
+        let public_key: [u8; 32] = public_key
+            .try_into()
+            .map_err(|_| PyValueError::new_err("a public key is not 32 bytes"))?;
+        Ok(Key {
+            key_id,
+            public_key,
+            fingerprint_hex,
+            rotates_at_us,
+        })
+    }
+}
+
+/// The key set as the checks use it, each public key decoded once.
+fn key_map(keys: &[Bound<'_, Key>]) -> HashMap<String, checks::Key> {
+    keys.iter()
+        .map(|key| {
+            let key = key.get();
+            let checked = checks::Key {
+                public_key: PublicKey::new(key.public_key),
+                fingerprint_hex: key.fingerprint_hex.clone(),
+                rotates_at_us: key.rotates_at_us,
+            };
+            (key.key_id.clone(), checked)
+        })
+        .collect()
+}
+
+/// An event the pure path judged valid, as it hands it over to be merged in (§5) and folded.
+#[pyclass(module = "pith_merge_native", frozen)]
+pub struct ValidEvent {
+    #[pyo3(get)]
+    event_id: String,
+    #[pyo3(get)]
+    event_type: String,
+    #[pyo3(get)]
+    target: String,
+    #[pyo3(get)]
+    created_at: String,
+    /// `created_at` in µs since the epoch.
+    #[pyo3(get)]
+    created_us: i64,
+    #[pyo3(get)]
+    prev_event: Option<String>,
+    #[pyo3(get)]
+    supersedes: Vec<String>,
+    /// `signer.key_id`.
+    #[pyo3(get)]
+    key_id: String,
+    /// `CJ(signer)`.
+    #[pyo3(get)]
+    signer_json: Vec<u8>,
+    /// `CJ(payload)`.
+    #[pyo3(get)]
+    payload_json: Vec<u8>,
+    /// `CJ(payload.canonical_record)`: of a `record_created`, and only of one.
+    #[pyo3(get)]
+    canonical_record_json: Option<Vec<u8>>,
+    /// A `record_created`'s source aliases, `(alias_kind, alias_value)`, sorted (§9).
+    #[pyo3(get)]
+    source_aliases: Vec<(String, String)>,
+}
+
+#[pymethods]
+impl ValidEvent {
+    #[new]
+    #[pyo3(signature = (
+        *, event_id, event_type, target, created_at, created_us, prev_event, supersedes, key_id,
+        signer_json, payload_json, canonical_record_json=None, source_aliases=Vec::new()
+    ))]
+    #[allow(clippy::too_many_arguments)] // keyword-only, one for each field
+    fn new(
+        event_id: String,
+        event_type: String,
+        target: String,
+        created_at: String,
+        created_us: i64,
+        prev_event: Option<String>,
+        supersedes: Vec<String>,
+        key_id: String,
+        signer_json: Vec<u8>,
+        payload_json: Vec<u8>,
+        canonical_record_json: Option<Vec<u8>>,
+        source_aliases: Vec<(String, String)>,
+    ) -> PyResult<Self> {
+        if (event_type == "record_created") != canonical_record_json.is_some() {
+            return Err(PyValueError::new_err(
+                "canonical_record_json is given with a record_created, and only with one",
+            ));
+        }
+        Ok(ValidEvent {
+            event_id,
+            event_type,
+            target,
+            created_at,
+            created_us,
+            prev_event,
+            supersedes,
+            key_id,
+            signer_json,
+            payload_json,
+            canonical_record_json,
+            source_aliases,
+        })
+    }
+}
+
+impl ValidEvent {
+    /// The event as the checks would have made it.
+    fn checked(&self) -> checks::ValidEvent {
+        checks::ValidEvent {
+            event_id: self.event_id.clone(),
+            event_type: self.event_type.clone(),
+            target: self.target.clone(),
+            created_at: self.created_at.clone(),
+            created_us: self.created_us,
+            prev_event: self.prev_event.clone(),
+            supersedes: self.supersedes.clone(),
+            key_id: self.key_id.clone(),
+            signer: self.signer_json.clone(),
+            payload: self.payload_json.clone(),
+            record: self
+                .canonical_record_json
+                .as_ref()
+                .map(|canonical_record| checks::Record {
+                    canonical_record: canonical_record.clone(),
+                    source_aliases: self.source_aliases.clone(),
+                }),
+        }
+    }
+}
+
+/// An event the pure path judged invalid: `(event_id, §6 reason)`.
+type Invalid = (String, String);
+
+/// A finished fold as Python takes it: the state's bytes without `state_sha256`, who superseded
+/// whom (`(superseded id, [ids of the events that superseded it])`), and the digest.
+type Finished = (StateBytes, Vec<(String, Vec<String>)>, StateDigest);
+
+/// Signature verdicts shared by folds (`merge.SignatureVerifier` keeps one): each distinct
+/// (key, digest, signature) is verified once, whichever fold meets it first.
+#[pyclass(module = "pith_merge_native", frozen)]
+#[derive(Default)]
+pub struct VerdictCache {
+    verdicts: Verdicts,
+}
+
+#[pymethods]
+impl VerdictCache {
+    #[new]
+    fn new() -> Self {
+        Self::default()
+    }
+
+    fn __len__(&self) -> usize {
+        self.verdicts.lock().expect("a verdict cache lock").len()
+    }
+}
+
+/// A built state's canonical bytes, lent to Python through the buffer protocol (read-only; no
+/// copy of a state of many megabytes into a `bytes`). `bytes(state)` copies them when wanted.
+#[pyclass(module = "pith_merge_native", frozen)]
+pub struct StateBytes {
+    bytes: Arc<Vec<u8>>,
+}
+
+#[pymethods]
+impl StateBytes {
+    fn __len__(&self) -> usize {
+        self.bytes.len()
+    }
+
+    /// # Safety
+    /// `view` is the buffer Python asks to fill; the bytes never change and live as long as
+    /// `slf`, which the filled view holds a reference to.
+    unsafe fn __getbuffer__(slf: Bound<'_, Self>, view: *mut pyo3::ffi::Py_buffer, flags: c_int) -> PyResult<()> {
+        let bytes = &slf.get().bytes;
+        let filled = pyo3::ffi::PyBuffer_FillInfo(
+            view,
+            slf.as_ptr(),
+            bytes.as_ptr() as *mut std::ffi::c_void,
+            bytes.len() as pyo3::ffi::Py_ssize_t,
+            1, // read-only
+            flags,
+        );
+        if filled == -1 {
+            return Err(PyErr::fetch(slf.py()));
+        }
+        Ok(())
+    }
+
+    unsafe fn __releasebuffer__(&self, _view: *mut pyo3::ffi::Py_buffer) {}
+}
+
+/// The `state_sha256` of a built state (§2): computed on a thread of its own for a large state,
+/// so that hashing overlaps the caller's decoding of the bytes; `result()` waits for it.
+#[pyclass(module = "pith_merge_native")]
+pub struct StateDigest {
+    digest: Deferred<String>,
+}
+
+impl StateDigest {
+    fn of(state: Arc<Vec<u8>>) -> Self {
+        let large = state.len() >= THREADED_HASH_BYTES;
+        StateDigest {
+            digest: Deferred::start(large, move || state_sha256(&state)),
+        }
+    }
+}
+
+#[pymethods]
+impl StateDigest {
+    /// The lower-case hex SHA-256 of the state's bytes.
+    fn result(&mut self, py: Python<'_>) -> PyResult<String> {
+        let digest = &mut self.digest;
+        py.allow_threads(|| digest.wait().cloned())
+            .ok_or_else(|| PyValueError::new_err("the hashing thread panicked"))
+    }
+}
+
+/// The native verdicts of one fold, waiting for the pure path's (see [`judge`]).
+#[pyclass(module = "pith_merge_native")]
+pub struct Judgement {
+    subject: String,
+    /// `None` once `finish` has taken them.
+    verdicts: Option<HashMap<String, Verdict>>,
+}
+
+impl Judgement {
+    /// The judgement's verdicts with the pure path's merged in (§5); once only.
+    fn merged(
+        &mut self,
+        invalid: Vec<Invalid>,
+        valid: Vec<Bound<'_, ValidEvent>>,
+    ) -> PyResult<HashMap<String, Verdict>> {
+        let mut verdicts = self
+            .verdicts
+            .take()
+            .ok_or_else(|| PyValueError::new_err("this judgement was finished already"))?;
+        for (event_id, code) in invalid {
+            let reason = Reason::check(&code)
+                .ok_or_else(|| PyValueError::new_err(format!("{code:?} is not a reason of spec §6")))?;
+            add_verdict(&mut verdicts, event_id, Verdict::Invalid(reason));
+        }
+        for event in valid {
+            let event = event.get().checked();
+            add_verdict(&mut verdicts, event.event_id.clone(), Verdict::Valid(Box::new(event)));
+        }
+        Ok(verdicts)
+    }
+}
+
+/// A built state, as Python takes it.
+fn finished(built: Built, digest: impl FnOnce(Arc<Vec<u8>>) -> StateDigest) -> Finished {
+    let state = Arc::new(built.state);
+    (StateBytes { bytes: state.clone() }, built.superseded, digest(state))
+}
+
+#[pymethods]
+impl Judgement {
+    /// Merge the pure path's verdicts in (§5), classify (§7) and build the state (§9).
+    ///
+    /// ``invalid``: ``(event_id, §6 reason)``; ``valid``: the events it judged valid. Returns
+    /// ``(CJ(state) without state_sha256, [(superseded id, [ids that superseded it])], digest)``:
+    /// the digest of a large state is computed meanwhile, while the caller decodes. Once only.
+    fn finish(
+        &mut self,
+        py: Python<'_>,
+        invalid: Vec<Invalid>,
+        valid: Vec<Bound<'_, ValidEvent>>,
+    ) -> PyResult<Finished> {
+        let verdicts = self.merged(invalid, valid)?;
+        let count = verdicts.len();
+        let subject = &self.subject;
+        let mut built = py.allow_threads(|| batch::build(subject, verdicts));
+        free_later(std::mem::take(&mut built.events), count);
+        Ok(finished(built, StateDigest::of))
+    }
+}
+
+/// [`Judgement::finish`] of several judgements, ``[(judgement, invalid, valid)]``, their states
+/// built on ``threads`` threads (each digest with its state).
+#[pyfunction]
+#[allow(clippy::type_complexity)] // the tuples of Python's own call
+pub fn finish_many(
+    py: Python<'_>,
+    jobs: Vec<(Bound<'_, Judgement>, Vec<Invalid>, Vec<Bound<'_, ValidEvent>>)>,
+    threads: usize,
+) -> PyResult<Vec<Finished>> {
+    let mut merged = Vec::with_capacity(jobs.len());
+    for (judgement, invalid, valid) in jobs {
+        let mut judgement = judgement.borrow_mut();
+        let verdicts = judgement.merged(invalid, valid)?;
+        merged.push((judgement.subject.clone(), verdicts));
+    }
+    let count = merged.iter().map(|(_, verdicts)| verdicts.len()).sum();
+    let built = py.allow_threads(|| batch::build_many(merged, threads));
+    let mut events = Vec::with_capacity(built.len());
+    let finished = built
+        .into_iter()
+        .map(|(mut built, digest)| {
+            events.push(std::mem::take(&mut built.events));
+            finished(built, |_| StateDigest {
+                digest: Deferred::ready(digest),
+            })
+        })
+        .collect();
+    free_later(events, count);
+    Ok(finished)
+}
+
+/// Admit and check every input that is a JSON text (§5, §6, verification included), on
+/// ``threads`` native threads without the GIL.
+///
+/// Returns the judgement and the indices (ascending) of the inputs left to the pure path.
+#[pyfunction]
+#[pyo3(signature = (inputs, subject, keys, threads, cache=None))]
+pub fn judge(
+    py: Python<'_>,
+    inputs: Bound<'_, PyList>,
+    subject: String,
+    keys: Vec<Bound<'_, Key>>,
+    threads: usize,
+    cache: Option<&Bound<'_, VerdictCache>>,
+) -> PyResult<(Judgement, Vec<usize>)> {
+    let mut judged = judge_many(py, vec![(subject, inputs)], keys, threads, cache)?;
+    Ok(judged.pop().expect("one judgement per subject"))
+}
+
+/// [`judge`] of several subjects' inputs at once, ``[(subject, inputs)]``: one pass over all of
+/// them on the threads, so that many small subjects keep every thread busy (a judgement each).
+#[pyfunction]
+#[pyo3(signature = (groups, keys, threads, cache=None))]
+pub fn judge_many(
+    py: Python<'_>,
+    groups: Vec<(String, Bound<'_, PyList>)>,
+    keys: Vec<Bound<'_, Key>>,
+    threads: usize,
+    cache: Option<&Bound<'_, VerdictCache>>,
+) -> PyResult<Vec<(Judgement, Vec<usize>)>> {
+    let keys = key_map(&keys);
+    let cache: Option<&Verdicts> = cache.map(|cache| &cache.get().verdicts);
+    let verifier = Verifier { cache };
+    // The texts, borrowed from the lists' own objects: `held` keeps each alive (and bytes and
+    // the UTF-8 of a str never change) until this function returns, GIL or not.
+    let held: Vec<(usize, Bound<'_, PyAny>)> = groups
+        .iter()
+        .enumerate()
+        .flat_map(|(group, (_, inputs))| inputs.iter().map(move |item| (group, item)))
+        .collect();
+    let inputs: Vec<Input<'_>> = held
+        .iter()
+        .map(|(group, item)| {
+            let text: Option<&[u8]> = if let Ok(bytes) = item.downcast::<PyBytes>() {
+                Some(bytes.as_bytes())
+            } else if let Ok(string) = item.downcast::<PyString>() {
+                // A str with a lone surrogate has no UTF-8: a rejection, for the pure path to word.
+                string.to_str().ok().map(str::as_bytes)
+            } else {
+                None // a parsed value: the pure path admits it (§5)
+            };
+            Input { group: *group, text }
+        })
+        .collect();
+    let subjects: Vec<String> = groups.into_iter().map(|(subject, _)| subject).collect();
+    let judged = py.allow_threads(|| batch::judge(&inputs, &subjects, &keys, verifier, threads));
+    Ok(subjects
+        .into_iter()
+        .zip(judged)
+        .map(|(subject, judged)| {
+            let judgement = Judgement {
+                subject,
+                verdicts: Some(judged.verdicts),
+            };
+            (judgement, judged.fallback)
+        })
+        .collect())
+}
+
+/// Give back the pages freed since a fold of `inputs` inputs began judging (see `pool`): the
+/// parse trees the judging threads freed and, for a fold of a stream, the texts themselves,
+/// which Python frees once [`judge`] returns (`merge.native` calls this then). A small fold
+/// does not pay for it.
+#[pyfunction]
+pub fn release_memory(py: Python<'_>, inputs: usize) {
+    py.allow_threads(|| trim_from(inputs));
+}
+
+/// The verdict on each `(public key, message, signature)` of the verification the fold uses,
+/// on this thread, each distinct key decoded once as in a fold: for the tests that hold it to
+/// PyNaCl's libsodium on every Wycheproof, CCTV, RFC 8032 and PyNaCl case, and for the
+/// benchmarks' bound of the compiled path.
+#[pyfunction]
+pub fn verify_signatures(jobs: Vec<(Vec<u8>, Vec<u8>, Vec<u8>)>) -> Vec<bool> {
+    let mut keys: HashMap<[u8; 32], PublicKey> = HashMap::default();
+    jobs.iter()
+        .map(|(public_key, message, signature)| {
+            // As merge.signatures.verify_signature: wrong lengths never verify.
+            match (
+                <[u8; 32]>::try_from(public_key.as_slice()),
+                <&[u8; 64]>::try_from(signature.as_slice()),
+            ) {
+                (Ok(public_key), Ok(signature)) => keys
+                    .entry(public_key)
+                    .or_insert_with(|| PublicKey::new(public_key))
+                    .verifies(message, signature),
+                _ => false,
+            }
+        })
+        .collect()
+}
+
+/// The spec strings of `reasons`, in order.
+pub fn codes(reasons: &[Reason]) -> Vec<&'static str> {
+    reasons.iter().map(|reason| reason.code()).collect()
+}

@@ -3,32 +3,55 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint typecheck check bench stress clean
+.PHONY: demo test lint typecheck check bench stress wheels clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 # The compiled per-event path (native/, Rust through PyO3; docs/performance.md), built where
-# cargo is. Without a Rust toolchain it is skipped and the pure-Python path serves alone.
+# cargo is, with cargo's progress shown (pip -v passes on the build's output). Without a Rust
+# toolchain it is not built here: see install below.
 NATIVE_SOURCES := native/Cargo.toml native/Cargo.lock native/pyproject.toml native/pith_merge_native.pyi $(wildcard native/src/*.rs)
 $(VENV)/.installed-native: $(NATIVE_SOURCES) | $(BIN)/python
 	@if command -v cargo >/dev/null 2>&1; then \
-		echo "building the compiled path (native/, cargo)"; \
-		$(BIN)/python -m pip install --quiet ./native; \
+		echo "building the compiled path (native/, cargo: about a minute the first time)"; \
+		$(BIN)/python -m pip install --verbose ./native; \
 	else \
-		echo "no cargo on PATH: the compiled path is not built; the pure-Python path serves"; \
+		echo "no cargo on PATH: the compiled path is not built here"; \
 	fi
 	touch $@
 
+# $(call install,EXTRAS): pith-merge, editable, with the extras EXTRAS (e.g. [dev]). On Linux
+# x86_64 CPython it requires pith-merge-native at its own version: the one built above, or else
+# the index's wheel. Where neither is there (no cargo, and the release not yet on the index: pip
+# says "No matching distribution found"), pith-merge goes in without it, beside its other
+# requirements as pyproject.toml lists them, and the pure-Python path serves.
+PURE_REQUIREMENTS = import sys, tomllib; \
+	project = tomllib.load(open("pyproject.toml", "rb"))["project"]; \
+	extras = [name for name in sys.argv[1].strip("[]").split(",") if name]; \
+	wanted = project["dependencies"] + [r for name in extras for r in project["optional-dependencies"][name]]; \
+	print("\n".join(r for r in wanted if not r.startswith("pith-merge-native")))
+define install
+@if ! $(BIN)/python -m pip install --quiet -e '.$(1)' 2>$(VENV)/install.log; then \
+		grep -q "No matching distribution found for pith-merge-native" $(VENV)/install.log \
+			|| { cat $(VENV)/install.log >&2; exit 1; }; \
+		echo "pith-merge-native is neither built here nor on the index: pith-merge without it (the pure path)"; \
+		$(BIN)/python -c '$(PURE_REQUIREMENTS)' '$(1)' >$(VENV)/requirements-pure.txt \
+		&& $(BIN)/python -m pip install --quiet -r $(VENV)/requirements-pure.txt \
+		&& $(BIN)/python -m pip install --quiet --no-deps -e . || exit 1; \
+	fi
+endef
+
 # Runtime install: what a user of the command gets.
 $(VENV)/.installed: pyproject.toml $(VENV)/.installed-native | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e .
+	$(call install,)
 	touch $@
 
 # Development install: dev tools, the optional Dask engine, PostgreSQL store and strategies (tested in CI).
+DEV_EXTRAS := [dev,dask,postgres,testing]
 $(VENV)/.installed-dev: pyproject.toml $(VENV)/.installed-native | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[dev,dask,postgres,testing]'
+	$(call install,$(DEV_EXTRAS))
 	touch $@ $(VENV)/.installed
 
 # The whole job on examples/: `pith-merge verify`, `replay` and `explain`, run by merge/demo.py.
@@ -74,5 +97,18 @@ docs-images: $(VENV)/.installed
 stress: $(VENV)/.installed-dev
 	$(BIN)/python -m tests.store.soak $(STRESS_ARGS)
 
+# The packages of a release, into $(DIST) (docs/performance.md, "Installing the compiled path"):
+# pith-merge's sdist and pure wheel (python -m build, hatchling), and pith-merge-native's sdist
+# and abi3 wheel for manylinux2014: maturin links it with zig against glibc 2.17's symbols, so
+# the tag manylinux_2_17_x86_64 is true (a plain build links against this box's glibc and is
+# tagged for it), and auditwheel shows that it agrees. Needs cargo; tests/test_wheels.py runs it.
+DIST ?= dist
+VERSION := $(shell sed -n 's/^__version__ = "\(.*\)"$$/\1/p' merge/__init__.py)
+wheels: $(VENV)/.installed-dev
+	$(BIN)/python -m build --outdir $(DIST) .
+	cd native && PATH="$(abspath $(BIN)):$$PATH" maturin build --release --zig --compatibility manylinux2014 --out $(abspath $(DIST))
+	cd native && PATH="$(abspath $(BIN)):$$PATH" maturin sdist --out $(abspath $(DIST))
+	$(BIN)/auditwheel show $(DIST)/pith_merge_native-$(VERSION)-*.whl
+
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis native/target
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis native/target $(DIST)

@@ -12,7 +12,7 @@ name); :mod:`pith_merge` is the same API under an unambiguous name.
 """
 
 #: This package's version (the only place it is written; pyproject.toml reads it from here).
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
 import sys
 

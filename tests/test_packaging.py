@@ -11,10 +11,13 @@ import email
 import subprocess
 import sys
 import tarfile
+import tomllib
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import pytest
+from packaging.requirements import Requirement
 
 import merge
 import pith_merge
@@ -48,6 +51,8 @@ def test_the_wheel_carries_the_licence_metadata_and_both_import_names(built: tup
     assert info["Version"] == merge.__version__
     assert info["License-Expression"] == "Apache-2.0"
     assert "Typing :: Typed" in info.get_all("Classifier", [])
+    required = [Requirement(text) for text in info.get_all("Requires-Dist", [])]
+    assert f"pith-merge-native=={merge.__version__}" in {f"{r.name}{r.specifier}" for r in required}
 
 
 def test_the_demo_runs_from_the_wheel_alone(built: tuple[Path, Path], tmp_path: Path) -> None:
@@ -119,3 +124,55 @@ def test_pith_merge_refuses_another_projects_merge(tmp_path: Path) -> None:
     )
     assert result.returncode == 1
     assert "is not pith-merge's" in result.stderr.decode()
+
+
+def _toml(path: str) -> dict[str, Any]:
+    return tomllib.loads((ROOT / path).read_text())
+
+
+# Where pith-merge-native's wheel is built (manylinux_2_17_x86_64, abi3: CPython >= 3.11).
+WHEEL_PLATFORM = {
+    "platform_system": "Linux",
+    "platform_machine": "x86_64",
+    "platform_python_implementation": "CPython",
+}
+
+
+@pytest.mark.parametrize(
+    ("platform", "required"),
+    [
+        ({}, True),
+        ({"platform_system": "Darwin"}, False),
+        ({"platform_system": "Windows", "platform_machine": "AMD64"}, False),
+        ({"platform_machine": "aarch64"}, False),
+        ({"platform_python_implementation": "PyPy"}, False),
+    ],
+)
+def test_pith_merge_requires_its_own_version_of_the_native_package_where_its_wheel_is_built(
+    platform: dict[str, str], required: bool
+) -> None:
+    """merge/native.py calls only the extension of its own release: the pin is ``==`` this very
+    version, under the markers of the platform its wheel is built for, and nowhere else."""
+    project = _toml("pyproject.toml")["project"]
+    [native] = [r for r in map(Requirement, project["dependencies"]) if r.name == "pith-merge-native"]
+    assert str(native.specifier) == f"=={merge.__version__}"
+    assert native.marker is not None
+    assert native.marker.evaluate({**WHEEL_PLATFORM, **platform}) is required
+    # Elsewhere the extra asks for it (built from its sdist, with cargo), at the same version.
+    assert [Requirement(r) for r in project["optional-dependencies"]["native"]] == [
+        Requirement(f"pith-merge-native=={merge.__version__}")
+    ]
+
+
+def test_the_native_package_is_at_pith_merges_version() -> None:
+    """One release, one version: Cargo.toml's (which the native wheel takes), Cargo.lock's."""
+    assert _toml("native/Cargo.toml")["package"]["version"] == merge.__version__
+    [locked] = [p for p in _toml("native/Cargo.lock")["package"] if p["name"] == "pith-merge-native"]
+    assert locked["version"] == merge.__version__
+    native = _toml("native/pyproject.toml")["project"]
+    assert native["dynamic"] == ["version"]
+    assert "version" not in native
+
+
+def test_the_native_package_carries_the_projects_licence() -> None:
+    assert (ROOT / "native" / "LICENSE").read_bytes() == (ROOT / "LICENSE").read_bytes()

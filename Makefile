@@ -22,25 +22,11 @@ $(VENV)/.installed-native: $(NATIVE_SOURCES) | $(BIN)/python
 	fi
 	touch $@
 
-# $(call install,EXTRAS): pith-merge, editable, with the extras EXTRAS (e.g. [dev]). On Linux
-# x86_64 CPython it requires pith-merge-native at its own version: the one built above, or else
-# the index's wheel. Where neither is there (no cargo, and the release not yet on the index: pip
-# says "No matching distribution found"), pith-merge goes in without it, beside its other
-# requirements as pyproject.toml lists them, and the pure-Python path serves.
-PURE_REQUIREMENTS = import sys, tomllib; \
-	project = tomllib.load(open("pyproject.toml", "rb"))["project"]; \
-	extras = [name for name in sys.argv[1].strip("[]").split(",") if name]; \
-	wanted = project["dependencies"] + [r for name in extras for r in project["optional-dependencies"][name]]; \
-	print("\n".join(r for r in wanted if not r.startswith("pith-merge-native")))
+# $(call install,EXTRAS): pith-merge, editable, with the extras EXTRAS (e.g. [dev]). A checkout's
+# install never requires pith-merge-native (hatch_build.py: only a release's wheel does); the
+# compiled path is the one built above, where cargo is.
 define install
-@if ! $(BIN)/python -m pip install --quiet -e '.$(1)' 2>$(VENV)/install.log; then \
-		grep -q "No matching distribution found for pith-merge-native" $(VENV)/install.log \
-			|| { cat $(VENV)/install.log >&2; exit 1; }; \
-		echo "pith-merge-native is neither built here nor on the index: pith-merge without it (the pure path)"; \
-		$(BIN)/python -c '$(PURE_REQUIREMENTS)' '$(1)' >$(VENV)/requirements-pure.txt \
-		&& $(BIN)/python -m pip install --quiet -r $(VENV)/requirements-pure.txt \
-		&& $(BIN)/python -m pip install --quiet --no-deps -e . || exit 1; \
-	fi
+$(BIN)/python -m pip install --quiet -e '.$(1)'
 endef
 
 # Runtime install: what a user of the command gets.
@@ -49,7 +35,7 @@ $(VENV)/.installed: pyproject.toml $(VENV)/.installed-native | $(BIN)/python
 	touch $@
 
 # Development install: dev tools, the optional Dask engine, PostgreSQL store and strategies (tested in CI).
-DEV_EXTRAS := [dev,dask,postgres,testing]
+DEV_EXTRAS := [dev,dask,postgres,testing,monitor]
 $(VENV)/.installed-dev: pyproject.toml $(VENV)/.installed-native | $(BIN)/python
 	$(call install,$(DEV_EXTRAS))
 	touch $@ $(VENV)/.installed
@@ -105,7 +91,7 @@ stress: $(VENV)/.installed-dev
 DIST ?= dist
 VERSION := $(shell sed -n 's/^__version__ = "\(.*\)"$$/\1/p' merge/__init__.py)
 wheels: $(VENV)/.installed-dev
-	$(BIN)/python -m build --outdir $(DIST) .
+	PITH_MERGE_RELEASE=1 $(BIN)/python -m build --outdir $(DIST) .
 	cd native && PATH="$(abspath $(BIN)):$$PATH" maturin build --release --zig --compatibility manylinux2014 --out $(abspath $(DIST))
 	cd native && PATH="$(abspath $(BIN)):$$PATH" maturin sdist --out $(abspath $(DIST))
 	$(BIN)/auditwheel show $(DIST)/pith_merge_native-$(VERSION)-*.whl

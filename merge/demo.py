@@ -45,6 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     default_out = examples.parent / "out" if examples.name == "examples" else Path("pith-merge-demo")
     out = argv[0] if argv else str(default_out / "states")
     commands = [
+        ["--version"],  # which path folds, and why (compiled, or pure and how to get the other)
         ["verify", golden],
         ["verify", "--trust", keys, generated],
         [

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+import merge
 from merge import canonical_json, decode_state, fold
 from merge.cli import EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, EXIT_WORKER_LOST, main
 from merge.cli.fold import LISTED_REJECTIONS
@@ -102,7 +103,8 @@ def test_the_console_script_is_installed() -> None:
         pytest.skip("pith-merge console script not installed next to this interpreter")
     result = subprocess.run([script, "--version"], capture_output=True, check=False, timeout=60)
     assert result.returncode == 0
-    assert result.stdout.startswith(b"pith-merge, version ")
+    status = merge.native_status()
+    assert result.stdout.decode() == f"pith-merge {merge.__version__} (merge-v1 rev 1.1; {status})\n"
 
 
 # --- verify -----------------------------------------------------------------------------------
@@ -877,7 +879,10 @@ def test_demo_runs_verify_and_replay(tmp_path: Path) -> None:
     text = result.stdout.decode()
     assert "$ pith-merge verify examples/pith-2303.04759.bundle.json" in text
     assert "$ pith-merge replay" in text
-    assert text.count("(exit code 0)") == 4
+    # It says first which path folds, and why.
+    said = f"pith-merge {merge.__version__} (merge-v1 rev 1.1; {merge.native_status()})"
+    assert f"$ pith-merge --version\n{said}\n" in text
+    assert text.count("(exit code 0)") == 5
     assert len(list(tmp_path.iterdir())) == 3
 
 

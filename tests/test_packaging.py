@@ -8,6 +8,7 @@ need. Built with hatchling, the project's build backend (a dev dependency).
 from __future__ import annotations
 
 import email
+import os
 import subprocess
 import sys
 import tarfile
@@ -25,12 +26,16 @@ import pith_merge
 ROOT = Path(__file__).resolve().parent.parent
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    out = tmp_path_factory.mktemp("dist")
+def _build(out: Path, *, release: bool) -> tuple[Path, Path]:
+    """pith-merge's wheel and sdist, as ``make wheels`` builds a release's (``release``) or as
+    ``pip install .`` builds a checkout's."""
+    env = {name: value for name, value in os.environ.items() if name != "PITH_MERGE_RELEASE"}
+    if release:
+        env["PITH_MERGE_RELEASE"] = "1"
     subprocess.run(
         [sys.executable, "-m", "hatchling", "build", "-d", str(out)],
         cwd=ROOT,
+        env=env,
         check=True,
         capture_output=True,
         timeout=300,
@@ -38,6 +43,31 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     [wheel] = out.glob("*.whl")
     [sdist] = out.glob("*.tar.gz")
     return wheel, sdist
+
+
+def _requirements(wheel: Path) -> list[Requirement]:
+    with zipfile.ZipFile(wheel) as archive:
+        [metadata] = [name for name in archive.namelist() if name.endswith(".dist-info/METADATA")]
+        info = email.message_from_bytes(archive.read(metadata))
+    return [Requirement(text) for text in info.get_all("Requires-Dist", [])]
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    return _build(tmp_path_factory.mktemp("dist"), release=True)
+
+
+def test_only_a_release_requires_the_native_package(tmp_path: Path) -> None:
+    """A checkout's build (``pip install .``) never requires pith-merge-native, so that it installs
+    without Rust and without the native package on the index (hatch_build.py); its other
+    requirements are the release's."""
+    wheel, _ = _build(tmp_path, release=False)
+    released, _ = _build(tmp_path / "release", release=True)
+    checkout = _requirements(wheel)
+    assert all(r.name != "pith-merge-native" or "extra" in str(r.marker) for r in checkout)
+    assert [str(r) for r in checkout] == [
+        str(r) for r in _requirements(released) if r.name != "pith-merge-native" or "extra" in str(r.marker)
+    ]
 
 
 def test_the_wheel_carries_the_licence_metadata_and_both_import_names(built: tuple[Path, Path]) -> None:
@@ -154,7 +184,8 @@ def test_pith_merge_requires_its_own_version_of_the_native_package_where_its_whe
     """merge/native.py calls only the extension of its own release: the pin is ``==`` this very
     version, under the markers of the platform its wheel is built for, and nowhere else."""
     project = _toml("pyproject.toml")["project"]
-    [native] = [r for r in map(Requirement, project["dependencies"]) if r.name == "pith-merge-native"]
+    native = Requirement(_toml("pyproject.toml")["tool"]["hatch"]["metadata"]["hooks"]["custom"]["native"])
+    assert native.name == "pith-merge-native"
     assert str(native.specifier) == f"=={merge.__version__}"
     assert native.marker is not None
     assert native.marker.evaluate({**WHEEL_PLATFORM, **platform}) is required

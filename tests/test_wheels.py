@@ -45,13 +45,12 @@ try:
     wheel = metadata.distribution("pith-merge-native").read_text("WHEEL")
 except metadata.PackageNotFoundError:
     wheel = None
-status = getattr(merge, "native_status", None)  # the lead's one place that says why (issue 27 item 4)
 report = merge.verify_bundle(Path(sys.argv[1]).read_bytes())
 print(json.dumps({
     "merge": merge.__file__,
     "version": merge.__version__,
     "native_available": merge.native_available(),
-    "status": None if status is None else str(status()),
+    "status": str(merge.native_status()),
     "native_wheel": wheel,
     "ok": report.ok,
     "state_sha256": report.result.state_sha256,
@@ -197,8 +196,7 @@ def test_the_wheel_brings_the_compiled_path_without_cargo(dist: Path, tmp_path: 
     assert probed["version"] == VERSION
     assert "Tag: cp311-abi3-manylinux_2_17_x86_64" in str(probed["native_wheel"]).splitlines(), probed
     assert probed["native_available"] is True
-    if probed["status"] is not None:
-        assert "compiled" in str(probed["status"]), probed
+    assert probed["status"] == f"compiled path, pith-merge-native {VERSION}", probed
     assert probed["ok"] is True
     assert probed["state_sha256"] == _golden_sha256()
     # The command the user runs, from the venv's own script.
@@ -210,6 +208,10 @@ def test_the_wheel_brings_the_compiled_path_without_cargo(dist: Path, tmp_path: 
         check=False,
     )
     assert verify.returncode == 0, verify.stderr.decode()
+    assert (
+        _version(venv, env)
+        == f"pith-merge {VERSION} (merge-v1 rev 1.1; compiled path, pith-merge-native {VERSION})"
+    )
     # And the pure path, forced, on the same install.
     forced = _probe(venv, {**env, "PITH_MERGE_PURE": "1"}, tmp_path)
     assert forced["native_available"] is False
@@ -235,7 +237,31 @@ def test_the_pure_wheel_alone_serves_the_pure_path(dist: Path, tmp_path: Path) -
     probed = _probe(venv, env, tmp_path)
     assert probed["native_wheel"] is None
     assert probed["native_available"] is False
-    if probed["status"] is not None:
-        assert "pure" in str(probed["status"]), probed
+    assert str(probed["status"]).startswith("pure path: pith-merge-native is not installed"), probed
     assert probed["ok"] is True
     assert probed["state_sha256"] == _golden_sha256()
+
+
+def test_pip_install_of_a_checkout_without_cargo_is_pure_and_says_so(tmp_path: Path) -> None:
+    """``pip install .`` where there is no cargo (and the native package is not on the index): it
+    installs, the pure path serves, and ``--version`` says how to get the compiled one."""
+    venv = tmp_path / "venv"
+    env = _fresh_venv(venv)
+    _pip(venv, env, ROOT)
+    probed = _probe(venv, env, tmp_path)
+    assert probed["native_available"] is False
+    assert probed["state_sha256"] == _golden_sha256()
+    said = _version(venv, env)
+    assert said.startswith(
+        f"pith-merge {VERSION} (merge-v1 rev 1.1; pure path: pith-merge-native is not installed"
+    )
+    assert f"pip install pith-merge-native=={VERSION}" in said
+
+
+def _version(venv: Path, env: dict[str, str]) -> str:
+    """What ``pith-merge --version`` prints, from the venv's own script."""
+    result = subprocess.run(
+        [venv / "bin" / "pith-merge", "--version"], env=env, capture_output=True, timeout=60, check=False
+    )
+    assert result.returncode == 0, result.stderr.decode()
+    return result.stdout.decode().rstrip("\n")

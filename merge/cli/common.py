@@ -39,8 +39,30 @@ R = TypeVar("R")
 FC = TypeVar("FC", bound=Callable[..., Any])
 
 
+#: The revision of the merge rules this release follows (docs/merge-v1.md), named by --version.
+SPEC_REVISION: Final = "1.1"
+
+
+def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    """``--version``: the release, the rules' revision and which path folds, and why (issue 27)."""
+    if not value or ctx.resilient_parsing:
+        return
+    from .. import __version__
+    from ..native import native_status
+
+    click.echo(f"pith-merge {__version__} (merge-v1 rev {SPEC_REVISION}; {native_status()})")
+    ctx.exit()
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
-@click.version_option(package_name="pith-merge", prog_name="pith-merge")
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_print_version,
+    help="Show the version and exit.",
+)
 def cli() -> None:
     """Verify, fold and replay Pith registry bundles, records and event logs (merge-v1).
 

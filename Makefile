@@ -78,10 +78,15 @@ docs-images: $(VENV)/.installed
 	$(BIN)/pith-merge graph --bundle tests/vectors/golden/pith-2303.04759.bundle.json --format svg -o docs/images/golden.svg
 	$(BIN)/pith-merge graph --bundle examples/example.bundle.json --format svg -o docs/images/equivocation.svg
 
-# The long crash test of the store (docs/security.md), never part of `make test`:
-# `make stress STRESS_ARGS="--kills 1000 --seconds 1800"`.
+# The long fault tests (docs/security.md §5), never part of `make test`: store writers killed with
+# SIGKILL (`make stress STRESS_ARGS="--kills 1000 --seconds 1800"`); PostgreSQL backends stopped
+# with SIGSTOP under real store commands (`SILENT_ARGS="--rounds 10 --seconds 1800"`; skipped
+# without the PostgreSQL server binaries); a running monitor killed at random moments
+# (`MONITOR_STRESS_ARGS="--kills 500"`: about 9 minutes).
 stress: $(VENV)/.installed-dev
 	$(BIN)/python -m tests.store.soak $(STRESS_ARGS)
+	$(BIN)/python -m tests.store.silent_server $(SILENT_ARGS)
+	$(BIN)/python -m tests.monitor.soak $(MONITOR_STRESS_ARGS)
 
 # The packages of a release, into $(DIST) (docs/performance.md, "Installing the compiled path"):
 # pith-merge's sdist and pure wheel (python -m build, hatchling), and pith-merge-native's sdist

@@ -9,7 +9,7 @@ from __future__ import annotations
 import base64
 import hashlib
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Required, TypedDict, Unpack
 
 import msgspec
 from nacl.signing import SigningKey
@@ -33,6 +33,7 @@ from .identifiers import (
 from .keys import Key
 
 __all__ = [
+    "EventFields",
     "TestKey",
     "make_bundle",
     "record_created_payload",
@@ -118,37 +119,30 @@ def unsigned_event(
     }
 
 
+class EventFields(TypedDict, total=False):
+    """The fields :func:`sign_event` takes, as :func:`unsigned_event` names them."""
+
+    event_type: Required[str]
+    subject: Required[str]
+    payload: Required[Mapping[str, Any]]
+    created_at: Required[str]
+    prev_event: str | None
+    supersedes: Sequence[str]
+    target: str | None
+    signer_id: str
+    signer_type: str
+
+
 def sign_event(
-    key: TestKey,
-    *,
-    event_type: str,
-    subject: str,
-    payload: Mapping[str, Any],
-    created_at: str,
-    prev_event: str | None = None,
-    supersedes: Sequence[str] = (),
-    target: str | None = None,
-    signer_id: str = "pith.science",
-    signer_type: str = "pith_registry",
-    signed_at: str | None = None,
+    key: TestKey, *, signed_at: str | None = None, **fields: Unpack[EventFields]
 ) -> dict[str, Any]:
-    """A signed event of schema 1.0 (spec §4), with ``content_sha256`` and ``event_id``.
+    """A signed event of schema 1.0 (spec §4), with ``content_sha256`` and ``event_id``: the body
+    :func:`unsigned_event` makes of ``fields``, sealed at ``signed_at`` (default: ``created_at``).
 
     ``target`` defaults to the §8 target of ``event_type``.
     """
-    body = unsigned_event(
-        key,
-        event_type=event_type,
-        subject=subject,
-        payload=payload,
-        created_at=created_at,
-        prev_event=prev_event,
-        supersedes=supersedes,
-        target=target,
-        signer_id=signer_id,
-        signer_type=signer_type,
-    )
-    return seal_event(key, body, signed_at=signed_at or created_at)
+    body = unsigned_event(key, **fields)
+    return seal_event(key, body, signed_at=signed_at or fields["created_at"])
 
 
 def _signature(key: TestKey, signed_message: str, digest: str, signed_at: str) -> dict[str, Any]:

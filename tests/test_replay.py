@@ -26,6 +26,9 @@ from hypothesis import strategies as st
 
 import merge.native
 import merge.replay
+import merge.replay.corpus
+import merge.replay.progress
+import merge.replay.results
 import merge.signatures
 from merge import InputError, canonical_json, decode_state, fold, native_available, verify_bundle
 from merge.bundle import REGISTRY_KEYS
@@ -36,14 +39,6 @@ from merge.replay import (
     InputProblem,
     ProblemLog,
     ReplayWorkerError,
-    _index,
-    _origin,
-    _partition,
-    _read_items,
-    _read_lines,
-    _runs,
-    _scan_units,
-    _spill,
     display_name,
     fold_subject,
     fold_subjects,
@@ -56,6 +51,9 @@ from merge.replay import (
     state_filename,
     write_state,
 )
+from merge.replay.corpus import _runs, _scan_units
+from merge.replay.scan import _origin, _read_lines
+from merge.replay.spill import _index, _partition, _read_items, _spill
 from merge.signing import TestKey, sign_bundle, sign_event
 
 from . import replay_faults
@@ -767,13 +765,13 @@ def test_a_log_is_read_back_by_reference_only_from_the_regular_file_its_real_pat
 
 def _changed_after_the_scan(monkeypatch: pytest.MonkeyPatch, change: Any) -> None:
     """Run ``change()`` once the replay has scanned its corpus, before it folds."""
-    start_fold = merge.replay._Progress.start_fold
+    start_fold = merge.replay.progress._Progress.start_fold
 
     def changed_then_folded(self: Any, total: int) -> None:
         change()
         start_fold(self, total)
 
-    monkeypatch.setattr(merge.replay._Progress, "start_fold", changed_then_folded)
+    monkeypatch.setattr(merge.replay.progress._Progress, "start_fold", changed_then_folded)
 
 
 def _rewrite_first_line(log: Path) -> None:
@@ -878,7 +876,7 @@ def test_lines_appended_between_the_scan_and_the_fold_change_nothing(
 
 
 def test_a_file_read_whole_has_a_cap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("merge.replay.MAX_DOCUMENT_BYTES", 4096)
+    monkeypatch.setattr("merge.replay.scan.MAX_DOCUMENT_BYTES", 4096)
     big = tmp_path / "big.json"
     big.write_bytes(b" " * 4097)
     items, problems = items_of([big])
@@ -951,7 +949,7 @@ def _hand_over_after_one_file(monkeypatch: pytest.MonkeyPatch) -> None:
         asked.append(True)
         return len(asked) > 1 and bool(concurrent.futures.wait(ready))
 
-    monkeypatch.setattr(merge.replay, "_workers_ready", ready_after_one)
+    monkeypatch.setattr(merge.replay.corpus, "_workers_ready", ready_after_one)
 
 
 @pytest.mark.parametrize("workers", [2, 3])
@@ -965,7 +963,7 @@ def test_a_corpus_scanned_in_the_workers_gives_the_report_of_a_serial_scan(
     _hand_over_after_one_file(monkeypatch)
     # The first 12: the 6 lines no subject can be read from, then s-common's 6 bad events, one
     # from each file, in corpus order.
-    monkeypatch.setattr(merge.replay, "PROBLEM_SAMPLE", 12)
+    monkeypatch.setattr(merge.replay.results, "PROBLEM_SAMPLE", 12)
     serial_few = replay([corpus], keys=EXAMPLE_KEYS, workers=1)
     scanned = replay([corpus], keys=EXAMPLE_KEYS, workers=workers)
     assert scanned.subjects == serial.subjects
@@ -1012,7 +1010,7 @@ def test_a_scan_whose_worker_dies_is_scanned_again_by_the_parent(
     corpus = _corpus_of_files(tmp_path)
     expected = replay([corpus], keys=EXAMPLE_KEYS, workers=1)
     _hand_over_after_one_file(monkeypatch)
-    monkeypatch.setattr(merge.replay, "_scan_run", replay_faults.faulty_scan)
+    monkeypatch.setattr(merge.replay.corpus, "_scan_run", replay_faults.faulty_scan)
     monkeypatch.setenv("PITH_FAULT_PARTITION", "scan-2")
     assert replay([corpus], keys=EXAMPLE_KEYS, workers=2) == expected
     assert len(list(faults.glob("started-*-scan-2"))) == 1  # its worker died
@@ -1051,7 +1049,7 @@ def faults(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     where = tmp_path / "faults"
     where.mkdir()
     monkeypatch.setenv("PITH_FAULT_DIR", str(where))
-    monkeypatch.setattr("merge.replay._fold_partition", replay_faults.faulty_fold)
+    monkeypatch.setattr("merge.replay.corpus._fold_partition", replay_faults.faulty_fold)
     return where
 
 
@@ -1091,7 +1089,7 @@ def test_workers_that_die_while_the_corpus_is_read_lose_no_partition(
     corpus = many_subjects_corpus(tmp_path)
     expected = replay([corpus], keys=EXAMPLE_KEYS, workers=1)
     pools: list[ProcessPoolExecutor] = []
-    real_pool = merge.replay._pool
+    real_pool = merge.replay.corpus._pool
 
     @contextlib.contextmanager
     def recorded(workers: int) -> Iterator[ProcessPoolExecutor]:
@@ -1103,8 +1101,8 @@ def test_workers_that_die_while_the_corpus_is_read_lose_no_partition(
         with contextlib.suppress(BrokenProcessPool):  # queued behind the workers' first tasks: their deaths
             pools[0].submit(os.getpid).result()
 
-    monkeypatch.setattr(merge.replay, "_pool", recorded)
-    monkeypatch.setattr(merge.replay, "_ready", replay_faults.die)  # a worker's first task kills it
+    monkeypatch.setattr(merge.replay.corpus, "_pool", recorded)
+    monkeypatch.setattr(merge.replay.corpus, "_ready", replay_faults.die)  # a worker's first task kills it
     _changed_after_the_scan(monkeypatch, broken_before_the_fold)
     with caplog.at_level(logging.WARNING, logger="merge.replay"):
         assert replay([corpus], keys=EXAMPLE_KEYS, workers=2) == expected
@@ -1134,14 +1132,14 @@ def test_the_progress_bar_counts_subjects_not_spill_partitions(
 ) -> None:
     seen: dict[str, int] = {"total": -1, "advanced": 0}
 
-    class Recording(merge.replay._Progress):
+    class Recording(merge.replay.progress._Progress):
         def start_fold(self, total: int) -> None:
             seen["total"] = total
 
         def advance(self, subjects: int) -> None:
             seen["advanced"] += subjects
 
-    monkeypatch.setattr(merge.replay, "_Progress", Recording)
+    monkeypatch.setattr(merge.replay.corpus, "_Progress", Recording)
     # 200 subjects share the 64 spill partitions: a bar over partitions would count at most 64.
     events = ({"event_id": f"sha256:{i:064x}", "subject_pith_number": f"s{i % 200}"} for i in range(400))
     (tmp_path / "log.jsonl").write_text("".join(json.dumps(event) + "\n" for event in events))

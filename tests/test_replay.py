@@ -1016,6 +1016,22 @@ def test_a_scan_whose_worker_dies_is_scanned_again_by_the_parent(
     assert len(list(faults.glob("started-*-scan-2"))) == 1  # its worker died
 
 
+def test_workers_that_die_as_the_scan_is_handed_over_leave_it_to_the_parent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 29 item 2: the workers die (SIGKILL) just before the parent hands them the files
+    left, so their pool is broken when it is given their runs: the parent reads every run
+    itself, and the partitions are folded again, each alone, as after a death mid-fold (before:
+    BrokenProcessPool escaped, a traceback and no report)."""
+    corpus = _corpus_of_files(tmp_path)
+    expected = replay([corpus], keys=EXAMPLE_KEYS, workers=1)
+    monkeypatch.setattr(merge.replay.corpus, "_ready", replay_faults.die)  # a worker's first task kills it
+    _hand_over_after_one_file(monkeypatch)  # once the workers' first tasks are done: they died
+    with caplog.at_level(logging.WARNING, logger="merge.replay"):
+        assert replay([corpus], keys=EXAMPLE_KEYS, workers=2) == expected
+    assert "a worker process died; partitions lost: " in caplog.text
+
+
 @pytest.mark.slow
 def test_memory_stays_flat_whatever_the_number_of_bad_lines(tmp_path: Path) -> None:
     # Before: ~310 bytes kept per bad line (10M lines: 3.1 GB). Now: the first 1,000 and counts.

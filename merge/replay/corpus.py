@@ -21,7 +21,6 @@ import tempfile
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
-from concurrent.futures.process import BrokenProcessPool
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, Final
@@ -43,7 +42,7 @@ from .scan import _Placed, _scan_corpus, _scan_unit, _Unit, _units
 from .spill import _partition_groups, _spill_scan
 from .states import write_state
 from .subject import fold_subject
-from .workers import _pool, _ready, _stopped_by_signals
+from .workers import _outcome, _pool, _ready, _stopped_by_signals, _submitted
 
 __all__ = ["fold_subjects", "replay", "replay_report"]
 
@@ -145,7 +144,8 @@ def replay(
         # The workers start while the parent reads the corpus (an interpreter takes a while to
         # start); once they have, they read the files left, side by side (_scan_in_workers).
         pool = stack.enter_context(_pool(workers)) if workers > 1 else None
-        ready = [pool.submit(_ready) for _ in range(workers)] if pool is not None else []
+        started = [_submitted(pool, _ready) for _ in range(workers)] if pool is not None else []
+        ready = [future for future in started if future is not None]  # none: the parent reads it all
         spill = Path(spill_dir)
         units = _scan_units(paths) if pool is not None else None
         if units is None:
@@ -239,7 +239,7 @@ def _scan_in_workers(
     started (``ready``), then the workers read the files left, cut into one run each, side by
     side (the scan was the serial share of a replay: docs/performance.md), when every one of
     them is a regular file. Problems go into ``log`` in corpus order. A run whose worker died is
-    read again here."""
+    read again here, and so is one whose worker died before it was handed out."""
     runs: list[list[_Unit]] = []  # what the workers read, once they have started
 
     def until_ready() -> Iterator[_Placed]:
@@ -257,18 +257,18 @@ def _scan_in_workers(
     scanned = [_spill_scan(bar.track_scan(until_ready()), spill / "scan-0", log)]
     directories = [spill / f"scan-{index}" for index in range(1, len(runs) + 1)]
     futures = [
-        pool.submit(_scan_run, run, str(where), bar.enabled)
+        _submitted(pool, _scan_run, run, str(where), bar.enabled)
         for run, where in zip(runs, directories, strict=True)
     ]
     bar.start_scan(len(runs))
     for run, where, future in zip(runs, directories, futures, strict=True):
         spilled_in = where
-        try:
-            used, found, subjects = future.result()
-        except BrokenProcessPool:
+        outcome = _outcome(future)
+        if outcome is None:  # its worker died, before the run was handed out or while reading it
             shutil.rmtree(where, ignore_errors=True)
             spilled_in = where.with_name(f"{where.name}-again")
-            used, found, subjects = _scan_run(run, str(spilled_in), bar.enabled)
+            outcome = _scan_run(run, str(spilled_in), bar.enabled)
+        used, found, subjects = outcome
         scanned.append((spilled_in, used))
         log.merge(found.kept, found.counts)
         bar.subjects.update(subjects)
@@ -292,15 +292,17 @@ def _fold_in_workers(
     lost: list[_Job] = []
     futures: dict[Future[FoldedSubjects], _Job] = {}
     for job in jobs:
-        try:
-            futures[pool.submit(_fold_partition, *job, *args)] = job
-        except BrokenProcessPool:  # a worker died before (while the corpus was read)
+        submitted = _submitted(pool, _fold_partition, *job, *args)
+        if submitted is None:  # a worker died before (while the corpus was read)
             lost.append(job)
+        else:
+            futures[submitted] = job
     for future in as_completed(futures):
-        try:
-            yield future.result()
-        except BrokenProcessPool:
+        folded = _outcome(future)
+        if folded is None:
             lost.append(futures[future])
+        else:
+            yield folded
     lost.sort()
     if lost:
         names = ", ".join(name for name, _ in lost)
@@ -309,9 +311,9 @@ def _fold_in_workers(
         batch = lost[start : start + workers]
         with ExitStack() as stack:
             alone = [(job, stack.enter_context(_pool(1))) for job in batch]
-            retries = [(job, pool.submit(_fold_partition, *job, *args)) for job, pool in alone]
-            for (name, _), future in retries:
-                try:
-                    yield future.result()
-                except BrokenProcessPool:
-                    raise ReplayWorkerError(name) from None
+            retries = [(job, _submitted(pool, _fold_partition, *job, *args)) for job, pool in alone]
+            for (name, _), retry in retries:
+                folded = _outcome(retry)
+                if folded is None:
+                    raise ReplayWorkerError(name)
+                yield folded

@@ -13,10 +13,13 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
+
+_T = TypeVar("_T")
 
 __all__: list[str] = []
 
@@ -38,6 +41,26 @@ def _pool(workers: int) -> Iterator[ProcessPoolExecutor]:
         pool.shutdown(wait=True, cancel_futures=True)
         raise
     pool.shutdown(wait=True)
+
+
+def _submitted(pool: ProcessPoolExecutor, task: Callable[..., _T], *args: Any) -> Future[_T] | None:
+    """``pool.submit(task, *args)``, or ``None`` when the pool is broken: one of its workers died
+    (killed, out of memory; issue 29 item 2), and the caller has the task's work done otherwise."""
+    try:
+        return pool.submit(task, *args)
+    except BrokenProcessPool:
+        return None
+
+
+def _outcome(future: Future[_T] | None) -> _T | None:
+    """What a task of :func:`_submitted` returned; ``None`` when it was not submitted or its
+    worker died (the pool broke) before it returned."""
+    if future is None:
+        return None
+    try:
+        return future.result()
+    except BrokenProcessPool:
+        return None
 
 
 def _ready() -> None:

@@ -11,7 +11,11 @@ import logging
 import os
 import random
 import shutil
+import signal
+import subprocess
+import sys
 import threading
+import time
 import tracemalloc
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -1125,6 +1129,60 @@ def test_workers_that_die_while_the_corpus_is_read_lose_no_partition(
     lost = caplog.text.split("partitions lost: ")[1].split(";")[0].split(", ")
     assert len(lost) == len({_partition(f"s{n:03d}") for n in range(200)})
     assert len(pools) > 1  # the first pool, and one for each partition folded again
+
+
+def _started_replay(corpus: Path, spill: Path) -> tuple[subprocess.Popen[bytes], float]:
+    """``python -m merge replay --workers 2`` of ``corpus`` in a session of its own (a terminal's
+    process group), once it has begun replaying: its spill directory is there (its imports are
+    done; its workers start next). Returns the process and when it began."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "merge", "replay", "--workers", "2", "--keys", EXAMPLES / "keys.json", corpus],
+        cwd=EXAMPLES.parent,
+        env=dict(os.environ, TMPDIR=str(spill)),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 60
+    while not any(spill.glob("pith-merge-*")) and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.002)
+    return process, time.monotonic()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(400)
+def test_ctrl_c_at_any_moment_of_a_replay_prints_no_traceback(tmp_path: Path) -> None:
+    """Issue 29 item 5: Ctrl-C (SIGINT to the whole process group) at 20 moments spread from
+    the replay's start (its workers starting) through its scan and fold to its end: each run
+    exits 130 or finishes as an uninterrupted one does, never with a traceback (before: a
+    worker interrupted while it started printed multiprocessing's)."""
+    corpus, spill = tmp_path / "corpus", tmp_path / "tmp"
+    corpus.mkdir()
+    spill.mkdir()
+    event = json.loads(EXAMPLE_LOG.read_bytes().splitlines()[0])
+    for number in range(4):  # ~1 s of replaying (unloaded), in the parent and two workers
+        lines = (json.dumps(dict(event, subject_pith_number=f"s{n % 200:03d}", n=n)) for n in range(1000))
+        (corpus / f"{number}.jsonl").write_text("\n".join(lines) + "\n", "utf-8")
+    process, began = _started_replay(corpus, spill)
+    whole_out, whole_err = process.communicate(timeout=120)
+    took = time.monotonic() - began
+    assert process.returncode == 0, whole_err.decode()
+    stopped = 0
+    for moment in range(20):  # from the replay's start (denser while its workers start) to past its end
+        at = took * 1.1 * (moment / 19) ** 2
+        process, began = _started_replay(corpus, spill)
+        time.sleep(max(0.0, began + at - time.monotonic()))
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGINT)
+        out, err = process.communicate(timeout=120)
+        assert b"Traceback" not in err, f"at {at:.2f} s:\n{err.decode()}"
+        if (process.returncode, err.splitlines()[-1:]) == (130, [b"Aborted!"]):
+            stopped += 1
+        elif process.returncode != -signal.SIGINT:  # killed once done, before it exited: a shell's 130
+            assert (process.returncode, out) == (0, whole_out), f"at {at:.2f} s: {err.decode()}"
+        left = [(path.name, sorted(p.name for p in path.iterdir())) for path in spill.iterdir()]
+        assert not left, f"at {at:.2f} s: exit {process.returncode}, {err.decode()}, left: {left}"
+    assert stopped  # some runs were interrupted (the first, at least)
 
 
 def test_a_key_file_in_a_directory_is_no_input_and_named_explicitly_is_a_problem(tmp_path: Path) -> None:

@@ -21,7 +21,7 @@ import tempfile
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any, Final
 
@@ -42,7 +42,7 @@ from .scan import _Placed, _scan_corpus, _scan_unit, _Unit, _units
 from .spill import _partition_groups, _spill_scan
 from .states import write_state
 from .subject import fold_subject
-from .workers import _outcome, _pool, _ready, _stopped_by_signals, _submitted
+from .workers import _outcome, _pool, _ready, _signals_held, _stopped_by_signals, _submitted
 
 __all__ = ["fold_subjects", "replay", "replay_report"]
 
@@ -139,14 +139,13 @@ def replay(
     log = ProblemLog()  # the scan's problems, then the partitions' (bounded: see ProblemLog)
     with ExitStack() as stack:
         stack.enter_context(_stopped_by_signals())  # first in, last out: after the cleanup below
-        spill_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="pith-merge-"))
+        spill = stack.enter_context(_spill_directory())
         bar = stack.enter_context(_Progress(progress))
         # The workers start while the parent reads the corpus (an interpreter takes a while to
         # start); once they have, they read the files left, side by side (_scan_in_workers).
         pool = stack.enter_context(_pool(workers)) if workers > 1 else None
         started = [_submitted(pool, _ready) for _ in range(workers)] if pool is not None else []
         ready = [future for future in started if future is not None]  # none: the parent reads it all
-        spill = Path(spill_dir)
         units = _scan_units(paths) if pool is not None else None
         if units is None:
             scanned = [_spill_scan(bar.track_scan(_scan_corpus(paths)), spill / "scan-0", log)]
@@ -167,6 +166,23 @@ def replay(
         else:
             folded = _fold_in_workers(jobs, args, workers, pool)
         return replay_report(log, bar.track_fold(folded))
+
+
+@contextmanager
+def _spill_directory() -> Iterator[Path]:
+    """A temporary directory for the spill files (in TMPDIR), removed however the replay ends.
+
+    Made and removed with the signals that stop a replay held (:func:`_signals_held`): a Ctrl-C
+    between making it and taking charge of it (its finalizer), or one that cut its removal in
+    half, would leave it behind.
+    """
+    with _signals_held():
+        temporary = tempfile.TemporaryDirectory(prefix="pith-merge-")
+    try:
+        yield Path(temporary.name)
+    finally:
+        with _signals_held():
+            temporary.cleanup()
 
 
 def _scan_units(paths: Sequence[str | os.PathLike[str]]) -> list[_Unit] | None:

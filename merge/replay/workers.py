@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 _T = TypeVar("_T")
 
@@ -33,6 +33,7 @@ def _pool(workers: int) -> Iterator[ProcessPoolExecutor]:
     pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_worker_init, initargs=(os.getpid(),))
     try:
         yield pool
+        pool.shutdown(wait=True)  # in the try: Ctrl-C while the workers finish stops them too
     except BaseException:
         # Interrupted (Ctrl-C, SIGTERM, an error): stop the workers now rather than wait for
         # their partitions. ``_processes`` is the only handle before Python 3.14's kill_workers.
@@ -40,16 +41,57 @@ def _pool(workers: int) -> Iterator[ProcessPoolExecutor]:
             process.kill()
         pool.shutdown(wait=True, cancel_futures=True)
         raise
-    pool.shutdown(wait=True)
 
 
 def _submitted(pool: ProcessPoolExecutor, task: Callable[..., _T], *args: Any) -> Future[_T] | None:
     """``pool.submit(task, *args)``, or ``None`` when the pool is broken: one of its workers died
     (killed, out of memory; issue 29 item 2), and the caller has the task's work done otherwise."""
     try:
-        return pool.submit(task, *args)
+        with _signals_held():  # a submit may start a worker
+            return pool.submit(task, *args)
     except BrokenProcessPool:
         return None
+
+
+#: The signals that stop a replay (Ctrl-C, and :func:`_stopped_by_signals`'): held by :func:`_signals_held`.
+_HELD: Final = frozenset({signal.SIGINT, signal.SIGTERM, signal.SIGHUP})
+
+
+@contextmanager
+def _signals_held() -> Iterator[None]:
+    """Ctrl-C, SIGTERM and SIGHUP held back while what must not be cut in half is done: a
+    worker started (issue 29 item 5), the spill directory made and taken charge of.
+
+    A worker is born with them blocked (a thread's signal mask goes through fork and exec), and
+    ignores Ctrl-C from its initializer on (:func:`_worker_init`): the Ctrl-C that reaches the
+    whole process group never interrupts a worker's own start (its imports, the unpickling of
+    its task: a traceback of multiprocessing). Here, one that arrives meanwhile is held too (it
+    would leave a worker half started, waiting for what this process was writing it), then
+    delivered, under the handler that was there, once the block is done.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        # Python runs handlers in the main thread only: the mask, for the workers, is all there is.
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
+        try:
+            yield
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        return
+    held: list[int] = []
+    previous = {
+        signum: signal.signal(signum, lambda signum, _: held.append(signum))
+        for signum in _HELD
+        if signal.getsignal(signum) not in (None, signal.SIG_IGN)  # None: not set from Python
+    }
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # one that was pending is held now
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        for number in dict.fromkeys(held):
+            signal.raise_signal(number)  # its handler's turn (Ctrl-C: KeyboardInterrupt)
 
 
 def _outcome(future: Future[_T] | None) -> _T | None:
@@ -69,8 +111,10 @@ def _ready() -> None:
 
 def _worker_init(parent: int) -> None:
     """In each worker: die with the replay, and leave Ctrl-C to it (no worker tracebacks)."""
-    # Ctrl-C reaches the whole process group; the replay stops its workers itself.
+    # Ctrl-C reaches the whole process group; the replay stops its workers itself. It was
+    # blocked since the worker was spawned (_signals_held): ignored now, then let through.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _HELD)
     if sys.platform == "linux":
         # PR_SET_PDEATHSIG (1): the kernel kills this worker when the replay dies, even by SIGKILL.
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)

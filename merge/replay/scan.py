@@ -57,6 +57,8 @@ JSON_SUFFIX: Final = ".json"
 #: Largest file read whole (a bundle, a key file, a state): 256 MiB. A larger one is refused,
 #: so that a wrong path (``/dev/zero``, a runaway file) costs bounded memory, not the machine.
 MAX_DOCUMENT_BYTES: Final = 256 * 1024 * 1024
+#: The problem code of a whole ``*.json`` file that is a key set (spec §3), not an input.
+KEY_FILE: Final = "key_file"
 #: How much of a file :func:`read_document` asks for at once.
 _CHUNK: Final = 1 << 20
 #: The read buffer of a JSON Lines log (a third fewer system calls per line than the default).
@@ -324,10 +326,6 @@ def _attribute(data: bytes, source: str, *, whole_file: bool) -> CorpusItem | In
             return InputProblem(source, str(outcome.code), outcome.detail)
         return InputProblem(source, "no_subject", "the event has no string subject_pith_number")
     return CorpusItem(found.subject_pith_number, source, "event", data)
-
-
-#: The problem code of a whole ``*.json`` file that is a key set (spec §3), not an input.
-KEY_FILE: Final = "key_file"
 
 
 def _not_a_bundle(data: bytes, source: str) -> InputProblem:

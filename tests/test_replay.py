@@ -61,7 +61,8 @@ from merge.replay.spill import _index, _partition, _read_items, _spill
 from merge.signing import TestKey, sign_bundle, sign_event
 
 from . import replay_faults
-from .builders import KEY_A, record_of_bundle
+from .builders import KEY_A, KEYS, record_of_bundle
+from .builders import event as signed_event
 from .conftest import CONFORMANCE, GOLDEN_BUNDLE, GOLDEN_RECORD, VECTORS, load_vector
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -1132,11 +1133,13 @@ def test_workers_that_die_while_the_corpus_is_read_lose_no_partition(
 
 
 def _started_replay(corpus: Path, spill: Path) -> tuple[subprocess.Popen[bytes], float]:
-    """``python -m merge replay --workers 2`` of ``corpus`` in a session of its own (a terminal's
-    process group), once it has begun replaying: its spill directory is there (its imports are
-    done; its workers start next). Returns the process and when it began."""
+    """``python -m merge replay --workers 2`` of ``corpus`` (its keys: ``keys.json`` beside it)
+    in a session of its own (a terminal's process group), once it has begun replaying: its spill
+    directory is there (its imports are done; its workers start next). Returns the process and
+    when it began."""
+    keys = corpus.parent / "keys.json"
     process = subprocess.Popen(
-        [sys.executable, "-m", "merge", "replay", "--workers", "2", "--keys", EXAMPLES / "keys.json", corpus],
+        [sys.executable, "-m", "merge", "replay", "--workers", "2", "--keys", keys, corpus],
         cwd=EXAMPLES.parent,
         env=dict(os.environ, TMPDIR=str(spill)),
         stdout=subprocess.PIPE,
@@ -1159,10 +1162,13 @@ def test_ctrl_c_at_any_moment_of_a_replay_prints_no_traceback(tmp_path: Path) ->
     corpus, spill = tmp_path / "corpus", tmp_path / "tmp"
     corpus.mkdir()
     spill.mkdir()
-    event = json.loads(EXAMPLE_LOG.read_bytes().splitlines()[0])
-    for number in range(4):  # ~1 s of replaying (unloaded), in the parent and two workers
-        lines = (json.dumps(dict(event, subject_pith_number=f"s{n % 200:03d}", n=n)) for n in range(1000))
-        (corpus / f"{number}.jsonl").write_text("\n".join(lines) + "\n", "utf-8")
+    (tmp_path / "keys.json").write_text(json.dumps(KEYS), "utf-8")
+    for number in range(4):  # 12,000 signed events: ~1 s of replaying on an idle 2-core box
+        events = (
+            signed_event(subject=f"s{n % 200:03d}", payload={"n": n})
+            for n in range(3000 * number, 3000 * number + 3000)
+        )
+        (corpus / f"{number}.jsonl").write_text("".join(json.dumps(one) + "\n" for one in events), "utf-8")
     process, began = _started_replay(corpus, spill)
     whole_out, whole_err = process.communicate(timeout=120)
     took = time.monotonic() - began
@@ -1180,7 +1186,7 @@ def test_ctrl_c_at_any_moment_of_a_replay_prints_no_traceback(tmp_path: Path) ->
             stopped += 1
         elif process.returncode != -signal.SIGINT:  # killed once done, before it exited: a shell's 130
             assert (process.returncode, out) == (0, whole_out), f"at {at:.2f} s: {err.decode()}"
-        left = [(path.name, sorted(p.name for p in path.iterdir())) for path in spill.iterdir()]
+        left = sorted(str(path.relative_to(spill)) for path in spill.rglob("*"))
         assert not left, f"at {at:.2f} s: exit {process.returncode}, {err.decode()}, left: {left}"
     assert stopped  # some runs were interrupted (the first, at least)
 

@@ -66,8 +66,9 @@ def _signals_held() -> Iterator[None]:
     ignores Ctrl-C from its initializer on (:func:`_worker_init`): the Ctrl-C that reaches the
     whole process group never interrupts a worker's own start (its imports, the unpickling of
     its task: a traceback of multiprocessing). Here, one that arrives meanwhile is held too (it
-    would leave a worker half started, waiting for what this process was writing it), then
-    delivered, under the handler that was there, once the block is done.
+    would leave a worker half started, waiting for what this process was writing it, or the
+    pool's own thread half started, which the pool's shutdown then fails to join: a traceback),
+    then delivered, under the handler that was there, once the block is done.
     """
     if threading.current_thread() is not threading.main_thread():
         # Python runs handlers in the main thread only: the mask, for the workers, is all there is.

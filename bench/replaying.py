@@ -151,19 +151,19 @@ def bench_replay(spec: WorkloadSpec, big_subject_events: int, *, repeat: int) ->
 
 def _child(keys_path: str, workers: int, corpus: list[str]) -> dict[str, Any]:
     """Replay in this (fresh) process and measure it; runs under ``python -m bench.replaying``."""
-    import merge.replay
+    import merge.replay.progress
     from merge.replay import replay, report_json
 
     keys = json.loads(Path(keys_path).read_text())
     # When the parent's serial pass (read, attribute, spill every line) ends: the fold starts.
     scanned: list[float] = []
-    start_fold = merge.replay._Progress.start_fold
+    start_fold = merge.replay.progress._Progress.start_fold
 
     def timed_start_fold(self: Any, total: int) -> None:
         scanned.append(time.perf_counter())
         start_fold(self, total)
 
-    merge.replay._Progress.start_fold = timed_start_fold  # type: ignore[method-assign]
+    merge.replay.progress._Progress.start_fold = timed_start_fold  # type: ignore[method-assign]
     start = time.perf_counter()
     report = replay(corpus, keys=keys, workers=workers)
     seconds = time.perf_counter() - start

@@ -20,15 +20,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-import merge.replay
+import merge.replay.corpus
 from merge.cli import main as cli_main
 
-_real_fold = merge.replay._fold_partition
-_real_scan = merge.replay._scan_run
+_real_fold = merge.replay.corpus._fold_partition
+_real_scan = merge.replay.corpus._scan_run
 
 
 def faulty_fold(partition: str, *args: Any) -> Any:
-    """``merge.replay._fold_partition``, with the fault ``PITH_FAULT`` asks for."""
+    """``merge.replay.corpus._fold_partition``, with the fault ``PITH_FAULT`` asks for."""
     where = Path(os.environ["PITH_FAULT_DIR"])
     mark = where / f"started-{os.getpid()}-{partition}"
     mark.touch()
@@ -43,7 +43,7 @@ def faulty_fold(partition: str, *args: Any) -> Any:
 
 
 def faulty_scan(units: list[tuple[str, bool]], directory: str, subjects: bool) -> Any:
-    """``merge.replay._scan_run``: the run whose directory is ``PITH_FAULT_PARTITION``
+    """``merge.replay.corpus._scan_run``: the run whose directory is ``PITH_FAULT_PARTITION``
     (``scan-1``, ``scan-2``…) kills its worker once it has spilled part of it."""
     if Path(directory).name == os.environ.get("PITH_FAULT_PARTITION"):
         (Path(os.environ["PITH_FAULT_DIR"]) / f"started-{os.getpid()}-{Path(directory).name}").touch()
@@ -59,7 +59,7 @@ def die() -> None:
 
 
 def main() -> None:
-    merge.replay._fold_partition = faulty_fold
+    merge.replay.corpus._fold_partition = faulty_fold
     sys.exit(cli_main(sys.argv[1:]))
 
 

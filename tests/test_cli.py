@@ -20,7 +20,7 @@ from merge import canonical_json, decode_state, fold
 from merge.cli import EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, EXIT_WORKER_LOST, main
 from merge.cli.fold import LISTED_REJECTIONS
 from merge.graph import LogGraph, event_values, log_graph, to_dot, to_mermaid
-from merge.replay import _partition
+from merge.replay.spill import _partition
 from merge.signing import TestKey, make_bundle, sign_event
 from merge.store import SQLiteStore
 
@@ -1078,7 +1078,7 @@ def test_every_file_read_whole_has_a_cap(
     command: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # Before: `verify /dev/zero` read until memory ran out (5.7 GB). In-process, with a small cap.
-    monkeypatch.setattr("merge.replay.MAX_DOCUMENT_BYTES", 1 << 20)
+    monkeypatch.setattr("merge.replay.scan.MAX_DOCUMENT_BYTES", 1 << 20)
     assert main(command) == 2
     assert (
         capsys.readouterr().err

@@ -11,7 +11,11 @@ import logging
 import os
 import random
 import shutil
+import signal
+import subprocess
+import sys
 import threading
+import time
 import tracemalloc
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -26,6 +30,9 @@ from hypothesis import strategies as st
 
 import merge.native
 import merge.replay
+import merge.replay.corpus
+import merge.replay.progress
+import merge.replay.results
 import merge.signatures
 from merge import InputError, canonical_json, decode_state, fold, native_available, verify_bundle
 from merge.bundle import REGISTRY_KEYS
@@ -36,14 +43,6 @@ from merge.replay import (
     InputProblem,
     ProblemLog,
     ReplayWorkerError,
-    _index,
-    _origin,
-    _partition,
-    _read_items,
-    _read_lines,
-    _runs,
-    _scan_units,
-    _spill,
     display_name,
     fold_subject,
     fold_subjects,
@@ -56,10 +55,14 @@ from merge.replay import (
     state_filename,
     write_state,
 )
+from merge.replay.corpus import _runs, _scan_units
+from merge.replay.scan import _origin, _read_lines
+from merge.replay.spill import _index, _partition, _read_items, _spill
 from merge.signing import TestKey, sign_bundle, sign_event
 
 from . import replay_faults
-from .builders import KEY_A, record_of_bundle
+from .builders import KEY_A, KEYS, record_of_bundle
+from .builders import event as signed_event
 from .conftest import CONFORMANCE, GOLDEN_BUNDLE, GOLDEN_RECORD, VECTORS, load_vector
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -767,13 +770,13 @@ def test_a_log_is_read_back_by_reference_only_from_the_regular_file_its_real_pat
 
 def _changed_after_the_scan(monkeypatch: pytest.MonkeyPatch, change: Any) -> None:
     """Run ``change()`` once the replay has scanned its corpus, before it folds."""
-    start_fold = merge.replay._Progress.start_fold
+    start_fold = merge.replay.progress._Progress.start_fold
 
     def changed_then_folded(self: Any, total: int) -> None:
         change()
         start_fold(self, total)
 
-    monkeypatch.setattr(merge.replay._Progress, "start_fold", changed_then_folded)
+    monkeypatch.setattr(merge.replay.progress._Progress, "start_fold", changed_then_folded)
 
 
 def _rewrite_first_line(log: Path) -> None:
@@ -878,7 +881,7 @@ def test_lines_appended_between_the_scan_and_the_fold_change_nothing(
 
 
 def test_a_file_read_whole_has_a_cap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("merge.replay.MAX_DOCUMENT_BYTES", 4096)
+    monkeypatch.setattr("merge.replay.scan.MAX_DOCUMENT_BYTES", 4096)
     big = tmp_path / "big.json"
     big.write_bytes(b" " * 4097)
     items, problems = items_of([big])
@@ -951,7 +954,7 @@ def _hand_over_after_one_file(monkeypatch: pytest.MonkeyPatch) -> None:
         asked.append(True)
         return len(asked) > 1 and bool(concurrent.futures.wait(ready))
 
-    monkeypatch.setattr(merge.replay, "_workers_ready", ready_after_one)
+    monkeypatch.setattr(merge.replay.corpus, "_workers_ready", ready_after_one)
 
 
 @pytest.mark.parametrize("workers", [2, 3])
@@ -965,7 +968,7 @@ def test_a_corpus_scanned_in_the_workers_gives_the_report_of_a_serial_scan(
     _hand_over_after_one_file(monkeypatch)
     # The first 12: the 6 lines no subject can be read from, then s-common's 6 bad events, one
     # from each file, in corpus order.
-    monkeypatch.setattr(merge.replay, "PROBLEM_SAMPLE", 12)
+    monkeypatch.setattr(merge.replay.results, "PROBLEM_SAMPLE", 12)
     serial_few = replay([corpus], keys=EXAMPLE_KEYS, workers=1)
     scanned = replay([corpus], keys=EXAMPLE_KEYS, workers=workers)
     assert scanned.subjects == serial.subjects
@@ -1012,10 +1015,26 @@ def test_a_scan_whose_worker_dies_is_scanned_again_by_the_parent(
     corpus = _corpus_of_files(tmp_path)
     expected = replay([corpus], keys=EXAMPLE_KEYS, workers=1)
     _hand_over_after_one_file(monkeypatch)
-    monkeypatch.setattr(merge.replay, "_scan_run", replay_faults.faulty_scan)
+    monkeypatch.setattr(merge.replay.corpus, "_scan_run", replay_faults.faulty_scan)
     monkeypatch.setenv("PITH_FAULT_PARTITION", "scan-2")
     assert replay([corpus], keys=EXAMPLE_KEYS, workers=2) == expected
     assert len(list(faults.glob("started-*-scan-2"))) == 1  # its worker died
+
+
+def test_workers_that_die_as_the_scan_is_handed_over_leave_it_to_the_parent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 29 item 2: the workers die (SIGKILL) just before the parent hands them the files
+    left, so their pool is broken when it is given their runs: the parent reads every run
+    itself, and the partitions are folded again, each alone, as after a death mid-fold (before:
+    BrokenProcessPool escaped, a traceback and no report)."""
+    corpus = _corpus_of_files(tmp_path)
+    expected = replay([corpus], keys=EXAMPLE_KEYS, workers=1)
+    monkeypatch.setattr(merge.replay.corpus, "_ready", replay_faults.die)  # a worker's first task kills it
+    _hand_over_after_one_file(monkeypatch)  # once the workers' first tasks are done: they died
+    with caplog.at_level(logging.WARNING, logger="merge.replay"):
+        assert replay([corpus], keys=EXAMPLE_KEYS, workers=2) == expected
+    assert "a worker process died; partitions lost: " in caplog.text
 
 
 @pytest.mark.slow
@@ -1051,7 +1070,7 @@ def faults(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     where = tmp_path / "faults"
     where.mkdir()
     monkeypatch.setenv("PITH_FAULT_DIR", str(where))
-    monkeypatch.setattr("merge.replay._fold_partition", replay_faults.faulty_fold)
+    monkeypatch.setattr("merge.replay.corpus._fold_partition", replay_faults.faulty_fold)
     return where
 
 
@@ -1091,7 +1110,7 @@ def test_workers_that_die_while_the_corpus_is_read_lose_no_partition(
     corpus = many_subjects_corpus(tmp_path)
     expected = replay([corpus], keys=EXAMPLE_KEYS, workers=1)
     pools: list[ProcessPoolExecutor] = []
-    real_pool = merge.replay._pool
+    real_pool = merge.replay.corpus._pool
 
     @contextlib.contextmanager
     def recorded(workers: int) -> Iterator[ProcessPoolExecutor]:
@@ -1103,14 +1122,73 @@ def test_workers_that_die_while_the_corpus_is_read_lose_no_partition(
         with contextlib.suppress(BrokenProcessPool):  # queued behind the workers' first tasks: their deaths
             pools[0].submit(os.getpid).result()
 
-    monkeypatch.setattr(merge.replay, "_pool", recorded)
-    monkeypatch.setattr(merge.replay, "_ready", replay_faults.die)  # a worker's first task kills it
+    monkeypatch.setattr(merge.replay.corpus, "_pool", recorded)
+    monkeypatch.setattr(merge.replay.corpus, "_ready", replay_faults.die)  # a worker's first task kills it
     _changed_after_the_scan(monkeypatch, broken_before_the_fold)
     with caplog.at_level(logging.WARNING, logger="merge.replay"):
         assert replay([corpus], keys=EXAMPLE_KEYS, workers=2) == expected
     lost = caplog.text.split("partitions lost: ")[1].split(";")[0].split(", ")
     assert len(lost) == len({_partition(f"s{n:03d}") for n in range(200)})
     assert len(pools) > 1  # the first pool, and one for each partition folded again
+
+
+def _started_replay(corpus: Path, spill: Path) -> tuple[subprocess.Popen[bytes], float]:
+    """``python -m merge replay --workers 2`` of ``corpus`` (its keys: ``keys.json`` beside it)
+    in a session of its own (a terminal's process group), once it has begun replaying: its spill
+    directory is there (its imports are done; its workers start next). Returns the process and
+    when it began."""
+    keys = corpus.parent / "keys.json"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "merge", "replay", "--workers", "2", "--keys", keys, corpus],
+        cwd=EXAMPLES.parent,
+        env=dict(os.environ, TMPDIR=str(spill)),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 60
+    while not any(spill.glob("pith-merge-*")) and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.002)
+    return process, time.monotonic()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(400)
+def test_ctrl_c_at_any_moment_of_a_replay_prints_no_traceback(tmp_path: Path) -> None:
+    """Issue 29 item 5: Ctrl-C (SIGINT to the whole process group) at 20 moments spread from
+    the replay's start (its workers starting) through its scan and fold to its end: each run
+    exits 130 or finishes as an uninterrupted one does, never with a traceback (before: a
+    worker interrupted while it started printed multiprocessing's)."""
+    corpus, spill = tmp_path / "corpus", tmp_path / "tmp"
+    corpus.mkdir()
+    spill.mkdir()
+    (tmp_path / "keys.json").write_text(json.dumps(KEYS), "utf-8")
+    for number in range(4):  # 12,000 signed events: ~1 s of replaying on an idle 2-core box
+        events = (
+            signed_event(subject=f"s{n % 200:03d}", payload={"n": n})
+            for n in range(3000 * number, 3000 * number + 3000)
+        )
+        (corpus / f"{number}.jsonl").write_text("".join(json.dumps(one) + "\n" for one in events), "utf-8")
+    process, began = _started_replay(corpus, spill)
+    whole_out, whole_err = process.communicate(timeout=120)
+    took = time.monotonic() - began
+    assert process.returncode == 0, whole_err.decode()
+    stopped = 0
+    for moment in range(20):  # from the replay's start (denser while its workers start) to past its end
+        at = took * 1.1 * (moment / 19) ** 2
+        process, began = _started_replay(corpus, spill)
+        time.sleep(max(0.0, began + at - time.monotonic()))
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGINT)
+        out, err = process.communicate(timeout=120)
+        assert b"Traceback" not in err, f"at {at:.2f} s:\n{err.decode()}"
+        if (process.returncode, err.splitlines()[-1:]) == (130, [b"Aborted!"]):
+            stopped += 1
+        elif process.returncode != -signal.SIGINT:  # killed once done, before it exited: a shell's 130
+            assert (process.returncode, out) == (0, whole_out), f"at {at:.2f} s: {err.decode()}"
+        left = sorted(str(path.relative_to(spill)) for path in spill.rglob("*"))
+        assert not left, f"at {at:.2f} s: exit {process.returncode}, {err.decode()}, left: {left}"
+    assert stopped  # some runs were interrupted (the first, at least)
 
 
 def test_a_key_file_in_a_directory_is_no_input_and_named_explicitly_is_a_problem(tmp_path: Path) -> None:
@@ -1134,14 +1212,14 @@ def test_the_progress_bar_counts_subjects_not_spill_partitions(
 ) -> None:
     seen: dict[str, int] = {"total": -1, "advanced": 0}
 
-    class Recording(merge.replay._Progress):
+    class Recording(merge.replay.progress._Progress):
         def start_fold(self, total: int) -> None:
             seen["total"] = total
 
         def advance(self, subjects: int) -> None:
             seen["advanced"] += subjects
 
-    monkeypatch.setattr(merge.replay, "_Progress", Recording)
+    monkeypatch.setattr(merge.replay.corpus, "_Progress", Recording)
     # 200 subjects share the 64 spill partitions: a bar over partitions would count at most 64.
     events = ({"event_id": f"sha256:{i:064x}", "subject_pith_number": f"s{i % 200}"} for i in range(400))
     (tmp_path / "log.jsonl").write_text("".join(json.dumps(event) + "\n" for event in events))

@@ -1,0 +1,335 @@
+"""Replaying a whole corpus: scan it, spill it, fold its partitions in worker processes, report.
+
+The parent reads the corpus's files in order while the workers start, then hands them the files
+left (if all are regular files: a pipe is the parent's), one run of files each, read side by side
+into spill files of their own (:mod:`merge.replay.spill`); a partition is then its spill files of
+every run, read in corpus order, so a subject's items and the problems come in the order of a
+serial scan. Partitions are folded by ``workers`` processes (:func:`fold_subjects`, which the Dask
+engine runs too); each subject's result depends only on its items, and :func:`replay_report`
+sorts results by subject, so the report is identical for every ``workers`` and both engines. A
+worker that dies costs nothing but time: what it was doing is done again (a run of files read by
+the parent, a partition folded again once, alone).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import stat
+import tempfile
+from collections import defaultdict
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import Any, Final
+
+from ..bundle import REGISTRY_KEYS
+from ..errors import InputError
+from ..keys import KeySet
+from .progress import _Progress
+from .results import (
+    CorpusItem,
+    FoldedSubjects,
+    InputProblem,
+    ProblemLog,
+    ReplayReport,
+    ReplayWorkerError,
+    _Rows,
+)
+from .scan import _Placed, _scan_corpus, _scan_unit, _Unit, _units
+from .spill import _partition_groups, _spill_scan
+from .states import write_state
+from .subject import fold_subject
+from .workers import _outcome, _pool, _ready, _signals_held, _stopped_by_signals, _submitted
+
+__all__ = ["fold_subjects", "replay", "replay_report"]
+
+#: Where a replay says what it did instead of failing (a lost partition folded again): warnings.
+logger: Final = logging.getLogger("merge.replay")
+
+
+def fold_subjects(
+    groups: Iterable[tuple[str, Iterable[CorpusItem | InputProblem]]],
+    keys: KeySet | None,
+    trusted_keys: KeySet,
+    out_dir: str | None = None,
+) -> FoldedSubjects:
+    """Fold each subject of ``groups`` with :func:`fold_subject` and write its state to ``out_dir``.
+
+    What a worker of either engine runs (a spill partition here, a shuffled partition on Dask):
+    the engines differ only in how ``(subject, items)`` reach it. ``groups`` come in subject
+    order, each subject once; the rows keep at most :data:`PROBLEM_SAMPLE` problems, the first
+    in that order, so that :func:`replay_report` finds the report's first ones among them.
+    """
+    rows: _Rows = []
+    log = ProblemLog()
+    for subject, items in groups:
+        outcome = fold_subject(subject, items, keys, trusted_keys)
+        if out_dir is not None:
+            write_state(out_dir, outcome.state)
+        kept = len(log.kept)
+        for problem in outcome.problems:
+            log.add(problem)
+        rows.append((outcome.summary, tuple(log.kept[kept:])))
+    return rows, log.counts
+
+
+def replay_report(log: ProblemLog, folded: Iterable[FoldedSubjects]) -> ReplayReport:
+    """The report of a replay, the same for both engines: ``log`` holds the scan's problems (in
+    corpus order), ``folded`` what :func:`fold_subjects` returned for each group, in any order.
+
+    Rows are sorted by subject. Each group kept its first problems in subject order: together,
+    in subject order, they hold the first :data:`PROBLEM_SAMPLE` of the whole report, which is
+    what the log keeps after the scan's; every problem is counted.
+    """
+    rows: _Rows = []
+    for found, counted in folded:
+        rows.extend(found)
+        log.merge((), counted)
+    rows.sort(key=lambda row: row[0].subject)
+    log.merge((problem for _, found in rows for problem in found), {})
+    return log.as_report(rows)
+
+
+def _fold_partition(
+    name: str,
+    spilled: list[tuple[str, str]],
+    keys: list[dict[str, Any]] | None,
+    trusted: list[dict[str, Any]],
+    out_dir: str | None,
+) -> FoldedSubjects:
+    """Fold spill partition ``name``, one subject at a time (runs in a worker process): its
+    subjects in order, each read back by offset (from a spill file, or the corpus file its
+    references point into, through that spill's file table), so one is in memory at a time.
+    ``spilled``: the partition's ``(spill file, file table)`` of each run of the scan, in
+    corpus order, so that a subject's items come in corpus order."""
+    key_set = KeySet.parse(keys) if keys is not None else None
+    with _partition_groups(spilled) as groups:
+        return fold_subjects(groups, key_set, KeySet.parse(trusted), out_dir)
+
+
+def replay(
+    paths: Sequence[str | os.PathLike[str]],
+    *,
+    keys: KeySet | Iterable[Mapping[str, Any]] | None = None,
+    trusted_keys: KeySet | Iterable[Mapping[str, Any]] = REGISTRY_KEYS,
+    workers: int | None = None,
+    out_dir: str | os.PathLike[str] | None = None,
+    progress: bool = False,
+) -> ReplayReport:
+    """Replay a corpus: group by subject, fold each, verify bundles (see the module docstring).
+
+    ``workers``: processes (``None``: one per core; ``1``: fold in this process). The report is
+    the same for every value. ``out_dir``: write each subject's state there (created if
+    needed). ``progress``: show a rich progress bar on standard error.
+    """
+    key_json = KeySet.parse(keys).as_json() if keys is not None else None
+    trusted_json = KeySet.parse(trusted_keys).as_json()
+    workers = workers if workers is not None else (os.cpu_count() or 1)
+    if workers < 1:
+        raise InputError(f"workers must be at least 1, not {workers}")
+    out = os.fspath(out_dir) if out_dir is not None else None
+    if out is not None:
+        try:
+            Path(out).mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise InputError(f"cannot create the output directory: {exc.strerror}", source=out) from exc
+    log = ProblemLog()  # the scan's problems, then the partitions' (bounded: see ProblemLog)
+    with ExitStack() as stack:
+        stack.enter_context(_stopped_by_signals())  # first in, last out: after the cleanup below
+        spill = stack.enter_context(_spill_directory())
+        bar = stack.enter_context(_Progress(progress))
+        # The workers start while the parent reads the corpus (an interpreter takes a while to
+        # start); once they have, they read the files left, side by side (_scan_in_workers).
+        pool = stack.enter_context(_pool(workers)) if workers > 1 else None
+        started = [_submitted(pool, _ready) for _ in range(workers)] if pool is not None else []
+        ready = [future for future in started if future is not None]  # none: the parent reads it all
+        units = _scan_units(paths) if pool is not None else None
+        if units is None:
+            scanned = [_spill_scan(bar.track_scan(_scan_corpus(paths)), spill / "scan-0", log)]
+        else:
+            assert pool is not None
+            scanned = _scan_in_workers(units, spill, log=log, bar=bar, pool=pool, ready=ready)
+        # Each partition's spill files, in corpus order (one per group of the scan).
+        parts: dict[int, list[tuple[str, str]]] = defaultdict(list)
+        for directory, used in scanned:
+            for number in used:
+                parts[number].append((str(directory / f"{number:02d}.spill"), str(directory / "files.table")))
+        jobs: list[_Job] = [(f"{number:02d}", parts[number]) for number in sorted(parts)]
+        bar.start_fold(len(bar.subjects))  # the bar counts subjects, not spill partitions
+        bar.subjects.clear()
+        args = (key_json, trusted_json, out)
+        if pool is None or len(jobs) <= 1:
+            folded: Iterable[FoldedSubjects] = (_fold_partition(name, runs, *args) for name, runs in jobs)
+        else:
+            folded = _fold_in_workers(jobs, args, workers, pool)
+        return replay_report(log, bar.track_fold(folded))
+
+
+@contextmanager
+def _spill_directory() -> Iterator[Path]:
+    """A temporary directory for the spill files (in TMPDIR), removed however the replay ends.
+
+    Made and removed with the signals that stop a replay held (:func:`_signals_held`): a Ctrl-C
+    between making it and taking charge of it (its finalizer), or one that cut its removal in
+    half, would leave it behind.
+    """
+    with _signals_held():
+        temporary = tempfile.TemporaryDirectory(prefix="pith-merge-")
+    try:
+        yield Path(temporary.name)
+    finally:
+        with _signals_held():
+            temporary.cleanup()
+
+
+def _scan_units(paths: Sequence[str | os.PathLike[str]]) -> list[_Unit] | None:
+    """The corpus's files, in corpus order, for a scan shared with the workers; ``None`` when
+    the parent scans it alone: standard input is among the paths (its lines are the parent's)."""
+    if any(os.fspath(path) == "-" for path in paths):
+        return None
+    return [unit for path in paths for unit in _units(path)]
+
+
+def _regular_size(path: str) -> int | None:
+    """The size of a regular file; ``None`` for anything else (a pipe is the parent's alone:
+    ``<(zcat …)`` names its own descriptor, /dev/fd/63, which is another file in a worker); 0
+    for a path that cannot be read in any process (its scan reports it, wherever it runs)."""
+    try:
+        found = os.stat(path)
+    except OSError:
+        return 0
+    return found.st_size if stat.S_ISREG(found.st_mode) else None
+
+
+def _runs(units: Sequence[_Unit], sizes: Sequence[int], count: int) -> list[list[_Unit]]:
+    """``units`` (of ``sizes`` bytes) cut into at most ``count`` runs of about equal bytes, in order."""
+    total = sum(sizes)
+    runs: list[list[_Unit]] = [[]]
+    done = 0
+    for unit, size in zip(units, sizes, strict=True):
+        # A new run once this one holds its share (the last takes what is left).
+        if runs[-1] and len(runs) < count and done >= total * len(runs) / count:
+            runs.append([])
+        runs[-1].append(unit)
+        done += size
+    return runs
+
+
+def _workers_ready(ready: Sequence[Future[None]]) -> bool:
+    """Whether the pool's workers are starting to run tasks (one has), so that the parent
+    hands them the files left."""
+    return any(future.done() for future in ready)
+
+
+def _scan_run(units: list[_Unit], directory: str, subjects: bool) -> tuple[list[int], ProblemLog, list[str]]:
+    """Scan and spill one run of files (in a worker process; in the parent, for a run whose
+    worker died): the partitions it spilled into, its problems, and (``subjects``: for a
+    progress bar) the subjects it found."""
+    log = ProblemLog()
+    found: set[str] = set()
+    placed = (item for unit in units for item in _scan_unit(unit))
+    _, used = _spill_scan(_noting_subjects(placed, found) if subjects else placed, Path(directory), log)
+    return used, log, sorted(found)
+
+
+def _noting_subjects(placed: Iterable[_Placed], subjects: set[str]) -> Iterator[_Placed]:
+    for item in placed:
+        if isinstance(item[0], CorpusItem):
+            subjects.add(item[0].subject)
+        yield item
+
+
+def _scan_in_workers(
+    units: list[_Unit],
+    spill: Path,
+    *,
+    log: ProblemLog,
+    bar: _Progress,
+    pool: ProcessPoolExecutor,
+    ready: Sequence[Future[None]],
+) -> list[tuple[Path, list[int]]]:
+    """Scan the corpus's files: this process reads them in order until the pool's workers have
+    started (``ready``), then the workers read the files left, cut into one run each, side by
+    side (the scan was the serial share of a replay: docs/performance.md), when every one of
+    them is a regular file. Problems go into ``log`` in corpus order. A run whose worker died is
+    read again here, and so is one whose worker died before it was handed out."""
+    runs: list[list[_Unit]] = []  # what the workers read, once they have started
+
+    def until_ready() -> Iterator[_Placed]:
+        handing_over = True
+        for index, unit in enumerate(units):
+            if handing_over and _workers_ready(ready):
+                sizes = [_regular_size(path) for path, _ in units[index:]]
+                regular = [size for size in sizes if size is not None]
+                if len(regular) == len(sizes):  # only regular files (see _regular_size)
+                    runs.extend(_runs(units[index:], regular, len(ready)))
+                    return
+                handing_over = False
+            yield from _scan_unit(unit)
+
+    scanned = [_spill_scan(bar.track_scan(until_ready()), spill / "scan-0", log)]
+    directories = [spill / f"scan-{index}" for index in range(1, len(runs) + 1)]
+    futures = [
+        _submitted(pool, _scan_run, run, str(where), bar.enabled)
+        for run, where in zip(runs, directories, strict=True)
+    ]
+    bar.start_scan(len(runs))
+    for run, where, future in zip(runs, directories, futures, strict=True):
+        spilled_in = where
+        outcome = _outcome(future)
+        if outcome is None:  # its worker died, before the run was handed out or while reading it
+            shutil.rmtree(where, ignore_errors=True)
+            spilled_in = where.with_name(f"{where.name}-again")
+            outcome = _scan_run(run, str(spilled_in), bar.enabled)
+        used, found, subjects = outcome
+        scanned.append((spilled_in, used))
+        log.merge(found.kept, found.counts)
+        bar.subjects.update(subjects)
+        bar.scanned()
+    return scanned
+
+
+#: A partition to fold: its name (``NN``) and its ``(spill file, file table)`` of each run of the scan.
+_Job = tuple[str, list[tuple[str, str]]]
+
+
+def _fold_in_workers(
+    jobs: Sequence[_Job], args: tuple[Any, ...], workers: int, pool: ProcessPoolExecutor
+) -> Iterator[FoldedSubjects]:
+    """Fold the partitions in the processes of ``pool``; what each returns, as they finish.
+
+    A worker that dies (SIGKILL, the kernel's OOM killer) breaks the whole pool: every
+    partition not finished is lost, and each is folded again once, alone in a fresh process,
+    so that a second death names its partition (:class:`ReplayWorkerError`).
+    """
+    lost: list[_Job] = []
+    futures: dict[Future[FoldedSubjects], _Job] = {}
+    for job in jobs:
+        submitted = _submitted(pool, _fold_partition, *job, *args)
+        if submitted is None:  # a worker died before (while the corpus was read)
+            lost.append(job)
+        else:
+            futures[submitted] = job
+    for future in as_completed(futures):
+        folded = _outcome(future)
+        if folded is None:
+            lost.append(futures[future])
+        else:
+            yield folded
+    lost.sort()
+    if lost:
+        names = ", ".join(name for name, _ in lost)
+        logger.warning("replay: a worker process died; partitions lost: %s; folding each again once", names)
+    for start in range(0, len(lost), workers):
+        batch = lost[start : start + workers]
+        with ExitStack() as stack:
+            alone = [(job, stack.enter_context(_pool(1))) for job in batch]
+            retries = [(job, _submitted(pool, _fold_partition, *job, *args)) for job, pool in alone]
+            for (name, _), retry in retries:
+                folded = _outcome(retry)
+                if folded is None:
+                    raise ReplayWorkerError(name)
+                yield folded

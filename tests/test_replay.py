@@ -64,6 +64,7 @@ from . import replay_faults
 from .builders import KEY_A, KEYS, record_of_bundle
 from .builders import event as signed_event
 from .conftest import CONFORMANCE, GOLDEN_BUNDLE, GOLDEN_RECORD, VECTORS, load_vector
+from .helpers import shuffled_with_repeats
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 EXAMPLE_BUNDLE = EXAMPLES / "example.bundle.json"
@@ -622,8 +623,7 @@ def test_replay_of_a_vector_split_over_files_in_any_order(name: str, tmp_path: P
     vector = load_vector(name)
     rng = random.Random(name)
     lines = [text.encode("utf-8") for text in vector["inputs"]]
-    lines += rng.choices(lines, k=len(lines) // 2)
-    rng.shuffle(lines)
+    lines = shuffled_with_repeats(lines, rng, repeats=len(lines) // 2)
     cut = rng.randrange(len(lines) + 1)
     (tmp_path / "a.jsonl").write_bytes(b"\n".join(lines[:cut]) + b"\n")
     (tmp_path / "b.ndjson").write_bytes(b"\n".join(lines[cut:]))

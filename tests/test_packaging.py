@@ -108,7 +108,7 @@ def test_the_demo_runs_from_the_wheel_alone(built: tuple[Path, Path], tmp_path: 
     output = result.stdout.decode()
     assert output.startswith(str(site / "merge" / "__init__.py")), output
     assert result.returncode == 0, output + result.stderr.decode()
-    assert output.count("(exit code 0)") == 4
+    assert output.count("(exit code 0)") == 5  # --version, two verifies, replay, explain
     assert (run / "pith-merge-demo" / "states").is_dir()
 
 

@@ -65,7 +65,7 @@ def test_the_http_walk_through_prints_what_the_page_shows(tmp_path: Path) -> Non
                     wait_for_port(ports[port], process)
                 continue
             written = Step(command, [real(line) for line in step.expected], step.exit_code)
-            if (diff := mismatch(written, cwd)) is not None:
+            if (diff := mismatch(written, cwd)[0]) is not None:
                 failures.append(f"$ {step.command}\n{diff}")
     finally:
         for process in background:

@@ -57,8 +57,8 @@ _TABLES: Final = frozenset({"inputs", "checkpoints"})
 class SQLiteStore(EventStore):
     """An :class:`~merge.store.EventStore` in one SQLite file, created when missing or empty.
 
-    ``timeout``: seconds to wait for another process's write lock before :class:`StoreError`.
-    ``read_only``: open without writing (appends raise :class:`StoreError`; folds keep no
+    ``timeout``: seconds to wait for another process's write lock before :class:`merge.store.StoreError`.
+    ``read_only``: open without writing (appends raise :class:`merge.store.StoreError`; folds keep no
     checkpoint). By default, a file this process may not write is opened read-only.
     ``threads``, ``cache_size``: see :class:`~merge.store.EventStore`.
     """
@@ -331,7 +331,7 @@ class SQLiteStore(EventStore):
 
     @contextmanager
     def _errors(self) -> Iterator[None]:
-        """Turn SQLite's exceptions into :class:`StoreError` naming the file and the problem."""
+        """Turn SQLite's exceptions into :class:`merge.store.StoreError` naming the file and the problem."""
         try:
             yield
         except sqlite3.Error as exc:

@@ -88,7 +88,7 @@ class ApiDocsError(Exception):
 
     def __init__(self, problems: list[str]) -> None:
         self.problems = problems
-        super().__init__(f"{len(problems)} warnings:\n" + "\n".join(problems))
+        super().__init__(f"{len(problems)} problems:\n" + "\n".join(problems))
 
 
 def documented_modules() -> list[str]:
@@ -286,6 +286,12 @@ def build(out: Path = DEFAULT_OUT) -> list[str]:
             check_references=check_references, to_markdown=to_markdown, old_name=old_name
         )
         modules = {name: pdoc.doc.Module(load_module(name)) for name in documented_modules()}
+        for name, module in modules.items():
+            # A page's list of submodules: the documented modules right under it. (pdoc takes a
+            # package's submodules from its __all__, which here lists names, not modules.)
+            module.submodules = [
+                sub for sub_name, sub in modules.items() if sub_name.rpartition(".")[0] == name
+            ]
         for name, module in modules.items():
             write(out / f"{name.replace('.', '/')}.html", pdoc.render.html_module(module, modules))
             check_exports(module)

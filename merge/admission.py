@@ -159,7 +159,7 @@ def prevailing_verdict(standing: Reason | _Passed | None, verdict: Reason | _Pas
 
     ``standing``: the verdict of the copies judged so far (``None`` before the first);
     ``verdict``: the new copy's. A copy that passed §6 wins (the first, when several do); else
-    the one that got furthest down the §6 checks (highest :attr:`Reason.rank`) gives the
+    the one that got furthest down the §6 checks (highest :attr:`merge.Reason.rank`) gives the
     event its reason.
     """
     if standing is None:
@@ -197,7 +197,7 @@ def require_inputs(inputs: Iterable[Any]) -> Iterable[Any]:
     """``inputs`` itself, once it is known to be a collection of inputs and not one input.
 
     A single JSON text or object handed over where a list of them is due would be iterated
-    byte by byte (or key by key) into rejections: a caller's mistake, so :class:`InputError`.
+    byte by byte (or key by key) into rejections: a caller's mistake, so :class:`merge.InputError`.
     """
     if isinstance(inputs, (*JSON_TEXT_TYPES, Mapping)):
         raise InputError(

@@ -45,7 +45,7 @@ def fold(
     ``inputs``: JSON texts (``bytes``/``str``) or parsed JSON values, in any order, with any
     repeats; an iterator (a store's rows, a file's lines) is read once, and on the compiled path
     its texts are let go as soon as they are judged, before the state is built. ``keys``: a
-    :class:`KeySet` or a list of key objects (§3); a broken key set raises
+    :class:`merge.KeySet` or a list of key objects (§3); a broken key set raises
     :class:`merge.KeySetError`. ``threads``: signature verification threads (``None``: one per
     core for inputs large enough to pay for it; ``1`` or ``0``: none but the caller's); on the
     compiled path (:func:`merge.native_available`), the threads that check and verify each

@@ -225,7 +225,7 @@ def _cycle_members(left: list[str], nodes: Mapping[str, Node]) -> set[str]:
 def supersessions(applied: Sequence[str], valid: Mapping[str, ValidEvent]) -> dict[str, tuple[str, ...]]:
     """The supersedes rule of §7: each applied event removed from ``current``, and by whom.
 
-    ``applied``: the applied event ids in apply order; ``valid``: their :class:`ValidEvent`.
+    ``applied``: the applied event ids in apply order; ``valid``: their :class:`merge.checks.ValidEvent`.
     Returns ``removed id → ids of the applied events that remove it`` (in apply order).
     Entries of ``supersedes`` that meet none of the rule are ignored, as §7 says; the
     removed events stay applied.

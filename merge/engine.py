@@ -74,7 +74,7 @@ class EventStatus(msgspec.Struct, frozen=True):
         return self.reason is None
 
 
-#: What :meth:`Merger.add` returns: an :class:`EventStatus`, or the :class:`Rejection` of an
+#: What :meth:`Merger.add` returns: an :class:`EventStatus`, or the :class:`merge.Rejection` of an
 #: input that was not admitted (§5).
 AddResult = EventStatus | Rejection
 
@@ -132,7 +132,7 @@ class Merger:
     def add(self, item: Any) -> AddResult:
         """Add one input: a JSON text (``bytes``/``str``) or a parsed JSON value.
 
-        Returns the :class:`Rejection` of an input that is not admitted (§5; it is kept in
+        Returns the :class:`merge.Rejection` of an input that is not admitted (§5; it is kept in
         :attr:`rejected`), else the :class:`EventStatus` of its event. Never raises on bad input.
         """
         outcome = admit(item, self._count)
@@ -160,7 +160,7 @@ class Merger:
         The same as :meth:`extend` on the inputs themselves, without admitting (decoding) them
         again: for a caller that had to admit them first, as an :class:`~merge.store.EventStore`
         does when it stores them. Each counts as the next input: its ``index`` is renumbered to
-        its position in this engine. A :class:`Rejection` is kept in :attr:`rejected`.
+        its position in this engine. A :class:`merge.Rejection` is kept in :attr:`rejected`.
         """
         renumbered: list[Admitted | Rejection] = []
         for outcome in outcomes:

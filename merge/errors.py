@@ -99,7 +99,7 @@ class UnknownEventError(MergeError, KeyError):
 
 
 class PithMergeDeprecationWarning(DeprecationWarning):
-    """Warned when an old name of pith-merge is used (:mod:`merge._compat`): the message names
+    """Warned when an old name of pith-merge is used (``merge._compat``): the message names
     the new name and the release that removes the old one."""
 
 

@@ -68,7 +68,7 @@ NOT_IN_BODY: Final = frozenset({"signature", "content_sha256", "event_id"})
 
 
 def require_subject(subject: object) -> str:
-    """The merge's subject, checked: a ``str`` of Unicode scalar values, else :class:`InputError`.
+    """The merge's subject, checked: a ``str`` of Unicode scalar values, else :class:`merge.InputError`.
 
     A caller's mistake, not untrusted data: the subject goes into the state (§9) and must
     encode as UTF-8 there. Any string is allowed otherwise (events of another subject are only

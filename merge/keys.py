@@ -103,7 +103,7 @@ class KeySet(Mapping[str, Key]):
         """This set's keys and ``other``'s, in that order, one per key id.
 
         A key id held by both with the same key is one key. With different keys, ``on_conflict``
-        decides (:data:`OnConflict`): the one rule of every union of key sets (command line,
+        decides (:data:`merge.keys.OnConflict`): the one rule of every union of key sets (command line,
         replay, audit), each caller naming its policy.
         """
         keys = dict(self._keys)

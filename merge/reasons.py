@@ -55,6 +55,7 @@ class Reason(StrEnum):
 #: §6 checks in order; a copy that fails later got "further down the list" (§5 copy merging).
 CHECK_ORDER: tuple[Reason, ...] = tuple(Reason)[:16]
 CHECK_RANK: dict[Reason, int] = {reason: rank for rank, reason in enumerate(CHECK_ORDER)}
+#: The spec section whose rule gives each reason, ``"§6"`` or ``"§7"`` (:attr:`Reason.section`).
 SPEC_SECTION: dict[Reason, str] = {r: ("§6" if r in CHECK_RANK else "§7") for r in Reason}
 
 #: What each reason code means, in the words of the spec (§6 table, §7 rules).

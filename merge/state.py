@@ -44,6 +44,7 @@ __all__ = [
     "with_state_sha256",
 ]
 
+#: The ``merge_version`` of every state (spec §9): the name of the rules it was folded by.
 MERGE_VERSION: Final = "pith-open-graph-merge-v1"
 
 
@@ -147,7 +148,7 @@ class StateDecodeError(InputError, msgspec.ValidationError):
 def decode_state(data: bytes | str) -> State:
     """Read a state from JSON (for example one printed by ``pith-merge fold``).
 
-    Raises :class:`StateDecodeError` (an :class:`merge.InputError`) when ``data`` is not a §9
+    Raises :class:`merge.state.StateDecodeError` (an :class:`merge.InputError`) when ``data`` is not a §9
     state, with msgspec's account of where (``Expected `int`, got `str` - at `$.event_count```).
     """
     try:
@@ -225,7 +226,7 @@ def assemble_state(
 ) -> State:
     """The §9 state of classified verdicts, without ``state_sha256`` (see :func:`with_state_sha256`).
 
-    ``valid`` holds the :class:`ValidEvent` verdicts of ``verdicts``; ``removed`` is what
+    ``valid`` holds the :class:`merge.checks.ValidEvent` verdicts of ``verdicts``; ``removed`` is what
     :func:`merge.chains.supersessions` says of the applied ones (computed here when not given).
     Shared by :func:`build_state` (the batch fold) and the incremental :class:`merge.Merger`, so
     both build the state the same way.

@@ -166,7 +166,7 @@ class EventStore(ABC):
     A store object is not thread-safe: use one per thread (they may share a database).
     """
 
-    #: Where the store lives (a file path, a URL), as :class:`StoreError` names it.
+    #: Where the store lives (a file path, a URL), as :class:`merge.store.StoreError` names it.
     location: str | None = None
 
     def __init__(self, *, threads: int | None = 1, cache_size: int = 8) -> None:

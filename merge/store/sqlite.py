@@ -57,12 +57,13 @@ _TABLES: Final = frozenset({"inputs", "checkpoints"})
 class SQLiteStore(EventStore):
     """An :class:`~merge.store.EventStore` in one SQLite file, created when missing or empty.
 
-    ``timeout``: seconds to wait for another process's write lock before :class:`StoreError`.
-    ``read_only``: open without writing (appends raise :class:`StoreError`; folds keep no
-    checkpoint). By default, a store this process cannot write is opened read-only: a file it
-    may not write, or one in a folder it may not write whose ``-wal`` and ``-shm`` files are
-    missing (a writer needs them, and cannot make them there). On a read-only medium, see
-    :attr:`immutable`. ``threads``, ``cache_size``: see :class:`~merge.store.EventStore`.
+    ``timeout``: seconds to wait for another process's write lock before
+    :class:`merge.store.StoreError`. ``read_only``: open without writing (appends raise
+    :class:`merge.store.StoreError`; folds keep no checkpoint). By default, a store this process
+    cannot write is opened read-only: a file it may not write, or one in a folder it may not
+    write whose ``-wal`` and ``-shm`` files are missing (a writer needs them, and cannot make them
+    there). On a read-only medium, see :attr:`immutable`. ``threads``, ``cache_size``: see
+    :class:`~merge.store.EventStore`.
     """
 
     def __init__(
@@ -384,7 +385,7 @@ class SQLiteStore(EventStore):
 
     @contextmanager
     def _errors(self) -> Iterator[None]:
-        """Turn SQLite's exceptions into :class:`StoreError` naming the file and the problem."""
+        """Turn SQLite's exceptions into :class:`merge.store.StoreError` naming the file and the problem."""
         try:
             yield
         except sqlite3.Error as exc:

@@ -28,7 +28,7 @@ from .values import BASE_US, KEY_POOL_SIZE, SECOND, pool_key, render_timestamp, 
 
 
 class FaultKind(StrEnum):
-    """What :func:`histories` did to an event or an input."""
+    """What :func:`merge.testing.histories` did to an event or an input."""
 
     FORK = "fork"  #: a second event of one chain naming the same prev_event → equivocation
     TAMPERED_BODY = "tampered_body"  #: body changed after signing → content_hash_mismatch
@@ -92,7 +92,7 @@ REASON: Final[Mapping[FaultKind, Reason]] = {
 
 @dataclass(frozen=True)
 class Fault:
-    """One thing :func:`histories` did on purpose, and what the spec says must come of it.
+    """One thing :func:`merge.testing.histories` did on purpose, and what the spec says must come of it.
 
     ``reason``: the reason the spec gives ``event_id`` (for the §7 kinds in
     :data:`CHAIN_FAULTS`, when its prev is applied; otherwise it gets ``invalid_prev``).
@@ -103,7 +103,7 @@ class Fault:
     detail: str
     event_id: str | None = None
     reason: Reason | None = None
-    #: Position in :attr:`History.inputs` (garbage and extra copies).
+    #: Position in :attr:`merge.testing.History.inputs` (garbage and extra copies).
     input_index: int | None = None
     #: For garbage: the :class:`merge.RejectCode` admission must give (``None``: random bytes).
     reject_code: RejectCode | None = None
@@ -111,7 +111,7 @@ class Fault:
     related: tuple[str, ...] = ()
 
 
-#: The §6 faults a switch of :func:`histories` injects into events of any chain.
+#: The §6 faults a switch of :func:`merge.testing.histories` injects into events of any chain.
 STATELESS_CHAIN_FAULTS: Final[Mapping[str, tuple[FaultKind, ...]]] = {
     "tampered": (FaultKind.TAMPERED_BODY, FaultKind.TAMPERED_HASH, FaultKind.TAMPERED_ID),
     "bad_signatures": (FaultKind.BAD_SIGNATURE, FaultKind.KEY_MISMATCH, FaultKind.UNSUPPORTED_SIGNATURE),

@@ -78,6 +78,12 @@ docs-images: $(VENV)/.installed
 	$(BIN)/pith-merge graph --bundle tests/vectors/golden/pith-2303.04759.bundle.json --format svg -o docs/images/golden.svg
 	$(BIN)/pith-merge graph --bundle examples/example.bundle.json --format svg -o docs/images/equivocation.svg
 
+# The API reference (docs/api.md): HTML from the docstrings, into out/api/ (make test builds it
+# too, warnings as errors: tests/test_api_docs.py).
+.PHONY: docs-api
+docs-api: $(VENV)/.installed-dev
+	$(BIN)/python docs/build_api.py out/api
+
 # The long fault tests (docs/security.md §5), never part of `make test`: store writers killed with
 # SIGKILL (`make stress STRESS_ARGS="--kills 1000 --seconds 1800"`); PostgreSQL backends stopped
 # with SIGSTOP under real store commands (`SILENT_ARGS="--rounds 10 --seconds 1800"`; skipped

@@ -78,7 +78,6 @@ KNOWN_PROBLEMS = frozenset(
         "merge.monitor.sources.Source: in __all__, but has no docstring",
         "merge.native.fold_native: the cross-reference admit_batch links to nothing in the reference",
         "merge.native.fold_native: the cross-reference judge_events links to nothing in the reference",
-        "merge.replay.read_document: the cross-reference InputError links to nothing in the reference",
     }
 )
 

@@ -56,12 +56,13 @@ def fold_subjects(
     trusted_keys: KeySet,
     out_dir: str | None = None,
 ) -> FoldedSubjects:
-    """Fold each subject of ``groups`` with :func:`fold_subject` and write its state to ``out_dir``.
+    """Fold each subject of ``groups`` with :func:`merge.replay.subject.fold_subject` and write
+    its state to ``out_dir``.
 
     What a worker of either engine runs (a spill partition here, a shuffled partition on Dask):
     the engines differ only in how ``(subject, items)`` reach it. ``groups`` come in subject
-    order, each subject once; the rows keep at most :data:`PROBLEM_SAMPLE` problems, the first
-    in that order, so that :func:`replay_report` finds the report's first ones among them.
+    order, each subject once; the rows keep at most :data:`merge.replay.results.PROBLEM_SAMPLE`
+    problems, the first in that order, so that :func:`replay_report` finds the report's first ones among them.
     """
     rows: _Rows = []
     log = ProblemLog()
@@ -81,7 +82,8 @@ def replay_report(log: ProblemLog, folded: Iterable[FoldedSubjects]) -> ReplayRe
     corpus order), ``folded`` what :func:`fold_subjects` returned for each group, in any order.
 
     Rows are sorted by subject. Each group kept its first problems in subject order: together,
-    in subject order, they hold the first :data:`PROBLEM_SAMPLE` of the whole report, which is
+    in subject order, they hold the first :data:`merge.replay.results.PROBLEM_SAMPLE` of the whole
+    report, which is
     what the log keeps after the scan's; every problem is counted.
     """
     rows: _Rows = []

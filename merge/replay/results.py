@@ -108,7 +108,8 @@ class SubjectSummary(msgspec.Struct, frozen=True):
 
 
 class SubjectOutcome(msgspec.Struct, frozen=True):
-    """What :func:`fold_subject` returns: the summary, the state and the problems found."""
+    """What :func:`merge.replay.subject.fold_subject` returns: the summary, the state and the
+    problems found."""
 
     summary: SubjectSummary
     state: State
@@ -196,8 +197,8 @@ class ProblemLog:
 
 
 _Rows = list[tuple[SubjectSummary, tuple[InputProblem, ...]]]
-#: What :func:`fold_subjects` returns: one row per subject (its summary and the problems kept of
-#: it) and how many problems of each code there were, kept or not.
+#: What :func:`merge.replay.corpus.fold_subjects` returns: one row per subject (its summary and
+#: the problems kept of it) and how many problems of each code there were, kept or not.
 FoldedSubjects = tuple[_Rows, dict[str, int]]
 
 

@@ -11,7 +11,7 @@ How (the rules of :func:`scan_corpus`):
 - every line of a log is one JSON text (blank lines are skipped, line numbers still count);
   an event line belongs to the subject named by its ``subject_pith_number``, a bundle or a record
   to its ``pith_number``. What cannot be attributed to a subject (not JSON, no subject, over 1 MiB) is an
-  :class:`InputProblem`, reported, never dropped silently.
+  :class:`merge.replay.results.InputProblem`, reported, never dropped silently.
 
 The scan streams: it never holds more than one JSON text. Each entry also says where its text can
 be read again (:data:`_Placed`), so that the spill (:mod:`merge.replay.spill`) keeps a reference to
@@ -183,7 +183,7 @@ def read_document(handle: IO[bytes], source: str, limit: int | None = None) -> b
     """All of a file read whole, at most ``limit`` bytes (:data:`MAX_DOCUMENT_BYTES`).
 
     Read in chunks, so that a larger file (or an endless one) costs ``limit`` bytes of memory
-    before :class:`InputError` says so.
+    before :class:`merge.InputError` says so.
     """
     limit = MAX_DOCUMENT_BYTES if limit is None else limit
     data = bytearray()

@@ -2,13 +2,13 @@
 
 :func:`fold_subject` runs three steps, each its own function:
 
-1. **gather** (:func:`_gather`) the subject's items, each distinct one once — *dedup*
-   (:func:`_first_copy`); *records* verified on their own (§11, :func:`_verify_record_item`);
-   *bundles* verified on their own (§10) and their events taken (:func:`_gather_bundle`); the
-   *keys* of a bundle signed by a trusted key joined to the caller's (:func:`_gather_keys`);
-2. **fold** (:func:`_fold_gathered`) the events under those keys (spec §5: order and repeats do
+1. **gather** (``_gather``) the subject's items, each distinct one once — *dedup*
+   (``_first_copy``); *records* verified on their own (§11, ``_verify_record_item``);
+   *bundles* verified on their own (§10) and their events taken (``_gather_bundle``); the
+   *keys* of a bundle signed by a trusted key joined to the caller's (``_gather_keys``);
+2. **fold** (``_fold_gathered``) the events under those keys (spec §5: order and repeats do
    not matter), each rejection a problem at its item's place, and at every repeat's;
-3. **summary** (:func:`_summary`): each record compared with the folded state (§11), and the
+3. **summary** (``_summary``): each record compared with the folded state (§11), and the
    subject's numbers.
 
 The key set is the caller's ``keys`` plus the ``public_keys`` of each bundle signed by a trusted

@@ -69,13 +69,6 @@ ANNOTATION_WARNING = re.compile(r"Error parsing type annotation .* for ([\w.]+?)
 KNOWN_PROBLEMS = frozenset(
     {
         "merge.canonical.scan_json: the cross-reference JsonScan links to nothing in the reference",
-        "merge.monitor.Problem.reason: the cross-reference merge.monitor.fetching.FetchReason links to"
-        " nothing in the reference",
-        "merge.monitor.fetching.Fetcher: the cross-reference FetchPolicy links to nothing in the reference",
-        "merge.monitor.judging.Problem.reason: the cross-reference merge.monitor.fetching.FetchReason links"
-        " to nothing in the reference",
-        "merge.monitor.metrics: the cross-reference Monitor links to nothing in the reference",
-        "merge.monitor.sources.Source: in __all__, but has no docstring",
         "merge.native.fold_native: the cross-reference admit_batch links to nothing in the reference",
         "merge.native.fold_native: the cross-reference judge_events links to nothing in the reference",
     }

@@ -27,7 +27,7 @@ from .. import __version__
 from .policy import FetchPolicy
 from .sources import web_url_problem
 
-__all__ = ["Fetched", "Fetcher", "RateLimit"]
+__all__ = ["FetchReason", "Fetched", "Fetcher", "RateLimit"]
 
 #: Reason codes of a fetch that failed (the label of ``pith_monitor_fetch_errors_total``).
 FetchReason = Literal[
@@ -80,7 +80,7 @@ class _OutOfTime(Exception):
 
 
 class Fetcher:
-    """GETs with a :class:`FetchPolicy`, from any number of threads; ETags remembered per URL."""
+    """GETs with a :class:`merge.monitor.FetchPolicy`, from any number of threads; ETags kept per URL."""
 
     def __init__(self, policy: FetchPolicy, stop: threading.Event | None = None) -> None:
         self.policy = policy

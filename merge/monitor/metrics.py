@@ -1,4 +1,4 @@
-"""The monitor's Prometheus metrics (prometheus_client), one registry per :class:`Monitor`.
+"""The monitor's Prometheus metrics (prometheus_client), one registry per :class:`merge.monitor.Monitor`.
 
 Each monitor has its own :class:`prometheus_client.CollectorRegistry`, so that a service can
 embed several (and tests can run them side by side). Every label value is there from the start

@@ -108,6 +108,7 @@ class RegistrySource(msgspec.Struct, frozen=True):
         return f"{self.base}/pith/{_letters(subject)}.json"
 
 
+#: A place a monitor reads: a directory some fetcher fills, or a registry's base URL.
 Source = DirectorySource | RegistrySource
 
 

@@ -33,7 +33,7 @@ The package's rooms: :mod:`.model` the typed picture (:class:`LogGraph` and its 
 :mod:`.collapse` what is drawn (the neighbourhood, runs and groups, the bound), :mod:`.palette`
 the colours, :mod:`.text`, :mod:`.labels` and :mod:`.key` the words, :mod:`.dot` and
 :mod:`.mermaid` the renderers. The names with a leading underscore are shared inside the package
-only; :data:`__all__` here is its public surface.
+only; ``__all__`` here is its public surface.
 """
 
 from .describe import event_values, log_graph

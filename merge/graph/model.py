@@ -19,9 +19,9 @@ EdgeKind = Literal["prev", "missing_prev", "supersedes", "prev_supersedes"]
 #: invalid events of one chain and reason; only forks and what they branch from stay apart).
 Collapse = Literal["none", "runs", "groups"]
 
-#: The most nodes :func:`log_graph` draws unless told otherwise: a 4,000-event log fits in it.
+#: The most nodes :func:`merge.graph.log_graph` draws unless told otherwise: a 4,000-event log fits in it.
 DEFAULT_MAX_NODES: Final = 100
-#: How many links out from the ``around`` event :func:`log_graph` goes unless told otherwise.
+#: How many links out from the ``around`` event :func:`merge.graph.log_graph` goes unless told otherwise.
 DEFAULT_DEPTH: Final = 2
 
 
@@ -146,7 +146,8 @@ class Summary(msgspec.Struct, frozen=True):
 
 
 class LogGraph(msgspec.Struct, frozen=True):
-    """The picture of one subject's log, sorted, ready to draw (:func:`to_dot`, :func:`to_mermaid`).
+    """The picture of one subject's log, sorted, ready to draw (:func:`merge.graph.to_dot`,
+    :func:`merge.graph.to_mermaid`).
 
     ``lanes`` are the drawn lanes; ``nodes`` are events and groups of events in drawing order (by
     lane, then ``created_at``, apply order, ``event_id`` of the first); ``ghosts`` one per lane

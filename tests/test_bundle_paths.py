@@ -46,7 +46,8 @@ def _with_events(bundle_text: bytes, rewrite: Callable[[bytes], bytes]) -> bytes
     """The bundle with each event's text rewritten (the rest re-encoded as it was)."""
     bundle = decode_json(bundle_text)
     bundle["events"] = [
-        msgspec.Raw(rewrite(msgspec.json.encode(event))) for event in msgspec.json.decode(bundle_text)["events"]
+        msgspec.Raw(rewrite(msgspec.json.encode(event)))
+        for event in msgspec.json.decode(bundle_text)["events"]
     ]
     return msgspec.json.encode(bundle, enc_hook=str)
 

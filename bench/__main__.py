@@ -28,6 +28,7 @@ from rich.console import Console
 from rich.table import Table
 
 from .big_subject import bench_big_subject
+from .bundles import bench_bundles
 from .dask_bench import bench_dask
 from .encoding import bench_encoding
 from .floor import bench_floor
@@ -55,11 +56,12 @@ class Sizes:
     replay_big_subject: int
     gil_seconds: float
     store_events: int = 5_000
+    bundle_events: int = 4_000
     big_subject: int = 50_000
 
 
 FULL = Sizes(20_000, 1_000, 20, 10_000, 500, 1_000, 100, 5_000, 1.0)
-QUICK = Sizes(200, 10, 20, 100, 10, 10, 20, 60, 0.1, store_events=40, big_subject=300)
+QUICK = Sizes(200, 10, 20, 100, 10, 10, 20, 60, 0.1, store_events=40, big_subject=300, bundle_events=40)
 
 BENCHMARKS = (
     "stages",
@@ -72,6 +74,7 @@ BENCHMARKS = (
     "encoding",
     "big-subject",
     "store",
+    "bundles",
 )
 
 
@@ -138,6 +141,11 @@ def run(names: Sequence[str], sizes: Sizes, repeat: int, log: Callable[[str], No
         "store",
         f"store: SQLite and PostgreSQL, one subject of {sizes.store_events} events",
         lambda: bench_store(sizes.store_events, repeat=repeat, log=log),
+    )
+    step(
+        "bundles",
+        f"bundles: verify_bundle of {sizes.bundle_events} events, audit --history of 10 snapshots",
+        lambda: bench_bundles(sizes.bundle_events, repeat=repeat),
     )
     return results
 

@@ -35,6 +35,7 @@ from .canonical import canonical_json, decode_json, encode_canonical_unchecked
 from .errors import InputError, MergeError
 from .keys import KeySet
 from .reasons import CHECK_ORDER
+from .signatures import SignatureVerifier
 from .state import FoldResult, State
 from .timestamps import parse_timestamp
 
@@ -109,9 +110,14 @@ def snapshot_of_bundle(
     *,
     label: str = "",
     trusted_keys: KeySet | Iterable[Mapping[str, Any]] = REGISTRY_KEYS,
+    verifier: SignatureVerifier | None = None,
 ) -> Snapshot:
-    """A bundle as a snapshot, verified with :func:`merge.verify_bundle` (trust as §10)."""
-    report = verify_bundle(bundle, trusted_keys=trusted_keys, threads=1)
+    """A bundle as a snapshot, verified with :func:`merge.verify_bundle` (trust as §10).
+
+    ``verifier``: shared by the snapshots of one audit, so that an event several of them hold
+    has its signature verified once (see :func:`merge.fold`); the verdicts never depend on it.
+    """
+    report = verify_bundle(bundle, trusted_keys=trusted_keys, verifier=verifier or SignatureVerifier(1))
     parsed: Any = bundle
     if isinstance(bundle, (bytes, str)):
         try:
@@ -223,10 +229,12 @@ def _value_identity_digest(copy: Admitted) -> bytes:
     return hashlib.sha256(raw).digest() + bytes([non_canonical])
 
 
-def _as_snapshot(item: Snapshot | bytes | str | Mapping[str, Any], trusted: KeySet, label: str) -> Snapshot:
+def _as_snapshot(
+    item: Snapshot | bytes | str | Mapping[str, Any], trusted: KeySet, label: str, verifier: SignatureVerifier
+) -> Snapshot:
     if isinstance(item, Snapshot):
         return item
-    return snapshot_of_bundle(item, label=label, trusted_keys=trusted)
+    return snapshot_of_bundle(item, label=label, trusted_keys=trusted, verifier=verifier)
 
 
 # --- fates ------------------------------------------------------------------------------------
@@ -401,7 +409,8 @@ def audit(
     caller paired them (:func:`audit_history` groups by subject instead).
     """
     trusted = KeySet.parse(trusted_keys)
-    before, after = _as_snapshot(old, trusted, "OLD"), _as_snapshot(new, trusted, "NEW")
+    verifier = SignatureVerifier()  # one for the run: the events both hold are verified once
+    before, after = _as_snapshot(old, trusted, "OLD", verifier), _as_snapshot(new, trusted, "NEW", verifier)
     if before.result is None or after.result is None:
         subject = after.info.subject or before.info.subject
         return PairAudit(subject, before.info, after.info, "unverified", None)
@@ -410,10 +419,10 @@ def audit(
             f"{before.info.label or 'OLD'} is of {before.info.subject}, {after.info.label or 'NEW'} of "
             f"{after.info.subject}: snapshots of different subjects cannot be compared"
         )
-    return _audit_pair(before, after)
+    return _audit_pair(before, after, verifier)
 
 
-def _audit_pair(old: Snapshot, new: Snapshot) -> PairAudit:
+def _audit_pair(old: Snapshot, new: Snapshot, verifier: SignatureVerifier) -> PairAudit:
     assert old.result is not None
     assert new.result is not None
     assert old.keys is not None
@@ -435,7 +444,7 @@ def _audit_pair(old: Snapshot, new: Snapshot) -> PairAudit:
     union = new.result
     if dropped or keys.dropped or keys.changed:
         union_keys = new.keys.union(old.keys.values(), on_conflict="keep")  # NEW's key on a clash
-        union = fold([*old.events, *new.events], subject=subject, keys=union_keys, threads=1)
+        union = fold([*old.events, *new.events], subject=subject, keys=union_keys, verifier=verifier)
     union_fates = fates(union.state)
     new_is_union = union is new.result or canonical_json(union.state) == canonical_json(new.result.state)
 
@@ -630,11 +639,12 @@ def audit_history(
     are reported and not compared.
     """
     trusted = KeySet.parse(trusted_keys)
+    verifier = SignatureVerifier()  # one for the run: each event's signature is verified once
     groups: dict[str, list[tuple[int, str, Snapshot]]] = defaultdict(list)
     unverified: list[SnapshotInfo] = []
     unordered: list[SnapshotInfo] = []
     for position, item in enumerate(snapshots):
-        snapshot = _as_snapshot(item, trusted, f"#{position}")
+        snapshot = _as_snapshot(item, trusted, f"#{position}", verifier)
         info = snapshot.info
         instant = parse_timestamp(info.signed_at) if info.signed_at is not None else None
         if snapshot.result is None or info.subject is None:
@@ -646,7 +656,7 @@ def audit_history(
     subjects = []
     for subject in sorted(groups):
         ordered = [snapshot for _, _, snapshot in sorted(groups[subject], key=lambda entry: entry[:2])]
-        pairs = tuple(_audit_pair(a, b) for a, b in itertools.pairwise(ordered))
+        pairs = tuple(_audit_pair(a, b, verifier) for a, b in itertools.pairwise(ordered))
         splits = tuple(
             split
             for i, first in enumerate(ordered)

@@ -19,6 +19,7 @@ from .audit import PairAudit, Snapshot, audit, snapshot_of_bundle
 from .bundle import REGISTRY_KEYS
 from .keys import KeySet
 from .replay import state_filename
+from .signatures import SignatureVerifier
 
 __all__ = ["Download", "LastBundles", "bundle_filename"]
 
@@ -60,7 +61,8 @@ class LastBundles:
     ) -> Download:
         """Audit a downloaded bundle against the kept one of its subject; keep it if it extends it."""
         trusted = KeySet.parse(trusted_keys)
-        new = snapshot_of_bundle(data, label=label, trusted_keys=trusted)
+        verifier = SignatureVerifier()  # the kept bundle's events are mostly the download's
+        new = snapshot_of_bundle(data, label=label, trusted_keys=trusted, verifier=verifier)
         subject = new.info.subject
         if new.result is None or subject is None:
             return Download(new, None, kept=False)
@@ -68,7 +70,7 @@ class LastBundles:
         if not path.exists():
             self._keep(path, data)
             return Download(new, None, kept=True)
-        old = snapshot_of_bundle(path.read_bytes(), label=str(path), trusted_keys=trusted)
+        old = snapshot_of_bundle(path.read_bytes(), label=str(path), trusted_keys=trusted, verifier=verifier)
         pair = audit(old, new)
         # Only an extension replaces what is kept: after a rewrite the old bundle stays the
         # reference (and the evidence), so the next download is still compared with it.

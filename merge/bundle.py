@@ -12,7 +12,7 @@ from typing import Any, Final
 
 import msgspec
 
-from .admission import JSON_TEXT_TYPES
+from .admission import JSON_TEXT_TYPES, MAX_INPUT_BYTES
 from .batch import fold
 from .canonical import canonical_json, decode_json, encode_canonical_unchecked, hash_if_canonical, same_json
 from .checks import signed_check
@@ -135,6 +135,7 @@ def verify_bundle(
     def record(name: str, ok: bool, detail: str) -> None:
         checks[name] = Check(name, ok, detail)
 
+    raw_events = _raw_events(bundle)
     parsed, not_json = parse_document(bundle)
     if not_json is not None:
         record("bundle_type", False, not_json)
@@ -150,7 +151,7 @@ def verify_bundle(
     subject = _check_record(bundle, record)
     merge_version = bundle.get("merge_version")
     record("merge_version", merge_version == MERGE_VERSION, f"merge_version is {merge_version!r}")
-    result = _check_state(bundle, subject, threads, record, verifier)
+    result = _check_state(bundle, subject, threads, record, verifier, raw_events)
     return _finish(checks, result, trusted_key_id)
 
 
@@ -250,12 +251,54 @@ def _check_record(bundle: Mapping[str, Any], record: Any) -> str | None:
     return pith_number if isinstance(pith_number, str) else None
 
 
-def _check_state(
+class _RawEvents(msgspec.Struct):
+    """A bundle's ``events`` as the JSON texts it holds (the other keys skipped)."""
+
+    events: list[msgspec.Raw] | None = None
+
+
+_decode_raw_events: Final = msgspec.json.Decoder(_RawEvents).decode
+
+
+def _raw_events(document: Any) -> list[msgspec.Raw] | None:
+    """The texts of the ``events`` of a bundle given as a JSON text, else ``None``."""
+    if not isinstance(document, JSON_TEXT_TYPES):
+        return None
+    try:
+        return _decode_raw_events(document).events
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError, UnicodeEncodeError):
+        return None  # not a JSON object, or events not a list: the parsed value says what
+
+
+def _event_inputs(events: list[Any], raw_events: list[msgspec.Raw] | None) -> list[Any]:
+    """The inputs of a bundle's fold: each event as a JSON text where that gives the verdict of
+    its parsed value (§5), else the parsed value itself.
+
+    §5 judges a bundle's events as parsed values: the size is the compact encoding's, and only
+    value-level rules apply. A text gets the same verdict when the two rule sets cannot differ
+    on it: its whitespace stripped (``format(indent=-1)`` removes nothing else), it holds no
+    backslash (so no escape: every string is written as the encoder writes it, and no lone
+    surrogate escape exists), and it fits in the bound (then the compact encoding, never
+    longer than such a text, fits too). What still differs from the encoding, a duplicate key
+    or ``-0``, is text the value-level rules read through (last wins, the same number). A text
+    lets the fold take the compiled path and meet its copies in logs as identical texts.
+    """
+    if raw_events is None or len(raw_events) != len(events):
+        return events
+    inputs: list[Any] = []
+    for raw, value in zip(raw_events, events, strict=True):
+        text = msgspec.json.format(raw, indent=-1)
+        inputs.append(text if len(text) <= MAX_INPUT_BYTES and b"\\" not in text else value)
+    return inputs
+
+
+def _check_state(  # noqa: PLR0917 (the facts of one bundle)
     bundle: Mapping[str, Any],
     subject: str | None,
     threads: int | None,
     record: Any,
     verifier: SignatureVerifier | None = None,
+    raw_events: list[msgspec.Raw] | None = None,
 ) -> FoldResult | None:
     keys: KeySet | None = None
     try:
@@ -270,7 +313,8 @@ def _check_state(
         record("state", False, f"cannot fold: {why} is missing or wrong")
         record("source_aliases", False, "cannot compare without a folded state")
         return None
-    result = fold(events, subject=subject, keys=keys, threads=threads, verifier=verifier)
+    inputs = _event_inputs(events, raw_events)
+    result = fold(inputs, subject=subject, keys=keys, threads=threads, verifier=verifier)
     folded = encode_canonical_unchecked(result.state)
     published = bundle.get("state")
     try:

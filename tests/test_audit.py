@@ -406,3 +406,15 @@ def test_garbage_is_an_unverified_snapshot_never_an_exception(garbage: Any) -> N
     assert not snapshot.info.verified
     assert snapshot.info.problems
     assert pair(bundle(BASE, T1), garbage).verdict == "unverified"
+
+
+def test_a_history_verifies_each_signature_once_a_run(verifications: list[Any]) -> None:
+    """The snapshots of one run share a verifier: an event several hold is verified once."""
+    v1, v2, v3 = bundle(BASE, T1), bundle([*BASE, X2], T2), bundle([*BASE, X2, X1], T3)
+    verifications.clear()
+    assert audit_history([v1, v2, v3], trusted_keys=TRUST).ok
+    assert verifications
+    assert len(verifications) == len(set(verifications))
+    verifications.clear()
+    assert pair(v1, v2).append_only
+    assert len(verifications) == len(set(verifications))

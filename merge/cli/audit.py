@@ -20,6 +20,7 @@ from ..audit import (
 )
 from ..audit_store import LastBundles
 from ..keys import KeySet
+from ..signatures import SignatureVerifier
 from . import common
 from .common import echo, plural
 
@@ -101,8 +102,13 @@ def audit_command(
 
 
 def _snapshots(paths: Sequence[str], trusted: KeySet) -> list[Snapshot]:
-    """Each bundle file as a verified snapshot, named by its path."""
-    return [snapshot_of_bundle(common.read_file(p), label=p, trusted_keys=trusted) for p in paths]
+    """Each bundle file as a verified snapshot, named by its path; one verifier for all of them,
+    so that an event several snapshots hold is verified once."""
+    verifier = SignatureVerifier()
+    return [
+        snapshot_of_bundle(common.read_file(p), label=p, trusted_keys=trusted, verifier=verifier)
+        for p in paths
+    ]
 
 
 def _report_of_pairs(pairs: Sequence[PairAudit], unverified: Sequence[SnapshotInfo]) -> AuditReport:

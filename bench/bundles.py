@@ -1,0 +1,103 @@
+"""Bundles on the compiled path: ``verify_bundle`` against the bound, ``audit --history`` against
+``verify`` (issue 26).
+
+A bundle of realistic events (:mod:`bench.workload`, faults left out: a published bundle holds
+what its producer folded) is signed with a bench key; its ``verify_bundle`` is timed beside the
+bare libsodium verification of its signatures, in turn in one loop (:mod:`bench.measure`). A
+history is 10 growing snapshots of that subject (a tenth of its events, two tenths, ... all),
+audited in one run beside one ``verify_bundle`` of the last snapshot.
+"""
+
+from __future__ import annotations
+
+import json
+
+from merge import audit_history, verify_bundle
+from merge.canonical import decode_json
+from merge.signing import make_bundle
+
+from .bound import signature_jobs, verify_serial
+from .measure import Result, best_times
+from .workload import WorkloadSpec, bench_keys, generate
+
+__all__ = ["bench_bundles"]
+
+#: The issue's targets: verify_bundle vs the 1-thread bound; audit --history vs one verify.
+VERIFY_TARGET = 1.5
+HISTORY_TARGET = 2.0
+SNAPSHOTS = 10
+
+
+def _bundles(events: int) -> tuple[list[bytes], list[dict[str, object]], list[dict[str, object]]]:
+    workload = generate(WorkloadSpec(subjects=1, events_per_subject=events, fault_rate=0.0, seed=5))
+    history = workload.histories[0]
+    parsed = [decode_json(text) for text in history.inputs]
+    created = next(e for e in parsed if e["event_type"] == "record_created")
+    record = created["payload"]["canonical_record"]
+    rest = [e for e in parsed if e is not created]
+    signer = bench_keys()[0]
+    snapshots = []
+    for part in range(1, SNAPSHOTS + 1):
+        held = [created, *rest[: len(rest) * part // SNAPSHOTS]]
+        bundle = make_bundle(
+            signer,
+            record,
+            held,
+            public_keys=workload.keys,
+            built_at=f"2026-06-{part:02d}T00:00:00Z",
+        )
+        snapshots.append(json.dumps(bundle, ensure_ascii=False).encode())
+    return snapshots, workload.keys, [signer.key_object()]
+
+
+def bench_bundles(events: int, *, repeat: int) -> list[Result]:
+    """Measure ``verify_bundle`` of a bundle of ``events`` events and ``audit_history`` of its
+    10 growing snapshots, against the bound and one verify."""
+    snapshots, keys, trusted = _bundles(events)
+    last = snapshots[-1]
+    texts = [json.dumps(e).encode() for e in json.loads(last)["events"]]
+    jobs = signature_jobs(texts, keys)  # type: ignore[arg-type]
+    if not verify_bundle(last, trusted_keys=trusted).ok:
+        raise AssertionError("the bench bundle does not verify")
+    if not audit_history(snapshots, trusted_keys=trusted).ok:
+        raise AssertionError("the bench history is not append-only")
+    best = best_times(
+        {
+            "bound_1": lambda: verify_serial(jobs),
+            "verify_bundle": lambda: verify_bundle(last, trusted_keys=trusted),
+            # Today's route before issue 26: the events folded as parsed values.
+            "verify_values": lambda: verify_bundle(decode_json(last), trusted_keys=trusted),
+            "audit_history": lambda: audit_history(snapshots, trusted_keys=trusted),
+        },
+        repeat,
+    )
+    count = len(texts)
+    bound = len(jobs) / best["bound_1"]
+    verify_ratio = count / best["verify_bundle"] / bound
+    history_ratio = best["audit_history"] / best["verify_bundle"]
+    size = f"{count} events, {len(last) / 1e6:.1f} MB"
+    return [
+        Result("bundles: bound, 1 thread", bound, "verify/s", f"{len(jobs)} bare PyNaCl verifications"),
+        Result(
+            "bundles: verify_bundle / 1-thread bound",
+            verify_ratio,
+            "ratio",
+            size,
+            target=f">= {VERIFY_TARGET}",
+            met=verify_ratio >= VERIFY_TARGET,
+        ),
+        Result(
+            "bundles: verify_bundle of the parsed bundle / 1-thread bound",
+            count / best["verify_values"] / bound,
+            "ratio",
+            "events folded as parsed values (the route before issue 26)",
+        ),
+        Result(
+            "bundles: audit --history / verify of the last",
+            history_ratio,
+            "ratio",
+            f"{SNAPSHOTS} growing snapshots, {sum(len(s) for s in snapshots) / 1e6:.1f} MB in all",
+            target=f"<= {HISTORY_TARGET}",
+            met=history_ratio <= HISTORY_TARGET,
+        ),
+    ]

@@ -1,0 +1,145 @@
+"""verify_bundle folds a bundle's events as texts where §5 gives them their value's verdict.
+
+Differential: a bundle given as its JSON text (events folded as texts where provably the same)
+must give the report of the same bundle given as a parsed value (events folded as values, the
+rule of §5 for parsed values), on the compiled path and on the pure one, however its events are
+written: padded, escaped, with duplicate keys, ``-0``, floats, deep nesting, near the size bound.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+
+from merge import verify_bundle
+from merge.admission import MAX_INPUT_BYTES
+from merge.bundle import BundleReport
+from merge.canonical import decode_json, encode_canonical_unchecked
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+KEYS = json.loads((EXAMPLES / "keys.json").read_text())
+
+
+def _summary(report: BundleReport) -> tuple[Any, ...]:
+    result = report.result
+    folded = None
+    if result is not None:
+        folded = (encode_canonical_unchecked(result.state), result.rejected, result.superseded)
+    return (report.checks, report.trusted_key_id, folded)
+
+
+def _same_as_values(text: bytes, trusted: Any) -> BundleReport:
+    """The report of ``text`` and of its parsed value (today's route) must be equal."""
+    as_text = verify_bundle(text, trusted_keys=trusted)
+    as_value = verify_bundle(decode_json(text), trusted_keys=trusted)
+    assert _summary(as_text) == _summary(as_value)
+    return as_text
+
+
+def _with_events(bundle_text: bytes, rewrite: Callable[[bytes], bytes]) -> bytes:
+    """The bundle with each event's text rewritten (the rest re-encoded as it was)."""
+    bundle = decode_json(bundle_text)
+    bundle["events"] = [
+        msgspec.Raw(rewrite(msgspec.json.encode(event)))
+        for event in msgspec.json.decode(bundle_text)["events"]
+    ]
+    return msgspec.json.encode(bundle, enc_hook=str)
+
+
+def _escape_non_ascii(text: bytes) -> bytes:
+    return json.dumps(json.loads(text), ensure_ascii=True).encode()
+
+
+def _padded(text: bytes) -> bytes:
+    return b" \n\t" + json.dumps(json.loads(text), indent=3).encode() + b"\r\n "
+
+
+def _duplicate_key(text: bytes) -> bytes:
+    # An earlier event_id and signer that the last ones override (§5: last wins).
+    return b'{"event_id":"not an id","signer":[1,2],' + text[1:]
+
+
+def _negative_zero(text: bytes) -> bytes:
+    return b'{"zero":-0,' + text[1:]
+
+
+def _a_float(text: bytes) -> bytes:
+    return b'{"x":1.0,"y":1e2,' + text[1:]
+
+
+def _deep(text: bytes) -> bytes:
+    return b'{"deep":' + b"[" * 70 + b"]" * 70 + b"," + text[1:]
+
+
+def _huge(text: bytes) -> bytes:
+    # Over the bound as a padded text, under it as a value: a value's size is its encoding's.
+    return text[:-1] + b"," + b" " * MAX_INPUT_BYTES + b'"pad":"' + b"x" * 1000 + b'"}'
+
+
+def _huge_escaped(text: bytes) -> bytes:
+    # Under the bound as a value, over it as a text with every é escaped (6 bytes for 2).
+    return text[:-1] + b',"pad":"' + b"\\u00e9" * (MAX_INPUT_BYTES // 6 + 10) + b'"}'
+
+
+def _not_an_object(text: bytes) -> bytes:
+    return b'[ "x" , -0 ]'
+
+
+REWRITES = [
+    _escape_non_ascii,
+    _padded,
+    _duplicate_key,
+    _negative_zero,
+    _a_float,
+    _deep,
+    _huge,
+    _huge_escaped,
+    _not_an_object,
+]
+
+
+def _example_bundles() -> list[Path]:
+    return sorted(EXAMPLES.glob("*.bundle.json"))
+
+
+@pytest.mark.parametrize("path", _example_bundles(), ids=lambda p: p.name)
+def test_example_bundles_same_as_values(each_path: str, path: Path) -> None:
+    report = _same_as_values(path.read_bytes(), KEYS)
+    assert report.result is not None
+
+
+def test_golden_and_depth_bundles_same_as_values(each_path: str) -> None:
+    golden = ROOT / "tests/vectors/golden/pith-2303.04759.bundle.json"
+    report = verify_bundle(golden.read_bytes())
+    assert report.ok
+    assert _summary(report) == _summary(verify_bundle(decode_json(golden.read_bytes())))
+    vector = json.loads((ROOT / "tests/vectors/edges/depth_64_bundle.json").read_text())
+    text = json.dumps(vector["bundle"], indent=1).encode()
+    _same_as_values(text, vector["trusted_keys"])
+
+
+@pytest.mark.parametrize("rewrite", REWRITES, ids=lambda f: f.__name__)
+def test_rewritten_events_same_as_values(each_path: str, rewrite: Callable[[bytes], bytes]) -> None:
+    text = _with_events((EXAMPLES / "example.bundle.json").read_bytes(), rewrite)
+    report = _same_as_values(text, KEYS)
+    if rewrite in (_escape_non_ascii, _padded, _duplicate_key):
+        assert report.ok  # the same values: the bundle hash and the state still hold
+
+
+def test_each_event_rewritten_its_own_way(each_path: str) -> None:
+    """Every rewrite at once, one per event (the copies meet in one fold)."""
+    original = (EXAMPLES / "example.bundle.json").read_bytes()
+    bundle = decode_json(original)
+    raws = msgspec.json.decode(original)["events"]
+    events = []
+    for index, event in enumerate(raws):
+        events.append(msgspec.Raw(REWRITES[index % len(REWRITES)](msgspec.json.encode(event))))
+        events.append(msgspec.Raw(msgspec.json.encode(event)))  # and its plain copy
+    bundle["events"] = events
+    _same_as_values(msgspec.json.encode(bundle, enc_hook=str), KEYS)

@@ -213,7 +213,9 @@ def admit(item: Any, index: int = 0) -> Admitted | Rejection:
         return _admit_text(bytes(item), index)
     if isinstance(item, str):
         try:
-            data = item.encode("utf-8")
+            # str's own encode, never a subclass's: a text is its code points, whatever methods
+            # its class has, as the compiled path reads it (issue 29: one answer on both paths).
+            data = str.encode(item, "utf-8")
         except UnicodeEncodeError as exc:
             return Rejection(index, RejectCode.NOT_UTF8, f"text holds a lone surrogate at {exc.start}")
         return _admit_text(data, index)

@@ -42,8 +42,9 @@ def fold(
 ) -> state.FoldResult:
     """Fold events into the merge-v1 state of ``subject`` (spec §5–§9).
 
-    ``inputs``: JSON texts (``bytes``/``str``) or parsed JSON values, in any order, with any
-    repeats; an iterator (a store's rows, a file's lines) is read once, and on the compiled path
+    ``inputs``: JSON texts (``bytes``/``str``; a ``str`` subclass is read as its code points, its
+    own ``encode()`` never called) or parsed JSON values, in any order, with any repeats;
+    an iterator (a store's rows, a file's lines) is read once, and on the compiled path
     its texts are let go as soon as they are judged, before the state is built. ``keys``: a
     :class:`merge.KeySet` or a list of key objects (§3); a broken key set raises
     :class:`merge.KeySetError`. ``threads``: signature verification threads (``None``: one per

@@ -15,6 +15,7 @@ __all__ = [
     "InputError",
     "KeySetError",
     "MergeError",
+    "NativeError",
     "NotCanonicalError",
     "PithMergeDeprecationWarning",
     "RecordError",
@@ -96,6 +97,15 @@ class UnknownEventError(MergeError, KeyError):
     def __str__(self) -> str:
         # The message as it is: a KeyError's own str() would show it quoted, as a key.
         return str(self.args[0])
+
+
+class NativeError(MergeError, RuntimeError):
+    """The compiled path (``pith-merge-native``) failed where it never should: a bug of it, which it
+    raises instead of letting a Rust panic through (never for an event, which is data, nor for a
+    memory limit, which is a ``MemoryError``). The message is the panic's; please report it.
+
+    Also a ``RuntimeError``. The pure path (``PITH_MERGE_PURE=1``) gives the same results without it.
+    """
 
 
 class PithMergeDeprecationWarning(DeprecationWarning):

@@ -211,7 +211,10 @@ def fold_native(
     within one fold, identical texts are judged once anyway.
     """
     native = _extension()
-    items = inputs if isinstance(inputs, list) else list(inputs)
+    # A snapshot, never the caller's own list (8 bytes an input): another thread may change
+    # that one while this fold judges without the GIL, and the result must be the fold of one
+    # list, not an IndexError nor a state mixed from two (issue 29).
+    items = list(inputs)
     del inputs
     judgement, left = native.judge(
         items, subject, key_table(keys), verifier.threads, _cache(verifier, share_verdicts)
@@ -238,7 +241,7 @@ def fold_native_many(
     """:func:`fold_native` of each ``(subject, inputs)`` group, the groups judged together (one
     pass over all their inputs on the threads) and their states built side by side."""
     native = _extension()
-    lists = [(subject, items if isinstance(items, list) else list(items)) for subject, items in groups]
+    lists = [(subject, list(items)) for subject, items in groups]  # snapshots, as fold_native's
     judged = native.judge_many(lists, key_table(keys), verifier.threads, _cache(verifier, share_verdicts))
     native.release_memory(sum(len(items) for _, items in lists))
     jobs, rejections = [], []

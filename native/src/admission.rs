@@ -10,7 +10,7 @@ use std::hash::BuildHasher;
 use crate::identifiers::is_event_id;
 use crate::json::Json;
 use crate::maps::HashMap;
-use crate::pool::parallel_map;
+use crate::pool::{collect_exact, map_with_capacity, parallel_map, vec_with_capacity};
 use crate::reasons::Reason;
 
 /// Largest admissible JSON text, in bytes of UTF-8.
@@ -66,19 +66,16 @@ pub fn distinct_texts<'a>(inputs: &[Input<'a>], threads: usize) -> (Vec<Text<'a>
     };
     let hashing_threads = if inputs.len() < PARALLEL_HASHING { 1 } else { threads };
     let hashed: Vec<Option<Text<'a>>> = parallel_map(inputs, hashing_threads, 256, hash);
-    let mut distinct: HashMap<Text<'a>, usize> = HashMap::default();
-    let mut unique: Vec<Text<'a>> = Vec::new();
-    let copy_of = hashed
-        .into_iter()
-        .map(|text| {
-            text.map(|text| {
-                *distinct.entry(text).or_insert_with(|| {
-                    unique.push(text);
-                    unique.len() - 1
-                })
+    let mut distinct: HashMap<Text<'a>, usize> = map_with_capacity(inputs.len());
+    let mut unique: Vec<Text<'a>> = vec_with_capacity(inputs.len());
+    let copy_of = collect_exact(hashed.into_iter().map(|text| {
+        text.map(|text| {
+            *distinct.entry(text).or_insert_with(|| {
+                unique.push(text);
+                unique.len() - 1
             })
         })
-        .collect();
+    }));
     (unique, copy_of)
 }
 

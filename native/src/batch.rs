@@ -9,7 +9,7 @@ use crate::admission::{add_verdict, admit, distinct_texts, Input, Text};
 use crate::checks::{self, Key, Verdict};
 use crate::identifiers::state_sha256;
 use crate::maps::HashMap;
-use crate::pool::{parallel_map, trim_from};
+use crate::pool::{collect_exact, ensure_room, locked, map_with_capacity, parallel_map, trim_from};
 use crate::state::{self, Built};
 use crate::verify::Verifier;
 
@@ -20,6 +20,11 @@ pub struct Judged {
     /// The indices (ascending, among the subject's inputs) of the inputs left to the pure path.
     pub fallback: Vec<usize>,
 }
+
+/// Bytes a judged input holds beyond its text, at most (its verdict, its entry in the maps): with
+/// the texts' own bytes (what the valid events' canonical parts copy), the room a judgement's
+/// peak needs, which [`judge`] makes sure of first.
+const HELD_PER_INPUT: usize = 320;
 
 /// What the compiled path makes of one distinct text.
 enum Outcome {
@@ -38,6 +43,8 @@ pub fn judge(
     verifier: Verifier<'_>,
     threads: usize,
 ) -> Vec<Judged> {
+    let text_bytes: usize = inputs.iter().filter_map(|input| input.text).map(<[u8]>::len).sum();
+    ensure_room(text_bytes.saturating_add(inputs.len().saturating_mul(HELD_PER_INPUT)));
     let (unique, copy_of) = distinct_texts(inputs, threads);
     let judge = |text: &Text| {
         let judged = admit(text.bytes).and_then(|copy| {
@@ -52,14 +59,11 @@ pub fn judge(
     for input in inputs {
         counts[input.group] += 1;
     }
-    let mut judged: Vec<Judged> = counts
-        .iter()
-        .map(|&count| Judged {
-            verdicts: HashMap::with_capacity_and_hasher(count, Default::default()),
-            fallback: Vec::new(),
-        })
-        .collect();
-    let mut outcomes: Vec<Option<Outcome>> = outcomes.into_iter().map(Some).collect();
+    let mut judged: Vec<Judged> = collect_exact(counts.iter().map(|&count| Judged {
+        verdicts: map_with_capacity(count),
+        fallback: Vec::new(),
+    }));
+    let mut outcomes: Vec<Option<Outcome>> = collect_exact(outcomes.into_iter().map(Some));
     let mut seen = vec![0; subjects.len()];
     for (input, copy) in inputs.iter().zip(copy_of) {
         let Judged { verdicts, fallback } = &mut judged[input.group];
@@ -95,9 +99,9 @@ pub fn build(subject: &str, verdicts: HashMap<String, Verdict>) -> Built {
 pub fn build_many(jobs: Vec<Merged>, threads: usize) -> Vec<(Built, String)> {
     let count = jobs.iter().map(|(_, verdicts)| verdicts.len()).sum();
     // Each job is taken, once, by the thread that builds it (building consumes the verdicts).
-    let jobs: Vec<Mutex<Option<Merged>>> = jobs.into_iter().map(|job| Mutex::new(Some(job))).collect();
+    let jobs: Vec<Mutex<Option<Merged>>> = collect_exact(jobs.into_iter().map(|job| Mutex::new(Some(job))));
     let built = parallel_map(&jobs, threads, 1, |job| {
-        let taken = job.lock().expect("a lock no thread panics under").take();
+        let taken = locked(job).take();
         let (subject, verdicts) = taken.expect("each job built once");
         let built = state::build(&subject, verdicts);
         let digest = state_sha256(&built.state);

@@ -1,9 +1,16 @@
 //! Threads and memory: the kept pools of judging threads and [`parallel_map`] over them, work
-//! put on a thread of its own ([`Deferred`]), and giving freed pages back to the system
-//! ([`trim`]). Nothing here knows the spec: the rooms above decide what runs where.
+//! put on a thread of its own ([`Deferred`]), giving freed pages back to the system ([`trim`]),
+//! and large buffers reserved fallibly ([`vec_with_capacity`], [`ensure_room`]). Nothing here
+//! knows the spec: the rooms above decide what runs where.
+//!
+//! No resource limit makes a fold panic or abort (issue 29): a pool or a thread that cannot be
+//! started leaves its work to the caller's thread, and a large buffer that cannot be had
+//! unwinds with [`OutOfMemory`], which `py` turns into a `MemoryError`. (Rust aborts when a
+//! small allocation fails, and stable Rust cannot change that: [`ensure_room`] checks up front
+//! that a fold's peak fits.)
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::thread::JoinHandle;
 
 use rayon::{ThreadPool, ThreadPoolBuilder};
@@ -35,14 +42,69 @@ pub fn trim_from(count: usize) {
     }
 }
 
+/// What a fold unwinds with when a large buffer cannot be had: `py` makes it a `MemoryError`.
+/// It is raised with [`std::panic::resume_unwind`], which runs no panic hook (nothing printed).
+pub struct OutOfMemory {
+    /// The bytes asked for.
+    pub bytes: usize,
+}
+
+/// Unwind with [`OutOfMemory`] of `bytes`.
+pub fn out_of_memory(bytes: usize) -> ! {
+    std::panic::resume_unwind(Box::new(OutOfMemory { bytes }))
+}
+
+/// An empty vector with room for `capacity` items, or [`OutOfMemory`]: for the buffers sized from
+/// a fold's input count or bytes, which a memory limit (`RLIMIT_AS`) may not leave room for.
+pub fn vec_with_capacity<T>(capacity: usize) -> Vec<T> {
+    let mut vec = Vec::new();
+    if vec.try_reserve_exact(capacity).is_err() {
+        out_of_memory(capacity.saturating_mul(std::mem::size_of::<T>()));
+    }
+    vec
+}
+
+/// An empty map with room for `capacity` entries, or [`OutOfMemory`] (see [`vec_with_capacity`]).
+pub fn map_with_capacity<K: Eq + std::hash::Hash, V>(capacity: usize) -> HashMap<K, V> {
+    let mut map = HashMap::default();
+    if map.try_reserve(capacity).is_err() {
+        out_of_memory(capacity.saturating_mul(std::mem::size_of::<(K, V)>()));
+    }
+    map
+}
+
+/// `items` collected, into a vector reserved fallibly for all of them at once.
+pub fn collect_exact<T>(items: impl ExactSizeIterator<Item = T>) -> Vec<T> {
+    let mut vec = vec_with_capacity(items.len());
+    vec.extend(items);
+    vec
+}
+
+/// [`OutOfMemory`] unless `bytes` could be had now: checked before a fold whose peak is about
+/// that, so that the many small allocations it makes later (which abort when they fail) find
+/// room. The room is given back at once; reserving without touching costs no page.
+pub fn ensure_room(bytes: usize) {
+    drop(vec_with_capacity::<u8>(bytes));
+}
+
+/// The value under `lock`, even when a thread unwound while holding it: every value kept under
+/// a lock here is whole between two statements (a verdict cache, a list of results).
+pub fn locked<T>(lock: &Mutex<T>) -> MutexGuard<'_, T> {
+    lock.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 /// Free what is left of a large fold's events on a thread of its own (~0.6 µs an event), while
-/// the caller decodes the state, and give their pages back.
+/// the caller decodes the state, and give their pages back; on the caller's thread when no
+/// thread can be started (a failed start drops the events with the closure).
 pub fn free_later<T: Send + 'static>(events: T, count: usize) {
     if count >= TRIM_FROM {
-        std::thread::spawn(move || {
+        let started = std::thread::Builder::new().spawn(move || {
             drop(events);
             trim();
         });
+        if started.is_err() {
+            trim();
+        }
     }
 }
 
@@ -61,17 +123,19 @@ impl<T: Send + 'static> Deferred<T> {
         }
     }
 
-    /// `compute` on a thread of its own when `on_a_thread` (worth it when it takes much more than
-    /// the ~20 µs of starting one), else at once.
-    pub fn start(on_a_thread: bool, compute: impl FnOnce() -> T + Send + 'static) -> Self {
+    /// `compute(&input)` on a thread of its own when `on_a_thread` (worth it when it takes much
+    /// more than the ~20 µs of starting one), else, or when no thread can be started, at once.
+    pub fn start<I: Send + Sync + 'static>(on_a_thread: bool, input: Arc<I>, compute: fn(&I) -> T) -> Self {
         if on_a_thread {
-            Deferred {
-                ready: None,
-                running: Some(std::thread::spawn(compute)),
+            let theirs = input.clone();
+            if let Ok(running) = std::thread::Builder::new().spawn(move || compute(&theirs)) {
+                return Deferred {
+                    ready: None,
+                    running: Some(running),
+                };
             }
-        } else {
-            Deferred::ready(compute())
         }
+        Deferred::ready(compute(&input))
     }
 
     /// The value, waiting for its thread if it is still running; `None` when that thread panicked.
@@ -86,17 +150,22 @@ impl<T: Send + 'static> Deferred<T> {
 /// `each` of every item, in order, on `threads` threads: the calling thread and `threads - 1` of
 /// a kept pool. Each takes the next `chunk` items as it finishes its last, so the caller starts
 /// at once (a small fold does not wait for a pool thread to wake before its first item), and no
-/// thread idles while another has several items left. One thread, or one item: the caller's
-/// alone, with no hand-off.
+/// thread idles while another has several items left. One thread, or one item, or no pool to be
+/// had (a thread limit): the caller's alone, with no hand-off.
 pub fn parallel_map<T: Sync, R: Send>(
     items: &[T],
     threads: usize,
     chunk: usize,
     each: impl Fn(&T) -> R + Sync,
 ) -> Vec<R> {
-    if threads <= 1 || items.len() < 2 {
-        return items.iter().map(each).collect();
-    }
+    let pool = match threads {
+        _ if items.len() < 2 => None,
+        0 | 1 => None,
+        _ => pool(threads - 1),
+    };
+    let Some(pool) = pool else {
+        return collect_exact(items.iter().map(each));
+    };
     let next = AtomicUsize::new(0);
     let take = || {
         let mut done: Vec<(usize, R)> = Vec::new();
@@ -110,53 +179,43 @@ pub fn parallel_map<T: Sync, R: Send>(
         }
     };
     let parts = Mutex::new(Vec::with_capacity(threads));
-    pool(threads - 1).in_place_scope(|scope| {
+    // A thread that unwinds (OutOfMemory) makes the scope unwind too, once all have stopped.
+    pool.in_place_scope(|scope| {
         for _ in 1..threads {
             scope.spawn(|_| {
                 let part = take();
-                parts.lock().expect("a lock no thread panics under").push(part);
+                locked(&parts).push(part);
             });
         }
         let part = take();
-        parts.lock().expect("a lock no thread panics under").push(part);
+        locked(&parts).push(part);
     });
-    let mut results: Vec<Option<R>> = std::iter::repeat_with(|| None).take(items.len()).collect();
-    for (at, result) in parts
-        .into_inner()
-        .expect("a lock no thread panics under")
-        .into_iter()
-        .flatten()
-    {
+    let mut results: Vec<Option<R>> = collect_exact(std::iter::repeat_with(|| None).take(items.len()));
+    let parts = parts.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner());
+    for (at, result) in parts.into_iter().flatten() {
         results[at] = Some(result);
     }
-    results
-        .into_iter()
-        .map(|result| result.expect("every item taken once"))
-        .collect()
+    collect_exact(results.into_iter().map(|result| result.expect("every item taken once")))
 }
 
 /// The pool of `threads` threads, made on first use and kept: starting threads for each fold
 /// would cost more than a small fold's work. A process made by `fork` gets pools of its own
-/// (the threads of the parent's do not exist in the child).
-fn pool(threads: usize) -> Arc<ThreadPool> {
+/// (the threads of the parent's do not exist in the child). `None` when its threads cannot be
+/// started (`RLIMIT_NPROC`, `RLIMIT_AS`, a container's pids limit): nothing is kept then, and a
+/// later fold tries again.
+fn pool(threads: usize) -> Option<Arc<ThreadPool>> {
     static POOLS: OnceLock<Pools> = OnceLock::new();
     let key = (std::process::id(), threads);
-    let mut pools = POOLS
-        .get_or_init(Mutex::default)
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
-    pools
-        .entry(key)
-        .or_insert_with(|| {
-            Arc::new(
-                ThreadPoolBuilder::new()
-                    .num_threads(threads)
-                    .thread_name(|index| format!("pith-merge-judge-{index}"))
-                    .build()
-                    .expect("starting the judging threads"),
-            )
-        })
-        .clone()
+    let mut pools = locked(POOLS.get_or_init(Mutex::default));
+    if let Some(pool) = pools.get(&key) {
+        return Some(pool.clone());
+    }
+    let pool = ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .thread_name(|index| format!("pith-merge-judge-{index}"))
+        .build()
+        .ok()?;
+    Some(pools.entry(key).or_insert(Arc::new(pool)).clone())
 }
 
 #[cfg(test)]
@@ -174,8 +233,17 @@ mod tests {
     }
 
     #[test]
+    fn a_buffer_that_cannot_be_had_unwinds_with_out_of_memory() {
+        let unwound = std::panic::catch_unwind(|| vec_with_capacity::<u64>(usize::MAX / 4)).unwrap_err();
+        let out_of_memory = unwound.downcast_ref::<OutOfMemory>().expect("an OutOfMemory");
+        assert_eq!(out_of_memory.bytes, usize::MAX);
+        assert!(std::panic::catch_unwind(|| ensure_room(usize::MAX)).is_err());
+        assert_eq!(vec_with_capacity::<u64>(10).capacity(), 10);
+    }
+
+    #[test]
     fn a_deferred_value_is_the_same_on_a_thread_or_not() {
-        assert_eq!(Deferred::start(true, || 6 * 7).wait(), Some(&42));
-        assert_eq!(Deferred::start(false, || 6 * 7).wait(), Some(&42));
+        assert_eq!(Deferred::start(true, Arc::new(6), |n| n * 7).wait(), Some(&42));
+        assert_eq!(Deferred::start(false, Arc::new(6), |n| n * 7).wait(), Some(&42));
     }
 }

@@ -7,20 +7,26 @@
 //! without the GIL and hands back the indices of the inputs it does not decide (rejections and
 //! the uncommon cases: see `checks`); the pure path judges those, and [`Judgement::finish`]
 //! merges its verdicts with the native ones (§5), classifies (§7) and writes the state (§9).
+//!
+//! No panic crosses this boundary (issue 29): each entry point runs its body through
+//! [`guarded`], which makes whatever unwinds out of it a Python exception: a `MemoryError` for a
+//! buffer that could not be had (`pool::OutOfMemory`), else `merge.errors.NativeError`.
 
+use std::any::Any;
 use std::os::raw::c_int;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyMemoryError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList, PyString};
+use pyo3::types::{PyBytes, PyList, PyString, PyType};
 
 use crate::admission::{add_verdict, Input};
 use crate::batch;
 use crate::checks::{self, Verdict};
 use crate::identifiers::state_sha256;
 use crate::maps::HashMap;
-use crate::pool::{free_later, trim_from, Deferred};
+use crate::pool::{collect_exact, free_later, locked, trim_from, vec_with_capacity, Deferred, OutOfMemory};
 use crate::reasons::Reason;
 use crate::state::Built;
 use crate::verify::{PublicKey, Verdicts, Verifier};
@@ -33,6 +39,38 @@ pub const INTERFACE_VERSION: u32 = 1;
 /// Bytes of state from which its hash is computed on a thread of its own (starting one costs
 /// about 20 µs; hashing 1 MiB, about 500).
 const THREADED_HASH_BYTES: usize = 1 << 20;
+
+/// `body`, with whatever unwinds out of it (a panic, an [`OutOfMemory`]) made a Python exception
+/// (see [`unwound`]): the body of every entry point of this boundary.
+fn guarded<T>(py: Python<'_>, body: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
+    // AssertUnwindSafe: what an unwound body leaves half-made is dropped, or (a judgement taken
+    // for finishing) refuses a second use; the locks are read through `pool::locked`.
+    catch_unwind(AssertUnwindSafe(body)).unwrap_or_else(|payload| Err(unwound(py, payload)))
+}
+
+/// The Python exception of what unwound: `MemoryError` for an [`OutOfMemory`]; else (a bug)
+/// `merge.errors.NativeError`, a `merge.MergeError`, with the panic's message.
+fn unwound(py: Python<'_>, payload: Box<dyn Any + Send>) -> PyErr {
+    if let Some(OutOfMemory { bytes }) = payload.downcast_ref::<OutOfMemory>() {
+        return PyMemoryError::new_err(format!(
+            "the compiled path could not reserve {bytes} bytes (a memory limit?)"
+        ));
+    }
+    let what = match (payload.downcast_ref::<&str>(), payload.downcast_ref::<String>()) {
+        (Some(text), _) => (*text).to_owned(),
+        (_, Some(text)) => text.clone(),
+        _ => "a panic".to_owned(),
+    };
+    let message = format!("the compiled path failed: {what} (a bug of pith-merge-native: please report it)");
+    let class = py
+        .import("merge.errors")
+        .and_then(|errors| errors.getattr("NativeError"))
+        .and_then(|class| Ok(class.downcast_into::<PyType>()?));
+    match class {
+        Ok(class) => PyErr::from_type(class, message),
+        Err(_) => PyRuntimeError::new_err(message), // merge itself cannot be imported
+    }
+}
 
 /// A key of the merge's key set (§3), as the checks take it (`merge.native.key_table`).
 #[pyclass(module = "pith_merge_native", frozen)]
@@ -54,15 +92,23 @@ pub struct Key {
 impl Key {
     #[new]
     #[pyo3(signature = (*, key_id, public_key, fingerprint_hex, rotates_at_us))]
-    fn new(key_id: String, public_key: &[u8], fingerprint_hex: String, rotates_at_us: Option<i64>) -> PyResult<Self> {
-        let public_key: [u8; 32] = public_key
-            .try_into()
-            .map_err(|_| PyValueError::new_err("a public key is not 32 bytes"))?;
-        Ok(Key {
-            key_id,
-            public_key,
-            fingerprint_hex,
-            rotates_at_us,
+    fn new(
+        py: Python<'_>,
+        key_id: String,
+        public_key: &[u8],
+        fingerprint_hex: String,
+        rotates_at_us: Option<i64>,
+    ) -> PyResult<Self> {
+        guarded(py, || {
+            let public_key: [u8; 32] = public_key
+                .try_into()
+                .map_err(|_| PyValueError::new_err("a public key is not 32 bytes"))?;
+            Ok(Key {
+                key_id,
+                public_key,
+                fingerprint_hex,
+                rotates_at_us,
+            })
         })
     }
 }
@@ -126,6 +172,7 @@ impl ValidEvent {
     ))]
     #[allow(clippy::too_many_arguments)] // keyword-only, one for each field
     fn new(
+        py: Python<'_>,
         event_id: String,
         event_type: String,
         target: String,
@@ -139,24 +186,26 @@ impl ValidEvent {
         canonical_record_json: Option<Vec<u8>>,
         source_aliases: Vec<(String, String)>,
     ) -> PyResult<Self> {
-        if (event_type == "record_created") != canonical_record_json.is_some() {
-            return Err(PyValueError::new_err(
-                "canonical_record_json is given with a record_created, and only with one",
-            ));
-        }
-        Ok(ValidEvent {
-            event_id,
-            event_type,
-            target,
-            created_at,
-            created_us,
-            prev_event,
-            supersedes,
-            key_id,
-            signer_json,
-            payload_json,
-            canonical_record_json,
-            source_aliases,
+        guarded(py, || {
+            if (event_type == "record_created") != canonical_record_json.is_some() {
+                return Err(PyValueError::new_err(
+                    "canonical_record_json is given with a record_created, and only with one",
+                ));
+            }
+            Ok(ValidEvent {
+                event_id,
+                event_type,
+                target,
+                created_at,
+                created_us,
+                prev_event,
+                supersedes,
+                key_id,
+                signer_json,
+                payload_json,
+                canonical_record_json,
+                source_aliases,
+            })
         })
     }
 }
@@ -208,8 +257,8 @@ impl VerdictCache {
         Self::default()
     }
 
-    fn __len__(&self) -> usize {
-        self.verdicts.lock().expect("a verdict cache lock").len()
+    fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
+        guarded(py, || Ok(locked(&self.verdicts).len()))
     }
 }
 
@@ -222,27 +271,29 @@ pub struct StateBytes {
 
 #[pymethods]
 impl StateBytes {
-    fn __len__(&self) -> usize {
-        self.bytes.len()
+    fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
+        guarded(py, || Ok(self.bytes.len()))
     }
 
     /// # Safety
     /// `view` is the buffer Python asks to fill; the bytes never change and live as long as
     /// `slf`, which the filled view holds a reference to.
     unsafe fn __getbuffer__(slf: Bound<'_, Self>, view: *mut pyo3::ffi::Py_buffer, flags: c_int) -> PyResult<()> {
-        let bytes = &slf.get().bytes;
-        let filled = pyo3::ffi::PyBuffer_FillInfo(
-            view,
-            slf.as_ptr(),
-            bytes.as_ptr() as *mut std::ffi::c_void,
-            bytes.len() as pyo3::ffi::Py_ssize_t,
-            1, // read-only
-            flags,
-        );
-        if filled == -1 {
-            return Err(PyErr::fetch(slf.py()));
-        }
-        Ok(())
+        guarded(slf.py(), || {
+            let bytes = &slf.get().bytes;
+            let filled = pyo3::ffi::PyBuffer_FillInfo(
+                view,
+                slf.as_ptr(),
+                bytes.as_ptr() as *mut std::ffi::c_void,
+                bytes.len() as pyo3::ffi::Py_ssize_t,
+                1, // read-only
+                flags,
+            );
+            if filled == -1 {
+                return Err(PyErr::fetch(slf.py()));
+            }
+            Ok(())
+        })
     }
 
     unsafe fn __releasebuffer__(&self, _view: *mut pyo3::ffi::Py_buffer) {}
@@ -259,7 +310,7 @@ impl StateDigest {
     fn of(state: Arc<Vec<u8>>) -> Self {
         let large = state.len() >= THREADED_HASH_BYTES;
         StateDigest {
-            digest: Deferred::start(large, move || state_sha256(&state)),
+            digest: Deferred::start(large, state, |state| state_sha256(state)),
         }
     }
 }
@@ -268,9 +319,11 @@ impl StateDigest {
 impl StateDigest {
     /// The lower-case hex SHA-256 of the state's bytes.
     fn result(&mut self, py: Python<'_>) -> PyResult<String> {
-        let digest = &mut self.digest;
-        py.allow_threads(|| digest.wait().cloned())
-            .ok_or_else(|| PyValueError::new_err("the hashing thread panicked"))
+        guarded(py, || {
+            let digest = &mut self.digest;
+            py.allow_threads(|| digest.wait().cloned())
+                .ok_or_else(|| PyRuntimeError::new_err("the hashing thread panicked"))
+        })
     }
 }
 
@@ -325,12 +378,14 @@ impl Judgement {
         invalid: Vec<Invalid>,
         valid: Vec<Bound<'_, ValidEvent>>,
     ) -> PyResult<Finished> {
-        let verdicts = self.merged(invalid, valid)?;
-        let count = verdicts.len();
-        let subject = &self.subject;
-        let mut built = py.allow_threads(|| batch::build(subject, verdicts));
-        free_later(std::mem::take(&mut built.events), count);
-        Ok(finished(built, StateDigest::of))
+        guarded(py, || {
+            let verdicts = self.merged(invalid, valid)?;
+            let count = verdicts.len();
+            let subject = &self.subject;
+            let mut built = py.allow_threads(|| batch::build(subject, verdicts));
+            free_later(std::mem::take(&mut built.events), count);
+            Ok(finished(built, StateDigest::of))
+        })
     }
 }
 
@@ -343,26 +398,25 @@ pub fn finish_many(
     jobs: Vec<(Bound<'_, Judgement>, Vec<Invalid>, Vec<Bound<'_, ValidEvent>>)>,
     threads: usize,
 ) -> PyResult<Vec<Finished>> {
-    let mut merged = Vec::with_capacity(jobs.len());
-    for (judgement, invalid, valid) in jobs {
-        let mut judgement = judgement.borrow_mut();
-        let verdicts = judgement.merged(invalid, valid)?;
-        merged.push((judgement.subject.clone(), verdicts));
-    }
-    let count = merged.iter().map(|(_, verdicts)| verdicts.len()).sum();
-    let built = py.allow_threads(|| batch::build_many(merged, threads));
-    let mut events = Vec::with_capacity(built.len());
-    let finished = built
-        .into_iter()
-        .map(|(mut built, digest)| {
+    guarded(py, || {
+        let mut merged = vec_with_capacity(jobs.len());
+        for (judgement, invalid, valid) in jobs {
+            let mut judgement = judgement.borrow_mut();
+            let verdicts = judgement.merged(invalid, valid)?;
+            merged.push((judgement.subject.clone(), verdicts));
+        }
+        let count = merged.iter().map(|(_, verdicts)| verdicts.len()).sum();
+        let built = py.allow_threads(|| batch::build_many(merged, threads));
+        let mut events = vec_with_capacity(built.len());
+        let finished = collect_exact(built.into_iter().map(|(mut built, digest)| {
             events.push(std::mem::take(&mut built.events));
             finished(built, |_| StateDigest {
                 digest: Deferred::ready(digest),
             })
-        })
-        .collect();
-    free_later(events, count);
-    Ok(finished)
+        }));
+        free_later(events, count);
+        Ok(finished)
+    })
 }
 
 /// Admit and check every input that is a JSON text (§5, §6, verification included), on
@@ -379,8 +433,8 @@ pub fn judge(
     threads: usize,
     cache: Option<&Bound<'_, VerdictCache>>,
 ) -> PyResult<(Judgement, Vec<usize>)> {
-    let mut judged = judge_many(py, vec![(subject, inputs)], keys, threads, cache)?;
-    Ok(judged.pop().expect("one judgement per subject"))
+    let judged = judge_many(py, vec![(subject, inputs)], keys, threads, cache)?;
+    guarded(py, || Ok(judged.into_iter().next().expect("one judgement per subject")))
 }
 
 /// [`judge`] of several subjects' inputs at once, ``[(subject, inputs)]``: one pass over all of
@@ -394,43 +448,48 @@ pub fn judge_many(
     threads: usize,
     cache: Option<&Bound<'_, VerdictCache>>,
 ) -> PyResult<Vec<(Judgement, Vec<usize>)>> {
-    let keys = key_map(&keys);
-    let cache: Option<&Verdicts> = cache.map(|cache| &cache.get().verdicts);
-    let verifier = Verifier { cache };
-    // The texts, borrowed from the lists' own objects: `held` keeps each alive (and bytes and
-    // the UTF-8 of a str never change) until this function returns, GIL or not.
-    let held: Vec<(usize, Bound<'_, PyAny>)> = groups
-        .iter()
-        .enumerate()
-        .flat_map(|(group, (_, inputs))| inputs.iter().map(move |item| (group, item)))
-        .collect();
-    let inputs: Vec<Input<'_>> = held
-        .iter()
-        .map(|(group, item)| {
-            let text: Option<&[u8]> = if let Ok(bytes) = item.downcast::<PyBytes>() {
-                Some(bytes.as_bytes())
-            } else if let Ok(string) = item.downcast::<PyString>() {
-                // A str with a lone surrogate has no UTF-8: a rejection, for the pure path to word.
-                string.to_str().ok().map(str::as_bytes)
-            } else {
-                None // a parsed value: the pure path admits it (§5)
-            };
-            Input { group: *group, text }
-        })
-        .collect();
-    let subjects: Vec<String> = groups.into_iter().map(|(subject, _)| subject).collect();
-    let judged = py.allow_threads(|| batch::judge(&inputs, &subjects, &keys, verifier, threads));
-    Ok(subjects
-        .into_iter()
-        .zip(judged)
-        .map(|(subject, judged)| {
-            let judgement = Judgement {
-                subject,
-                verdicts: Some(judged.verdicts),
-            };
-            (judgement, judged.fallback)
-        })
-        .collect())
+    guarded(py, || {
+        let keys = key_map(&keys);
+        let cache: Option<&Verdicts> = cache.map(|cache| &cache.get().verdicts);
+        let verifier = Verifier { cache };
+        // The texts, borrowed from the lists' own objects: `held` keeps each alive (and bytes and
+        // the UTF-8 of a str never change) until this function returns, GIL or not. The lists
+        // are read here, with the GIL: `merge.native` hands over copies no other thread holds.
+        let count = groups.iter().map(|(_, inputs)| inputs.len()).sum();
+        let mut held: Vec<(usize, Bound<'_, PyAny>)> = vec_with_capacity(count);
+        for (group, (_, inputs)) in groups.iter().enumerate() {
+            held.extend(inputs.iter().map(|item| (group, item)));
+        }
+        let inputs: Vec<Input<'_>> = collect_exact(held.iter().map(|(group, item)| Input {
+            group: *group,
+            text: text_of(item),
+        }));
+        let subjects: Vec<String> = groups.into_iter().map(|(subject, _)| subject).collect();
+        let judged = py.allow_threads(|| batch::judge(&inputs, &subjects, &keys, verifier, threads));
+        Ok(collect_exact(subjects.into_iter().zip(judged).map(
+            |(subject, judged)| {
+                let judgement = Judgement {
+                    subject,
+                    verdicts: Some(judged.verdicts),
+                };
+                (judgement, judged.fallback)
+            },
+        )))
+    })
+}
+
+/// The JSON text of an input, borrowed, when it is exactly a `bytes` or a `str` with UTF-8; `None`
+/// for anything else, which the pure path admits or rejects (§5): a parsed value, a `str` with
+/// a lone surrogate (a rejection, for the pure path to word), and any subclass of the two,
+/// whose methods the pure path may call and this one would not (issue 29: both paths, one answer).
+fn text_of<'a>(item: &'a Bound<'_, PyAny>) -> Option<&'a [u8]> {
+    if let Ok(bytes) = item.downcast_exact::<PyBytes>() {
+        Some(bytes.as_bytes())
+    } else if let Ok(string) = item.downcast_exact::<PyString>() {
+        string.to_str().ok().map(str::as_bytes)
+    } else {
+        None
+    }
 }
 
 /// Give back the pages freed since a fold of `inputs` inputs began judging (see `pool`): the
@@ -438,8 +497,11 @@ pub fn judge_many(
 /// which Python frees once [`judge`] returns (`merge.native` calls this then). A small fold
 /// does not pay for it.
 #[pyfunction]
-pub fn release_memory(py: Python<'_>, inputs: usize) {
-    py.allow_threads(|| trim_from(inputs));
+pub fn release_memory(py: Python<'_>, inputs: usize) -> PyResult<()> {
+    guarded(py, || {
+        py.allow_threads(|| trim_from(inputs));
+        Ok(())
+    })
 }
 
 /// The verdict on each `(public key, message, signature)` of the verification the fold uses,
@@ -447,10 +509,10 @@ pub fn release_memory(py: Python<'_>, inputs: usize) {
 /// PyNaCl's libsodium on every Wycheproof, CCTV, RFC 8032 and PyNaCl case, and for the
 /// benchmarks' bound of the compiled path.
 #[pyfunction]
-pub fn verify_signatures(jobs: Vec<(Vec<u8>, Vec<u8>, Vec<u8>)>) -> Vec<bool> {
-    let mut keys: HashMap<[u8; 32], PublicKey> = HashMap::default();
-    jobs.iter()
-        .map(|(public_key, message, signature)| {
+pub fn verify_signatures(py: Python<'_>, jobs: Vec<(Vec<u8>, Vec<u8>, Vec<u8>)>) -> PyResult<Vec<bool>> {
+    guarded(py, || {
+        let mut keys: HashMap<[u8; 32], PublicKey> = HashMap::default();
+        Ok(collect_exact(jobs.iter().map(|(public_key, message, signature)| {
             // As merge.signatures.verify_signature: wrong lengths never verify.
             match (
                 <[u8; 32]>::try_from(public_key.as_slice()),
@@ -462,8 +524,8 @@ pub fn verify_signatures(jobs: Vec<(Vec<u8>, Vec<u8>, Vec<u8>)>) -> Vec<bool> {
                     .verifies(message, signature),
                 _ => false,
             }
-        })
-        .collect()
+        })))
+    })
 }
 
 /// The spec strings of `reasons`, in order.

@@ -8,6 +8,7 @@ use crate::canonical::{write_list, write_opt_str, write_str, write_str_array};
 use crate::chains::{classify, supersessions, Classification};
 use crate::checks::{ValidEvent, Verdict};
 use crate::maps::HashMap;
+use crate::pool::{collect_exact, vec_with_capacity};
 use crate::reasons::Reason;
 
 /// The keys of `current` that hold lists, by event type (§8), in code point order of the key.
@@ -90,7 +91,7 @@ fn write_count(out: &mut Vec<u8>, key: &str, count: usize) {
 /// Classify the verdicts (§7) and write the state of `subject` (§9), all but `state_sha256`.
 pub fn build(subject: &str, verdicts: HashMap<String, Verdict>) -> Built {
     let event_count = verdicts.len();
-    let mut keyed: Vec<(u128, Box<ValidEvent>)> = Vec::with_capacity(event_count);
+    let mut keyed: Vec<(u128, Box<ValidEvent>)> = vec_with_capacity(event_count);
     let mut rejected: Vec<(String, Reason)> = Vec::new();
     for (event_id, verdict) in verdicts {
         match verdict {
@@ -101,13 +102,10 @@ pub fn build(subject: &str, verdicts: HashMap<String, Verdict>) -> Built {
     // Sorted by id so that nothing below depends on the hash map's order. The ids' first 16
     // bytes go beside each event, so that most comparisons read no id (a cache miss each).
     keyed.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.event_id.cmp(&b.1.event_id)));
-    let mut events: Vec<Box<ValidEvent>> = keyed.into_iter().map(|(_, event)| event).collect();
-    let mut payloads: Vec<Vec<u8>> = events
-        .iter_mut()
-        .map(|event| std::mem::take(&mut event.payload))
-        .collect();
+    let mut events: Vec<Box<ValidEvent>> = collect_exact(keyed.into_iter().map(|(_, event)| event));
+    let mut payloads: Vec<Vec<u8>> = collect_exact(events.iter_mut().map(|event| std::mem::take(&mut event.payload)));
     rejected.sort_unstable();
-    let valid: Vec<&ValidEvent> = events.iter().map(|event| &**event).collect();
+    let valid: Vec<&ValidEvent> = collect_exact(events.iter().map(|event| &**event));
     let classification = classify(&valid, |id| {
         rejected.binary_search_by(|(known, _)| known.as_str().cmp(id)).is_ok()
     });
@@ -203,7 +201,7 @@ fn write_state(
     let entry_size = |at: usize| payloads[at].len() + valid[at].signer.len() + 160;
     let estimate: usize = current.iter().map(|&at| entry_size(at)).sum::<usize>() + 160 * event_count + 1024;
     let record_parts = record.and_then(|at| valid[at].record.as_ref());
-    let mut out: Vec<u8> = Vec::with_capacity(estimate);
+    let mut out: Vec<u8> = vec_with_capacity(estimate);
     out.extend_from_slice(b"{\"applied_event_ids\":");
     write_str_array(
         &mut out,

@@ -22,6 +22,8 @@
 
 use ed25519_dalek::{Signature, VerifyingKey};
 
+use crate::pool::locked;
+
 /// True when `bytes` encode a field element below p = 2^255 - 19 (the sign bit aside), as
 /// libsodium's `ge25519_is_canonical` requires of a public key.
 fn canonical(bytes: &[u8; 32]) -> bool {
@@ -75,13 +77,13 @@ impl Verifier<'_> {
         job[..32].copy_from_slice(&public_key.bytes);
         job[32..64].copy_from_slice(message);
         job[64..].copy_from_slice(signature);
-        if let Some(&verdict) = cache.lock().expect("a verdict cache lock").get(&job) {
+        if let Some(&verdict) = locked(cache).get(&job) {
             return verdict;
         }
         // Verified without the lock: another thread may verify the same triple meanwhile, and
         // both reach the same verdict.
         let verdict = public_key.verifies(message, signature);
-        cache.lock().expect("a verdict cache lock").insert(job, verdict);
+        locked(cache).insert(job, verdict);
         verdict
     }
 }

@@ -66,7 +66,9 @@ def fold(
         if native_available():
             # The compiled path (merge.native): the same bytes, the common case in Rust.
             return fold_native(inputs, subject, key_set, verifier, share_verdicts=shared)
-        rejected, copies = admit_batch(enumerate(inputs))
+        # A list is judged as one snapshot of it (8 bytes an input), as on the compiled path:
+        # another thread changing it meanwhile changes nothing this fold sees (issue 29 item 4).
+        rejected, copies = admit_batch(enumerate(inputs.copy() if isinstance(inputs, list) else inputs))
         verdicts = checks.judge_events(copies, subject, key_set, verifier)
         copies.clear()
         folded, superseded = state.build_state(subject, verdicts)

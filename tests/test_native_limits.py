@@ -7,8 +7,6 @@ import sys
 import threading
 from typing import Any
 
-import pytest
-
 import merge
 from merge import fold
 
@@ -28,8 +26,6 @@ def test_a_str_subclass_is_read_as_its_code_points_on_both_paths(each_path: str)
 
 
 def test_a_fold_judges_a_snapshot_of_a_list_another_thread_changes(each_path: str) -> None:
-    if each_path == "pure":
-        pytest.skip("the pure path reads the list as it goes, with the GIL (merge.batch): not yet a snapshot")
     first = [to_text(event(target=f"t{n}")) for n in range(40)] + ["{", "[]"] * 10
     second = [to_text(event(target=f"u{n}")) for n in range(5)] + ["nope"] * 3
     held: list[Any] = list(first)

@@ -275,8 +275,8 @@ def graph(  # noqa: PLR0917 (click passes every option positionally)
         inputs, keys = _store_events(store, subject), common.load_keys(keys_file)
     else:
         inputs, subject, keys = _gather_inputs(bundle_file, events_file, subject, keys_file)
-    if form in ("svg", "png"):
-        dot_program()  # before the fold: no Graphviz is the same message (exit 2) as ever
+    # Found before the fold: no Graphviz is the same message (exit 2) as ever.
+    program = dot_program() if form in ("svg", "png") else None
     picture = log_graph(
         fold(inputs, subject=subject, keys=keys),
         _admitted_events(inputs),
@@ -286,8 +286,8 @@ def graph(  # noqa: PLR0917 (click passes every option positionally)
     )
     text = to_mermaid(picture) if form == "mermaid" else to_dot(picture)
     data = text.encode("utf-8")
-    if form in {"svg", "png"}:
-        drawn = render(text, "svg" if form == "svg" else "png")
+    if program is not None:
+        drawn = render(text, "svg" if form == "svg" else "png", program=program)
         for warning in drawn.warnings:
             echo_err(f"dot: {warning}")
         data = drawn.data

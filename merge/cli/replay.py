@@ -7,9 +7,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import click
-import msgspec
 
-from ..replay import ReplayWorkerError, display_name, replay, report_json
+from ..replay import ReplayWorkerError, display_name, replay, report_document
 from . import common
 from .common import echo, echo_err
 
@@ -82,8 +81,7 @@ def replay_command(  # noqa: PLR0917 (click passes every option positionally)
             raise common.WorkerLost(str(exc)) from exc
     if as_json:
         if not quiet:
-            # merge.replay builds the document (its report_json); the command adds its format.
-            common.json_document("replay", msgspec.json.decode(report_json(report)))
+            common.json_document("replay", report_document(report))
     else:
         if not quiet:
             _print_table(report.subjects, report.totals)

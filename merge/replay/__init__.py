@@ -34,6 +34,7 @@ from .results import (
     ReplayWorkerError,
     SubjectOutcome,
     SubjectSummary,
+    report_document,
     report_json,
 )
 from .scan import JSON_SUFFIX as JSON_SUFFIX
@@ -75,6 +76,7 @@ __all__ = [
     "read_lines",
     "replay",
     "replay_report",
+    "report_document",
     "report_json",
     "scan_corpus",
     "scan_file",

@@ -25,6 +25,7 @@ __all__ = [
     "ReplayWorkerError",
     "SubjectOutcome",
     "SubjectSummary",
+    "report_document",
     "report_json",
 ]
 
@@ -202,15 +203,16 @@ _Rows = list[tuple[SubjectSummary, tuple[InputProblem, ...]]]
 FoldedSubjects = tuple[_Rows, dict[str, int]]
 
 
-def report_json(report: ReplayReport) -> bytes:
-    """The ``replay --json`` document (UTF-8, keys sorted, indented, ends with a newline)::
+def report_document(report: ReplayReport) -> dict[str, Any]:
+    """The fields of the ``replay --json`` document::
 
     {"merge_version", "ok", "subjects": [SubjectSummary…], "problems": [InputProblem…],
      "problem_counts": {code: count}, "totals"}
 
     ``problems`` lists the first :data:`PROBLEM_SAMPLE`; ``totals.problems`` counts them all.
+    The command adds its ``format`` (merge/cli/common.py, ``json_document``).
     """
-    document = {
+    return {
         "merge_version": MERGE_VERSION,
         "ok": report.ok,
         "subjects": report.subjects,
@@ -218,4 +220,9 @@ def report_json(report: ReplayReport) -> bytes:
         "problem_counts": report.counts,
         "totals": report.totals,
     }
-    return msgspec.json.format(msgspec.json.encode(document, order="sorted"), indent=2) + b"\n"
+
+
+def report_json(report: ReplayReport) -> bytes:
+    """:func:`report_document` as JSON (UTF-8, keys sorted, indented, ends with a newline)."""
+    encoded = msgspec.json.encode(report_document(report), order="sorted")
+    return msgspec.json.format(encoded, indent=2) + b"\n"

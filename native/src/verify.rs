@@ -1,26 +1,31 @@
-//! Ed25519 verification (spec §2, check 12) with libsodium's verdicts, by ed25519-dalek.
+//! Ed25519 verification (spec §2, check 12) with libsodium's verdicts, by curve25519-dalek.
 //!
-//! The pure path verifies through PyNaCl's libsodium (`crypto_sign_open`). Here ed25519-dalek's
-//! `verify_strict` does it, about a fifth faster on the development box (docs/performance.md),
-//! and [`PublicKey::new`] adds the one rule of libsodium's that `verify_strict` lacks, so that
-//! the two accept exactly the same signatures. Rule by rule, libsodium (`crypto_sign_open`
-//! since 1.0.16) against `verify_strict` (2.x):
+//! The pure path verifies through PyNaCl's libsodium (`crypto_sign_open`). Here the group
+//! arithmetic is curve25519-dalek's (the crate under ed25519-dalek, about a fifth faster than libsodium on
+//! the development box: docs/performance.md), in libsodium's order of checks, so that the two
+//! accept exactly the same signatures. Rule by rule, libsodium (`crypto_sign_open` since
+//! 1.0.16) against [`PublicKey::verifies`]:
 //!
-//! - `S` must be canonical (`S < L`): both.
+//! - `S` must be canonical (`S < L`): both (`Scalar::from_canonical_bytes`).
 //! - `A` must be a canonical encoding (`y < p`): libsodium (`ge25519_is_canonical`); dalek
 //!   decodes `y` mod p, hence [`canonical`] here.
-//! - `A` must not be of small order: libsodium by a list of encodings (sign bit ignored), dalek
-//!   on the decoded point. For a canonical `A` these are the same points.
-//! - `R` must not be of small order: likewise; and `R` must be the canonical encoding of
-//!   `[S]B - [k]A`, which both compare byte for byte (cofactorless), so a non-canonical or
-//!   off-curve `R` fails in both.
+//! - `A` must not be of small order: libsodium by a list of encodings (sign bit ignored), here
+//!   on the decoded point, once a key. For a canonical `A` these are the same points.
+//! - `R` must be the canonical encoding of `R' = [S]B - [k]A`, which both compare byte for
+//!   byte (cofactorless), so a non-canonical or off-curve `R` fails in both; and `R` must not
+//!   be of small order: libsodium by its list of encodings, here on `R'` once the bytes are
+//!   equal (then `R` is `R'`'s canonical encoding, and the list holds exactly the canonical
+//!   encodings of the small-order points beside two non-canonical ones). ed25519-dalek's
+//!   `verify_strict` decodes `R` for that instead, a square root (6 % of a fold's time).
 //! - `k = SHA-512(R || A || M) mod L`, over the bytes as given: both.
 //!
 //! `tests/test_native.py` holds the two to the same verdict on every Wycheproof, CCTV, RFC 8032
 //! and PyNaCl case and on generated mutations of them (small-order and non-canonical points,
 //! `S + L`, bit flips).
 
-use ed25519_dalek::{Signature, VerifyingKey};
+use curve25519_dalek::edwards::{CompressedEdwardsY, EdwardsPoint};
+use curve25519_dalek::scalar::Scalar;
+use sha2::{Digest, Sha512};
 
 use crate::pool::locked;
 
@@ -33,28 +38,39 @@ fn canonical(bytes: &[u8; 32]) -> bool {
 /// A public key of the key set, decoded once for all the signatures it verifies.
 pub struct PublicKey {
     pub bytes: [u8; 32],
-    /// `None` when libsodium would refuse every signature by it (a non-canonical encoding or no
-    /// point of the curve); a small-order point is refused by `verify_strict` itself.
-    decoded: Option<VerifyingKey>,
+    /// `-A`, or `None` when libsodium would refuse every signature by the key: a non-canonical
+    /// encoding, no point of the curve, or a point of small order.
+    minus_a: Option<EdwardsPoint>,
 }
 
 impl PublicKey {
     pub fn new(bytes: [u8; 32]) -> Self {
-        let decoded = if canonical(&bytes) {
-            VerifyingKey::from_bytes(&bytes).ok()
-        } else {
-            None
-        };
-        PublicKey { bytes, decoded }
+        let point = canonical(&bytes)
+            .then(|| CompressedEdwardsY(bytes).decompress())
+            .flatten();
+        let minus_a = point.filter(|point| !point.is_small_order()).map(|point| -point);
+        PublicKey { bytes, minus_a }
     }
 
     /// True when `signature` is a valid Ed25519 signature of `message` by this key, as
-    /// libsodium's `crypto_sign_open` judges it. Events sign 32-byte digests (§2); other
-    /// lengths are for the test vectors' messages.
+    /// libsodium's `crypto_sign_open` judges it (the rules above). Events sign 32-byte digests
+    /// (§2); other lengths are for the test vectors' messages.
     pub fn verifies(&self, message: &[u8], signature: &[u8; 64]) -> bool {
-        self.decoded
-            .as_ref()
-            .is_some_and(|key| key.verify_strict(message, &Signature::from_bytes(signature)).is_ok())
+        let Some(minus_a) = &self.minus_a else { return false };
+        let (r, s) = signature.split_at(32);
+        let s: [u8; 32] = s.try_into().expect("64 bytes are two halves of 32");
+        let Some(s) = Option::<Scalar>::from(Scalar::from_canonical_bytes(s)) else {
+            return false;
+        };
+        let hash: [u8; 64] = Sha512::new()
+            .chain_update(r)
+            .chain_update(self.bytes)
+            .chain_update(message)
+            .finalize()
+            .into();
+        let k = Scalar::from_bytes_mod_order_wide(&hash);
+        let expected = EdwardsPoint::vartime_double_scalar_mul_basepoint(&k, minus_a, &s);
+        expected.compress().as_bytes() == r && !expected.is_small_order()
     }
 }
 
@@ -118,11 +134,11 @@ mod tests {
         let mut bytes = [0xff_u8; 32];
         bytes[0] = 0xed + 3;
         bytes[31] = 0x7f;
-        let point = VerifyingKey::from_bytes(&bytes).expect("y = 3 is on the curve");
-        assert!(!point.is_weak());
-        assert!(PublicKey::new(bytes).decoded.is_none());
+        let point = CompressedEdwardsY(bytes).decompress().expect("y = 3 is on the curve");
+        assert!(!point.is_small_order());
+        assert!(PublicKey::new(bytes).minus_a.is_none());
         let mut reduced = [0_u8; 32];
         reduced[0] = 3;
-        assert!(PublicKey::new(reduced).decoded.is_some());
+        assert!(PublicKey::new(reduced).minus_a.is_some());
     }
 }

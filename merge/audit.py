@@ -23,16 +23,17 @@ from __future__ import annotations
 import hashlib
 import itertools
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Final, Literal
 
 import msgspec
 
-from .admission import Admitted, admit, copy_identity
+from .admission import MAX_INPUT_BYTES, Admitted, admit, copy_identity
 from .batch import fold
-from .bundle import REGISTRY_KEYS, verify_bundle
-from .canonical import canonical_json, decode_json, encode_canonical_unchecked
+from .bundle import REGISTRY_KEYS, verify_bundle_parts
+from .canonical import canonical_json, encode_canonical_unchecked
 from .errors import InputError, MergeError
+from .identifiers import EVENT_ID_PATTERN
 from .keys import KeySet
 from .reasons import CHECK_ORDER
 from .signatures import SignatureVerifier
@@ -95,7 +96,9 @@ class Snapshot(msgspec.Struct, frozen=True):
     """
 
     info: SnapshotInfo
-    #: The event inputs as given (folded again, with the other snapshot's, for the union).
+    #: The event inputs (folded again, with the other snapshot's, for the union): as given, or,
+    #: of a bundle read as a text on the compiled path, each event as its canonical JSON text
+    #: (``bytes``, §1) where that path wrote one, else its parsed value (same verdicts, §5).
     events: tuple[Any, ...]
     keys: KeySet | None
     result: FoldResult | None
@@ -117,17 +120,16 @@ def snapshot_of_bundle(
     ``verifier``: shared by the snapshots of one audit, so that an event several of them hold
     has its signature verified once (see :func:`merge.fold`); the verdicts never depend on it.
     """
-    report = verify_bundle(bundle, trusted_keys=trusted_keys, verifier=verifier or SignatureVerifier(1))
-    parsed: Any = bundle
-    if isinstance(bundle, (bytes, str)):
-        try:
-            parsed = decode_json(bundle)
-        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError, UnicodeEncodeError):
-            parsed = None  # verification reported it (a lone surrogate in a str is no JSON text)
-    parsed = parsed if isinstance(parsed, Mapping) else {}
+    verified = verify_bundle_parts(
+        bundle, trusted_keys=trusted_keys, verifier=verifier or SignatureVerifier(1)
+    )
+    report = verified.report
+    parsed = verified.members if isinstance(verified.members, Mapping) else {}
     signature = parsed.get("bundle_signature")
     signature = signature if isinstance(signature, Mapping) else {}
     events = parsed.get("events")
+    # The events as folded: canonical texts where the compiled path wrote them, which fold
+    # again (a union) on that path, and whose digest is their value's identity as they stand.
     events = tuple(events) if isinstance(events, list) else ()
     keys: KeySet | None = None
     if report.ok:
@@ -151,7 +153,7 @@ def snapshot_of_bundle(
         key_id=report.trusted_key_id,
         signature_b64=text("signature_b64"),
     )
-    return _snapshot(info, events, keys, result)
+    return _snapshot(info, events, keys, result, canonical=verified.canonical_events)
 
 
 def snapshot_of_events(
@@ -193,26 +195,94 @@ def snapshot_of_events(
 
 
 def _snapshot(
-    info: SnapshotInfo, events: tuple[Any, ...], keys: KeySet | None, result: FoldResult | None
+    info: SnapshotInfo,
+    events: tuple[Any, ...],
+    keys: KeySet | None,
+    result: FoldResult | None,
+    *,
+    canonical: bool = False,
 ) -> Snapshot:
+    """The snapshot of ``events``; ``canonical``: each ``bytes`` among them is a canonical JSON
+    text (§1) the compiled path wrote, whose value identity is read off the text itself."""
     copies: dict[str, set[bytes]] = defaultdict(set)
-    admitted: dict[str, list[Admitted]] = defaultdict(list)
+    held: dict[str, list[Admitted | tuple[int, bytes]]] = defaultdict(list)
     if result is not None:  # only a verified snapshot is ever compared
         for index, item in enumerate(events):
-            outcome = admit(item, index)
-            if isinstance(outcome, Admitted):
-                digest = _value_identity_digest(outcome)
-                if digest not in copies[outcome.event_id]:
-                    copies[outcome.event_id].add(digest)
-                    admitted[outcome.event_id].append(outcome)
+            found = _canonical_identity(item) if canonical else None
+            copy: Admitted | tuple[int, bytes]
+            if found is not None:
+                event_id, digest = found
+                copy = (index, item)
+            else:
+                outcome = admit(item, index)
+                if not isinstance(outcome, Admitted):
+                    continue
+                event_id, digest, copy = outcome.event_id, _value_identity_digest(outcome), outcome
+            if digest not in copies[event_id]:
+                copies[event_id].add(digest)
+                held[event_id].append(copy)
     return Snapshot(
         info,
         events,
         keys,
         result,
         {eid: frozenset(c) for eid, c in copies.items()},
-        {eid: tuple(a) for eid, a in admitted.items()},
+        _AdmittedCopies(held),
     )
+
+
+class _EventIdOnly(msgspec.Struct):
+    event_id: Any = None
+
+
+_decode_event_id: Final = msgspec.json.Decoder(_EventIdOnly).decode
+
+
+def _canonical_identity(item: Any) -> tuple[str, bytes] | None:
+    """``(event_id, value identity digest)`` of a canonical text that §5 admits; ``None`` for
+    anything else, which :func:`merge.admit` then judges.
+
+    A canonical text is valid UTF-8 without lone surrogates and nests at most 64 deep (the
+    compiled path writes no other, :func:`merge.native.canonical_texts`), so it is admitted
+    when it fits the bound and is an object with a well-formed ``event_id``; its bytes are
+    ``CJ`` of its value, so their digest is :func:`_value_identity_digest`'s.
+    """
+    if type(item) is not bytes or len(item) > MAX_INPUT_BYTES or not item.startswith(b"{"):
+        return None
+    event_id = _decode_event_id(item).event_id
+    if type(event_id) is not str or EVENT_ID_PATTERN.fullmatch(event_id) is None:
+        return None
+    return event_id, hashlib.sha256(item).digest()
+
+
+class _AdmittedCopies(Mapping[str, tuple[Admitted, ...]]):
+    """event_id -> its distinct admitted copies, each admitted (§5) when first asked for: an
+    audit reads the copies of the few events whose fate changed (their ``prev_event``)."""
+
+    def __init__(self, held: dict[str, list[Admitted | tuple[int, bytes]]]) -> None:
+        self._held = held
+        self._admitted: dict[str, tuple[Admitted, ...]] = {}
+
+    def __getitem__(self, event_id: str) -> tuple[Admitted, ...]:
+        admitted = self._admitted.get(event_id)
+        if admitted is None:
+            admitted = tuple(
+                copy if isinstance(copy, Admitted) else _admitted_text(*copy) for copy in self._held[event_id]
+            )
+            self._admitted[event_id] = admitted
+        return admitted
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._held)
+
+    def __len__(self) -> int:
+        return len(self._held)
+
+
+def _admitted_text(index: int, text: bytes) -> Admitted:
+    outcome = admit(text, index)
+    assert isinstance(outcome, Admitted), "a canonical identity is only read off an admitted text"
+    return outcome
 
 
 def _value_identity_digest(copy: Admitted) -> bytes:
@@ -506,22 +576,20 @@ def _key_changes(old: KeySet, new: KeySet) -> KeyChanges:
     )
 
 
-def _prev_links(snapshots: Sequence[Snapshot]) -> dict[str, str | None]:
-    """``prev_event`` of each event, read from a copy whose body hashes to its id.
+def _prev_link(eid: str, snapshots: Sequence[Snapshot]) -> str | None:
+    """``prev_event`` of ``eid``, read from a copy whose body hashes to its id, in the first of
+    ``snapshots`` that holds one.
 
     The hash binds the body (§2), so that is what every valid copy says. Events with no such
     copy failed §6 and have no prev that counts.
     """
-    prev: dict[str, str | None] = {}
     for snapshot in snapshots:
-        for eid, copies in snapshot.admitted.items():
-            if eid in prev:
-                continue
-            value = _bound_value(eid, copies)
-            if value is not None:
-                link = value.get("prev_event")
-                prev[eid] = link if isinstance(link, str) else None
-    return prev
+        copies = snapshot.admitted.get(eid)
+        value = _bound_value(eid, copies) if copies else None
+        if value is not None:
+            link = value.get("prev_event")
+            return link if isinstance(link, str) else None
+    return None
 
 
 def _superseders(*results: FoldResult) -> dict[str, set[str]]:
@@ -558,7 +626,6 @@ def _changes(  # noqa: PLR0917 (the facts of one pair)
     """Each fate that changed, with its causes; then which of them lead back to NEW's inputs."""
     assert old.result is not None
     assert new.result is not None
-    prev = _prev_links([new, old])
     removed_by = _superseders(old.result, new.result)
     forks_old, forks_new = _forks(old.result.state), _forks(new.result.state)
     key_ids = keys.added + keys.dropped + keys.changed
@@ -581,7 +648,7 @@ def _changes(  # noqa: PLR0917 (the facts of one pair)
             if key_ids:
                 found.append(Cause("keys", key_ids=key_ids))
         neighbours: list[tuple[Literal["prev", "fork_sibling", "superseder"], str]] = []
-        if (link := prev.get(eid)) is not None:
+        if (link := _prev_link(eid, (new, old))) is not None:
             neighbours.append(("prev", link))
         siblings = set(forks_old.get(eid, ())) | set(forks_new.get(eid, ()))
         neighbours += [("fork_sibling", other) for other in sorted(siblings - {eid})]

@@ -7,12 +7,13 @@ default that is the Pith registry key :data:`REGISTRY_KEYS`.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 import msgspec
 
-from .admission import JSON_TEXT_TYPES, MAX_INPUT_BYTES
+from .admission import JSON_TEXT_TYPES
 from .batch import fold
 from .canonical import canonical_json, decode_json, encode_canonical_unchecked, hash_if_canonical, same_json
 from .checks import signed_check
@@ -24,6 +25,7 @@ from .identifiers import (
     short_pith_number,
 )
 from .keys import KeySet
+from .native import canonical_texts
 from .signatures import SignatureVerifier
 from .state import MERGE_VERSION, FoldResult
 
@@ -128,6 +130,31 @@ def verify_bundle(
     verifier of the fold of its events (see :func:`merge.fold`; default: a new one), shared by a
     caller that folds them again.
     """
+    return verify_bundle_parts(bundle, trusted_keys=trusted_keys, threads=threads, verifier=verifier).report
+
+
+class Verified(msgspec.Struct, frozen=True):
+    """:func:`verify_bundle`'s report with what it read of the bundle, for a caller that goes on
+    with it (:func:`merge.snapshot_of_bundle`), so that nothing is decoded twice."""
+
+    report: BundleReport
+    #: The bundle's members (``None`` when it is no JSON object), ``events`` as folded: each
+    #: event as its canonical JSON text where the compiled path wrote one (§1), else its parsed
+    #: value. A bundle read as a text on the compiled path has no ``state`` here: its
+    #: canonical text was compared, never decoded.
+    members: Any
+    #: True when the ``bytes`` among ``members["events"]`` are canonical texts written so.
+    canonical_events: bool = False
+
+
+def verify_bundle_parts(
+    bundle: bytes | str | Mapping[str, Any],
+    *,
+    trusted_keys: KeySet | Iterable[Mapping[str, Any]] = REGISTRY_KEYS,
+    threads: int | None = None,
+    verifier: SignatureVerifier | None = None,
+) -> Verified:
+    """:func:`verify_bundle`, with the bundle's members as it read them (:class:`Verified`)."""
     trusted = KeySet.parse(trusted_keys)
     threads = require_threads(threads)  # also when the bundle fails before its fold
     checks: dict[str, Check] = {}
@@ -135,24 +162,26 @@ def verify_bundle(
     def record(name: str, ok: bool, detail: str) -> None:
         checks[name] = Check(name, ok, detail)
 
-    raw_events = _raw_events(bundle)
-    parsed, not_json = parse_document(bundle)
-    if not_json is not None:
-        record("bundle_type", False, not_json)
-    if not isinstance(parsed, Mapping):
-        if "bundle_type" not in checks:
-            record("bundle_type", False, "a bundle is a JSON object")
-        return _finish(checks, None, None)
+    texts = _read_text(bundle, threads)
+    if texts is not None:
+        members: Any = texts.members
+    else:
+        members, not_json = parse_document(bundle)
+        if not_json is not None:
+            record("bundle_type", False, not_json)
+        if not isinstance(members, Mapping):
+            if "bundle_type" not in checks:
+                record("bundle_type", False, "a bundle is a JSON object")
+            return Verified(_finish(checks, None, None), members)
 
-    bundle = parsed
-    kind = bundle.get("bundle_type")
+    kind = members.get("bundle_type")
     record("bundle_type", kind == "pith_open_graph_bundle", f"bundle_type is {kind!r}")
-    trusted_key_id = _check_signature(bundle, trusted, record)
-    subject = _check_record(bundle, record)
-    merge_version = bundle.get("merge_version")
+    trusted_key_id = _check_signature(members, trusted, record, texts)
+    subject = _check_record(members, record)
+    merge_version = members.get("merge_version")
     record("merge_version", merge_version == MERGE_VERSION, f"merge_version is {merge_version!r}")
-    result = _check_state(bundle, subject, threads, record, verifier, raw_events)
-    return _finish(checks, result, trusted_key_id)
+    result = _check_state(members, subject, threads, record, verifier, texts)
+    return Verified(_finish(checks, result, trusted_key_id), members, texts is not None)
 
 
 def parse_document(document: Any) -> tuple[Any, str | None]:
@@ -196,9 +225,11 @@ def _finish(checks: dict[str, Check], result: FoldResult | None, trusted_key_id:
     return BundleReport(ordered, result, trusted_key_id)
 
 
-def _check_signature(bundle: Mapping[str, Any], trusted: KeySet, record: Any) -> str | None:
+def _check_signature(
+    bundle: Mapping[str, Any], trusted: KeySet, record: Any, texts: _TextBundle | None
+) -> str | None:
     signature = bundle.get("bundle_signature")
-    computed = hash_if_canonical({k: v for k, v in bundle.items() if k != "bundle_signature"})
+    computed = _bundle_sha256(bundle, texts)
     if not isinstance(signature, Mapping):
         record("bundle_sha256", False, "bundle_signature is missing or not an object")
         record("bundle_signature", False, "bundle_signature is missing or not an object")
@@ -251,45 +282,103 @@ def _check_record(bundle: Mapping[str, Any], record: Any) -> str | None:
     return pith_number if isinstance(pith_number, str) else None
 
 
-class _RawEvents(msgspec.Struct):
-    """A bundle's ``events`` as the JSON texts it holds (the other keys skipped)."""
+def _bundle_sha256(bundle: Mapping[str, Any], texts: _TextBundle | None) -> str | None:
+    """``bundle_sha256``: H of the bundle without ``bundle_signature`` (§10), or ``None`` when it
+    is not canonical-able. ``CJ`` of an object is its members' in key order, so the members the
+    compiled path wrote (``events``, ``state``) are joined as written, the others encoded here."""
+    members = {key: value for key, value in bundle.items() if key != "bundle_signature"}
+    if texts is None:
+        return hash_if_canonical(members)
+    if texts.state_raw is not None:
+        members["state"] = None  # a member still: written, or decoded below
+    # Fed piece by piece: the bundle's canonical bytes are never joined (12 MB for 4,000 events).
+    digest = hashlib.sha256(b"{")
+    try:
+        for position, key in enumerate(sorted(members)):  # code point order (§1), as the encoder sorts
+            digest.update((b"," if position else b"") + encode_canonical_unchecked(key) + b":")
+            if key == "events":
+                texts.hash_events(digest)
+            elif key == "state":
+                digest.update(texts.state if texts.state is not None else canonical_json(texts.state_value()))
+            else:
+                digest.update(canonical_json(members[key]))
+    except MergeError:  # not canonical-able: no hash (as hash_if_canonical)
+        return None
+    digest.update(b"}")
+    return digest.hexdigest()
 
-    events: list[msgspec.Raw] | None = None
+
+_decode_members: Final = msgspec.json.Decoder(dict[str, msgspec.Raw]).decode
+_decode_raw_list: Final = msgspec.json.Decoder(list[msgspec.Raw]).decode
+_NOT_READ: Final = (msgspec.DecodeError, msgspec.ValidationError, RecursionError, UnicodeEncodeError)
 
 
-_decode_raw_events: Final = msgspec.json.Decoder(_RawEvents).decode
+class _TextBundle(msgspec.Struct, frozen=True):
+    """A bundle given as a JSON text, read on the compiled path (:func:`_read_text`)."""
+
+    #: Its members but ``state``, decoded; ``events`` as the fold's inputs.
+    members: dict[str, Any]
+    #: ``CJ`` of the published state, when the compiled path wrote it.
+    state: bytes | None
+    #: The published state's JSON text, when the bundle has one.
+    state_raw: bytes | None
+
+    def hash_events(self, digest: Any) -> None:
+        """Feed ``CJ`` of the ``events`` array to ``digest``: the canonical texts as written, the
+        other events encoded (:class:`merge.NotCanonicalError` when one is not canonical-able)."""
+        digest.update(b"[")
+        for position, event in enumerate(self.members["events"]):
+            if position:
+                digest.update(b",")
+            digest.update(event if type(event) is bytes else canonical_json(event))
+        digest.update(b"]")
+
+    def state_value(self) -> Any:
+        """The published state, parsed (``None`` when the bundle has none)."""
+        return None if self.state_raw is None else decode_json(self.state_raw)
 
 
-def _raw_events(document: Any) -> list[msgspec.Raw] | None:
-    """The texts of the ``events`` of a bundle given as a JSON text, else ``None``."""
+def _read_text(document: Any, threads: int | None) -> _TextBundle | None:
+    """A bundle given as a JSON text, read so that its large parts take the compiled path: its
+    members decoded one by one but for ``events`` and ``state``, whose texts the compiled path
+    writes canonically (:func:`merge.native.canonical_texts`) for the fold, the bundle hash and
+    the comparison of states; an event it leaves is decoded alone.
+
+    ``None`` (then the whole text is decoded, as :func:`parse_document` does) for a parsed
+    bundle, when the compiled path does not serve, for anything but an object whose ``events``
+    is a list, and for any text some part of which is not JSON: that route says why.
+    Otherwise what is read is the text's value: msgspec splits the top-level object, the last
+    of duplicate keys winning as in a decode, and every member is then judged whole, by
+    :func:`merge.canonical.decode_json` or by serde_json (both refuse bad UTF-8, lone
+    surrogates, trailing data).
+    """
     if not isinstance(document, JSON_TEXT_TYPES):
         return None
     try:
-        return _decode_raw_events(document).events
-    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError, UnicodeEncodeError):
-        return None  # not a JSON object, or events not a list: the parsed value says what
-
-
-def _event_inputs(events: list[Any], raw_events: list[msgspec.Raw] | None) -> list[Any]:
-    """The inputs of a bundle's fold: each event as a JSON text where that gives the verdict of
-    its parsed value (§5), else the parsed value itself.
-
-    §5 judges a bundle's events as parsed values: the size is the compact encoding's, and only
-    value-level rules apply. A text gets the same verdict when the two rule sets cannot differ
-    on it: its whitespace stripped (``format(indent=-1)`` removes nothing else), it holds no
-    backslash (so no escape: every string is written as the encoder writes it, and no lone
-    surrogate escape exists), and it fits in the bound (then the compact encoding, never
-    longer than such a text, fits too). What still differs from the encoding, a duplicate key
-    or ``-0``, is text the value-level rules read through (last wins, the same number). A text
-    lets the fold take the compiled path and meet its copies in logs as identical texts.
-    """
-    if raw_events is None or len(raw_events) != len(events):
-        return events
-    inputs: list[Any] = []
-    for raw, value in zip(raw_events, events, strict=True):
-        text = msgspec.json.format(raw, indent=-1)
-        inputs.append(text if len(text) <= MAX_INPUT_BYTES and b"\\" not in text else value)
-    return inputs
+        raw = _decode_members(document)
+        raw_events = raw.pop("events", None)
+        events = [bytes(text) for text in _decode_raw_list(raw_events)] if raw_events is not None else None
+    except _NOT_READ:
+        return None
+    if events is None:
+        return None
+    raw_state = raw.pop("state", None)
+    state_raw = bytes(raw_state) if raw_state is not None else None
+    written = canonical_texts([*events, state_raw or b""], SignatureVerifier(threads).threads)
+    if written is None:
+        return None
+    *event_texts, state = written
+    try:
+        members = {key: decode_json(bytes(text)) for key, text in raw.items()}
+        members["events"] = [
+            decode_json(raw_event) if text is None else text
+            for text, raw_event in zip(event_texts, events, strict=True)
+        ]
+        if state_raw is not None and state is None:
+            decode_json(state_raw)  # is it JSON? (it is decoded again only where it is needed)
+    except _NOT_READ:
+        return None
+    return _TextBundle(members, state, state_raw)
 
 
 def _check_state(  # noqa: PLR0917 (the facts of one bundle)
@@ -297,9 +386,18 @@ def _check_state(  # noqa: PLR0917 (the facts of one bundle)
     subject: str | None,
     threads: int | None,
     record: Any,
-    verifier: SignatureVerifier | None = None,
-    raw_events: list[msgspec.Raw] | None = None,
+    verifier: SignatureVerifier | None,
+    texts: _TextBundle | None,
 ) -> FoldResult | None:
+    """§10's ``state`` and ``source_aliases``: the fold of the events, with ``public_keys``.
+
+    §5 judges a bundle's events as parsed values, and ``CJ(v)`` gets ``v``'s verdict as a text:
+    it is valid UTF-8 with no lone surrogate, its value is ``v``, and its length is the compact
+    encoding's, which is the size of a parsed value. So a text read on the compiled path folds
+    its events as their canonical texts where written (:func:`_read_text`): the fold then takes
+    the compiled path, and meets the same event in a log, or in another snapshot, as an
+    identical text.
+    """
     keys: KeySet | None = None
     try:
         keys = KeySet.parse(bundle.get("public_keys") or ())
@@ -313,14 +411,17 @@ def _check_state(  # noqa: PLR0917 (the facts of one bundle)
         record("state", False, f"cannot fold: {why} is missing or wrong")
         record("source_aliases", False, "cannot compare without a folded state")
         return None
-    inputs = _event_inputs(events, raw_events)
-    result = fold(inputs, subject=subject, keys=keys, threads=threads, verifier=verifier)
+    result = fold(events, subject=subject, keys=keys, threads=threads, verifier=verifier)
     folded = encode_canonical_unchecked(result.state)
-    published = bundle.get("state")
-    try:
-        same = published is not None and canonical_json(published) == folded
-    except MergeError:
-        same = False
+    if texts is not None and texts.state is not None:
+        same = texts.state == folded
+        published: Any = texts.state_value() if not same else None  # decoded to say why only
+    else:
+        published = texts.state_value() if texts is not None else bundle.get("state")
+        try:
+            same = published is not None and canonical_json(published) == folded
+        except MergeError:
+            same = False
     detail = f"folded state_sha256 {result.state_sha256}"
     if result.rejected:
         detail += f"; {len(result.rejected)} event(s) not admitted"

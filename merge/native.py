@@ -49,6 +49,7 @@ __all__ = [
     "PURE_ENVIRONMENT_VARIABLE",
     "NativeMismatchWarning",
     "NativeStatus",
+    "canonical_texts",
     "fold_native",
     "fold_native_many",
     "key_table",
@@ -62,7 +63,7 @@ PURE_ENVIRONMENT_VARIABLE: Final = "PITH_MERGE_PURE"
 #: The interface of ``pith_merge_native`` this module was written for: the extension's
 #: ``INTERFACE_VERSION`` (``native/src/py.rs``), raised on both sides with every change of a
 #: function, an argument or a type of the boundary.
-INTERFACE_VERSION: Final = 1
+INTERFACE_VERSION: Final = 2
 #: The distribution to install for the compiled path; its version is always pith-merge's own.
 NATIVE_DISTRIBUTION: Final = "pith-merge-native"
 
@@ -326,3 +327,15 @@ def _handover(event: ValidEvent) -> pith_merge_native.ValidEvent:
         source_aliases=aliases,
     )
     return handed
+
+
+def canonical_texts(texts: list[Any], threads: int) -> list[bytes | None] | None:
+    """``CJ`` (§1) of each JSON text of ``texts`` on the compiled path, on ``threads`` threads:
+    its canonical bytes, or ``None`` where that path does not decide (the text is not JSON for
+    it, not canonical-able, nested deeper than 64, or not exactly ``bytes``/``str``), for the
+    pure path to decide. ``None`` for the whole list when the compiled path does not serve
+    (:func:`native_available`). The bytes are ``canonical_json(decode_json(text))``'s."""
+    if not native_available():
+        return None
+    written: list[bytes | None] = _extension().canonical_texts(texts, threads)
+    return written

@@ -12,6 +12,7 @@ use std::borrow::Cow;
 use std::io::Write;
 
 use crate::json::Json;
+use crate::pool::vec_with_capacity;
 
 /// Nesting bound of §1 for inputs: a scalar at top level is depth 0, `[]` is depth 1.
 pub const MAX_DEPTH: usize = 64;
@@ -32,6 +33,24 @@ pub fn canonical_able(value: &Json, enclosing: usize) -> bool {
         }
         Json::Null | Json::Bool(_) | Json::Str(_) => true,
     }
+}
+
+/// `CJ` of the value of the JSON text `text`, when this path can tell it: the text is JSON (for
+/// serde_json), and its value is canonical-able with containers at most [`MAX_DEPTH`] deep. `None`
+/// says nothing of the text: the pure path decides it (a `-0` is canonical-able there, say).
+///
+/// The bytes are those the pure path's `CJ(decode_json(text))` gives (the last of duplicate
+/// keys wins in both), which is what lets a bundle's events be folded, hashed and compared as
+/// these texts (`merge.bundle`).
+pub fn canonical_text(text: &[u8]) -> Option<Vec<u8>> {
+    let value: Json = serde_json::from_slice(text).ok()?;
+    if !canonical_able(&value, 0) {
+        return None;
+    }
+    // Never longer than the text (whitespace goes, no string gains an escape it lacked there).
+    let mut out = vec_with_capacity(text.len());
+    write(&mut out, &value);
+    Some(out)
 }
 
 /// `CJ(value)` appended to `out`, for a canonical-able value.
@@ -154,6 +173,27 @@ mod tests {
             cj("{\"\u{1F602}\":1,\"\u{FB33}\":2}"),
             "{\"\u{FB33}\":2,\"\u{1F602}\":1}"
         );
+    }
+
+    #[test]
+    fn a_text_is_written_canonically_or_left_to_the_pure_path() {
+        let cj_of = |text: &[u8]| canonical_text(text).map(|out| String::from_utf8(out).unwrap());
+        assert_eq!(
+            cj_of(br#" {"b": [1, "\u00e9\n"], "a": null, "c": {"y": 1, "x": true}, "a": "\/"} "#).as_deref(),
+            Some(r#"{"a":"/","b":[1,"é\n"],"c":{"x":true,"y":1}}"#)
+        );
+        let undecided: [&[u8]; 7] = [
+            b"1.5",
+            b"-0",
+            b"9007199254740992",
+            b"[1,]",
+            b"{} x",
+            br#""\ud800""#,
+            b"\"\xff\"",
+        ];
+        for text in undecided {
+            assert_eq!(cj_of(text), None, "{text:?}");
+        }
     }
 
     #[test]

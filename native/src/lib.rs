@@ -34,6 +34,7 @@ fn pith_merge_native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(py::finish_many, module)?)?;
     module.add_function(wrap_pyfunction!(py::release_memory, module)?)?;
     module.add_function(wrap_pyfunction!(py::verify_signatures, module)?)?;
+    module.add_function(wrap_pyfunction!(py::canonical_texts, module)?)?;
     module.add_class::<py::Key>()?;
     module.add_class::<py::ValidEvent>()?;
     module.add_class::<py::Judgement>()?;

@@ -23,10 +23,13 @@ use pyo3::types::{PyBytes, PyList, PyString, PyType};
 
 use crate::admission::{add_verdict, Input};
 use crate::batch;
+use crate::canonical::canonical_text;
 use crate::checks::{self, Verdict};
 use crate::identifiers::state_sha256;
 use crate::maps::HashMap;
-use crate::pool::{collect_exact, free_later, locked, trim_from, vec_with_capacity, Deferred, OutOfMemory};
+use crate::pool::{
+    collect_exact, free_later, locked, parallel_map, trim_from, vec_with_capacity, Deferred, OutOfMemory,
+};
 use crate::reasons::Reason;
 use crate::state::Built;
 use crate::verify::{PublicKey, Verdicts, Verifier};
@@ -34,7 +37,7 @@ use crate::verify::{PublicKey, Verdicts, Verifier};
 /// The version of this boundary: what `merge.native` was written against (its
 /// `INTERFACE_VERSION`, which must be this number). Raised with every change of a function, an
 /// argument or a type here; `merge.native` uses no extension of another interface.
-pub const INTERFACE_VERSION: u32 = 1;
+pub const INTERFACE_VERSION: u32 = 2;
 
 /// Bytes of state from which its hash is computed on a thread of its own (starting one costs
 /// about 20 µs; hashing 1 MiB, about 500).
@@ -490,6 +493,30 @@ fn text_of<'a>(item: &'a Bound<'_, PyAny>) -> Option<&'a [u8]> {
     } else {
         None
     }
+}
+
+/// `CJ` (§1) of each JSON text of `texts` (exactly `bytes` or `str`), on `threads` native threads
+/// without the GIL: the canonical bytes, or `None` where this path does not decide (not a JSON
+/// text for serde_json, not canonical-able, nested deeper than 64, anything but a text), which
+/// the pure path then decides. `merge.bundle` folds, hashes and compares a bundle's parts so.
+#[pyfunction]
+pub fn canonical_texts<'py>(
+    py: Python<'py>,
+    texts: Bound<'py, PyList>,
+    threads: usize,
+) -> PyResult<Vec<Option<Bound<'py, PyBytes>>>> {
+    guarded(py, || {
+        // As in `judge_many`: `held` keeps each text alive while the threads read it.
+        let held: Vec<Bound<'_, PyAny>> = collect_exact(texts.iter());
+        let borrowed: Vec<Option<&[u8]>> = collect_exact(held.iter().map(text_of));
+        // Texts of a few KB: 16 a hand-off keeps the threads' turns cheap beside the work.
+        let written = py.allow_threads(|| parallel_map(&borrowed, threads, 16, |text| text.and_then(canonical_text)));
+        Ok(collect_exact(
+            written
+                .into_iter()
+                .map(|bytes| bytes.map(|bytes| PyBytes::new(py, &bytes))),
+        ))
+    })
 }
 
 /// Give back the pages freed since a fold of `inputs` inputs began judging (see `pool`): the

@@ -16,7 +16,7 @@ from typing import Any, Final, TypeVar
 
 import msgspec
 
-from .canonical import MAX_DEPTH, MAX_SAFE_INTEGER, FloatLiteral, decode_json, scan_json
+from .canonical import MAX_DEPTH, MAX_SAFE_INTEGER, FloatLiteral, decode_json, encode_json, scan_json
 from .errors import InputError, MergeError
 from .identifiers import EVENT_ID_PATTERN
 from .identifiers import event_id as body_event_id
@@ -255,7 +255,8 @@ def _admit_value(item: Any, index: int) -> Admitted | Rejection:
         return _reject_scan(index, scan.not_json_code, scan.not_json)
     if not isinstance(item, dict):
         return Rejection(index, RejectCode.NOT_AN_OBJECT, f"{_json_kind(item)}, not an object")
-    data = msgspec.json.encode(item, enc_hook=_encode_float_literal)
+    # encode_json: a caller's value too large for memory is a MemoryError, not msgspec's crash.
+    data = encode_json(item, _FLOAT_LITERAL_ENCODER)
     if len(data) > MAX_INPUT_BYTES:
         return Rejection(
             index, RejectCode.TOO_LARGE, f"{len(data)} bytes as JSON, more than {MAX_INPUT_BYTES}"
@@ -275,6 +276,10 @@ def _encode_float_literal(value: Any) -> Any:
     if isinstance(value, FloatLiteral) and _JSON_NUMBER.fullmatch(value):
         return msgspec.Raw(value.encode("ascii"))
     return str(value)
+
+
+#: The encoder of a caller's parsed value (unsorted: its text as the caller's order gives it).
+_FLOAT_LITERAL_ENCODER: Final = msgspec.json.Encoder(enc_hook=_encode_float_literal)
 
 
 def _admit_event(event: Event, data: bytes, index: int) -> Admitted | Rejection:

@@ -26,6 +26,7 @@ __all__ = [
     "canonical_problem",
     "canonical_sha256_hex",
     "decode_json",
+    "encode_json",
     "hash_if_canonical",
     "same_json",
     "scan_json",
@@ -62,6 +63,23 @@ class CanonicalStruct(msgspec.Struct, frozen=True, kw_only=True):
 
 _decoder: Final = msgspec.json.Decoder(float_hook=FloatLiteral)
 _encoder: Final = msgspec.json.Encoder(order="sorted")
+
+
+def encode_json(value: Any, encoder: msgspec.json.Encoder = _encoder) -> bytes:
+    """``encoder.encode(value)`` (by default: JSON with sorted keys), or ``MemoryError``.
+
+    Not ``encoder.encode`` itself: when msgspec 0.23.0 cannot grow the ``bytes`` it encodes
+    into (a memory limit: ``RLIMIT_AS``, ``ulimit -v``), ``_PyBytes_Resize`` frees them and sets
+    the encoder's pointer to NULL, which msgspec then decrements: a segmentation fault, not a
+    ``MemoryError`` (issue 29 item 3; docs/upstream/msgspec-encode-oom.md). Encoded into a
+    ``bytearray``, which stays whole when it cannot grow, and copied out: about 0.15 µs a call
+    and 1 ms for a 20 MB state (docs/security.md §5).
+    """
+    buffer = bytearray()
+    encoder.encode_into(value, buffer)
+    return bytes(buffer)
+
+
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")
 
 
@@ -249,21 +267,21 @@ def canonical_json(value: Any) -> bytes:
     inputs, and a state or bundle built from valid inputs nests deeper (1.1).
     """
     if isinstance(value, CanonicalStruct):
-        return _encoder.encode(value)
+        return encode_json(value)
     try:
         if isinstance(value, msgspec.Struct):
             value = msgspec.to_builtins(value)
         found = canonical_problem(value, max_depth=None)
         if found is not None:
             raise NotCanonicalError(found[1], path=found[0])
-        return _encoder.encode(value)
+        return encode_json(value)
     except RecursionError:
         raise NotCanonicalError("nesting too deep to encode (or a cycle)") from None
 
 
 def encode_canonical_unchecked(value: Any) -> bytes:
     """``CJ(value)`` for a value already known to be canonical-able (internal fast path)."""
-    return _encoder.encode(value)
+    return encode_json(value)
 
 
 def canonical_sha256_hex(value: Any) -> str:

@@ -2,7 +2,9 @@
 
 libsodium (through PyNaCl) is the judge of every signature (spec §2): it rejects
 non-canonical ``S`` and small-order keys. Its verify releases the GIL, so a thread pool
-gives real parallelism without changing any verdict.
+gives real parallelism without changing any verdict. A thread that cannot be started (a
+thread limit: ``RLIMIT_NPROC``, a container's pids limit) leaves its work to the caller's
+thread (issue 29 item 3).
 """
 
 from __future__ import annotations
@@ -104,7 +106,7 @@ class SignatureVerifier:
                     # A batch per task, not a signature: a future costs about as much as a verify.
                     if pool is None:
                         pool = ThreadPoolExecutor(max_workers=self.threads)
-                    submitted.append((batch, pool.submit(_verify_all, batch)))
+                    submitted.append((batch, _submitted(pool, batch)))
                     batch = []
             if pool is None:  # too few to pay for a pool
                 self._cache.update(zip(batch, _verify_all(batch), strict=True))
@@ -112,12 +114,27 @@ class SignatureVerifier:
             # The tail, split over the threads so that none idles while one finishes it.
             for start in range(self.threads):
                 if tail := batch[start :: self.threads]:
-                    submitted.append((tail, pool.submit(_verify_all, tail)))
+                    submitted.append((tail, _submitted(pool, tail)))
             for chunk, future in submitted:
                 self._cache.update(zip(chunk, future.result(), strict=True))
         finally:
             if pool is not None:
                 pool.shutdown(cancel_futures=True)
+
+
+def _submitted(pool: ThreadPoolExecutor, jobs: list[SignatureJob]) -> Future[list[bool]]:
+    """The verdicts of ``jobs`` on ``pool``, or on this thread when the pool cannot start a thread.
+
+    ``submit`` starts a thread when it has none idle and raises ``RuntimeError`` when it cannot
+    (issue 29 item 3). The jobs are queued by then: a thread of the pool started earlier may
+    verify them again (the same verdicts, never read), or ``shutdown`` cancels them.
+    """
+    try:
+        return pool.submit(_verify_all, jobs)
+    except RuntimeError:
+        done: Future[list[bool]] = Future()
+        done.set_result(_verify_all(jobs))
+        return done
 
 
 def _verify_all(jobs: list[SignatureJob]) -> list[bool]:

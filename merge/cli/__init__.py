@@ -13,7 +13,8 @@ Exit codes (stable; other tools rely on them):
   neither, a replayed record disagrees with its state, an input line was not admitted (§5), a
   key set failed §3 (``keys show``), two states differ (``diff``);
 - ``2`` usage or input error: a bad option, a missing or unreadable file, a key file or state
-  that is not what it must be. One line on standard error, never a traceback;
+  that is not what it must be, or too little memory for the input (a memory limit such as
+  ``ulimit -v``: ``MemoryError``). One line on standard error, never a traceback;
 - ``3`` a replay worker process died twice on the same partition (killed, out of memory):
   the replay is incomplete and no report is printed;
 - ``130`` interrupted (Ctrl-C);
@@ -97,4 +98,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         # The reader went away (`| head`): not an error of ours.
         silence_stdout()
         return EXIT_BROKEN_PIPE
+    except MemoryError as exc:
+        # A memory limit (RLIMIT_AS, ulimit -v) the input does not fit in: what failed is freed
+        # by now, so one line can be printed (issue 29 item 3; docs/security.md §5).
+        echo_err(
+            f"pith-merge: out of memory: {exc}" if str(exc) else "pith-merge: out of memory (a memory limit?)"
+        )
+        return EXIT_USAGE
     return code if isinstance(code, int) else EXIT_OK

@@ -20,7 +20,7 @@ import click
 import msgspec
 
 from ..bundle import REGISTRY_KEYS
-from ..canonical import decode_json
+from ..canonical import decode_json, encode_json
 from ..errors import InputError, KeySetError, MergeError
 from ..keys import KeySet
 from ..replay import display_name, read_document
@@ -207,7 +207,7 @@ def json_document(name: str, body: Mapping[str, Any] | msgspec.Struct) -> None:
     """
     fields = msgspec.to_builtins(body) if isinstance(body, msgspec.Struct) else body
     document = {**fields, "format": FORMATS[name]}
-    data = msgspec.json.format(msgspec.json.encode(document, order="sorted"), indent=2)
+    data = msgspec.json.format(encode_json(document), indent=2)
     echo(data.decode("utf-8"))
 
 

@@ -11,6 +11,7 @@ from typing import Any, Final, Literal
 
 import msgspec
 
+from ..canonical import encode_json
 from ..errors import MergeError
 from ..state import MERGE_VERSION, State
 
@@ -224,5 +225,5 @@ def report_document(report: ReplayReport) -> dict[str, Any]:
 
 def report_json(report: ReplayReport) -> bytes:
     """:func:`report_document` as JSON (UTF-8, keys sorted, indented, ends with a newline)."""
-    encoded = msgspec.json.encode(report_document(report), order="sorted")
+    encoded = encode_json(report_document(report))
     return msgspec.json.format(encoded, indent=2) + b"\n"

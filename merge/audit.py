@@ -31,9 +31,9 @@ import msgspec
 from .admission import MAX_INPUT_BYTES, Admitted, admit, copy_identity
 from .batch import fold
 from .bundle import REGISTRY_KEYS, verify_bundle_parts
-from .canonical import canonical_json, encode_canonical_unchecked
+from .canonical import canonical_json, decode_json, encode_canonical_unchecked
 from .errors import InputError, MergeError
-from .identifiers import EVENT_ID_PATTERN
+from .identifiers import EVENT_ID_PATTERN, EVENT_ID_PREFIX, event_body
 from .keys import KeySet
 from .reasons import CHECK_ORDER
 from .signatures import SignatureVerifier
@@ -120,9 +120,37 @@ def snapshot_of_bundle(
     ``verifier``: shared by the snapshots of one audit, so that an event several of them hold
     has its signature verified once (see :func:`merge.fold`); the verdicts never depend on it.
     """
-    verified = verify_bundle_parts(
-        bundle, trusted_keys=trusted_keys, verifier=verifier or SignatureVerifier(1)
-    )
+    return _bundle_snapshot(bundle, label, KeySet.parse(trusted_keys), _Run(verifier or SignatureVerifier(1)))
+
+
+class _Run:
+    """What the snapshots of one audit run share, so that what several hold is done once: the
+    verifier (signatures, and each text's judgement: ``remember_judgements``), the canonical
+    text written of each event text (:func:`merge.bundle.verify_bundle_parts`), and each
+    canonical text's identity (:func:`_canonical_identity`)."""
+
+    __slots__ = ("_held", "identities", "verifier", "written")
+
+    def __init__(self, verifier: SignatureVerifier | None = None) -> None:
+        self.verifier = verifier or SignatureVerifier(remember_judgements=True)
+        self.written: dict[bytes, bytes | None] = {}
+        self.identities: dict[bytes, tuple[str, bytes] | None] = {}
+        self._held: dict[int, tuple[Snapshot, frozenset[tuple[str, bytes]]]] = {}
+
+    def held(self, snapshot: Snapshot) -> frozenset[tuple[str, bytes]]:
+        """Every ``(event_id, copy digest)`` that ``snapshot`` holds (its :attr:`Snapshot.copies`)."""
+        kept = self._held.get(id(snapshot))
+        if kept is None or kept[0] is not snapshot:  # kept[0]: the id is that snapshot's, alive
+            pairs = frozenset((eid, digest) for eid, digests in snapshot.copies.items() for digest in digests)
+            kept = self._held[id(snapshot)] = (snapshot, pairs)
+        return kept[1]
+
+
+def _bundle_snapshot(
+    bundle: bytes | str | Mapping[str, Any], label: str, trusted: KeySet, run: _Run
+) -> Snapshot:
+    """:func:`snapshot_of_bundle`, in ``run``."""
+    verified = verify_bundle_parts(bundle, trusted_keys=trusted, verifier=run.verifier, written=run.written)
     report = verified.report
     parsed = verified.members if isinstance(verified.members, Mapping) else {}
     signature = parsed.get("bundle_signature")
@@ -153,7 +181,8 @@ def snapshot_of_bundle(
         key_id=report.trusted_key_id,
         signature_b64=text("signature_b64"),
     )
-    return _snapshot(info, events, keys, result, canonical=verified.canonical_events)
+    identities = run.identities if verified.canonical_events else None
+    return _snapshot(info, events, keys, result, identities=identities)
 
 
 def snapshot_of_events(
@@ -200,15 +229,21 @@ def _snapshot(
     keys: KeySet | None,
     result: FoldResult | None,
     *,
-    canonical: bool = False,
+    identities: dict[bytes, tuple[str, bytes] | None] | None = None,
 ) -> Snapshot:
-    """The snapshot of ``events``; ``canonical``: each ``bytes`` among them is a canonical JSON
-    text (§1) the compiled path wrote, whose value identity is read off the text itself."""
+    """The snapshot of ``events``. ``identities``: given when each ``bytes`` among them is a
+    canonical JSON text (§1) the compiled path wrote, whose value identity is read off the text
+    itself (:func:`_canonical_identity`); each one found is kept there for the run."""
     copies: dict[str, set[bytes]] = defaultdict(set)
     held: dict[str, list[Admitted | tuple[int, bytes]]] = defaultdict(list)
     if result is not None:  # only a verified snapshot is ever compared
         for index, item in enumerate(events):
-            found = _canonical_identity(item) if canonical else None
+            found = None
+            if identities is not None and type(item) is bytes:
+                if item in identities:
+                    found = identities[item]
+                else:
+                    found = identities[item] = _canonical_identity(item)
             copy: Admitted | tuple[int, bytes]
             if found is not None:
                 event_id, digest = found
@@ -272,6 +307,21 @@ class _AdmittedCopies(Mapping[str, tuple[Admitted, ...]]):
             self._admitted[event_id] = admitted
         return admitted
 
+    def bound_value(self, event_id: str) -> dict[str, Any] | None:
+        """The value of a copy of ``event_id`` whose body hashes to it (:attr:`Admitted.bound`),
+        if one is held; a canonical text's without admitting it: its body is canonical-able
+        (a part of a canonical value), so it is hashed without a walk."""
+        for copy in self._held.get(event_id, ()):
+            if isinstance(copy, Admitted):
+                if copy.bound:
+                    return copy.value
+                continue
+            value: dict[str, Any] = decode_json(copy[1])  # a canonical text of an object
+            body = encode_canonical_unchecked(event_body(value))
+            if EVENT_ID_PREFIX + hashlib.sha256(body).hexdigest() == event_id:
+                return value
+        return None
+
     def __iter__(self) -> Iterator[str]:
         return iter(self._held)
 
@@ -300,11 +350,11 @@ def _value_identity_digest(copy: Admitted) -> bytes:
 
 
 def _as_snapshot(
-    item: Snapshot | bytes | str | Mapping[str, Any], trusted: KeySet, label: str, verifier: SignatureVerifier
+    item: Snapshot | bytes | str | Mapping[str, Any], trusted: KeySet, label: str, run: _Run
 ) -> Snapshot:
     if isinstance(item, Snapshot):
         return item
-    return snapshot_of_bundle(item, label=label, trusted_keys=trusted, verifier=verifier)
+    return _bundle_snapshot(item, label, trusted, run)
 
 
 # --- fates ------------------------------------------------------------------------------------
@@ -479,8 +529,8 @@ def audit(
     caller paired them (:func:`audit_history` groups by subject instead).
     """
     trusted = KeySet.parse(trusted_keys)
-    verifier = SignatureVerifier()  # one for the run: the events both hold are verified once
-    before, after = _as_snapshot(old, trusted, "OLD", verifier), _as_snapshot(new, trusted, "NEW", verifier)
+    run = _Run()  # one for the run: what both hold is judged once
+    before, after = _as_snapshot(old, trusted, "OLD", run), _as_snapshot(new, trusted, "NEW", run)
     if before.result is None or after.result is None:
         subject = after.info.subject or before.info.subject
         return PairAudit(subject, before.info, after.info, "unverified", None)
@@ -489,10 +539,10 @@ def audit(
             f"{before.info.label or 'OLD'} is of {before.info.subject}, {after.info.label or 'NEW'} of "
             f"{after.info.subject}: snapshots of different subjects cannot be compared"
         )
-    return _audit_pair(before, after, verifier)
+    return _audit_pair(before, after, run)
 
 
-def _audit_pair(old: Snapshot, new: Snapshot, verifier: SignatureVerifier) -> PairAudit:
+def _audit_pair(old: Snapshot, new: Snapshot, run: _Run) -> PairAudit:
     assert old.result is not None
     assert new.result is not None
     assert old.keys is not None
@@ -514,7 +564,7 @@ def _audit_pair(old: Snapshot, new: Snapshot, verifier: SignatureVerifier) -> Pa
     union = new.result
     if dropped or keys.dropped or keys.changed:
         union_keys = new.keys.union(old.keys.values(), on_conflict="keep")  # NEW's key on a clash
-        union = fold([*old.events, *new.events], subject=subject, keys=union_keys, verifier=verifier)
+        union = fold([*old.events, *new.events], subject=subject, keys=union_keys, verifier=run.verifier)
     union_fates = fates(union.state)
     new_is_union = union is new.result or canonical_json(union.state) == canonical_json(new.result.state)
 
@@ -541,7 +591,7 @@ def _audit_pair(old: Snapshot, new: Snapshot, verifier: SignatureVerifier) -> Pa
     unexplained = [change.event_id for change in changed if not change.explained]
     if unexplained:
         problems.append(f"{_count(len(unexplained), 'fate')} changed with no cause in the new events")
-    split = _split_view(old, new)
+    split = _split_view(old, new, run)
     if split is not None:
         problems.insert(0, f"split view: both signed by {split.key_id}, each holds events the other lacks")
     append_only = not problems
@@ -584,8 +634,12 @@ def _prev_link(eid: str, snapshots: Sequence[Snapshot]) -> str | None:
     copy failed §6 and have no prev that counts.
     """
     for snapshot in snapshots:
-        copies = snapshot.admitted.get(eid)
-        value = _bound_value(eid, copies) if copies else None
+        held = snapshot.admitted
+        if isinstance(held, _AdmittedCopies):
+            value = held.bound_value(eid)
+        else:
+            copies = held.get(eid)
+            value = _bound_value(eid, copies) if copies else None
         if value is not None:
             link = value.get("prev_event")
             return link if isinstance(link, str) else None
@@ -675,15 +729,17 @@ def _changes(  # noqa: PLR0917 (the facts of one pair)
     )
 
 
-def _split_view(first: Snapshot, second: Snapshot) -> SplitView | None:
+def _split_view(first: Snapshot, second: Snapshot, run: _Run) -> SplitView | None:
     """A split view: the same trusted key signed both, and each holds inputs the other lacks."""
     key_id = first.info.key_id
     if key_id is None or key_id != second.info.key_id or first.info.subject is None:
         return None
-    only_first = sorted(eid for eid, c in first.copies.items() if c - second.copies.get(eid, frozenset()))
-    only_second = sorted(eid for eid, c in second.copies.items() if c - first.copies.get(eid, frozenset()))
-    if not only_first or not only_second:
+    held_first, held_second = run.held(first), run.held(second)
+    # Every pair of a history is asked: when one holds all the other does, a set's own test says so.
+    if held_first <= held_second or held_second <= held_first:
         return None
+    only_first = sorted({eid for eid, _ in held_first - held_second})
+    only_second = sorted({eid for eid, _ in held_second - held_first})
     return SplitView(
         first.info.subject, key_id, first.info, second.info, tuple(only_first), tuple(only_second)
     )
@@ -706,12 +762,12 @@ def audit_history(
     are reported and not compared.
     """
     trusted = KeySet.parse(trusted_keys)
-    verifier = SignatureVerifier()  # one for the run: each event's signature is verified once
+    run = _Run()  # one for the run: what the snapshots share is read and judged once
     groups: dict[str, list[tuple[int, str, Snapshot]]] = defaultdict(list)
     unverified: list[SnapshotInfo] = []
     unordered: list[SnapshotInfo] = []
     for position, item in enumerate(snapshots):
-        snapshot = _as_snapshot(item, trusted, f"#{position}", verifier)
+        snapshot = _as_snapshot(item, trusted, f"#{position}", run)
         info = snapshot.info
         instant = parse_timestamp(info.signed_at) if info.signed_at is not None else None
         if snapshot.result is None or info.subject is None:
@@ -723,12 +779,12 @@ def audit_history(
     subjects = []
     for subject in sorted(groups):
         ordered = [snapshot for _, _, snapshot in sorted(groups[subject], key=lambda entry: entry[:2])]
-        pairs = tuple(_audit_pair(a, b, verifier) for a, b in itertools.pairwise(ordered))
+        pairs = tuple(_audit_pair(a, b, run) for a, b in itertools.pairwise(ordered))
         splits = tuple(
             split
             for i, first in enumerate(ordered)
             for second in ordered[i + 1 :]
-            if (split := _split_view(first, second)) is not None
+            if (split := _split_view(first, second, run)) is not None
         )
         subjects.append(SubjectAudit(subject, tuple(s.info for s in ordered), pairs, splits))
     return AuditReport(tuple(subjects), tuple(unverified), tuple(unordered))

@@ -153,8 +153,14 @@ def verify_bundle_parts(
     trusted_keys: KeySet | Iterable[Mapping[str, Any]] = REGISTRY_KEYS,
     threads: int | None = None,
     verifier: SignatureVerifier | None = None,
+    written: dict[bytes, bytes | None] | None = None,
 ) -> Verified:
-    """:func:`verify_bundle`, with the bundle's members as it read them (:class:`Verified`)."""
+    """:func:`verify_bundle`, with the bundle's members as it read them (:class:`Verified`).
+
+    ``written``: each event text already read, with its canonical text (``None``: left to the
+    pure path), shared by the verifications of one run and added to: an audit's snapshots
+    hold the same events again and again, and each is written once a run.
+    """
     trusted = KeySet.parse(trusted_keys)
     threads = require_threads(threads)  # also when the bundle fails before its fold
     checks: dict[str, Check] = {}
@@ -162,7 +168,7 @@ def verify_bundle_parts(
     def record(name: str, ok: bool, detail: str) -> None:
         checks[name] = Check(name, ok, detail)
 
-    texts = _read_text(bundle, threads)
+    texts = _read_text(bundle, threads, {} if written is None else written)
     if texts is not None:
         members: Any = texts.members
     else:
@@ -338,7 +344,7 @@ class _TextBundle(msgspec.Struct, frozen=True):
         return None if self.state_raw is None else decode_json(self.state_raw)
 
 
-def _read_text(document: Any, threads: int | None) -> _TextBundle | None:
+def _read_text(document: Any, threads: int | None, written: dict[bytes, bytes | None]) -> _TextBundle | None:
     """A bundle given as a JSON text, read so that its large parts take the compiled path: its
     members decoded one by one but for ``events`` and ``state``, whose texts the compiled path
     writes canonically (:func:`merge.native.canonical_texts`) for the fold, the bundle hash and
@@ -364,10 +370,14 @@ def _read_text(document: Any, threads: int | None) -> _TextBundle | None:
         return None
     raw_state = raw.pop("state", None)
     state_raw = bytes(raw_state) if raw_state is not None else None
-    written = canonical_texts([*events, state_raw or b""], SignatureVerifier(threads).threads)
-    if written is None:
+    # Each text not written before (in this run: ``written``), once.
+    new = list(dict.fromkeys(text for text in events if text not in written))
+    canonical = canonical_texts([*new, state_raw or b""], SignatureVerifier(threads).threads)
+    if canonical is None:
         return None
-    *event_texts, state = written
+    *new_texts, state = canonical
+    written.update(zip(new, new_texts, strict=True))
+    event_texts = [written[text] for text in events]
     try:
         members = {key: decode_json(bytes(text)) for key, text in raw.items()}
         members["events"] = [

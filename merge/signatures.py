@@ -48,14 +48,21 @@ class SignatureVerifier:
     """Verifies (key, message, signature) triples once each, remembering the verdicts.
 
     ``threads``: ``None`` sizes the pool to the machine's cores, ``1`` never starts one.
+    ``remember_judgements``: on the compiled path, also keep what was made of each JSON text
+    (§5 admission and the checks of §6, which depend on the text, the subject and the key set
+    alone), so that the folds sharing this verifier judge each distinct text once per subject
+    and key set; for a run that folds the same events many times (:func:`merge.audit_history`
+    folds each snapshot, and the snapshots hold the same events again), at the cost of holding
+    about a text's size for each. The verdicts never depend on it.
     """
 
-    __slots__ = ("_cache", "_native_cache", "threads")
+    __slots__ = ("_cache", "_native_cache", "remember_judgements", "threads")
 
-    def __init__(self, threads: int | None = None) -> None:
+    def __init__(self, threads: int | None = None, *, remember_judgements: bool = False) -> None:
         # Checked here too: a verifier made by the caller reaches either path (issue 29 item 9).
         threads = require_threads(threads)
         self.threads = threads if threads is not None else _CORES
+        self.remember_judgements = remember_judgements
         self._cache: dict[SignatureJob, bool] = {}
         self._native_cache: Any = None
 
@@ -66,7 +73,7 @@ class SignatureVerifier:
         sharing this verifier verify each distinct triple once, as the pure path's folds do.
         """
         if self._native_cache is None:
-            self._native_cache = native.VerdictCache()
+            self._native_cache = native.VerdictCache(judgements=self.remember_judgements)
         return self._native_cache
 
     def verify(self, public_key: bytes, message: bytes, signature: bytes) -> bool:

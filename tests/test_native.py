@@ -498,6 +498,36 @@ def test_a_shared_verifier_verifies_each_signature_once() -> None:
 
 
 @needs_native
+def test_remembered_judgements_hold_only_for_their_subject_and_key_set() -> None:
+    """A verifier that remembers judgements judges a text once per subject and key set: a fold
+    with another key set or subject judges again (unknown_key, wrong_subject), never reusing
+    what another context made of the text; and every fold is a fresh fold's."""
+    assert NATIVE is not None
+    vector = load_vector("all_types")
+    inputs = [text.encode() for text in vector["inputs"]]
+    subject, keys = vector["subject"], vector["keys"]
+    verifier = SignatureVerifier(2, remember_judgements=True)
+    cache = verifier.native_cache(NATIVE)
+
+    def both(subject: str, keys: Any) -> FoldResult:
+        remembered = fold(inputs, subject=subject, keys=keys, verifier=verifier)
+        assert remembered == fold(inputs, subject=subject, keys=keys)
+        return remembered
+
+    first = both(subject, keys)
+    judged = cache.judged()
+    assert judged == len(set(inputs))
+    assert both(subject, keys) == first
+    assert cache.judged() == judged  # the same context: nothing judged again
+    fewer = keys[1:]
+    assert Reason.UNKNOWN_KEY in both(subject, fewer).reasons.values()
+    other = "pith:2024:" + "A" * 26
+    assert not both(other, keys).state.applied_event_ids
+    assert cache.judged() == 3 * judged
+    assert SignatureVerifier(1).native_cache(NATIVE).judged() == 0  # not remembered by default
+
+
+@needs_native
 def test_ten_thousand_broken_copies_verify_once_each() -> None:
     """As tests/test_limits.py asks of the pure path: a distinct copy is verified once, identical
     copies once in all, and no broken copy masks the valid one (counted by the native cache)."""

@@ -106,6 +106,7 @@ pub fn admit(text: &[u8]) -> Option<Admitted<'_>> {
 
 /// A copy's verdict: the reason of the first §6 check it failed, or what passed (the valid
 /// event, `checks::ValidEvent`).
+#[derive(Clone)]
 pub enum Verdict<Passed> {
     Invalid(Reason),
     Valid(Passed),

@@ -3,7 +3,9 @@
 //! each distinct text, the copies' verdicts merged), the inputs it does not decide left to the
 //! pure path; then each subject's state built (§7, §9). `py` calls it without the GIL.
 
-use std::sync::Mutex;
+use std::sync::{Mutex, PoisonError, RwLock};
+
+use sha2::{Digest, Sha256};
 
 use crate::admission::{add_verdict, admit, distinct_texts, Input, Text};
 use crate::checks::{self, Key, Verdict};
@@ -27,6 +29,7 @@ pub struct Judged {
 const HELD_PER_INPUT: usize = 320;
 
 /// What the compiled path makes of one distinct text.
+#[derive(Clone)]
 enum Outcome {
     /// Not decided here: the pure path admits and judges it.
     Fallback,
@@ -34,24 +37,95 @@ enum Outcome {
     Judged(String, Verdict),
 }
 
+/// What the compiled path made of the texts of earlier folds, kept for later ones (an audit's
+/// snapshots hold the same events again and again): by the fold's context, its subject and key
+/// set, and the text. §5 and §6 judge a text by these alone (no check reads another input), so
+/// a later fold in the same context takes the outcome as it was reached.
+#[derive(Default)]
+pub struct Judgements {
+    // Read far more than written (a later fold finds most of its texts): the judging threads
+    // read side by side.
+    by_context: RwLock<HashMap<[u8; 32], Outcomes>>,
+}
+
+/// The outcome of each text judged in one context.
+type Outcomes = HashMap<Box<[u8]>, Outcome>;
+
+impl Judgements {
+    /// The number of texts kept, over all contexts.
+    pub fn len(&self) -> usize {
+        let kept = self.by_context.read().unwrap_or_else(PoisonError::into_inner);
+        kept.values().map(|texts| texts.len()).sum()
+    }
+
+    fn get(&self, context: &[u8; 32], text: &[u8]) -> Option<Outcome> {
+        let kept = self.by_context.read().unwrap_or_else(PoisonError::into_inner);
+        kept.get(context)?.get(text).cloned()
+    }
+
+    fn keep(&self, context: [u8; 32], text: &[u8], outcome: &Outcome) {
+        let mut kept = self.by_context.write().unwrap_or_else(PoisonError::into_inner);
+        kept.entry(context).or_default().insert(text.into(), outcome.clone());
+    }
+}
+
+/// What a text's judgement depends on besides the text: the subject (§6 check 6) and every
+/// fact of every key (checks 9, 10, 12, 13), hashed with their lengths, the keys in id order.
+fn context(subject: &str, keys: &HashMap<String, Key>) -> [u8; 32] {
+    let mut digest = Sha256::new();
+    let mut field = |bytes: &[u8]| {
+        digest.update((bytes.len() as u64).to_le_bytes());
+        digest.update(bytes);
+    };
+    field(subject.as_bytes());
+    let mut ids: Vec<&String> = keys.keys().collect();
+    ids.sort();
+    for id in ids {
+        let key = &keys[id];
+        field(id.as_bytes());
+        field(&key.public_key.bytes);
+        field(key.fingerprint_hex.as_bytes());
+        field(&key.rotates_at_us.map_or([0xff; 9], |at| {
+            let mut bytes = [0; 9];
+            bytes[1..].copy_from_slice(&at.to_le_bytes());
+            bytes
+        }));
+    }
+    digest.finalize().into()
+}
+
 /// Judge `inputs`, each of the subject `subjects[input.group]`, on `threads` threads: a
-/// [`Judged`] per subject.
+/// [`Judged`] per subject. `kept`: the judgements of earlier folds, taken where they hold and
+/// added to.
 pub fn judge(
     inputs: &[Input<'_>],
     subjects: &[String],
     keys: &HashMap<String, Key>,
     verifier: Verifier<'_>,
     threads: usize,
+    kept: Option<&Judgements>,
 ) -> Vec<Judged> {
     let text_bytes: usize = inputs.iter().filter_map(|input| input.text).map(<[u8]>::len).sum();
     ensure_room(text_bytes.saturating_add(inputs.len().saturating_mul(HELD_PER_INPUT)));
     let (unique, copy_of) = distinct_texts(inputs, threads);
+    let contexts: Vec<[u8; 32]> = match kept {
+        Some(_) => collect_exact(subjects.iter().map(|subject| context(subject, keys))),
+        None => Vec::new(),
+    };
     let judge = |text: &Text| {
+        let known = kept.map(|kept| (kept, &contexts[text.group]));
+        if let Some(outcome) = known.and_then(|(kept, context)| kept.get(context, text.bytes)) {
+            return outcome;
+        }
         let judged = admit(text.bytes).and_then(|copy| {
             let verdict = checks::judge(&copy, &subjects[text.group], keys, verifier)?;
             Some(Outcome::Judged(copy.event_id, verdict))
         });
-        judged.unwrap_or(Outcome::Fallback)
+        let outcome = judged.unwrap_or(Outcome::Fallback);
+        if let Some((kept, context)) = known {
+            kept.keep(*context, text.bytes, &outcome);
+        }
+        outcome
     };
     // One input at a time: a subject of 20 events is spread over the threads too.
     let outcomes: Vec<Outcome> = parallel_map(&unique, threads, 1, judge);

@@ -47,6 +47,7 @@ pub struct Key {
 }
 
 /// An event that passed §6: what §7 and §9 use of it.
+#[derive(Clone)]
 pub struct ValidEvent {
     pub event_id: String,
     pub event_type: String,
@@ -66,6 +67,7 @@ pub struct ValidEvent {
 }
 
 /// What the state (§9) takes from a valid `record_created`.
+#[derive(Clone)]
 pub struct Record {
     /// `CJ(canonical_record)`.
     pub canonical_record: Vec<u8>,

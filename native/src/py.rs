@@ -22,7 +22,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyString, PyType};
 
 use crate::admission::{add_verdict, Input};
-use crate::batch;
+use crate::batch::{self, Judgements};
 use crate::canonical::canonical_text;
 use crate::checks::{self, Verdict};
 use crate::identifiers::state_sha256;
@@ -37,7 +37,7 @@ use crate::verify::{PublicKey, Verdicts, Verifier};
 /// The version of this boundary: what `merge.native` was written against (its
 /// `INTERFACE_VERSION`, which must be this number). Raised with every change of a function, an
 /// argument or a type here; `merge.native` uses no extension of another interface.
-pub const INTERFACE_VERSION: u32 = 2;
+pub const INTERFACE_VERSION: u32 = 2; // 2: canonical_texts, VerdictCache(judgements=...)
 
 /// Bytes of state from which its hash is computed on a thread of its own (starting one costs
 /// about 20 µs; hashing 1 MiB, about 500).
@@ -246,22 +246,34 @@ type Invalid = (String, String);
 type Finished = (StateBytes, Vec<(String, Vec<String>)>, StateDigest);
 
 /// Signature verdicts shared by folds (`merge.SignatureVerifier` keeps one): each distinct
-/// (key, digest, signature) is verified once, whichever fold meets it first.
+/// (key, digest, signature) is verified once, whichever fold meets it first. With
+/// `judgements=True`, each text's whole judgement too (§5, §6; see [`Judgements`]): for a run
+/// that folds the same texts many times, at the cost of holding what it made of each.
 #[pyclass(module = "pith_merge_native", frozen)]
 #[derive(Default)]
 pub struct VerdictCache {
     verdicts: Verdicts,
+    judgements: Option<Judgements>,
 }
 
 #[pymethods]
 impl VerdictCache {
     #[new]
-    fn new() -> Self {
-        Self::default()
+    #[pyo3(signature = (*, judgements=false))]
+    fn new(judgements: bool) -> Self {
+        VerdictCache {
+            verdicts: Verdicts::default(),
+            judgements: judgements.then(Judgements::default),
+        }
     }
 
     fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
         guarded(py, || Ok(locked(&self.verdicts).len()))
+    }
+
+    /// The number of texts whose judgement is kept (0 without `judgements`).
+    fn judged(&self, py: Python<'_>) -> PyResult<usize> {
+        guarded(py, || Ok(self.judgements.as_ref().map_or(0, Judgements::len)))
     }
 }
 
@@ -453,6 +465,7 @@ pub fn judge_many(
 ) -> PyResult<Vec<(Judgement, Vec<usize>)>> {
     guarded(py, || {
         let keys = key_map(&keys);
+        let kept: Option<&Judgements> = cache.and_then(|cache| cache.get().judgements.as_ref());
         let cache: Option<&Verdicts> = cache.map(|cache| &cache.get().verdicts);
         let verifier = Verifier { cache };
         // The texts, borrowed from the lists' own objects: `held` keeps each alive (and bytes and
@@ -468,7 +481,7 @@ pub fn judge_many(
             text: text_of(item),
         }));
         let subjects: Vec<String> = groups.into_iter().map(|(subject, _)| subject).collect();
-        let judged = py.allow_threads(|| batch::judge(&inputs, &subjects, &keys, verifier, threads));
+        let judged = py.allow_threads(|| batch::judge(&inputs, &subjects, &keys, verifier, threads, kept));
         Ok(collect_exact(subjects.into_iter().zip(judged).map(
             |(subject, judged)| {
                 let judgement = Judgement {

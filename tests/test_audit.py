@@ -7,12 +7,14 @@ key A (:func:`merge.signing.make_bundle`); key A is the trusted bundle signer.
 from __future__ import annotations
 
 import copy
+import json
+from collections.abc import Iterator
 from typing import Any
 
 import msgspec
 import pytest
 
-from merge import InputError, canonical_json, verify_bundle
+from merge import InputError, canonical_json, native_available, verify_bundle
 from merge.audit import (
     ABSENT,
     Cause,
@@ -44,8 +46,31 @@ def bundle(events: list[dict[str, Any]], signed_at: str, *, keys: Any = None, si
     return make_bundle(signer, RECORD, events, public_keys=KEYS if keys is None else keys, built_at=signed_at)
 
 
+#: Whether the bundles of a test reach the audit as JSON texts (set by ``bundle_form``).
+FORM = {"text": False}
+
+
+@pytest.fixture(autouse=True, params=["parsed", "text"])
+def bundle_form(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Each test twice: bundles given as parsed values, and as JSON texts (written as a producer
+    might, not canonically), whose events the compiled path reads as canonical texts (issue 26):
+    the audits must be the same."""
+    FORM["text"] = request.param == "text"
+    yield
+    FORM["text"] = False
+
+
+def given(item: Any) -> Any:
+    """``item`` (a bundle, or a list of them and other snapshots) in the test's form."""
+    if isinstance(item, list):
+        return [given(each) for each in item]
+    if FORM["text"] and isinstance(item, dict) and "bundle_type" in item:
+        return json.dumps(item, indent=1).encode()
+    return item
+
+
 def pair(old: Any, new: Any, trust: Any = None) -> PairAudit:
-    return audit(old, new, trusted_keys=TRUST if trust is None else trust)
+    return audit(given(old), given(new), trusted_keys=TRUST if trust is None else trust)
 
 
 def forged(signed: dict[str, Any]) -> dict[str, Any]:
@@ -263,7 +288,7 @@ def test_an_unverified_bundle_is_reported_not_compared() -> None:
 def test_snapshots_of_different_subjects_cannot_be_paired() -> None:
     other = snapshot_of_events([], subject="pith:2024:OTHER", keys=KEYS)
     with pytest.raises(InputError, match="different subjects"):
-        audit(bundle(BASE, T1), other, trusted_keys=TRUST)
+        audit(given(bundle(BASE, T1)), other, trusted_keys=TRUST)
 
 
 def test_a_state_with_its_events_is_a_snapshot() -> None:
@@ -294,7 +319,7 @@ def test_fates_name_applied_superseded_and_reasons() -> None:
 
 def test_a_history_is_ordered_by_signed_at_then_by_hash() -> None:
     v1, v2, v3 = bundle(BASE, T1), bundle([*BASE, X2], T2), bundle([*BASE, X2], "2026-07-07T02:00:00+02:00")
-    report = audit_history([v3, v2, v1], trusted_keys=TRUST)
+    report = audit_history(given([v3, v2, v1]), trusted_keys=TRUST)
     [subject] = report.subjects
     hashes = [info.bundle_sha256 for info in subject.snapshots]
     # v3 is signed at the same instant as v2 (an offset, compared as an instant): tie by hash.
@@ -310,7 +335,7 @@ def test_a_history_finds_a_split_view_between_snapshots_that_are_not_neighbours(
     p = event("storage_attestation", created_at="2026-07-05T11:00:00Z", payload={"view": "p"})
     q = event("citation_signature", created_at="2026-07-05T11:00:00Z", payload={"view": "q"})
     a, c, b = bundle([*BASE, p], T1), bundle([*BASE, p, q], T2), bundle([*BASE, q], T3)
-    report = audit_history([a, c, b], trusted_keys=TRUST)
+    report = audit_history(given([a, c, b]), trusted_keys=TRUST)
     [subject] = report.subjects
     assert [p.verdict for p in subject.pairs] == ["extension", "rewrite"]  # C -> B is a rollback
     [view] = subject.split_views
@@ -329,7 +354,7 @@ def test_a_history_of_several_subjects_groups_them_and_reports_the_rest() -> Non
     unsigned_time["bundle_signature"]["signed_at"] = "yesterday"  # not covered by the signature
     broken = b"{not json"
     report = audit_history(
-        [bundle(BASE, T1), other, canonical_json(bundle([*BASE, X2], T2)), unsigned_time, broken],
+        given([bundle(BASE, T1), other, canonical_json(bundle([*BASE, X2], T2)), unsigned_time, broken]),
         trusted_keys=TRUST,
     )
     assert [s.subject for s in report.subjects] == sorted([SUBJECT, other["pith_number"]])
@@ -345,7 +370,7 @@ def test_inputs_are_not_mutated() -> None:
     old, new = bundle(BASE, T1), bundle([*BASE, X2], T2)
     before = copy.deepcopy((old, new))
     pair(old, new)
-    audit_history([new, old], trusted_keys=TRUST)
+    audit_history(given([new, old]), trusted_keys=TRUST)
     assert (old, new) == before
 
 
@@ -355,6 +380,19 @@ def test_snapshot_of_bundle_reads_text_and_values_alike() -> None:
     from_value = snapshot_of_bundle(published, trusted_keys=TRUST)
     assert from_text.info == from_value.info
     assert from_text.copies == from_value.copies
+
+
+def test_a_bundle_text_is_read_as_canonical_texts_on_the_compiled_path() -> None:
+    """A snapshot of a bundle text holds its events as their canonical texts where the compiled
+    path wrote them (issue 26): what folds again, and what a log's canonical lines dedupe with."""
+    published = bundle([*BASE, X2], T1)
+    snapshot = snapshot_of_bundle(json.dumps(published, indent=2).encode(), trusted_keys=TRUST)
+    assert snapshot.info.verified
+    if native_available():
+        assert snapshot.events == tuple(canonical_json(e) for e in published["events"])
+    else:
+        assert snapshot.events == tuple(published["events"])
+    assert snapshot.copies == snapshot_of_bundle(published, trusted_keys=TRUST).copies
 
 
 def test_a_changed_key_is_a_rewrite() -> None:
@@ -395,7 +433,7 @@ def test_a_superseded_event_is_current_again_when_its_superseder_is_forked() -> 
 def test_a_predated_rollback_reads_as_an_extension_in_a_history() -> None:
     """The documented limit (docs/security.md §4): a history trusts signed_at, which is not signed."""
     later, predated = bundle([*BASE, X2], T2), bundle(BASE, "2026-07-01T00:00:00Z")
-    [subject] = audit_history([later, predated], trusted_keys=TRUST).subjects
+    [subject] = audit_history(given([later, predated]), trusted_keys=TRUST).subjects
     assert [p.verdict for p in subject.pairs] == ["extension"]
     assert pair(later, predated).verdict == "rewrite"  # in the order a monitor downloaded them
 
@@ -412,7 +450,7 @@ def test_a_history_verifies_each_signature_once_a_run(verifications: list[Any]) 
     """The snapshots of one run share a verifier: an event several hold is verified once."""
     v1, v2, v3 = bundle(BASE, T1), bundle([*BASE, X2], T2), bundle([*BASE, X2, X1], T3)
     verifications.clear()
-    assert audit_history([v1, v2, v3], trusted_keys=TRUST).ok
+    assert audit_history(given([v1, v2, v3]), trusted_keys=TRUST).ok
     assert verifications
     assert len(verifications) == len(set(verifications))
     verifications.clear()

@@ -18,7 +18,7 @@ import pytest
 
 from merge import verify_bundle
 from merge.admission import MAX_INPUT_BYTES
-from merge.bundle import BundleReport
+from merge.bundle import BundleReport, parse_document
 from merge.canonical import decode_json, encode_canonical_unchecked
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -143,3 +143,60 @@ def test_each_event_rewritten_its_own_way(each_path: str) -> None:
         events.append(msgspec.Raw(msgspec.json.encode(event)))  # and its plain copy
     bundle["events"] = events
     _same_as_values(msgspec.json.encode(bundle, enc_hook=str), KEYS)
+
+
+def _with_member(bundle_text: bytes, name: str, raw: bytes) -> bytes:
+    """The bundle's text with member ``name`` written as ``raw`` (the others as they were)."""
+    members = msgspec.json.decode(bundle_text, type=dict[str, msgspec.Raw])
+    members[name] = msgspec.Raw(raw)
+    return msgspec.json.encode(members)
+
+
+STATE_REWRITES = [_escape_non_ascii, _padded, _duplicate_key, _negative_zero, _a_float, _deep]
+
+
+@pytest.mark.parametrize("rewrite", STATE_REWRITES, ids=lambda f: f.__name__)
+def test_a_rewritten_published_state_is_judged_as_its_value(
+    each_path: str, rewrite: Callable[[bytes], bytes]
+) -> None:
+    """The published state is compared, and hashed into bundle_sha256, as its value: however
+    its text is written, the report is the parsed bundle's."""
+    original = (EXAMPLES / "example.bundle.json").read_bytes()
+    state = msgspec.json.encode(decode_json(original)["state"])
+    report = _same_as_values(_with_member(original, "state", rewrite(state)), KEYS)
+    if rewrite in (_escape_non_ascii, _padded):
+        assert report.check("state").ok
+
+
+@pytest.mark.parametrize(
+    ("member", "raw"),
+    [
+        ("built_at", b'"\xff"'),  # not UTF-8, inside a member the events' reader skips
+        ("state", b'{"a": "\\ud800"}'),  # a lone surrogate escape in the state
+        ("events", b'[{"event_id": "\\udc00"}]'),  # and in an event
+        ("extra", b"1e400"),  # a float: not canonical-able, so no bundle hash
+        ("events", b"{}"),  # events not a list
+    ],
+)
+def test_a_broken_member_is_reported_as_the_parsed_route_reports_it(
+    each_path: str, member: str, raw: bytes
+) -> None:
+    original = (EXAMPLES / "example.bundle.json").read_bytes()
+    text = _with_member(original, member, raw)
+    as_text = verify_bundle(text, trusted_keys=KEYS)
+    parsed, not_json = parse_document(text)
+    if not_json is not None:  # the whole text is judged, as the parsed route's decode judges it
+        assert as_text.check("bundle_type").detail == not_json
+        assert as_text.result is None
+        return
+    assert _summary(as_text) == _summary(verify_bundle(parsed, trusted_keys=KEYS))
+
+
+def test_duplicate_members_take_the_last_as_the_parsed_route_does(each_path: str) -> None:
+    original = (EXAMPLES / "example.bundle.json").read_bytes()
+    decoded = decode_json(original)
+    events, state = msgspec.json.encode(decoded["events"]), msgspec.json.encode(decoded["state"])
+    text = b'{"events": [], "state": null, ' + original.lstrip()[1:-1].rstrip() + b', "events": ' + events
+    text += b', "state": ' + state + b"}"
+    report = _same_as_values(text, KEYS)
+    assert report.check("state").ok

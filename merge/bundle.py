@@ -53,6 +53,9 @@ REGISTRY_KEYS: Final[tuple[Mapping[str, Any], ...]] = (
     },
 )
 
+#: How a document that is no JSON text is reported (the ``bundle_type`` check's detail begins so).
+NOT_JSON: Final = "not JSON"
+
 #: The checks of §10, in the order they are reported.
 BUNDLE_CHECKS: Final = (
     "bundle_type",
@@ -205,7 +208,7 @@ def parse_document(document: Any) -> tuple[Any, str | None]:
         return decode_json(document if isinstance(document, str) else bytes(document)), None
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError, UnicodeEncodeError) as exc:
         # UnicodeEncodeError: a str holding a lone surrogate is no JSON text (§5).
-        return None, f"not JSON: {exc}"
+        return None, f"{NOT_JSON}: {exc}"
 
 
 def _refuse_a_file(document: Any) -> None:

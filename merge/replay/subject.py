@@ -27,11 +27,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import msgspec
-
 from ..batch import fold
-from ..bundle import REGISTRY_KEYS, CheckedReport, parse_document, verify_bundle
-from ..canonical import decode_json
+from ..bundle import NOT_JSON, REGISTRY_KEYS, CheckedReport, parse_document, verify_bundle_parts
 from ..errors import KeySetError
 from ..keys import KeySet
 from ..record import record_disagreement, verify_record
@@ -159,13 +156,15 @@ def _gather_bundle(
     """Bundles: one verified on its own (§10), its events taken, and its keys when a trusted key
     signed it."""
     gathered.bundles += 1
-    try:
-        bundle = decode_json(item.data)
-    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as exc:
-        gathered.problems.append(InputProblem(item.source, "bundle_failed", f"not JSON: {exc}"))
+    # Read once, as a text: on the compiled path its events come as canonical texts (issue 26),
+    # folded there, and meeting the subject's canonical log lines as identical texts.
+    verified = verify_bundle_parts(item.data, trusted_keys=trusted, threads=threads, verifier=verifier)
+    report, bundle = verified.report, verified.members
+    kind = report.check("bundle_type")
+    if kind.detail.startswith(NOT_JSON):
+        gathered.problems.append(InputProblem(item.source, "bundle_failed", kind.detail))
         gathered.mismatches += 1
         return
-    report = verify_bundle(bundle, trusted_keys=trusted, threads=threads, verifier=verifier)
     if not report.check("state").ok:
         gathered.mismatches += 1
     if not report.ok:

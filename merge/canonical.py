@@ -25,6 +25,7 @@ __all__ = [
     "canonical_json",
     "canonical_problem",
     "canonical_sha256_hex",
+    "canonical_text",
     "decode_json",
     "encode_json",
     "hash_if_canonical",
@@ -287,6 +288,16 @@ def encode_canonical_unchecked(value: Any) -> bytes:
 def canonical_sha256_hex(value: Any) -> str:
     """``H(value)``: lowercase hex SHA-256 of :func:`canonical_json` of ``value`` (spec notation)."""
     return hashlib.sha256(canonical_json(value)).hexdigest()
+
+
+def canonical_text(text: bytes) -> bytes | None:
+    """``CJ`` of the value of the JSON text ``text``, or ``None`` when it is no JSON text (§5)
+    or its value is not canonical-able (or nests deeper than an input may, 64)."""
+    try:
+        value = decode_json(text)
+        return None if canonical_problem(value) is not None else encode_canonical_unchecked(value)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        return None
 
 
 def hash_if_canonical(value: Any) -> str | None:

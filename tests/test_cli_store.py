@@ -181,3 +181,29 @@ def test_importing_nothing_says_so(tmp_path: Path) -> None:
     result = run("store", "import", "--store", new_store("sqlite", tmp_path), empty)
     assert result.returncode == 1
     assert err(result) == "no inputs: nothing was read\n"
+
+
+def test_a_bundles_events_are_stored_as_the_values_it_holds(tmp_path: Path) -> None:
+    """§5 judges a bundle's events as parsed values: an event written padded past 1 MiB (its value
+    well under it) is stored as its canonical text, so the store folds what verify_bundle folds
+    (not a ``too_large`` rejection of the padded text), and the same bundle written otherwise
+    stores the same inputs."""
+    bundle = json.loads(GOLDEN_BUNDLE.read_bytes())
+    padded = json.dumps(bundle["events"][0], indent=1).replace("\n", "\n" + " " * 20_000).encode()
+    assert len(padded) > 1_048_576 > len(canonical_json(bundle["events"][0]))
+    events = b"[" + padded + b"," + json.dumps(bundle["events"][1]).encode() + b"]"
+    text = json.dumps({**bundle, "events": None}).encode().replace(b'"events": null', b'"events": ' + events)
+    written = tmp_path / "padded.bundle.json"
+    written.write_bytes(text)
+    url = f"sqlite://{tmp_path / 'events.db'}"
+    assert run("store", "import", "--store", url, written).returncode == 0
+    keys = tmp_path / "keys.json"
+    keys.write_text(json.dumps(bundle["public_keys"]))
+    target = tmp_path / "state.json"
+    folded = run(
+        "store", "fold", "--store", url, "--subject", bundle["pith_number"], "--keys", keys, "--out", target
+    )
+    assert folded.returncode == 0, err(folded)
+    assert json.loads(target.read_bytes())["state_sha256"] == bundle["state"]["state_sha256"]
+    exported = run("store", "export", "--store", url, "--subject", bundle["pith_number"])
+    assert sorted(out(exported).splitlines()) == sorted(canonical_json(e).decode() for e in bundle["events"])

@@ -33,6 +33,7 @@ from hypothesis import strategies as st
 
 import merge
 from merge import FoldResult, KeySet, NativeMismatchWarning, NativeStatus, canonical_json, fold, native_status
+from merge.canonical import canonical_text
 from merge.native import (
     INTERFACE_VERSION,
     PURE_ENVIRONMENT_VARIABLE,
@@ -525,6 +526,35 @@ def test_remembered_judgements_hold_only_for_their_subject_and_key_set() -> None
     assert not both(other, keys).state.applied_event_ids
     assert cache.judged() == 3 * judged
     assert SignatureVerifier(1).native_cache(NATIVE).judged() == 0  # not remembered by default
+
+
+@needs_native
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.recursive(
+        st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+        lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner, max_size=4),
+        max_leaves=20,
+    ),
+    st.sampled_from([0, 1, 2]),
+)
+def test_canonical_texts_are_the_pure_paths_or_left_to_it(value: Any, indent: int) -> None:
+    """pith_merge_native.canonical_texts writes CJ(decode_json(text)) exactly, or leaves the text
+    (None): never other bytes, and never a text the pure path finds not canonical-able."""
+    assert NATIVE is not None
+    try:
+        text = json.dumps(value, indent=indent or None, ensure_ascii=bool(indent % 2)).encode()
+    except ValueError:
+        return
+    duplicated = b'{"k": 1, "k": ' + text + b"}"
+    for item in (text, duplicated, text + b" x", b"-0", b"[1e400, 2]", b'"\\ud800"', b"\xff"):
+        [native_text] = NATIVE.canonical_texts([item], 1)
+        pure_text = canonical_text(item)
+        assert native_text is None or native_text == pure_text, item
+    # What json.dumps writes holds no -0 (serde_json's float): where the pure path writes CJ,
+    # the compiled one writes it too.
+    for item in (text, duplicated):
+        assert NATIVE.canonical_texts([item], 2) == [canonical_text(item)]
 
 
 @needs_native

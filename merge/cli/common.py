@@ -68,7 +68,7 @@ def cli() -> None:
 
     Exit codes: 0 all good; 1 verification failed (a bundle or record check, a rejected input
     line, differing states); 2 usage or input error (bad option, missing or unreadable file, bad
-    key file); 3 a replay worker died twice; 130 interrupted; 141 the reader of stdout went
+    key file, out of memory); 3 a replay worker died twice; 130 interrupted; 141 the reader of stdout went
     away. Invalid events never change the exit code.
     """
 

@@ -5,7 +5,7 @@ verifications a second one core can do is the bound on events folded per second.
 releases the GIL, so threads in one process verify in parallel: the bound of a process is
 measured too.
 
-The compiled path verifies with ed25519-dalek instead (libsodium's verdicts, faster:
+The compiled path verifies with curve25519-dalek instead (libsodium's verdicts, faster:
 ``native/src/verify.rs``); :func:`verify_compiled` measures its bare cost the same way, so that
 a fold's figures can be read against either floor.
 """

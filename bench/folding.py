@@ -92,7 +92,7 @@ def bench_fold(workload: Workload, label: str, *, repeat: int, naive: bool = Tru
                     f"{label}: the compiled path's verifier, 1 thread",
                     len(jobs) / best["compiled_bound_1"],
                     "verify/s",
-                    f"{best['bound_1'] / best['compiled_bound_1']:.2f}x the bound (ed25519-dalek)",
+                    f"{best['bound_1'] / best['compiled_bound_1']:.2f}x the bound (curve25519-dalek)",
                 )
             ]
             if "compiled_bound_1" in best

@@ -4,9 +4,9 @@ The pure-Python engine is the reference, the diagnostic path and the fallback; t
 path, a Rust extension built through PyO3 (``native/`` in the source tree, installed by
 ``make`` where cargo is), gives the same bytes faster. With it, a fold of JSON texts runs the
 common case end to end in Rust, without the GIL: admission (§5), the schema and checks 1–16
-(§4, §6, §8, receipts included), verification on native threads (§2: ed25519-dalek's
-``verify_strict`` with libsodium's one further rule, so libsodium's verdicts; the rules side by
-side are in ``native/src/verify.rs``), then §7 and §9
+(§4, §6, §8, receipts included), verification on native threads (§2: libsodium's checks, in
+its order, on curve25519-dalek's arithmetic, so libsodium's verdicts; the rules side by side
+are in ``native/src/verify.rs``), then §7 and §9
 with ``state_sha256``. The pure path judges what the compiled one does not decide (every
 rejection, so that its message is the pure path's; values that are not canonical-able or not
 of §4's shape; base64 forms other than the 88 letters of 64 bytes), and its verdicts are merged

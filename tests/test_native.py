@@ -628,8 +628,8 @@ def test_verdicts_are_libsodiums_on_every_known_case() -> None:
 FIELD_PRIME = 2**255 - 19
 GROUP_ORDER = 2**252 + 27742317777372353535851937790883648493
 #: Encodings of the points of small order (the identity, order 2, 4 and 8) and the field
-#: elements p + k that are not canonical: where libsodium and verify_strict check different
-#: things (a list of encodings against the decoded point), and so where they could differ.
+#: elements p + k that are not canonical: where libsodium and the compiled path check different
+#: things (a list of encodings against a decoded point), and so where they could differ.
 EDGE_ENCODINGS = [
     (y | sign << 255).to_bytes(32, "little")
     for y in [

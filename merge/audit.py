@@ -273,6 +273,16 @@ class _EventIdOnly(msgspec.Struct):
 _decode_event_id: Final = msgspec.json.Decoder(_EventIdOnly).decode
 
 
+class _PrevOnly(msgspec.Struct):
+    prev_event: Any = None
+
+    def to_value(self) -> dict[str, Any]:
+        return {"prev_event": self.prev_event}
+
+
+_decode_prev: Final = msgspec.json.Decoder(_PrevOnly).decode
+
+
 def _canonical_identity(item: Any) -> tuple[str, bytes] | None:
     """``(event_id, value identity digest)`` of a canonical text that §5 admits; ``None`` for
     anything else, which :func:`merge.admit` then judges.
@@ -307,11 +317,16 @@ class _AdmittedCopies(Mapping[str, tuple[Admitted, ...]]):
             self._admitted[event_id] = admitted
         return admitted
 
-    def bound_value(self, event_id: str) -> dict[str, Any] | None:
+    def bound_value(self, event_id: str, *, passed: bool = False) -> dict[str, Any] | None:
         """The value of a copy of ``event_id`` whose body hashes to it (:attr:`Admitted.bound`),
         if one is held; a canonical text's without admitting it: its body is canonical-able
-        (a part of a canonical value), so it is hashed without a walk."""
-        for copy in self._held.get(event_id, ()):
+        (a part of a canonical value), so it is hashed without a walk. ``passed``: the event
+        passed §6 in this snapshot's fold, so one of its copies did, and is bound: when it is
+        the one copy held, nothing is hashed."""
+        held = self._held.get(event_id, ())
+        if passed and len(held) == 1 and not isinstance(held[0], Admitted):
+            return _decode_prev(held[0][1]).to_value()
+        for copy in held:
             if isinstance(copy, Admitted):
                 if copy.bound:
                     return copy.value
@@ -626,17 +641,18 @@ def _key_changes(old: KeySet, new: KeySet) -> KeyChanges:
     )
 
 
-def _prev_link(eid: str, snapshots: Sequence[Snapshot]) -> str | None:
+def _prev_link(eid: str, snapshots: Sequence[tuple[Snapshot, Mapping[str, str]]]) -> str | None:
     """``prev_event`` of ``eid``, read from a copy whose body hashes to its id, in the first of
-    ``snapshots`` that holds one.
+    ``snapshots`` (each with its fates) that holds one.
 
     The hash binds the body (§2), so that is what every valid copy says. Events with no such
     copy failed §6 and have no prev that counts.
     """
-    for snapshot in snapshots:
+    for snapshot, fates_of in snapshots:
         held = snapshot.admitted
         if isinstance(held, _AdmittedCopies):
-            value = held.bound_value(eid)
+            fate = fates_of.get(eid)
+            value = held.bound_value(eid, passed=fate is not None and fate not in _STATELESS)
         else:
             copies = held.get(eid)
             value = _bound_value(eid, copies) if copies else None
@@ -702,7 +718,7 @@ def _changes(  # noqa: PLR0917 (the facts of one pair)
             if key_ids:
                 found.append(Cause("keys", key_ids=key_ids))
         neighbours: list[tuple[Literal["prev", "fork_sibling", "superseder"], str]] = []
-        if (link := _prev_link(eid, (new, old))) is not None:
+        if (link := _prev_link(eid, ((new, new_fates), (old, old_fates)))) is not None:
             neighbours.append(("prev", link))
         siblings = set(forks_old.get(eid, ())) | set(forks_new.get(eid, ()))
         neighbours += [("fork_sibling", other) for other in sorted(siblings - {eid})]

@@ -51,8 +51,20 @@ __all__ = ["SCALE", "bench_dask", "main"]
 SCALE = WorkloadSpec(subjects=100_000, events_per_subject=2, seed=2)
 
 
-def bench_dask(spec: WorkloadSpec, *, repeat: int, workers: int = 2) -> list[Result]:
-    """Local replay (1 and ``workers`` processes) vs Dask (``workers`` processes), one corpus."""
+def bench_dask(
+    spec: WorkloadSpec,
+    *,
+    repeat: int,
+    workers: int = 2,
+    many_blocks: int | None = None,
+    figures: dict[str, float] | None = None,
+) -> list[Result]:
+    """Local replay (1 and ``workers`` processes) vs Dask (``workers`` processes), one corpus.
+
+    ``many_blocks``: also replay on Dask once with the corpus cut into about that many blocks,
+    and measure the scheduler idle, to tell its CPU per task from its CPU per second of
+    housekeeping (heartbeats, monitors). ``figures``: filled with the raw figures, by name.
+    """
     import dask
     from distributed import Client, LocalCluster
 
@@ -99,6 +111,24 @@ def bench_dask(spec: WorkloadSpec, *, repeat: int, workers: int = 2) -> list[Res
                 return lambda: reports.__setitem__(name, report_json(runs[name]()))
 
             best = best_times({name: timed(name) for name in runs}, repeat)
+            extra: dict[str, float] = {}
+            if many_blocks is not None:
+                idle_seconds = 5.0
+                before = probe.read()
+                time.sleep(idle_seconds)
+                extra["scheduler_idle_cpu_per_s"] = (probe.read() - before).scheduler_cpu / idle_seconds
+                blocksize = max(1, corpus_bytes // many_blocks)
+                extra["many_blocks"] = len(
+                    plan_corpus([str(path) for path in corpus], blocksize=blocksize).blocks
+                )
+                before, start = probe.read(), time.perf_counter()
+                report = replay_on_dask(corpus, client=client, keys=keys, blocksize=blocksize)
+                extra["many_blocks_seconds"] = time.perf_counter() - start
+                many = probe.read() - before
+                reports["dask, many blocks"] = report_json(report)
+                extra["many_blocks_tasks"] = many.tasks
+                extra["many_blocks_scheduler_cpu"] = many.scheduler_cpu
+                extra["many_blocks_transfer_bytes"] = many.transfer_bytes
     if len(set(reports.values())) != 1:
         raise AssertionError("the Dask and local replays gave different reports")
     document = json.loads(next(iter(reports.values())))
@@ -146,6 +176,42 @@ def bench_dask(spec: WorkloadSpec, *, repeat: int, workers: int = 2) -> list[Res
             " per subject",
         ),
     ]
+    if many_blocks is not None:
+        busy = (
+            extra["many_blocks_scheduler_cpu"]
+            - extra["scheduler_idle_cpu_per_s"] * extra["many_blocks_seconds"]
+        )
+        results += [
+            Result(
+                "replay dask: scheduler CPU idle",
+                extra["scheduler_idle_cpu_per_s"],
+                "s/s",
+                f"its event loop thread, per second of an idle cluster of {workers} workers (housekeeping)",
+            ),
+            Result(
+                f"replay dask, {extra['many_blocks']:.0f} blocks: scheduler CPU per task",
+                busy / extra["many_blocks_tasks"] * 1e6,
+                "us",
+                f"{extra['many_blocks_tasks']:.0f} tasks, {extra['many_blocks_scheduler_cpu']:.2f} s CPU in"
+                f" {extra['many_blocks_seconds']:.1f} s, less the idle rate; identical report (checked)",
+            ),
+        ]
+    if figures is not None:
+        figures.update(extra)
+        figures.update(
+            events=events,
+            subjects=subjects,
+            corpus_bytes=corpus_bytes,
+            blocks=blocks,
+            workers=workers,
+            local_1_seconds=local_1,
+            local_n_seconds=local_n,
+            dask_seconds=on_dask_seconds,
+            tasks=cost.tasks,
+            scheduler_cpu=cost.scheduler_cpu,
+            transfers=cost.transfers,
+            transfer_bytes=cost.transfer_bytes,
+        )
     return results
 
 
@@ -163,6 +229,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--repeat", type=int, default=None, help="runs per figure, best kept (default 3; --quick, --scale: 1)"
     )
+    parser.add_argument(
+        "--many-blocks",
+        type=int,
+        default=None,
+        help="also replay on Dask cut into about this many blocks: scheduler CPU per task (--scale: 200)",
+    )
     parser.add_argument("--json", type=Path, help="also write the results to this JSON file")
     args = parser.parse_args(argv)
     base = SCALE if args.scale else WorkloadSpec(subjects=20, events_per_subject=20, seed=2)
@@ -176,7 +248,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     repeat = args.repeat or (1 if args.quick or args.scale else 3)
     load = os.getloadavg() if hasattr(os, "getloadavg") else None
     started = time.perf_counter()
-    results = bench_dask(spec, repeat=repeat)
+    figures: dict[str, float] = {}
+    many_blocks = args.many_blocks if args.many_blocks is not None else (200 if args.scale else None)
+    results = bench_dask(spec, repeat=repeat, many_blocks=many_blocks, figures=figures)
     elapsed = time.perf_counter() - started
     load_after = os.getloadavg() if hasattr(os, "getloadavg") else None
     for result in results:
@@ -198,6 +272,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             },
             "seconds": elapsed,
             "results": [result.as_json() for result in results],
+            "figures": figures,
         }
         args.json.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
     return 0

@@ -84,12 +84,12 @@ def bench_dask(
         started = time.perf_counter()
         with (
             dask.config.set(probe_config()),
-            LocalCluster(
+            LocalCluster(  # type: ignore[no-untyped-call]
                 n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0"
             ) as cluster,
             # Its own event loop, not the cluster's: the scheduler's loop thread then runs only
             # the scheduler (and the nannies), and its CPU time is the scheduler's.
-            Client(cluster.scheduler_address) as client,
+            Client(cluster.scheduler_address) as client,  # type: ignore[no-untyped-call]
         ):
             start_up = time.perf_counter() - started
             probe = Probe(client)

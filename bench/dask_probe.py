@@ -88,13 +88,13 @@ class Probe:
 
     def __init__(self, client: Client) -> None:
         self._client = client
-        client.register_plugin(TaskCount(), name=TaskCount.name)  # type: ignore[no-untyped-call]
+        client.register_plugin(TaskCount(), name=TaskCount.name)
 
     def read(self) -> Snapshot:
         """The counters now. Raises ``AssertionError`` if a worker's transfer log has wrapped
         (its byte total would be short): create the cluster under :func:`probe_config`."""
         tasks, cpu = self._client.run_on_scheduler(_scheduler_side)  # type: ignore[no-untyped-call]
-        per_worker: dict[str, tuple[int, int, int]] = self._client.run(_worker_side)  # type: ignore[no-untyped-call]
+        per_worker: dict[str, tuple[int, int, int]] = self._client.run(_worker_side)
         for worker, (count, logged, _) in per_worker.items():
             if count != logged:
                 raise AssertionError(f"{worker}: {count} transfers, {logged} in its log (it wrapped)")

@@ -76,6 +76,7 @@ __all__ = [
     "SchedulerError",
     "Segment",
     "plan_corpus",
+    "replay_graph",
     "replay_on_dask",
     "run_replay_cli",
 ]
@@ -412,7 +413,7 @@ def replay_on_dask(
     cluster). Caller errors (a broken key set, an output directory the workers cannot create)
     raise :class:`merge.MergeError`; bad input is reported in the result, as locally.
     """
-    bag, delayed = _import_dask()
+    _import_dask()
     key_set = KeySet.parse(keys) if keys is not None else None
     trusted = KeySet.parse(trusted_keys)
     names = [os.fspath(path) for path in paths]
@@ -430,17 +431,42 @@ def replay_on_dask(
     if not plan.segments:
         return ReplayReport((), ())
 
-    segments = plan.segments
-    scanned = bag.from_sequence(plan.blocks, partition_size=1).map(_scan_block)
-    first = delayed(_first_lines)(scanned.map_partitions(_line_counts), segments)
-    by_subject = scanned.map_partitions(_records).groupby(_subject, shuffle="tasks")
-    folded_bag = by_subject.map_partitions(_fold_subjects, first, key_set, trusted, out)
-    problems_bag = scanned.map_partitions(_problems, first)
-    folded_future, problems_future = client.compute([folded_bag, problems_bag])  # type: ignore[no-untyped-call]
-    folded: list[FoldedSubjects] = folded_future.result()
-    problems: list[InputProblem] = problems_future.result()
+    from distributed import futures_of
+
+    folded_bag, problems_bag = replay_graph(plan, key_set, trusted, out)
+    # Persisted, then gathered partition by partition: computing a bag would add a task that
+    # concatenates every partition on one worker, so every subject's summary row would travel
+    # to that worker first and all of them sit in its memory (see docs/dask.md, "At scale").
+    folded_bag, problems_bag = client.persist([folded_bag, problems_bag])  # type: ignore[no-untyped-call]
+    # Fold results in any order (replay_report sorts the rows); problems in partition order.
+    folded_parts: list[list[FoldedSubjects]] = client.gather(futures_of(folded_bag))  # type: ignore[no-untyped-call]
+    futures = {future.key: future for future in futures_of(problems_bag)}  # type: ignore[no-untyped-call]
+    problem_parts: list[list[InputProblem]] = client.gather(  # type: ignore[no-untyped-call]
+        [futures[key] for key in problems_bag.__dask_keys__()]
+    )
+    folded = [one for part in folded_parts for one in part]
+    problems = [problem for part in problem_parts for problem in part]
     # As the local replay: problems of the scan in corpus order, then each subject's, by subject.
     return replay_report(ProblemLog(problems), folded)
+
+
+def replay_graph(plan: Plan, keys: KeySet | None, trusted: KeySet, out_dir: str | None) -> tuple[Any, Any]:
+    """The replay of ``plan`` as two ``dask.bag`` s, not yet computed: the fold results (a
+    partition per shuffled partition, each a list of one :data:`merge.replay.FoldedSubjects`)
+    and the scan's problems (a partition per block, in corpus order).
+
+    Nothing in it is per subject: the graph has a fixed number of tasks per block (the scan,
+    Dask's task shuffle of the blocks' records into as many partitions, a fold per partition),
+    and subjects only decide which records travel to which partition. ``python -m
+    bench.dask_bench --model`` counts its tasks for any number of blocks.
+    """
+    bag, delayed = _import_dask()
+    scanned = bag.from_sequence(plan.blocks, partition_size=1).map(_scan_block)
+    first = delayed(_first_lines)(scanned.map_partitions(_line_counts), plan.segments)
+    by_subject = scanned.map_partitions(_records).groupby(_subject, shuffle="tasks")
+    folded_bag = by_subject.map_partitions(_fold_subjects, first, keys, trusted, out_dir)
+    problems_bag = scanned.map_partitions(_problems, first)
+    return folded_bag, problems_bag
 
 
 def run_replay_cli(

@@ -243,6 +243,54 @@ def test_the_automatic_block_size_gives_the_same_report(client: Any, generated: 
     assert replay_on_dask(paths, client=client, keys=KEYS) == replay(paths, keys=KEYS, workers=1)
 
 
+def small_subjects(root: Path, count: int, *, blocks: int) -> tuple[Path, int]:
+    """A log of ``count`` subjects of two events each (a record and a snapshot), and the block
+    size that cuts it into ``blocks`` byte ranges, each a block of its own."""
+    lines = []
+    for index in range(count):
+        record = {
+            "schema_version": "1.0",
+            "source": {"id": f"2502.{index:05d}", "kind": "arxiv", "version": 1},
+            "metadata": {"submitted_at": "2025-01-02T03:04:05Z", "title": f"Small {index}"},
+        }
+        subject, payload = record_created_payload(KEY_A, record, signed_at=timestamp(0))
+        created = sign_event(
+            KEY_A, event_type="record_created", subject=subject, payload=payload, created_at=timestamp(0)
+        )
+        snapshot = sign_event(
+            KEY_B,
+            event_type="graph_snapshot",
+            subject=subject,
+            payload={"graph_snapshot": {"step": 1}},
+            created_at=timestamp(1),
+        )
+        lines += [json.dumps(created).encode(), json.dumps(snapshot).encode()]
+    random.Random(count).shuffle(lines)
+    path = root / f"small-{count}.jsonl"
+    path.write_bytes(b"".join(line + b"\n" for line in lines))
+    blocksize = -(-path.stat().st_size // blocks)
+    assert len(plan_corpus([str(path)], blocksize=blocksize).blocks) == blocks
+    return path, blocksize
+
+
+def test_tasks_grow_with_blocks_not_with_subjects(client: Any, tmp_path: Path) -> None:
+    """Issue 26: ten times the subjects in as many blocks is as many tasks, and fewer tasks than
+    subjects; the scheduler's own count, so a task made per subject anywhere shows."""
+    from bench.dask_probe import Probe
+
+    probe = Probe(client)
+    tasks = {}
+    for count in (150, 1500):
+        path, blocksize = small_subjects(tmp_path, count, blocks=6)
+        before = probe.read()
+        on_dask = replay_on_dask([path], client=client, keys=KEYS, blocksize=blocksize)
+        tasks[count] = (probe.read() - before).tasks
+        assert report_json(on_dask) == report_json(replay([path], keys=KEYS, workers=1))
+        assert on_dask.totals["subjects"] == count
+        assert on_dask.totals["valid_event_count"] == 2 * count
+    assert tasks[150] == tasks[1500] < 150, tasks
+
+
 def test_bundles_and_records_give_the_local_report(client: Any, tmp_path: Path) -> None:
     """Records (§11) travel through the cluster as the local replay takes them: the same rows."""
     golden = json.loads(GOLDEN_BUNDLE.read_bytes())

@@ -375,10 +375,12 @@ def _read_text(document: Any, threads: int | None, written: dict[bytes, bytes | 
     state_raw = bytes(raw_state) if raw_state is not None else None
     # Each text not written before (in this run: ``written``), once.
     new = list(dict.fromkeys(text for text in events if text not in written))
-    canonical = canonical_texts([*new, state_raw or b""], SignatureVerifier(threads).threads)
+    # The state first: the one large text, so that a thread takes it at once while the others
+    # share the events, rather than last, on one thread while the others wait.
+    canonical = canonical_texts([state_raw or b"", *new], SignatureVerifier(threads).threads)
     if canonical is None:
         return None
-    *new_texts, state = canonical
+    state, *new_texts = canonical
     written.update(zip(new, new_texts, strict=True))
     event_texts = [written[text] for text in events]
     try:

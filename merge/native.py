@@ -47,10 +47,12 @@ if TYPE_CHECKING:
 __all__ = [
     "INTERFACE_VERSION",
     "PURE_ENVIRONMENT_VARIABLE",
+    "EncodedFold",
     "NativeMismatchWarning",
     "NativeStatus",
     "canonical_texts",
     "fold_native",
+    "fold_native_encoded",
     "fold_native_many",
     "key_table",
     "native_available",
@@ -211,6 +213,60 @@ def fold_native(
     ``share_verdicts``: keep the verdicts in ``verifier`` for later folds (a caller's verifier);
     within one fold, identical texts are judged once anyway.
     """
+    return _result(*_finished(inputs, subject, keys, verifier, share_verdicts))
+
+
+class EncodedFold(NamedTuple):
+    """A fold on the compiled path with its state as ``canonical_json(state)``, never decoded."""
+
+    state_json: bytes
+    rejected: tuple[Rejection, ...]
+    superseded: tuple[Supersession, ...]
+
+
+def fold_native_encoded(
+    inputs: Iterable[Any], subject: str, keys: KeySet, verifier: SignatureVerifier
+) -> EncodedFold:
+    """:func:`fold_native`, with the state as its canonical JSON: the compiled path's own bytes
+    with ``state_sha256`` put in its place, for a caller that keeps the bytes (a store's
+    checkpoint) and would otherwise decode the state only to encode it again (time, and a
+    state's size of memory beside its objects)."""
+    (unhashed, superseded, digest), rejected = _finished(inputs, subject, keys, verifier, False)
+    return EncodedFold(
+        _with_state_sha256(unhashed, digest.result()),
+        tuple(rejected),
+        tuple(Supersession(event_id, tuple(by)) for event_id, by in superseded),
+    )
+
+
+#: The top-level key after ``state_sha256`` in a state's canonical JSON (§1 orders keys): only
+#: scalars follow it (``state_version``, ``valid_event_count``), so its last occurrence is
+#: the top level's.
+_AFTER_STATE_SHA256: Final = b',"state_type":'
+
+
+def _with_state_sha256(unhashed: Any, state_sha256: str) -> bytes:
+    """The canonical JSON of a state from that of the state without ``state_sha256`` (the bytes
+    its hash is taken over, §2): the key and its value put in their sorted place."""
+    data = memoryview(unhashed)
+    tail = len(data) - 256 if len(data) > 256 else 0
+    at = bytes(data[tail:]).rfind(_AFTER_STATE_SHA256)
+    if at < 0:  # never, for a state this module's extension wrote
+        raise AssertionError("a state's canonical JSON without its state_type key")
+    at += tail
+    return b"".join((data[:at], b',"state_sha256":"', state_sha256.encode(), b'"', data[at:]))
+
+
+#: A finished judgement as ``Judgement.finish`` returns it (see :func:`_result`).
+_Finished = tuple[
+    "pith_merge_native.StateBytes", list[tuple[str, list[str]]], "pith_merge_native.StateDigest"
+]
+
+
+def _finished(
+    inputs: Iterable[Any], subject: str, keys: KeySet, verifier: SignatureVerifier, share_verdicts: bool
+) -> tuple[_Finished, list[Rejection]]:
+    """The compiled path's fold of ``inputs``: its finished judgement and the rejections."""
     native = _extension()
     # A snapshot, never the caller's own list (8 bytes an input): another thread may change
     # that one while this fold judges without the GIL, and the result must be the fold of one
@@ -229,7 +285,7 @@ def fold_native(
     native.release_memory(count)
     rejected, invalid, valid = _judge_leftovers(leftovers, subject, keys, verifier)
     del leftovers
-    return _result(judgement.finish(invalid, valid), rejected)
+    return judgement.finish(invalid, valid), rejected
 
 
 def fold_native_many(

@@ -37,6 +37,7 @@ from merge.canonical import canonical_text
 from merge.native import (
     INTERFACE_VERSION,
     PURE_ENVIRONMENT_VARIABLE,
+    fold_native_encoded,
     key_table,
     native_available,
     native_module,
@@ -555,6 +556,20 @@ def test_canonical_texts_are_the_pure_paths_or_left_to_it(value: Any, indent: in
     # the compiled one writes it too.
     for item in (text, duplicated):
         assert NATIVE.canonical_texts([item], 2) == [canonical_text(item)]
+
+
+@needs_native
+@pytest.mark.parametrize("name", ["all_types", "every_reason", "keys_rotation", "golden_events"])
+def test_an_encoded_fold_is_the_canonical_json_of_the_fold(name: str) -> None:
+    """fold_native_encoded (a store's first fold) gives canonical_json of the state fold gives,
+    state_sha256 in its place, and the same rejections and supersessions."""
+    vector = load_vector(name)
+    keys = KeySet.parse(vector["keys"])
+    inputs = [text.encode() if isinstance(text, str) else text for text in vector["inputs"]]
+    folded = fold(inputs, subject=vector["subject"], keys=keys)
+    encoded = fold_native_encoded(inputs, vector["subject"], keys, SignatureVerifier(2))
+    assert encoded.state_json == canonical_json(folded.state)
+    assert (encoded.rejected, encoded.superseded) == (folded.rejected, folded.superseded)
 
 
 @needs_native

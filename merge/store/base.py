@@ -30,13 +30,13 @@ import msgspec
 from .. import __version__
 from .._compat import OldMethodName
 from ..admission import JSON_TEXT_TYPES, Admitted, Rejection, admit, require_inputs
-from ..batch import fold as fold_inputs
-from ..canonical import canonical_sha256_hex, encode_canonical_unchecked
+from ..canonical import canonical_sha256_hex
 from ..engine import Merger
 from ..errors import InputError, MergeError
 from ..identifiers import require_subject
 from ..keys import KeySet
-from ..native import native_available
+from ..native import EncodedFold, fold_native_encoded, native_available
+from ..signatures import SignatureVerifier
 from ..state import MERGE_VERSION, FoldResult, State, decode_state, decode_state_unchecked, with_state_sha256
 
 __all__ = [
@@ -371,14 +371,12 @@ class EventStore(ABC):
             # The compiled fold of a stream peaks lower than an engine (2.7-2.8x the input bytes
             # against 4.2x, bench/big_subject.py); on the pure path an engine peaks lower than
             # the pure fold of a stream (4.2x against 4.9x) and is then ready: built at once.
-            result, seq = self._stream(subject, key_set)
+            (encoded, rejected, superseded), seq = self._stream(subject, key_set)
             self._remember(subject, context, _Live(None, seq))
             # The state returned is decoded from the checkpoint's bytes once they are saved, not
             # kept beside them while they are: the save copies them (SQLite about twice), and
-            # the decoded state is larger than its bytes.
-            encoded = encode_canonical_unchecked(result.state)
-            rejected, superseded = result.rejected, result.superseded
-            del result
+            # the decoded state is larger than its bytes. The bytes are the compiled path's own,
+            # never decoded to be encoded again.
             self._keep_checkpoint(subject, context, Checkpoint(seq, encoded))
             # What append admitted meanwhile stays, for the engine the next fold builds.
             return FoldResult(decode_state_unchecked(encoded), rejected, superseded)
@@ -420,8 +418,9 @@ class EventStore(ABC):
             if all(kept != evicted for kept, _ in self._engines):
                 self._drop_admitted(evicted)
 
-    def _stream(self, subject: str, keys: KeySet) -> tuple[FoldResult, int]:
-        """:func:`merge.fold` of the subject's inputs as they are read; the result, the last seq read.
+    def _stream(self, subject: str, keys: KeySet) -> tuple[EncodedFold, int]:
+        """:func:`merge.fold` of the subject's inputs as they are read, on the compiled path, its
+        state as canonical JSON (:func:`merge.native.fold_native_encoded`); the last seq read.
 
         A generator, not a list: on the compiled path the fold lets each text go once judged,
         so the store never holds the subject's inputs beside its judgement (issue 14 item 10).
@@ -434,7 +433,7 @@ class EventStore(ABC):
                 last = seq
                 yield raw
 
-        return fold_inputs(rows(), subject=subject, keys=keys, threads=self.threads), last
+        return fold_native_encoded(rows(), subject, keys, SignatureVerifier(self.threads)), last
 
     def _keep_checkpoint(self, subject: str, context: str, checkpoint: Checkpoint) -> None:
         """Save a checkpoint if the store can: one that cannot be written is only a lost shortcut.

@@ -297,9 +297,10 @@ def test_a_changed_subject_folds_only_the_new_inputs(
 def test_a_first_fold_streams_the_inputs_and_builds_no_engine(
     store: EventStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """On the compiled path a subject's first fold hands merge.fold a stream of the stored
-    rows, not a list: each text is let go once judged, none is left when the state is decoded
-    (issue 14 item 10: peak memory), and no Merger is built (it would hold every event)."""
+    """On the compiled path a subject's first fold hands the fold a stream of the stored rows,
+    not a list: each text is let go once judged, none is left when the state is decoded
+    (issue 14 item 10: peak memory), no Merger is built (it would hold every event), and the
+    state is decoded once, from the compiled path's bytes that the checkpoint keeps."""
     if native_module() is None:
         pytest.skip("the compiled path is not built (no cargo)")
     monkeypatch.setenv(PURE_ENVIRONMENT_VARIABLE, "0")
@@ -317,7 +318,7 @@ def test_a_first_fold_streams_the_inputs_and_builds_no_engine(
         def __del__(self) -> None:
             alive.pop()
 
-    real_read, decode = store.read, merge.native.decode_state_unchecked
+    real_read, decode = store.read, merge.store.base.decode_state_unchecked
 
     def texts(subject: str, *, after: int = 0) -> Iterator[tuple[int, bytes]]:
         for seq, raw in real_read(subject, after=after):
@@ -333,6 +334,7 @@ def test_a_first_fold_streams_the_inputs_and_builds_no_engine(
         raise AssertionError("a first fold built an engine")
 
     monkeypatch.setattr(store, "read", texts)
+    monkeypatch.setattr(merge.store.base, "decode_state_unchecked", decode_later)
     monkeypatch.setattr(merge.native, "decode_state_unchecked", decode_later)
     monkeypatch.setattr(merge.store.base, "Merger", no_engine)
     assert store.fold(S1, keys=KEYS) == expected

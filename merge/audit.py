@@ -276,9 +276,6 @@ _decode_event_id: Final = msgspec.json.Decoder(_EventIdOnly).decode
 class _PrevOnly(msgspec.Struct):
     prev_event: Any = None
 
-    def to_value(self) -> dict[str, Any]:
-        return {"prev_event": self.prev_event}
-
 
 _decode_prev: Final = msgspec.json.Decoder(_PrevOnly).decode
 
@@ -325,7 +322,7 @@ class _AdmittedCopies(Mapping[str, tuple[Admitted, ...]]):
         the one copy held, nothing is hashed."""
         held = self._held.get(event_id, ())
         if passed and len(held) == 1 and not isinstance(held[0], Admitted):
-            return _decode_prev(held[0][1]).to_value()
+            return {"prev_event": _decode_prev(held[0][1]).prev_event}
         for copy in held:
             if isinstance(copy, Admitted):
                 if copy.bound:

@@ -377,7 +377,7 @@ def _read_text(document: Any, threads: int | None, written: dict[bytes, bytes | 
     new = list(dict.fromkeys(text for text in events if text not in written))
     # The state first: the one large text, so that a thread takes it at once while the others
     # share the events, rather than last, on one thread while the others wait.
-    canonical = canonical_texts([state_raw or b"", *new], SignatureVerifier(threads).threads)
+    canonical = canonical_texts([state_raw or b"", *new], threads)
     if canonical is None:
         return None
     state, *new_texts = canonical

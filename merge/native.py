@@ -235,8 +235,13 @@ def fold_native_encoded(
     return EncodedFold(
         _with_state_sha256(unhashed, digest.result()),
         tuple(rejected),
-        tuple(Supersession(event_id, tuple(by)) for event_id, by in superseded),
+        _supersessions(superseded),
     )
+
+
+def _supersessions(superseded: list[tuple[str, list[str]]]) -> tuple[Supersession, ...]:
+    """Who superseded whom, as ``finish`` hands it back, as :attr:`merge.FoldResult.superseded`."""
+    return tuple(Supersession(event_id, tuple(by)) for event_id, by in superseded)
 
 
 #: The top-level key after ``state_sha256`` in a state's canonical JSON (§1 orders keys): only
@@ -340,7 +345,7 @@ def _result(
     return FoldResult(
         state,
         tuple(rejected),
-        tuple(Supersession(event_id, tuple(by)) for event_id, by in superseded),
+        _supersessions(superseded),
     )
 
 
@@ -385,13 +390,14 @@ def _handover(event: ValidEvent) -> pith_merge_native.ValidEvent:
     return handed
 
 
-def canonical_texts(texts: list[Any], threads: int) -> list[bytes | None] | None:
-    """``CJ`` (§1) of each JSON text of ``texts`` on the compiled path, on ``threads`` threads:
+def canonical_texts(texts: list[Any], threads: int | None) -> list[bytes | None] | None:
+    """``CJ`` (§1) of each JSON text of ``texts`` on the compiled path, on ``threads`` threads
+    (``None``: one per core):
     its canonical bytes, or ``None`` where that path does not decide (the text is not JSON for
     it, not canonical-able, nested deeper than 64, or not exactly ``bytes``/``str``), for the
     pure path to decide. ``None`` for the whole list when the compiled path does not serve
     (:func:`native_available`). The bytes are ``canonical_json(decode_json(text))``'s."""
     if not native_available():
         return None
-    written: list[bytes | None] = _extension().canonical_texts(texts, threads)
+    written: list[bytes | None] = _extension().canonical_texts(texts, signatures.thread_count(threads))
     return written

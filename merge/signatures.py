@@ -44,6 +44,13 @@ def verify_signature(public_key: bytes, message: bytes, signature: bytes) -> boo
 SignatureJob = tuple[bytes, bytes, bytes]
 
 
+def thread_count(threads: int | None) -> int:
+    """The threads ``threads`` means (checked as :func:`merge.fold` checks it): ``None`` is one
+    per core of the machine."""
+    checked = require_threads(threads)
+    return checked if checked is not None else _CORES
+
+
 class SignatureVerifier:
     """Verifies (key, message, signature) triples once each, remembering the verdicts.
 
@@ -60,8 +67,7 @@ class SignatureVerifier:
 
     def __init__(self, threads: int | None = None, *, remember_judgements: bool = False) -> None:
         # Checked here too: a verifier made by the caller reaches either path (issue 29 item 9).
-        threads = require_threads(threads)
-        self.threads = threads if threads is not None else _CORES
+        self.threads = thread_count(threads)
         self.remember_judgements = remember_judgements
         self._cache: dict[SignatureJob, bool] = {}
         self._native_cache: Any = None

@@ -142,9 +142,10 @@ def decode_state_unchecked(data: bytes) -> State:
 
     With the cyclic garbage collector paused: the decode makes only acyclic objects (Structs,
     tuples, dicts and lists of JSON values), tens of thousands for a large state, and the passes
-    their allocation would set off find nothing to collect, yet took half the decode's time (27
-    against 64 ms for a state of 20,000 events: docs/performance.md). Objects are still freed as
-    they always are, by reference counting; the collector runs again as it did once it resumes.
+    their allocation would set off find nothing to collect. What they cost depends on what else
+    the process holds (27 against 64 ms for a state of 20,000 events in one process, no
+    difference in another: docs/performance.md). Objects are still freed as they always are, by
+    reference counting; the collector runs again as it did once it resumes.
     """
     with _collector_paused():
         return _state_decoder.decode(data)

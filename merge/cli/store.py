@@ -11,7 +11,6 @@ import msgspec
 from ..canonical import canonical_json, canonical_text
 from ..native import canonical_texts
 from ..replay import InputProblem, scan_corpus
-from ..signatures import SignatureVerifier
 from ..store import Refused, StoreError, StoreUnavailable, open_store
 from . import common
 from .common import echo, echo_err, plural
@@ -146,7 +145,7 @@ def _as_inputs(events: list[bytes]) -> list[bytes]:
     over 1 MiB, must get its value's verdict), on the compiled path where it serves; an event
     that is not canonical-able (its verdict is non_canonical_json or a rejection either way)
     with its whitespace stripped, and one that is no JSON text as it is (a rejection when folded)."""
-    written = canonical_texts(events, SignatureVerifier().threads)
+    written = canonical_texts(events, None)
     if written is None:
         written = [canonical_text(event) for event in events]
     return [_stripped(event) if text is None else text for text, event in zip(written, events, strict=True)]

@@ -626,14 +626,21 @@ def _verify_cases() -> Iterator[tuple[str, bytes, bytes, bytes]]:
         yield ("pynacl/flipped", bytes.fromhex(public_key), message_bytes, flipped)
 
 
+#: The routes of the compiled verifier (``verify_signatures(combs=...)``): as a fold takes them
+#: (a key's comb once it verified enough signatures), dalek's double-base multiplication
+#: alone, the combs alone. Each must give libsodium's verdict.
+ROUTES = [None, False, True]
+
+
 @needs_native
-def test_verdicts_are_libsodiums_on_every_known_case() -> None:
+@pytest.mark.parametrize("combs", ROUTES)
+def test_verdicts_are_libsodiums_on_every_known_case(combs: bool | None) -> None:
     """The compiled path's verification and PyNaCl's libsodium: the same verdict on every
-    Wycheproof, CCTV, RFC 8032 and PyNaCl case (and bit flips of the valid ones)."""
+    Wycheproof, CCTV, RFC 8032 and PyNaCl case (and bit flips of the valid ones), by each route."""
     assert NATIVE is not None
     cases = list(_verify_cases())
     assert len(cases) > 1000
-    verdicts = NATIVE.verify_signatures([case[1:] for case in cases])
+    verdicts = NATIVE.verify_signatures([case[1:] for case in cases], combs)
     expected = [verify_signature(*case[1:]) for case in cases]
     assert [name for (name, *_), a, b in zip(cases, verdicts, expected, strict=True) if a is not b] == []
     assert 0 < sum(expected) < len(cases)
@@ -667,7 +674,8 @@ def _signed(seed: int, message: bytes) -> tuple[bytes, bytes]:
 def _same_verdict(public_key: bytes, message: bytes, signature: bytes) -> bool:
     assert NATIVE is not None
     expected = verify_signature(public_key, message, signature)
-    assert NATIVE.verify_signatures([(public_key, message, signature)]) == [expected]
+    for combs in ROUTES:
+        assert NATIVE.verify_signatures([(public_key, message, signature)], combs) == [expected], combs
     return expected
 
 

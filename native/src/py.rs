@@ -32,12 +32,12 @@ use crate::pool::{
 };
 use crate::reasons::Reason;
 use crate::state::Built;
-use crate::verify::{PublicKey, Verdicts, Verifier};
+use crate::verify::{PublicKey, Route, Verdicts, Verifier};
 
 /// The version of this boundary: what `merge.native` was written against (its
 /// `INTERFACE_VERSION`, which must be this number). Raised with every change of a function, an
 /// argument or a type here; `merge.native` uses no extension of another interface.
-pub const INTERFACE_VERSION: u32 = 2; // 2: canonical_texts, VerdictCache(judgements=...)
+pub const INTERFACE_VERSION: u32 = 3; // 3: verify_signatures(combs=...)
 
 /// Bytes of state from which its hash is computed on a thread of its own (starting one costs
 /// about 20 µs; hashing 1 MiB, about 500).
@@ -547,10 +547,22 @@ pub fn release_memory(py: Python<'_>, inputs: usize) -> PyResult<()> {
 /// The verdict on each `(public key, message, signature)` of the verification the fold uses,
 /// on this thread, each distinct key decoded once as in a fold: for the tests that hold it to
 /// PyNaCl's libsodium on every Wycheproof, CCTV, RFC 8032 and PyNaCl case, and for the
-/// benchmarks' bound of the compiled path.
+/// benchmarks' bound of the compiled path. ``combs``: ``None`` verifies as a fold does (a key's
+/// comb once it has verified enough signatures in the process); ``True`` always by the combs,
+/// ``False`` always by the double-base multiplication (`verify`).
 #[pyfunction]
-pub fn verify_signatures(py: Python<'_>, jobs: Vec<(Vec<u8>, Vec<u8>, Vec<u8>)>) -> PyResult<Vec<bool>> {
+#[pyo3(signature = (jobs, combs=None))]
+pub fn verify_signatures(
+    py: Python<'_>,
+    jobs: Vec<(Vec<u8>, Vec<u8>, Vec<u8>)>,
+    combs: Option<bool>,
+) -> PyResult<Vec<bool>> {
     guarded(py, || {
+        let route = match combs {
+            None => Route::AsAFold,
+            Some(true) => Route::Combs,
+            Some(false) => Route::DoubleBase,
+        };
         let mut keys: HashMap<[u8; 32], PublicKey> = HashMap::default();
         Ok(collect_exact(jobs.iter().map(|(public_key, message, signature)| {
             // As merge.signatures.verify_signature: wrong lengths never verify.
@@ -561,7 +573,7 @@ pub fn verify_signatures(py: Python<'_>, jobs: Vec<(Vec<u8>, Vec<u8>, Vec<u8>)>)
                 (Ok(public_key), Ok(signature)) => keys
                     .entry(public_key)
                     .or_insert_with(|| PublicKey::new(public_key))
-                    .verifies(message, signature),
+                    .verifies_by(message, signature, route),
                 _ => false,
             }
         })))

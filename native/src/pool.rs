@@ -12,6 +12,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use rayon::{ThreadPool, ThreadPoolBuilder};
 
@@ -179,6 +180,7 @@ pub fn parallel_map<T: Sync, R: Send>(
         }
     };
     let parts = Mutex::new(Vec::with_capacity(threads));
+    HANDED_OUT.fetch_add(1, Ordering::Relaxed); // a thread kept awake (`stay_awake`) comes to it
     // A thread that unwinds (OutOfMemory) makes the scope unwind too, once all have stopped.
     pool.in_place_scope(|scope| {
         for _ in 1..threads {
@@ -190,12 +192,38 @@ pub fn parallel_map<T: Sync, R: Send>(
         let part = take();
         locked(&parts).push(part);
     });
+    stay_awake(&pool, threads - 1);
     let mut results: Vec<Option<R>> = collect_exact(std::iter::repeat_with(|| None).take(items.len()));
     let parts = parts.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner());
     for (at, result) in parts.into_iter().flatten() {
         results[at] = Some(result);
     }
     collect_exact(results.into_iter().map(|result| result.expect("every item taken once")))
+}
+
+/// How long a pool's threads stay awake after a hand-off, waiting for the next one: a fold of a
+/// small subject hands its pool work of a few hundred µs, and a thread that went to sleep takes
+/// about as long to wake (a virtual machine halts an idle CPU), so that a loop of such folds
+/// would use one core. Kept awake, a thread costs this much CPU at most after each hand-off.
+const AWAKE_FOR: Duration = Duration::from_micros(1000);
+
+/// Hand-offs to a pool so far: a thread kept awake stops waiting when the count moves.
+static HANDED_OUT: AtomicUsize = AtomicUsize::new(0);
+
+/// Keep `count` threads of `pool` awake for [`AWAKE_FOR`] or until the next hand-off, whichever
+/// comes first (see [`AWAKE_FOR`]).
+fn stay_awake(pool: &ThreadPool, count: usize) {
+    let handed_out = HANDED_OUT.load(Ordering::Relaxed);
+    for _ in 0..count {
+        pool.spawn(move || {
+            let started = Instant::now();
+            while HANDED_OUT.load(Ordering::Relaxed) == handed_out && started.elapsed() < AWAKE_FOR {
+                for _ in 0..64 {
+                    std::hint::spin_loop();
+                }
+            }
+        });
+    }
 }
 
 /// The pool of `threads` threads, made on first use and kept: starting threads for each fold

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple
 
@@ -213,7 +213,10 @@ def fold_native(
     ``share_verdicts``: keep the verdicts in ``verifier`` for later folds (a caller's verifier);
     within one fold, identical texts are judged once anyway.
     """
-    return _result(*_finished(inputs, subject, keys, verifier, share_verdicts))
+    # A stream's fold is about its peak memory, a list's (whose texts the caller holds) about
+    # its speed: only the first frees its events before the state is decoded (``free_now``).
+    stream = not isinstance(inputs, list)
+    return _result(*_finished(inputs, subject, keys, verifier, share_verdicts, free_now=stream))
 
 
 class EncodedFold(NamedTuple):
@@ -231,7 +234,7 @@ def fold_native_encoded(
     with ``state_sha256`` put in its place, for a caller that keeps the bytes (a store's
     checkpoint) and would otherwise decode the state only to encode it again (time, and a
     state's size of memory beside its objects)."""
-    (unhashed, superseded, digest), rejected = _finished(inputs, subject, keys, verifier, False)
+    (unhashed, superseded, digest), rejected = _finished(inputs, subject, keys, verifier, False, free_now=True)
     return EncodedFold(
         _with_state_sha256(unhashed, digest.result()),
         tuple(rejected),
@@ -268,29 +271,73 @@ _Finished = tuple[
 ]
 
 
+#: Bytes of input a fold of a stream (an iterator: a store's rows, a replay's spill) judges at
+#: once: it holds one such part of its texts at a time beside its verdicts, never all of them
+#: (peak memory, issue 26).
+STREAM_PART_BYTES: Final = 16 * 1024 * 1024
+
+
 def _finished(
-    inputs: Iterable[Any], subject: str, keys: KeySet, verifier: SignatureVerifier, share_verdicts: bool
+    inputs: Iterable[Any],
+    subject: str,
+    keys: KeySet,
+    verifier: SignatureVerifier,
+    share_verdicts: bool,
+    *,
+    free_now: bool = False,
 ) -> tuple[_Finished, list[Rejection]]:
-    """The compiled path's fold of ``inputs``: its finished judgement and the rejections."""
+    """The compiled path's fold of ``inputs``: its finished judgement and the rejections.
+    ``free_now``: the events are freed, and their pages given back, before it returns
+    (``Judgement.finish``): else a thread frees them while the caller decodes the state, and
+    the decode's blocks, landing among them, keep their pages (peak memory, issue 26)."""
     native = _extension()
-    # A snapshot, never the caller's own list (8 bytes an input): another thread may change
-    # that one while this fold judges without the GIL, and the result must be the fold of one
-    # list, not an IndexError nor a state mixed from two (issue 29).
-    items = list(inputs)
-    del inputs
-    judgement, left = native.judge(
-        items, subject, key_table(keys), verifier.threads, _cache(verifier, share_verdicts)
-    )
-    leftovers = [(index, items[index]) for index in left]
-    # The judgement owns what it needs: the texts go now, unless the caller keeps them (a fold
-    # of a stream, from a store or a spill file, then holds its input only while judging it),
-    # and their pages go back to the system with the parse trees', for the state to use.
-    count = len(items)
-    del items
-    native.release_memory(count)
+    table = key_table(keys)
+    cache = _cache(verifier, share_verdicts)
+    judgement = None
+    leftovers: list[tuple[int, Any]] = []
+    start = 0
+    for part in _parts(inputs):
+        if judgement is None:
+            judgement, left = native.judge(part, subject, table, verifier.threads, cache)
+        else:
+            if cache is None:
+                # An identical text in two parts is judged in each: its signature, verified once.
+                cache = native.VerdictCache()
+            left = judgement.extend(part, table, verifier.threads, cache)
+        leftovers += [(start + index, part[index]) for index in left]
+        # The judgement owns what it needs: the texts go now, unless the caller keeps them (a
+        # fold of a stream then holds its input only while judging it), and their pages go
+        # back to the system with the parse trees', for the state to use.
+        start += len(part)
+        del part
+        native.release_memory(start)
+    if judgement is None:
+        judgement, _ = native.judge([], subject, table, verifier.threads, cache)
     rejected, invalid, valid = _judge_leftovers(leftovers, subject, keys, verifier)
     del leftovers
-    return judgement.finish(invalid, valid), rejected
+    return judgement.finish(invalid, valid, free_now), rejected
+
+
+def _parts(inputs: Iterable[Any]) -> Iterator[list[Any]]:
+    """``inputs`` in lists to judge: a list whole, as a snapshot, never the caller's own list (8
+    bytes an input; another thread may change that one while the fold judges without the GIL,
+    and the result must be the fold of one list, not an IndexError nor a state mixed from two:
+    issue 29); any other iterable in parts of :data:`STREAM_PART_BYTES`, each made only when
+    the one before was judged and let go."""
+    if isinstance(inputs, list):
+        yield list(inputs)
+        return
+    part: list[Any] = []
+    size = 0
+    for item in inputs:
+        part.append(item)
+        # A parsed value is counted as a text of 1 KiB (it goes to the pure path, piece by piece).
+        size += len(item) if isinstance(item, (bytes, str)) else 1024
+        if size >= STREAM_PART_BYTES:
+            yield part
+            part, size = [], 0
+    if part:
+        yield part
 
 
 def fold_native_many(

@@ -87,8 +87,11 @@ class StateDigest:
     def result(self) -> str: ...
 
 class Judgement:
+    def extend(
+        self, inputs: list[Any], keys: Sequence[Key], threads: int, cache: VerdictCache | None = None
+    ) -> list[int]: ...
     def finish(
-        self, invalid: Sequence[tuple[str, str]], valid: Sequence[ValidEvent]
+        self, invalid: Sequence[tuple[str, str]], valid: Sequence[ValidEvent], free_now: bool = False
     ) -> tuple[StateBytes, list[tuple[str, list[str]]], StateDigest]: ...
 
 def judge(

@@ -855,6 +855,40 @@ def test_a_judgement_is_finished_once() -> None:
 
 
 @needs_native
+@pytest.mark.parametrize("name", ["every_reason", "all_types"])
+def test_a_stream_is_judged_in_parts(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    """A fold of a stream judges it in parts of STREAM_PART_BYTES (it holds one part's texts at a
+    time, issue 26): the same result as the list's, on both paths, with copies of one event in
+    different parts and rejections (their indices the stream's) in every part."""
+    assert NATIVE is not None
+    vector = load_vector(name)
+    texts = [text.encode() if isinstance(text, str) else text for text in vector["inputs"]]
+    # Each text twice, far apart, and a rejection after every third.
+    inputs = [*texts, *reversed(texts)]
+    inputs = [item for at, text in enumerate(inputs) for item in ([text, b"[]"] if at % 3 == 0 else [text])]
+    parts: list[int] = []
+
+    class Counting:
+        def __getattr__(self, attribute: str) -> Any:
+            return getattr(NATIVE, attribute)
+
+        def judge(self, part: list[Any], *args: Any) -> Any:
+            parts.append(sum(map(len, part)))
+            return NATIVE.judge(part, *args)
+
+    monkeypatch.setattr(merge.native, "STREAM_PART_BYTES", 4000)
+    monkeypatch.setattr(merge.native, "_extension", Counting)
+    extend = NATIVE.Judgement.extend
+    monkeypatch.setattr(
+        NATIVE.Judgement, "extend", lambda self, part, *a: parts.append(sum(map(len, part))) or extend(self, part, *a)
+    )
+    streamed = fold(iter(inputs), subject=vector["subject"], keys=vector["keys"])
+    assert len(parts) > 3
+    assert max(parts) < 4000 + max(map(len, inputs))
+    assert streamed == both(inputs, vector["subject"], vector["keys"])
+
+
+@needs_native
 def test_a_streamed_folds_texts_are_freed_once_judged(monkeypatch: pytest.MonkeyPatch) -> None:
     """A fold of a stream (a store's rows, a spill file's lines) holds each text only while
     judging it: the judgement owns what §7 and §9 need, so the state's bytes are decoded after

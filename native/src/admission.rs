@@ -79,10 +79,11 @@ pub fn distinct_texts<'a>(inputs: &[Input<'a>], threads: usize) -> (Vec<Text<'a>
     (unique, copy_of)
 }
 
-/// A copy of an event, admitted: its `event_id` and its JSON value.
+/// A copy of an event, admitted: its `event_id`, its JSON value and the length of its text.
 pub struct Admitted<'a> {
     pub event_id: String,
     pub event: Json<'a>,
+    pub text_bytes: usize,
 }
 
 /// `text` admitted as `merge.admission.admit` admits it, or `None`: the pure path then admits or
@@ -101,6 +102,7 @@ pub fn admit(text: &[u8]) -> Option<Admitted<'_>> {
     Some(Admitted {
         event_id: event_id.to_owned(),
         event,
+        text_bytes: text.len(),
     })
 }
 

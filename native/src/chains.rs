@@ -67,7 +67,7 @@ pub fn classify<'a>(valid: &[&'a ValidEvent], admitted: impl Fn(&str) -> bool) -
     let index: HashMap<&str, usize> = valid
         .iter()
         .enumerate()
-        .map(|(at, event)| (event.event_id.as_str(), at))
+        .map(|(at, event)| (event.event_id(), at))
         .collect();
     let mut children: Vec<Vec<usize>> = vec![Vec::new(); valid.len()];
     let mut roots: Vec<usize> = Vec::new();
@@ -75,7 +75,7 @@ pub fn classify<'a>(valid: &[&'a ValidEvent], admitted: impl Fn(&str) -> bool) -
     let depth: Vec<Option<u32>> = vec![None; valid.len()];
     let mut not_applied: Vec<usize> = Vec::new();
     for (at, event) in valid.iter().enumerate() {
-        match event.prev_event.as_deref() {
+        match event.prev_event() {
             None => roots.push(at),
             Some(prev) => match index.get(prev) {
                 Some(&parent) => children[parent].push(at),
@@ -114,7 +114,7 @@ pub fn classify<'a>(valid: &[&'a ValidEvent], admitted: impl Fn(&str) -> bool) -
             }
         }
         if !eligible.is_empty() {
-            walk.settle(&eligible, Some(valid[parent].event_id.as_str()), level + 1);
+            walk.settle(&eligible, Some(valid[parent].event_id()), level + 1);
         }
     }
     let Walk {
@@ -137,7 +137,7 @@ pub fn classify<'a>(valid: &[&'a ValidEvent], admitted: impl Fn(&str) -> bool) -
         let (prev_admitted, prev_applied, on_cycle) = (true, false, true);
         for &at in &members {
             // A member's prev is the next member.
-            let prev = valid[at].prev_event.as_deref().and_then(|prev| index.get(prev));
+            let prev = valid[at].prev_event().and_then(|prev| index.get(prev));
             let prev = prev.map(|&prev| valid[prev]);
             reason[at] = child_reason(valid[at], prev, prev_admitted, prev_applied, on_cycle);
         }
@@ -182,11 +182,11 @@ impl<'a> Walk<'_, 'a> {
         if let [only] = *group {
             self.depth[only] = Some(level);
             self.order
-                .push((valid[only].created_us, level, valid[only].event_id.as_str(), only));
+                .push((valid[only].created_us, level, valid[only].event_id(), only));
             self.queue.push((only, level));
             return;
         }
-        let mut event_ids: Vec<&'a str> = group.iter().map(|&at| valid[at].event_id.as_str()).collect();
+        let mut event_ids: Vec<&'a str> = group.iter().map(|&at| valid[at].event_id()).collect();
         event_ids.sort_unstable();
         self.forks.push(Fork {
             chain: valid[group[0]].chain(),
@@ -226,10 +226,7 @@ fn cycle_members(left: &[usize], valid: &[&ValidEvent], index: &HashMap<&str, us
             }
             on_path.insert(at, path.len());
             path.push(at);
-            current = valid[at]
-                .prev_event
-                .as_deref()
-                .and_then(|prev| index.get(prev).copied());
+            current = valid[at].prev_event().and_then(|prev| index.get(prev).copied());
         }
         if let Some(at) = current {
             if let Some(&from) = on_path.get(&at) {
@@ -250,8 +247,8 @@ pub fn supersessions(classification: &Classification<'_>, valid: &[&ValidEvent])
     let mut removed: HashMap<usize, Vec<usize>> = HashMap::default();
     for &at in &classification.applied {
         let event = valid[at];
-        for target_id in &event.supersedes {
-            if let Some(&target) = classification.index.get(target_id.as_str()) {
+        for target_id in event.supersedes() {
+            if let Some(&target) = classification.index.get(target_id) {
                 if is_applied[target] && target != at && may_supersede(event, valid[target]) {
                     removed.entry(target).or_default().push(at);
                 }
@@ -263,7 +260,7 @@ pub fn supersessions(classification: &Classification<'_>, valid: &[&ValidEvent])
 
 /// Same signer (whole object), and the same type or a correction of a non-record (§7).
 fn may_supersede(event: &ValidEvent, target: &ValidEvent) -> bool {
-    target.signer == event.signer
-        && (target.event_type == event.event_type
-            || (event.event_type == "correction" && target.event_type != "record_created"))
+    target.signer() == event.signer()
+        && (target.event_type() == event.event_type()
+            || (event.event_type() == "correction" && target.event_type() != "record_created"))
 }

@@ -47,23 +47,140 @@ pub struct Key {
 }
 
 /// An event that passed §6: what §7 and §9 use of it.
+///
+/// Its strings and canonical bytes are one block (`data`), not a block each: a fold holds tens of
+/// thousands of these until its state is written, and a block each (ten an event) cost time to
+/// make and free and, scattered among the freed parse trees, kept their pages from going back
+/// to the system (peak memory, issue 26).
 #[derive(Clone)]
 pub struct ValidEvent {
-    pub event_id: String,
-    pub event_type: String,
-    pub target: String,
-    pub created_at: String,
+    /// `CJ(signer)`, `CJ(payload)`, then `event_id`, `event_type`, `target`, `created_at`,
+    /// `signer.key_id`, `prev_event` (empty when null) and each `supersedes` id.
+    data: Box<str>,
+    /// Where each of the eight parts before the `supersedes` ids ends in `data`.
+    ends: [u32; 8],
+    /// Where each `supersedes` id ends in `data`.
+    supersedes: Box<[u32]>,
+    has_prev: bool,
+    /// `created_at` in µs since the epoch.
     pub created_us: i64,
-    pub prev_event: Option<String>,
-    pub supersedes: Vec<String>,
-    pub key_id: String,
+    /// `record_created` only: what §9 takes from the record.
+    pub record: Option<Box<Record>>,
+}
+
+/// The parts of a [`ValidEvent`] besides its canonical bytes.
+pub struct Parts<'a> {
+    pub event_id: &'a str,
+    pub event_type: &'a str,
+    pub target: &'a str,
+    pub created_at: &'a str,
+    pub key_id: &'a str,
+    pub prev_event: Option<&'a str>,
+    pub supersedes: &'a [&'a str],
+    pub created_us: i64,
+    pub record: Option<Record>,
+}
+
+impl ValidEvent {
+    /// The event of `parts`, `canonical` holding `CJ(signer)` (its first `signer_bytes` bytes)
+    /// then `CJ(payload)`; `None` when those are not UTF-8 (canonical JSON always is).
+    pub fn new(canonical: Vec<u8>, signer_bytes: usize, parts: Parts<'_>) -> Option<ValidEvent> {
+        let mut data = String::from_utf8(canonical).ok()?;
+        let at = |data: &String| u32::try_from(data.len()).expect("an event is far below 4 GB");
+        let mut ends = [0_u32; 8];
+        ends[0] = u32::try_from(signer_bytes)
+            .ok()
+            .filter(|&end| data.is_char_boundary(end as usize))?;
+        ends[1] = at(&data);
+        let strings = [
+            parts.event_id,
+            parts.event_type,
+            parts.target,
+            parts.created_at,
+            parts.key_id,
+            parts.prev_event.unwrap_or(""),
+        ];
+        data.reserve_exact(strings.iter().chain(parts.supersedes).map(|part| part.len()).sum());
+        for (end, part) in ends[2..].iter_mut().zip(strings) {
+            data.push_str(part);
+            *end = at(&data);
+        }
+        let supersedes = parts
+            .supersedes
+            .iter()
+            .map(|id| {
+                data.push_str(id);
+                at(&data)
+            })
+            .collect();
+        Some(ValidEvent {
+            data: data.into_boxed_str(),
+            ends,
+            supersedes,
+            has_prev: parts.prev_event.is_some(),
+            created_us: parts.created_us,
+            record: parts.record.map(Box::new),
+        })
+    }
+
+    /// Part `index` of `data` (see [`ValidEvent::ends`]).
+    fn part(&self, index: usize) -> &str {
+        let start = if index == 0 { 0 } else { self.ends[index - 1] as usize };
+        &self.data[start..self.ends[index] as usize]
+    }
+
     /// `CJ(signer)`: the whole object, which the supersedes rule compares (§7).
-    pub signer: Vec<u8>,
+    pub fn signer(&self) -> &[u8] {
+        self.part(0).as_bytes()
+    }
+
     /// `CJ(payload)`, made on the judging threads (the content hash reads it) and spliced into
     /// the state as it is (§9).
-    pub payload: Vec<u8>,
-    /// `record_created` only: what §9 takes from the record.
-    pub record: Option<Record>,
+    pub fn payload(&self) -> &[u8] {
+        self.part(1).as_bytes()
+    }
+
+    pub fn event_id(&self) -> &str {
+        self.part(2)
+    }
+
+    pub fn event_type(&self) -> &str {
+        self.part(3)
+    }
+
+    pub fn target(&self) -> &str {
+        self.part(4)
+    }
+
+    pub fn created_at(&self) -> &str {
+        self.part(5)
+    }
+
+    /// `signer.key_id`.
+    pub fn key_id(&self) -> &str {
+        self.part(6)
+    }
+
+    pub fn prev_event(&self) -> Option<&str> {
+        self.has_prev.then(|| self.part(7))
+    }
+
+    /// The `supersedes` ids, in order.
+    pub fn supersedes(&self) -> impl Iterator<Item = &str> {
+        let starts = std::iter::once(self.ends[7]).chain(self.supersedes.iter().copied());
+        starts
+            .zip(self.supersedes.iter())
+            .map(|(start, &end)| &self.data[start as usize..end as usize])
+    }
+
+    /// The chain of §7: `("record", None)` for `record_created`, else `(target, key_id)`.
+    pub fn chain(&self) -> (&str, Option<&str>) {
+        if self.event_type() == "record_created" {
+            ("record", None)
+        } else {
+            (self.target(), Some(self.key_id()))
+        }
+    }
 }
 
 /// What the state (§9) takes from a valid `record_created`.
@@ -73,17 +190,6 @@ pub struct Record {
     pub canonical_record: Vec<u8>,
     /// Its source aliases' (`alias_kind`, `alias_value`), sorted (`identifiers::source_alias_pairs`).
     pub source_aliases: Vec<(String, String)>,
-}
-
-impl ValidEvent {
-    /// The chain of §7: `("record", None)` for `record_created`, else `(target, key_id)`.
-    pub fn chain(&self) -> (&str, Option<&str>) {
-        if self.event_type == "record_created" {
-            ("record", None)
-        } else {
-            (&self.target, Some(&self.key_id))
-        }
-    }
 }
 
 /// A copy's verdict under §6: the reason of the check it failed, or the valid event.
@@ -195,12 +301,20 @@ pub fn judge(copy: &Admitted<'_>, subject: &str, keys: &HashMap<String, Key>, ve
     if !signature_form_is_simple(shape.signature[3]) || odd_receipt {
         return None; // another base64 form: Python's b64decode reads it (§4)
     }
-    Some(judge_shaped(&shape, &copy.event_id, subject, keys, verifier))
+    Some(judge_shaped(
+        &shape,
+        &copy.event_id,
+        copy.text_bytes,
+        subject,
+        keys,
+        verifier,
+    ))
 }
 
 fn judge_shaped(
     shape: &Shape<'_, '_>,
     event_id: &str,
+    text_bytes: usize,
     subject: &str,
     keys: &HashMap<String, Key>,
     verifier: Verifier,
@@ -217,17 +331,20 @@ fn judge_shaped(
     if event_id.strip_prefix(EVENT_ID_PREFIX) != Some(content) {
         return Verdict::Invalid(Reason::EventIdMismatch);
     }
-    let mut signer = Vec::with_capacity(160);
-    canonical::write(&mut signer, shape.signer);
-    let mut payload = Vec::with_capacity(2048);
-    canonical::write(&mut payload, shape.payload);
+    // CJ(signer) then CJ(payload), in the block the valid event keeps (`ValidEvent::new`): room
+    // for both and the event's strings, which together are never longer than the text.
+    let mut canonical = Vec::with_capacity(text_bytes + 512);
+    canonical::write(&mut canonical, shape.signer);
+    let signer_bytes = canonical.len();
+    canonical::write(&mut canonical, shape.payload);
+    let (signer, payload) = canonical.split_at(signer_bytes);
     let digest = Body {
         created_at: shape.created_at,
         event_type: shape.event_type,
-        payload: &payload,
+        payload,
         prev_event: shape.prev_event,
         schema_version: shape.schema_version,
-        signer: &signer,
+        signer,
         subject: shape.subject,
         supersedes: &shape.supersedes,
         target: shape.target,
@@ -287,19 +404,21 @@ fn judge_shaped(
     {
         return Verdict::Invalid(Reason::BadPayload);
     }
-    Verdict::Valid(Box::new(ValidEvent {
-        event_id: event_id.to_owned(),
-        event_type: shape.event_type.to_owned(),
-        target: shape.target.to_owned(),
-        created_at: shape.created_at.to_owned(),
+    let parts = Parts {
+        event_id,
+        event_type: shape.event_type,
+        target: shape.target,
+        created_at: shape.created_at,
+        key_id,
+        prev_event: shape.prev_event,
+        supersedes: &shape.supersedes,
         created_us,
-        prev_event: shape.prev_event.map(str::to_owned),
-        supersedes: shape.supersedes.iter().map(|id| (*id).to_owned()).collect(),
-        key_id: key_id.to_owned(),
-        signer,
-        payload,
         record,
-    }))
+    };
+    match ValidEvent::new(canonical, signer_bytes, parts) {
+        Some(event) => Verdict::Valid(Box::new(event)),
+        None => unreachable!("canonical JSON of strings is UTF-8"),
+    }
 }
 
 /// The `record_created` payload rule of §8: what §9 takes from the record and the SHA-256 of

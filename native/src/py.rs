@@ -37,7 +37,7 @@ use crate::verify::{PublicKey, Route, Verdicts, Verifier};
 /// The version of this boundary: what `merge.native` was written against (its
 /// `INTERFACE_VERSION`, which must be this number). Raised with every change of a function, an
 /// argument or a type here; `merge.native` uses no extension of another interface.
-pub const INTERFACE_VERSION: u32 = 3; // 3: verify_signatures(combs=...)
+pub const INTERFACE_VERSION: u32 = 3; // 3: verify_signatures(combs=...), Judgement.extend
 
 /// Bytes of state from which its hash is computed on a thread of its own (starting one costs
 /// about 20 µs; hashing 1 MiB, about 500).
@@ -215,18 +215,17 @@ impl ValidEvent {
 
 impl ValidEvent {
     /// The event as the checks would have made it.
-    fn checked(&self) -> checks::ValidEvent {
-        checks::ValidEvent {
-            event_id: self.event_id.clone(),
-            event_type: self.event_type.clone(),
-            target: self.target.clone(),
-            created_at: self.created_at.clone(),
+    fn checked(&self) -> PyResult<checks::ValidEvent> {
+        let supersedes: Vec<&str> = self.supersedes.iter().map(String::as_str).collect();
+        let parts = checks::Parts {
+            event_id: &self.event_id,
+            event_type: &self.event_type,
+            target: &self.target,
+            created_at: &self.created_at,
+            key_id: &self.key_id,
+            prev_event: self.prev_event.as_deref(),
+            supersedes: &supersedes,
             created_us: self.created_us,
-            prev_event: self.prev_event.clone(),
-            supersedes: self.supersedes.clone(),
-            key_id: self.key_id.clone(),
-            signer: self.signer_json.clone(),
-            payload: self.payload_json.clone(),
             record: self
                 .canonical_record_json
                 .as_ref()
@@ -234,7 +233,10 @@ impl ValidEvent {
                     canonical_record: canonical_record.clone(),
                     source_aliases: self.source_aliases.clone(),
                 }),
-        }
+        };
+        let canonical = [self.signer_json.as_slice(), &self.payload_json].concat();
+        checks::ValidEvent::new(canonical, self.signer_json.len(), parts)
+            .ok_or_else(|| PyValueError::new_err("signer_json and payload_json are canonical JSON, which is UTF-8"))
     }
 }
 
@@ -243,7 +245,7 @@ type Invalid = (String, String);
 
 /// A finished fold as Python takes it: the state's bytes without `state_sha256`, who superseded
 /// whom (`(superseded id, [ids of the events that superseded it])`), and the digest.
-type Finished = (StateBytes, Vec<(String, Vec<String>)>, StateDigest);
+type Finished<'py> = (StateBytes, Bound<'py, PyList>, StateDigest);
 
 /// Signature verdicts shared by folds (`merge.SignatureVerifier` keeps one): each distinct
 /// (key, digest, signature) is verified once, whichever fold meets it first. With
@@ -367,39 +369,94 @@ impl Judgement {
             add_verdict(&mut verdicts, event_id, Verdict::Invalid(reason));
         }
         for event in valid {
-            let event = event.get().checked();
-            add_verdict(&mut verdicts, event.event_id.clone(), Verdict::Valid(Box::new(event)));
+            let event = event.get().checked()?;
+            add_verdict(
+                &mut verdicts,
+                event.event_id().to_owned(),
+                Verdict::Valid(Box::new(event)),
+            );
         }
         Ok(verdicts)
     }
 }
 
 /// A built state, as Python takes it.
-fn finished(built: Built, digest: impl FnOnce(Arc<Vec<u8>>) -> StateDigest) -> Finished {
+fn finished<'py>(
+    py: Python<'py>,
+    built: Built,
+    digest: impl FnOnce(Arc<Vec<u8>>) -> StateDigest,
+) -> PyResult<Finished<'py>> {
+    let superseded = PyList::empty(py);
+    for (id, by) in built.superseded.iter() {
+        superseded.append((id, by))?;
+    }
     let state = Arc::new(built.state);
-    (StateBytes { bytes: state.clone() }, built.superseded, digest(state))
+    Ok((StateBytes { bytes: state.clone() }, superseded, digest(state)))
 }
 
 #[pymethods]
 impl Judgement {
+    /// Judge more inputs of the subject, as [`judge`] does, and merge their verdicts in (§5):
+    /// the fold of a stream, judged part by part so that it holds one part's texts at a time.
+    /// Returns the indices (ascending, within ``inputs``) of the inputs left to the pure path.
+    #[pyo3(signature = (inputs, keys, threads, cache=None))]
+    fn extend(
+        &mut self,
+        py: Python<'_>,
+        inputs: Bound<'_, PyList>,
+        keys: Vec<Bound<'_, Key>>,
+        threads: usize,
+        cache: Option<&Bound<'_, VerdictCache>>,
+    ) -> PyResult<Vec<usize>> {
+        guarded(py, || {
+            let subjects = [self.subject.clone()];
+            let verdicts = self
+                .verdicts
+                .as_mut()
+                .ok_or_else(|| PyValueError::new_err("this judgement was finished already"))?;
+            let judged = judged_lists(py, &subjects, &[inputs], &keys, threads, cache);
+            let batch::Judged {
+                verdicts: more,
+                fallback,
+            } = judged.into_iter().next().expect("one subject");
+            for (event_id, verdict) in more {
+                add_verdict(verdicts, event_id, verdict);
+            }
+            Ok(fallback)
+        })
+    }
+
     /// Merge the pure path's verdicts in (§5), classify (§7) and build the state (§9).
     ///
     /// ``invalid``: ``(event_id, §6 reason)``; ``valid``: the events it judged valid. Returns
     /// ``(CJ(state) without state_sha256, [(superseded id, [ids that superseded it])], digest)``:
-    /// the digest of a large state is computed meanwhile, while the caller decodes. Once only.
-    fn finish(
+    /// the digest of a large state is computed meanwhile, while the caller decodes. What is left
+    /// of the events is freed meanwhile too, on a thread of its own; ``free_now``: before this
+    /// returns, for a caller that does not decode (a store keeps the bytes): until the events
+    /// go, their pages hold the pages freed around them (their payloads'), about three times the
+    /// state's size. Once only.
+    #[pyo3(signature = (invalid, valid, free_now=false))]
+    fn finish<'py>(
         &mut self,
-        py: Python<'_>,
+        py: Python<'py>,
         invalid: Vec<Invalid>,
-        valid: Vec<Bound<'_, ValidEvent>>,
-    ) -> PyResult<Finished> {
+        valid: Vec<Bound<'py, ValidEvent>>,
+        free_now: bool,
+    ) -> PyResult<Finished<'py>> {
         guarded(py, || {
             let verdicts = self.merged(invalid, valid)?;
             let count = verdicts.len();
             let subject = &self.subject;
-            let mut built = py.allow_threads(|| batch::build(subject, verdicts));
+            let mut built = py.allow_threads(|| {
+                let mut built = batch::build(subject, verdicts);
+                if free_now {
+                    drop(std::mem::take(&mut built.events));
+                    trim_from(count);
+                }
+                built
+            });
             free_later(std::mem::take(&mut built.events), count);
-            Ok(finished(built, StateDigest::of))
+            finished(py, built, StateDigest::of)
         })
     }
 }
@@ -408,11 +465,11 @@ impl Judgement {
 /// built on ``threads`` threads (each digest with its state).
 #[pyfunction]
 #[allow(clippy::type_complexity)] // the tuples of Python's own call
-pub fn finish_many(
-    py: Python<'_>,
-    jobs: Vec<(Bound<'_, Judgement>, Vec<Invalid>, Vec<Bound<'_, ValidEvent>>)>,
+pub fn finish_many<'py>(
+    py: Python<'py>,
+    jobs: Vec<(Bound<'py, Judgement>, Vec<Invalid>, Vec<Bound<'py, ValidEvent>>)>,
     threads: usize,
-) -> PyResult<Vec<Finished>> {
+) -> PyResult<Vec<Finished<'py>>> {
     guarded(py, || {
         let mut merged = vec_with_capacity(jobs.len());
         for (judgement, invalid, valid) in jobs {
@@ -423,14 +480,15 @@ pub fn finish_many(
         let count = merged.iter().map(|(_, verdicts)| verdicts.len()).sum();
         let built = py.allow_threads(|| batch::build_many(merged, threads));
         let mut events = vec_with_capacity(built.len());
-        let finished = collect_exact(built.into_iter().map(|(mut built, digest)| {
+        let mut done = vec_with_capacity(built.len());
+        for (mut built, digest) in built {
             events.push(std::mem::take(&mut built.events));
-            finished(built, |_| StateDigest {
+            done.push(finished(py, built, |_| StateDigest {
                 digest: Deferred::ready(digest),
-            })
-        }));
+            })?);
+        }
         free_later(events, count);
-        Ok(finished)
+        Ok(done)
     })
 }
 
@@ -464,24 +522,8 @@ pub fn judge_many(
     cache: Option<&Bound<'_, VerdictCache>>,
 ) -> PyResult<Vec<(Judgement, Vec<usize>)>> {
     guarded(py, || {
-        let keys = key_map(&keys);
-        let kept: Option<&Judgements> = cache.and_then(|cache| cache.get().judgements.as_ref());
-        let cache: Option<&Verdicts> = cache.map(|cache| &cache.get().verdicts);
-        let verifier = Verifier { cache };
-        // The texts, borrowed from the lists' own objects: `held` keeps each alive (and bytes and
-        // the UTF-8 of a str never change) until this function returns, GIL or not. The lists
-        // are read here, with the GIL: `merge.native` hands over copies no other thread holds.
-        let count = groups.iter().map(|(_, inputs)| inputs.len()).sum();
-        let mut held: Vec<(usize, Bound<'_, PyAny>)> = vec_with_capacity(count);
-        for (group, (_, inputs)) in groups.iter().enumerate() {
-            held.extend(inputs.iter().map(|item| (group, item)));
-        }
-        let inputs: Vec<Input<'_>> = collect_exact(held.iter().map(|(group, item)| Input {
-            group: *group,
-            text: text_of(item),
-        }));
-        let subjects: Vec<String> = groups.into_iter().map(|(subject, _)| subject).collect();
-        let judged = py.allow_threads(|| batch::judge(&inputs, &subjects, &keys, verifier, threads, kept));
+        let (subjects, lists): (Vec<String>, Vec<Bound<'_, PyList>>) = groups.into_iter().unzip();
+        let judged = judged_lists(py, &subjects, &lists, &keys, threads, cache);
         Ok(collect_exact(subjects.into_iter().zip(judged).map(
             |(subject, judged)| {
                 let judgement = Judgement {
@@ -492,6 +534,34 @@ pub fn judge_many(
             },
         )))
     })
+}
+
+/// The inputs of each list judged, those of `lists[i]` as `subjects[i]`'s (see [`judge_many`]).
+fn judged_lists(
+    py: Python<'_>,
+    subjects: &[String],
+    lists: &[Bound<'_, PyList>],
+    keys: &[Bound<'_, Key>],
+    threads: usize,
+    cache: Option<&Bound<'_, VerdictCache>>,
+) -> Vec<batch::Judged> {
+    let keys = key_map(keys);
+    let kept: Option<&Judgements> = cache.and_then(|cache| cache.get().judgements.as_ref());
+    let cache: Option<&Verdicts> = cache.map(|cache| &cache.get().verdicts);
+    let verifier = Verifier { cache };
+    // The texts, borrowed from the lists' own objects: `held` keeps each alive (and bytes and
+    // the UTF-8 of a str never change) until this function returns, GIL or not. The lists
+    // are read here, with the GIL: `merge.native` hands over copies no other thread holds.
+    let count = lists.iter().map(|inputs| inputs.len()).sum();
+    let mut held: Vec<(usize, Bound<'_, PyAny>)> = vec_with_capacity(count);
+    for (group, inputs) in lists.iter().enumerate() {
+        held.extend(inputs.iter().map(|item| (group, item)));
+    }
+    let inputs: Vec<Input<'_>> = collect_exact(held.iter().map(|(group, item)| Input {
+        group: *group,
+        text: text_of(item),
+    }));
+    py.allow_threads(|| batch::judge(&inputs, subjects, &keys, verifier, threads, kept))
 }
 
 /// The JSON text of an input, borrowed, when it is exactly a `bytes` or a `str` with UTF-8; `None`

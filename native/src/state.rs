@@ -24,14 +24,57 @@ const CURRENT_LISTS: [(&str, &str); 8] = [
 ];
 
 /// A built state: its canonical bytes without `state_sha256` (the bytes that hash is taken over,
-/// §2), and who superseded whom (sorted by event id).
+/// §2), and who superseded whom.
 pub struct Built {
     pub state: Vec<u8>,
-    pub superseded: Vec<(String, Vec<String>)>,
-    /// The valid events, their payloads freed already: the caller frees the rest when it suits.
+    pub superseded: Supersessions,
+    /// The valid events: the caller frees them when it suits.
     /// Boxed as the verdicts held them: sorting moves a pointer, not the whole event.
     #[allow(clippy::vec_box)]
     pub events: Vec<Box<ValidEvent>>,
+}
+
+/// Who superseded whom (§7): each superseded event's id with the ids of the events that
+/// superseded it, sorted by the first. In three buffers, not a string per id: these outlive the
+/// events, and thousands of small blocks among theirs would keep the pages of the freed events
+/// from going back to the system (peak memory, issue 26).
+#[derive(Default)]
+pub struct Supersessions {
+    /// The ids, one after another.
+    ids: String,
+    /// The length in `ids` of each id.
+    lengths: Vec<usize>,
+    /// How many ids each supersession has: the superseded event's, then its superseders'.
+    counts: Vec<usize>,
+}
+
+impl Supersessions {
+    /// Each supersession: the superseded event's id, and its superseders' ids.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, Vec<&str>)> {
+        let mut ids = self.lengths.iter().scan(0, |start, &length| {
+            let id = &self.ids[*start..*start + length];
+            *start += length;
+            Some(id)
+        });
+        let mut groups = Vec::with_capacity(self.counts.len());
+        for &count in &self.counts {
+            let superseded = ids.next().expect("each count counts ids");
+            groups.push((superseded, ids.by_ref().take(count - 1).collect()));
+        }
+        groups.into_iter()
+    }
+
+    fn push(&mut self, superseded: &str, by: impl Iterator<Item = impl AsRef<str>>) {
+        self.ids.push_str(superseded);
+        self.lengths.push(superseded.len());
+        let mut count = 1;
+        for id in by {
+            self.ids.push_str(id.as_ref());
+            self.lengths.push(id.as_ref().len());
+            count += 1;
+        }
+        self.counts.push(count);
+    }
 }
 
 /// The first 16 bytes of `id`, zero-padded, as a number: it orders as the ids do, but for ties
@@ -43,31 +86,24 @@ fn id_prefix(id: &str) -> u128 {
     u128::from_be_bytes(prefix)
 }
 
-/// `CJ` of the entry of an applied event, its five keys in code point order; its payload is
-/// freed once copied: the state grows as the payloads go, so that a large fold does not hold
-/// them twice (issue 14: peak memory).
-fn write_entry(out: &mut Vec<u8>, event: &ValidEvent, payload: &mut Vec<u8>) {
+/// `CJ` of the entry of an applied event, its five keys in code point order.
+fn write_entry(out: &mut Vec<u8>, event: &ValidEvent) {
     out.extend_from_slice(b"{\"created_at\":");
-    write_str(out, &event.created_at);
+    write_str(out, event.created_at());
     out.extend_from_slice(b",\"event_id\":");
-    write_str(out, &event.event_id);
+    write_str(out, event.event_id());
     out.extend_from_slice(b",\"payload\":");
-    out.extend_from_slice(&std::mem::take(payload));
+    out.extend_from_slice(event.payload());
     out.extend_from_slice(b",\"signer\":");
-    out.extend_from_slice(&event.signer);
+    out.extend_from_slice(event.signer());
     out.extend_from_slice(b",\"target\":");
-    write_str(out, &event.target);
+    write_str(out, event.target());
     out.push(b'}');
 }
 
 /// The entries of the events at `indices`, as a JSON array (see [`write_entry`]).
-fn write_entries(
-    out: &mut Vec<u8>,
-    valid: &[&ValidEvent],
-    payloads: &mut [Vec<u8>],
-    indices: impl IntoIterator<Item = usize>,
-) {
-    write_list(out, indices, |out, at| write_entry(out, valid[at], &mut payloads[at]));
+fn write_entries(out: &mut Vec<u8>, valid: &[&ValidEvent], indices: impl IntoIterator<Item = usize>) {
+    write_list(out, indices, |out, at| write_entry(out, valid[at]));
 }
 
 /// `CJ(source_aliases)`: a record's aliases, each with its `created_at`.
@@ -79,7 +115,7 @@ fn write_source_aliases(out: &mut Vec<u8>, record: &ValidEvent) {
         out.extend_from_slice(b",\"alias_value\":");
         write_str(out, alias_value);
         out.extend_from_slice(b",\"created_at\":");
-        write_str(out, &record.created_at);
+        write_str(out, record.created_at());
         out.push(b'}');
     });
 }
@@ -95,15 +131,14 @@ pub fn build(subject: &str, verdicts: HashMap<String, Verdict>) -> Built {
     let mut rejected: Vec<(String, Reason)> = Vec::new();
     for (event_id, verdict) in verdicts {
         match verdict {
-            Verdict::Valid(event) => keyed.push((id_prefix(&event.event_id), event)),
+            Verdict::Valid(event) => keyed.push((id_prefix(event.event_id()), event)),
             Verdict::Invalid(reason) => rejected.push((event_id, reason)),
         }
     }
     // Sorted by id so that nothing below depends on the hash map's order. The ids' first 16
     // bytes go beside each event, so that most comparisons read no id (a cache miss each).
-    keyed.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.event_id.cmp(&b.1.event_id)));
-    let mut events: Vec<Box<ValidEvent>> = collect_exact(keyed.into_iter().map(|(_, event)| event));
-    let mut payloads: Vec<Vec<u8>> = collect_exact(events.iter_mut().map(|event| std::mem::take(&mut event.payload)));
+    keyed.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.event_id().cmp(b.1.event_id())));
+    let events: Vec<Box<ValidEvent>> = collect_exact(keyed.into_iter().map(|(_, event)| event));
     rejected.sort_unstable();
     let valid: Vec<&ValidEvent> = collect_exact(events.iter().map(|event| &**event));
     let classification = classify(&valid, |id| {
@@ -117,7 +152,7 @@ pub fn build(subject: &str, verdicts: HashMap<String, Verdict>) -> Built {
             classification
                 .reasons
                 .iter()
-                .map(|&(at, code)| (valid[at].event_id.as_str(), code)),
+                .map(|&(at, code)| (valid[at].event_id(), code)),
         )
         .collect();
     invalid.sort_unstable();
@@ -130,7 +165,7 @@ pub fn build(subject: &str, verdicts: HashMap<String, Verdict>) -> Built {
         .collect();
     let record = current
         .iter()
-        .find(|&&at| valid[at].event_type == "record_created")
+        .find(|&&at| valid[at].event_type() == "record_created")
         .copied();
 
     let mut equivocations: Vec<Vec<u8>> = classification
@@ -151,28 +186,24 @@ pub fn build(subject: &str, verdicts: HashMap<String, Verdict>) -> Built {
         .collect();
     equivocations.sort_unstable(); // §9: sorted by canonical JSON bytes
 
+    let mut removed: Vec<(usize, Vec<usize>)> = removed.into_iter().collect();
+    removed.sort_unstable_by(|(a, _), (b, _)| valid[*a].event_id().cmp(valid[*b].event_id()));
+    let mut superseded = Supersessions::default();
+    for (at, by) in &removed {
+        superseded.push(valid[*at].event_id(), by.iter().map(|&b| valid[b].event_id()));
+    }
+    drop(removed);
+
     let state = write_state(
         subject,
         event_count,
         &classification,
         &valid,
-        &mut payloads,
         &current,
         record,
         &equivocations,
         &invalid,
     );
-
-    let mut superseded: Vec<(String, Vec<String>)> = removed
-        .into_iter()
-        .map(|(at, by)| {
-            (
-                valid[at].event_id.clone(),
-                by.into_iter().map(|b| valid[b].event_id.clone()).collect(),
-            )
-        })
-        .collect();
-    superseded.sort_unstable();
     Built {
         state,
         superseded,
@@ -187,7 +218,6 @@ fn write_state(
     event_count: usize,
     classification: &Classification,
     valid: &[&ValidEvent],
-    payloads: &mut [Vec<u8>],
     current: &[usize],
     record: Option<usize>,
     equivocations: &[Vec<u8>],
@@ -195,18 +225,15 @@ fn write_state(
 ) -> Vec<u8> {
     let mut lists: HashMap<&str, Vec<usize>> = HashMap::default();
     for &at in current {
-        lists.entry(valid[at].event_type.as_str()).or_default().push(at);
+        lists.entry(valid[at].event_type()).or_default().push(at);
     }
     // Room for it all at once (entries, then about 160 bytes an event for the id lists).
-    let entry_size = |at: usize| payloads[at].len() + valid[at].signer.len() + 160;
+    let entry_size = |at: usize| valid[at].payload().len() + valid[at].signer().len() + 160;
     let estimate: usize = current.iter().map(|&at| entry_size(at)).sum::<usize>() + 160 * event_count + 1024;
-    let record_parts = record.and_then(|at| valid[at].record.as_ref());
+    let record_parts = record.and_then(|at| valid[at].record.as_deref());
     let mut out: Vec<u8> = vec_with_capacity(estimate);
     out.extend_from_slice(b"{\"applied_event_ids\":");
-    write_str_array(
-        &mut out,
-        classification.applied.iter().map(|&at| valid[at].event_id.as_str()),
-    );
+    write_str_array(&mut out, classification.applied.iter().map(|&at| valid[at].event_id()));
     out.extend_from_slice(b",\"current\":{");
     for (position, (key, event_type)) in CURRENT_LISTS.iter().enumerate() {
         if position > 0 {
@@ -214,12 +241,7 @@ fn write_state(
         }
         write_str(&mut out, key);
         out.push(b':');
-        write_entries(
-            &mut out,
-            valid,
-            payloads,
-            lists.get(event_type).into_iter().flatten().copied(),
-        );
+        write_entries(&mut out, valid, lists.get(event_type).into_iter().flatten().copied());
         match *key {
             // canonical_record sorts between author_attestations and citation_signatures,
             // record_created between mirror_hints and replication_records, source_aliases
@@ -231,7 +253,7 @@ fn write_state(
             "mirror_hints" => {
                 out.extend_from_slice(b",\"record_created\":");
                 match record {
-                    Some(at) => write_entry(&mut out, valid[at], &mut payloads[at]),
+                    Some(at) => write_entry(&mut out, valid[at]),
                     None => out.extend_from_slice(b"null"),
                 }
             }

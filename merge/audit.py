@@ -35,6 +35,7 @@ from .canonical import canonical_json, decode_json, encode_canonical_unchecked
 from .errors import InputError, MergeError
 from .identifiers import EVENT_ID_PATTERN, EVENT_ID_PREFIX, event_body
 from .keys import KeySet
+from .native import bundle_cache
 from .reasons import CHECK_ORDER
 from .signatures import SignatureVerifier
 from .state import FoldResult, State
@@ -126,14 +127,14 @@ def snapshot_of_bundle(
 class _Run:
     """What the snapshots of one audit run share, so that what several hold is done once: the
     verifier (signatures, and each text's judgement: ``remember_judgements``), the canonical
-    text written of each event text (:func:`merge.bundle.verify_bundle_parts`), and each
-    canonical text's identity (:func:`_canonical_identity`)."""
+    text written of each event text (:func:`merge.native.bundle_cache`), and each canonical
+    text's identity (:func:`_canonical_identity`)."""
 
-    __slots__ = ("_held", "identities", "verifier", "written")
+    __slots__ = ("_held", "cache", "identities", "verifier")
 
     def __init__(self, verifier: SignatureVerifier | None = None) -> None:
         self.verifier = verifier or SignatureVerifier(remember_judgements=True)
-        self.written: dict[bytes, bytes | None] = {}
+        self.cache = bundle_cache()
         self.identities: dict[bytes, tuple[str, bytes] | None] = {}
         self._held: dict[int, tuple[Snapshot, frozenset[tuple[str, bytes]]]] = {}
 
@@ -150,7 +151,7 @@ def _bundle_snapshot(
     bundle: bytes | str | Mapping[str, Any], label: str, trusted: KeySet, run: _Run
 ) -> Snapshot:
     """:func:`snapshot_of_bundle`, in ``run``."""
-    verified = verify_bundle_parts(bundle, trusted_keys=trusted, verifier=run.verifier, written=run.written)
+    verified = verify_bundle_parts(bundle, trusted_keys=trusted, verifier=run.verifier, cache=run.cache)
     report = verified.report
     parsed = verified.members if isinstance(verified.members, Mapping) else {}
     signature = parsed.get("bundle_signature")
@@ -285,7 +286,7 @@ def _canonical_identity(item: Any) -> tuple[str, bytes] | None:
     anything else, which :func:`merge.admit` then judges.
 
     A canonical text is valid UTF-8 without lone surrogates and nests at most 64 deep (the
-    compiled path writes no other, :func:`merge.native.canonical_texts`), so it is admitted
+    compiled path writes no other, :func:`merge.native.read_bundle`), so it is admitted
     when it fits the bound and is an object with a well-formed ``event_id``; its bytes are
     ``CJ`` of its value, so their digest is :func:`_value_identity_digest`'s.
     """

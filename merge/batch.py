@@ -18,13 +18,14 @@ from typing import Any
 from . import checks, state
 from ._compat import module_getattr
 from .admission import admit_batch, require_inputs
+from .canonical import encode_canonical_unchecked
 from .errors import InputError, require_threads
 from .identifiers import require_subject
 from .keys import KeySet
-from .native import fold_native, fold_native_many, native_available
+from .native import fold_native, fold_native_many, fold_native_matching, native_available
 from .signatures import SignatureVerifier
 
-__all__ = ["fold", "fold_subjects", "gc_paused"]
+__all__ = ["fold", "fold_matching", "fold_subjects", "gc_paused"]
 
 # FoldResult, the state's assembly, copy_identity and judge_events moved to merge.state,
 # merge.admission and merge.checks (issue 17: one room per rule): merge.batch's old names until
@@ -76,6 +77,28 @@ def fold(
         # of the block and would otherwise walk all of them once before they go.
         del verdicts
     return state.FoldResult(folded, tuple(rejected), superseded)
+
+
+def fold_matching(
+    inputs: Iterable[Any],
+    *,
+    subject: str,
+    keys: KeySet,
+    published: bytes,
+    threads: int | None = None,
+    verifier: SignatureVerifier | None = None,
+) -> tuple[state.FoldResult, bool]:
+    """:func:`fold`, and whether ``published`` is the canonical JSON of its state (§1): on the
+    compiled path compared with the bytes it wrote, never encoded again (a bundle's state, §10)."""
+    threads = require_threads(threads)
+    shared = verifier is not None
+    verifier = verifier or SignatureVerifier(threads)
+    if native_available():
+        subject, inputs = require_subject(subject), require_inputs(inputs)
+        with gc_paused():
+            return fold_native_matching(inputs, subject, keys, verifier, published, share_verdicts=shared)
+    result = fold(inputs, subject=subject, keys=keys, verifier=verifier)
+    return result, published == encode_canonical_unchecked(result.state)
 
 
 def fold_subjects(

@@ -14,7 +14,7 @@ from typing import Any, Final
 import msgspec
 
 from .admission import JSON_TEXT_TYPES
-from .batch import fold
+from .batch import fold, fold_matching
 from .canonical import canonical_json, decode_json, encode_canonical_unchecked, hash_if_canonical, same_json
 from .checks import signed_check
 from .errors import InputError, KeySetError, MergeError, require_threads
@@ -25,7 +25,7 @@ from .identifiers import (
     short_pith_number,
 )
 from .keys import KeySet
-from .native import canonical_texts
+from .native import read_bundle
 from .signatures import SignatureVerifier
 from .state import MERGE_VERSION, FoldResult
 
@@ -156,13 +156,12 @@ def verify_bundle_parts(
     trusted_keys: KeySet | Iterable[Mapping[str, Any]] = REGISTRY_KEYS,
     threads: int | None = None,
     verifier: SignatureVerifier | None = None,
-    written: dict[bytes, bytes | None] | None = None,
+    cache: Any = None,
 ) -> Verified:
     """:func:`verify_bundle`, with the bundle's members as it read them (:class:`Verified`).
 
-    ``written``: each event text already read, with its canonical text (``None``: left to the
-    pure path), shared by the verifications of one run and added to: an audit's snapshots
-    hold the same events again and again, and each is written once a run.
+    ``cache``: :func:`merge.native.bundle_cache`'s, shared by the verifications of one run: an
+    audit's snapshots hold the same events again and again, and each is written once a run.
     """
     trusted = KeySet.parse(trusted_keys)
     threads = require_threads(threads)  # also when the bundle fails before its fold
@@ -171,7 +170,7 @@ def verify_bundle_parts(
     def record(name: str, ok: bool, detail: str) -> None:
         checks[name] = Check(name, ok, detail)
 
-    texts = _read_text(bundle, threads, {} if written is None else written)
+    texts = _read_text(bundle, threads, cache)
     if texts is not None:
         members: Any = texts.members
     else:
@@ -293,8 +292,11 @@ def _check_record(bundle: Mapping[str, Any], record: Any) -> str | None:
 
 def _bundle_sha256(bundle: Mapping[str, Any], texts: _TextBundle | None) -> str | None:
     """``bundle_sha256``: H of the bundle without ``bundle_signature`` (§10), or ``None`` when it
-    is not canonical-able. ``CJ`` of an object is its members' in key order, so the members the
-    compiled path wrote (``events``, ``state``) are joined as written, the others encoded here."""
+    is not canonical-able. The compiled path computed it where it wrote every part; else ``CJ``
+    of an object is its members' in key order, so the parts it wrote (events, the state) are
+    fed as written, the others encoded here."""
+    if texts is not None and texts.bundle_sha256 is not None:
+        return texts.bundle_sha256
     members = {key: value for key, value in bundle.items() if key != "bundle_signature"}
     if texts is None:
         return hash_if_canonical(members)
@@ -317,8 +319,6 @@ def _bundle_sha256(bundle: Mapping[str, Any], texts: _TextBundle | None) -> str 
     return digest.hexdigest()
 
 
-_decode_members: Final = msgspec.json.Decoder(dict[str, msgspec.Raw]).decode
-_decode_raw_list: Final = msgspec.json.Decoder(list[msgspec.Raw]).decode
 _NOT_READ: Final = (msgspec.DecodeError, msgspec.ValidationError, RecursionError, UnicodeEncodeError)
 
 
@@ -331,6 +331,8 @@ class _TextBundle(msgspec.Struct, frozen=True):
     state: bytes | None
     #: The published state's JSON text, when the bundle has one.
     state_raw: bytes | None
+    #: ``bundle_sha256``, when the compiled path wrote every part of the bundle.
+    bundle_sha256: str | None
 
     def hash_events(self, digest: Any) -> None:
         """Feed ``CJ`` of the ``events`` array to ``digest``: the canonical texts as written, the
@@ -347,53 +349,41 @@ class _TextBundle(msgspec.Struct, frozen=True):
         return None if self.state_raw is None else decode_json(self.state_raw)
 
 
-def _read_text(document: Any, threads: int | None, written: dict[bytes, bytes | None]) -> _TextBundle | None:
-    """A bundle given as a JSON text, read so that its large parts take the compiled path: its
-    members decoded one by one but for ``events`` and ``state``, whose texts the compiled path
-    writes canonically (:func:`merge.native.canonical_texts`) for the fold, the bundle hash and
-    the comparison of states; an event it leaves is decoded alone.
+def _read_text(document: Any, threads: int | None, cache: Any) -> _TextBundle | None:
+    """A bundle given as a JSON text, read on the compiled path (:func:`merge.native.read_bundle`):
+    its members split, its events and state written canonically for the fold, the bundle hash
+    and the comparison of states, and the small members decoded here, one by one; an event it
+    leaves is decoded alone.
 
     ``None`` (then the whole text is decoded, as :func:`parse_document` does) for a parsed
     bundle, when the compiled path does not serve, for anything but an object whose ``events``
     is a list, and for any text some part of which is not JSON: that route says why.
-    Otherwise what is read is the text's value: msgspec splits the top-level object, the last
-    of duplicate keys winning as in a decode, and every member is then judged whole, by
-    :func:`merge.canonical.decode_json` or by serde_json (both refuse bad UTF-8, lone
-    surrogates, trailing data).
+    Otherwise what is read is the text's value: the last of duplicate keys wins as in a
+    decode, and every member is judged whole, by :func:`merge.canonical.decode_json` or by
+    serde_json (both refuse bad UTF-8, lone surrogates, trailing data).
     """
     if not isinstance(document, JSON_TEXT_TYPES):
         return None
+    read = read_bundle(document, threads, cache)
+    if read is None:
+        return None
+    state = state_raw = None
+    members: dict[str, Any] = {}
     try:
-        raw = _decode_members(document)
-        raw_events = raw.pop("events", None)
-        events = [bytes(text) for text in _decode_raw_list(raw_events)] if raw_events is not None else None
-    except _NOT_READ:
-        return None
-    if events is None:
-        return None
-    raw_state = raw.pop("state", None)
-    state_raw = bytes(raw_state) if raw_state is not None else None
-    # Each text not written before (in this run: ``written``), once.
-    new = list(dict.fromkeys(text for text in events if text not in written))
-    # The state first: the one large text, so that a thread takes it at once while the others
-    # share the events, rather than last, on one thread while the others wait.
-    canonical = canonical_texts([state_raw or b"", *new], threads)
-    if canonical is None:
-        return None
-    state, *new_texts = canonical
-    written.update(zip(new, new_texts, strict=True))
-    event_texts = [written[text] for text in events]
-    try:
-        members = {key: decode_json(bytes(text)) for key, text in raw.items()}
+        for key, raw, canonical in read.members:
+            if key == "state":
+                state, state_raw = canonical, raw
+                if canonical is None:
+                    decode_json(raw)  # is it JSON? (it is decoded again only where it is needed)
+            else:
+                members[key] = decode_json(raw)
         members["events"] = [
-            decode_json(raw_event) if text is None else text
-            for text, raw_event in zip(event_texts, events, strict=True)
+            text if text is not None else decode_json(raw or b"")
+            for text, raw in zip(read.events, read.raw_events, strict=True)
         ]
-        if state_raw is not None and state is None:
-            decode_json(state_raw)  # is it JSON? (it is decoded again only where it is needed)
     except _NOT_READ:
         return None
-    return _TextBundle(members, state, state_raw)
+    return _TextBundle(members, state, state_raw, read.bundle_sha256)
 
 
 def _check_state(  # noqa: PLR0917 (the facts of one bundle)
@@ -426,15 +416,18 @@ def _check_state(  # noqa: PLR0917 (the facts of one bundle)
         record("state", False, f"cannot fold: {why} is missing or wrong")
         record("source_aliases", False, "cannot compare without a folded state")
         return None
-    result = fold(events, subject=subject, keys=keys, threads=threads, verifier=verifier)
-    folded = encode_canonical_unchecked(result.state)
     if texts is not None and texts.state is not None:
-        same = texts.state == folded
+        result, same = fold_matching(
+            events, subject=subject, keys=keys, published=texts.state, threads=threads, verifier=verifier
+        )
         published: Any = texts.state_value() if not same else None  # decoded to say why only
     else:
+        result = fold(events, subject=subject, keys=keys, threads=threads, verifier=verifier)
         published = texts.state_value() if texts is not None else bundle.get("state")
         try:
-            same = published is not None and canonical_json(published) == folded
+            same = published is not None and canonical_json(published) == encode_canonical_unchecked(
+                result.state
+            )
         except MergeError:
             same = False
     detail = f"folded state_sha256 {result.state_sha256}"

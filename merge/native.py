@@ -47,17 +47,21 @@ if TYPE_CHECKING:
 __all__ = [
     "INTERFACE_VERSION",
     "PURE_ENVIRONMENT_VARIABLE",
+    "BundleRead",
     "EncodedFold",
     "NativeMismatchWarning",
     "NativeStatus",
+    "bundle_cache",
     "canonical_texts",
     "fold_native",
     "fold_native_encoded",
     "fold_native_many",
+    "fold_native_matching",
     "key_table",
     "native_available",
     "native_module",
     "native_status",
+    "read_bundle",
 ]
 
 #: Set to ``1`` to force the pure-Python path (for comparison, or to rule the accelerator out).
@@ -219,6 +223,20 @@ def fold_native(
     return _result(*_finished(inputs, subject, keys, verifier, share_verdicts, free_now=stream))
 
 
+def fold_native_matching(
+    inputs: Iterable[Any],
+    subject: str,
+    keys: KeySet,
+    verifier: SignatureVerifier,
+    published: bytes,
+    *,
+    share_verdicts: bool,
+) -> tuple[FoldResult, bool]:
+    """:func:`fold_native`, and whether ``published`` is ``CJ`` of the state (§1): compared with
+    the compiled path's own bytes, never encoded again (a bundle's state, §10)."""
+    return _matched(*_finished(inputs, subject, keys, verifier, share_verdicts), published)
+
+
 class EncodedFold(NamedTuple):
     """A fold on the compiled path with its state as ``canonical_json(state)``, never decoded."""
 
@@ -234,7 +252,9 @@ def fold_native_encoded(
     with ``state_sha256`` put in its place, for a caller that keeps the bytes (a store's
     checkpoint) and would otherwise decode the state only to encode it again (time, and a
     state's size of memory beside its objects)."""
-    (unhashed, superseded, digest), rejected = _finished(inputs, subject, keys, verifier, False, free_now=True)
+    (unhashed, superseded, digest), rejected = _finished(
+        inputs, subject, keys, verifier, False, free_now=True
+    )
     return EncodedFold(
         _with_state_sha256(unhashed, digest.result()),
         tuple(rejected),
@@ -256,13 +276,31 @@ _AFTER_STATE_SHA256: Final = b',"state_type":'
 def _with_state_sha256(unhashed: Any, state_sha256: str) -> bytes:
     """The canonical JSON of a state from that of the state without ``state_sha256`` (the bytes
     its hash is taken over, §2): the key and its value put in their sorted place."""
+    data, at, field = _state_sha256_place(unhashed, state_sha256)
+    return b"".join((data[:at], field, data[at:]))
+
+
+def _is_with_state_sha256(document: bytes, unhashed: Any, state_sha256: str) -> bool:
+    """Whether ``document`` is :func:`_with_state_sha256` of ``unhashed``, compared in place."""
+    data, at, field = _state_sha256_place(unhashed, state_sha256)
+    whole = memoryview(document)
+    return (
+        len(whole) == len(data) + len(field)
+        and whole[:at] == data[:at]
+        and whole[at : at + len(field)] == field
+        and whole[at + len(field) :] == data[at:]
+    )
+
+
+def _state_sha256_place(unhashed: Any, state_sha256: str) -> tuple[memoryview, int, bytes]:
+    """The bytes of a state without ``state_sha256``, where that key goes in them, and the key
+    with its value as it goes there."""
     data = memoryview(unhashed)
     tail = len(data) - 256 if len(data) > 256 else 0
     at = bytes(data[tail:]).rfind(_AFTER_STATE_SHA256)
     if at < 0:  # never, for a state this module's extension wrote
         raise AssertionError("a state's canonical JSON without its state_type key")
-    at += tail
-    return b"".join((data[:at], b',"state_sha256":"', state_sha256.encode(), b'"', data[at:]))
+    return data, at + tail, b',"state_sha256":"' + state_sha256.encode() + b'"'
 
 
 #: A finished judgement as ``Judgement.finish`` returns it (see :func:`_result`).
@@ -378,22 +416,24 @@ def _judge_leftovers(
     return rejected, invalid, valid
 
 
-def _result(
-    finished: tuple[pith_merge_native.StateBytes, list[tuple[str, list[str]]], pith_merge_native.StateDigest],
-    rejected: list[Rejection],
-) -> FoldResult:
-    """The :class:`FoldResult` of a finished judgement."""
+def _result(finished: _Finished, rejected: list[Rejection], published: bytes | None = None) -> FoldResult:
+    """The :class:`FoldResult` of a finished judgement; with ``published``, also whether that is
+    ``CJ`` of its state (see :func:`fold_native_matching`)."""
+    return _matched(finished, rejected, published)[0]
+
+
+def _matched(
+    finished: _Finished, rejected: list[Rejection], published: bytes | None
+) -> tuple[FoldResult, bool]:
     unhashed, superseded, digest = finished
     # The bytes come without state_sha256, whose hash a large state computes meanwhile, on a
     # thread of its own, while they are decoded here (§2: the hash of the state without it);
     # they are lent, not copied into a bytes (msgspec reads any buffer, which merge.state types bytes).
     decoded = decode_state_unchecked(unhashed)  # type: ignore[arg-type]
-    state = msgspec.structs.replace(decoded, state_sha256=digest.result())
-    return FoldResult(
-        state,
-        tuple(rejected),
-        _supersessions(superseded),
-    )
+    state_sha256 = digest.result()
+    same = published is not None and _is_with_state_sha256(published, unhashed, state_sha256)
+    state = msgspec.structs.replace(decoded, state_sha256=state_sha256)
+    return FoldResult(state, tuple(rejected), _supersessions(superseded)), same
 
 
 def key_table(keys: KeySet) -> list[pith_merge_native.Key]:
@@ -435,6 +475,38 @@ def _handover(event: ValidEvent) -> pith_merge_native.ValidEvent:
         source_aliases=aliases,
     )
     return handed
+
+
+class BundleRead(NamedTuple):
+    """A bundle's text as the compiled path read it (:func:`read_bundle`)."""
+
+    #: Each member but ``events``, in key order: ``(key, its raw text, CJ of it or None)``.
+    members: list[tuple[str, bytes, bytes | None]]
+    #: ``CJ`` of each event (§1), or ``None`` where that path did not write it.
+    events: list[bytes | None]
+    #: The raw text of each event whose ``CJ`` is ``None`` (else ``None``).
+    raw_events: list[bytes | None]
+    #: ``bundle_sha256`` (§2), or ``None`` unless every member and event was written there.
+    bundle_sha256: str | None
+
+
+def bundle_cache() -> Any:
+    """A cache of the canonical texts of event texts for :func:`read_bundle`, shared by the
+    bundles of one run (an audit); ``None`` when the compiled path does not serve."""
+    return _extension().BundleCache() if native_available() else None
+
+
+def read_bundle(text: Any, threads: int | None, cache: Any = None) -> BundleRead | None:
+    """A bundle given as a JSON text (exactly ``bytes`` or ``str``) read on the compiled path:
+    its members split as a decode would (the last of duplicate keys winning), its events and
+    members written canonically on ``threads`` threads, and ``bundle_sha256`` computed over
+    those bytes. ``None`` when that path does not serve (:func:`native_available`), or the text
+    is no object with an ``events`` array for it: the pure path then decodes it (and says why).
+    ``cache``: :func:`bundle_cache`'s, for the bundles of one run."""
+    if not native_available():
+        return None
+    read = _extension().read_bundle(text, signatures.thread_count(threads), cache)
+    return None if read is None else BundleRead(*read)
 
 
 def canonical_texts(texts: list[Any], threads: int | None) -> list[bytes | None] | None:

@@ -206,6 +206,7 @@ RUST_ROOMS = [
     "chains",
     "state",
     "batch",
+    "bundle",
     "py",
     "lib",
 ]
@@ -879,9 +880,12 @@ def test_a_stream_is_judged_in_parts(monkeypatch: pytest.MonkeyPatch, name: str)
     monkeypatch.setattr(merge.native, "STREAM_PART_BYTES", 4000)
     monkeypatch.setattr(merge.native, "_extension", Counting)
     extend = NATIVE.Judgement.extend
-    monkeypatch.setattr(
-        NATIVE.Judgement, "extend", lambda self, part, *a: parts.append(sum(map(len, part))) or extend(self, part, *a)
-    )
+
+    def counted_extend(judgement: Any, part: list[Any], *args: Any) -> Any:
+        parts.append(sum(map(len, part)))
+        return extend(judgement, part, *args)
+
+    monkeypatch.setattr(NATIVE.Judgement, "extend", counted_extend)
     streamed = fold(iter(inputs), subject=vector["subject"], keys=vector["keys"])
     assert len(parts) > 3
     assert max(parts) < 4000 + max(map(len, inputs))

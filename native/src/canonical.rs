@@ -24,12 +24,26 @@ pub const MAX_SAFE_INTEGER: i64 = 9_007_199_254_740_991;
 /// A float (`-0` included) or an integer outside ±(2^53-1) says no; the pure path then judges
 /// the input, and says exactly why (§6 check 1).
 pub fn canonical_able(value: &Json, enclosing: usize) -> bool {
+    canonical_able_within(value, enclosing, MAX_DEPTH)
+}
+
+/// [`canonical_able`] with containers at most `depth` deep: [`MAX_DEPTH`] for inputs, any depth
+/// for the documents that embed them (§1, 1.1; serde_json itself reads no more than 128 levels).
+fn canonical_able_within(value: &Json, enclosing: usize, depth: usize) -> bool {
     match value {
         Json::Int(integer) => (-MAX_SAFE_INTEGER..=MAX_SAFE_INTEGER).contains(integer),
         Json::NotInteger => false,
-        Json::Array(items) => enclosing < MAX_DEPTH && items.iter().all(|item| canonical_able(item, enclosing + 1)),
+        Json::Array(items) => {
+            enclosing < depth
+                && items
+                    .iter()
+                    .all(|item| canonical_able_within(item, enclosing + 1, depth))
+        }
         Json::Object(members) => {
-            enclosing < MAX_DEPTH && members.iter().all(|(_, member)| canonical_able(member, enclosing + 1))
+            enclosing < depth
+                && members
+                    .iter()
+                    .all(|(_, member)| canonical_able_within(member, enclosing + 1, depth))
         }
         Json::Null | Json::Bool(_) | Json::Str(_) => true,
     }
@@ -43,8 +57,17 @@ pub fn canonical_able(value: &Json, enclosing: usize) -> bool {
 /// keys wins in both), which is what lets a bundle's events be folded, hashed and compared as
 /// these texts (`merge.bundle`).
 pub fn canonical_text(text: &[u8]) -> Option<Vec<u8>> {
+    canonical_text_within(text, MAX_DEPTH)
+}
+
+/// [`canonical_text`] of a document's part (a bundle's state, its other members), at any depth.
+pub fn canonical_document(text: &[u8]) -> Option<Vec<u8>> {
+    canonical_text_within(text, usize::MAX)
+}
+
+fn canonical_text_within(text: &[u8], depth: usize) -> Option<Vec<u8>> {
     let value: Json = serde_json::from_slice(text).ok()?;
-    if !canonical_able(&value, 0) {
+    if !canonical_able_within(&value, 0, depth) {
         return None;
     }
     // Never longer than the text (whitespace goes, no string gains an escape it lacked there).

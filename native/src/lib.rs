@@ -4,10 +4,12 @@
 //! [`maps`], [`pool`] (threads and memory), [`reasons`], [`json`] and [`canonical`] (§1),
 //! [`timestamps`] (§4), [`identifiers`] (§2), [`verify`] (§2's Ed25519, with libsodium's
 //! verdicts), [`admission`] (§5), [`checks`] (§4, §6, §8), [`chains`] (§7), [`state`] (§9),
-//! [`batch`] (the fold of many inputs), and [`py`], the boundary with `merge.native`.
+//! [`batch`] (the fold of many inputs), [`bundle`] (§10: reading a bundle's text), and [`py`],
+//! the boundary with `merge.native`.
 
 mod admission;
 mod batch;
+mod bundle;
 mod canonical;
 mod chains;
 mod checks;
@@ -35,12 +37,14 @@ fn pith_merge_native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(py::release_memory, module)?)?;
     module.add_function(wrap_pyfunction!(py::verify_signatures, module)?)?;
     module.add_function(wrap_pyfunction!(py::canonical_texts, module)?)?;
+    module.add_function(wrap_pyfunction!(py::read_bundle, module)?)?;
     module.add_class::<py::Key>()?;
     module.add_class::<py::ValidEvent>()?;
     module.add_class::<py::Judgement>()?;
     module.add_class::<py::VerdictCache>()?;
     module.add_class::<py::StateDigest>()?;
     module.add_class::<py::StateBytes>()?;
+    module.add_class::<py::BundleCache>()?;
     module.add("REASONS", py::codes(Reason::ALL))?;
     module.add("CHECK_ORDER", py::codes(Reason::CHECK_ORDER))?;
     module.add("EVENT_TYPES", checks::EVENT_TYPES.to_vec())?;

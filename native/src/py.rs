@@ -15,7 +15,7 @@
 use std::any::Any;
 use std::os::raw::c_int;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use pyo3::exceptions::{PyMemoryError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -23,7 +23,8 @@ use pyo3::types::{PyBytes, PyList, PyString, PyType};
 
 use crate::admission::{add_verdict, Input};
 use crate::batch::{self, Judgements};
-use crate::canonical::canonical_text;
+use crate::bundle;
+use crate::canonical::{canonical_document, canonical_text};
 use crate::checks::{self, Verdict};
 use crate::identifiers::state_sha256;
 use crate::maps::HashMap;
@@ -37,7 +38,7 @@ use crate::verify::{PublicKey, Route, Verdicts, Verifier};
 /// The version of this boundary: what `merge.native` was written against (its
 /// `INTERFACE_VERSION`, which must be this number). Raised with every change of a function, an
 /// argument or a type here; `merge.native` uses no extension of another interface.
-pub const INTERFACE_VERSION: u32 = 3; // 3: verify_signatures(combs=...), Judgement.extend
+pub const INTERFACE_VERSION: u32 = 3; // 3: verify_signatures(combs=...), Judgement.extend, read_bundle
 
 /// Bytes of state from which its hash is computed on a thread of its own (starting one costs
 /// about 20 µs; hashing 1 MiB, about 500).
@@ -599,6 +600,131 @@ pub fn canonical_texts<'py>(
                 .into_iter()
                 .map(|bytes| bytes.map(|bytes| PyBytes::new(py, &bytes))),
         ))
+    })
+}
+
+/// The canonical text (§1) of each event text read so far, shared by the bundles an audit
+/// reads: its snapshots hold the same events again and again, each written once a run.
+#[pyclass(module = "pith_merge_native", frozen)]
+#[derive(Default)]
+pub struct BundleCache {
+    written: Mutex<HashMap<Box<[u8]>, Py<PyBytes>>>,
+}
+
+#[pymethods]
+impl BundleCache {
+    #[new]
+    fn new() -> Self {
+        BundleCache::default()
+    }
+
+    fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
+        guarded(py, || Ok(locked(&self.written).len()))
+    }
+}
+
+/// A bundle read as [`read_bundle`] returns it: its members but `events` (``[(key, raw text,
+/// canonical text or None)]``, in key order), each event's canonical text (``None`` where this
+/// path does not write one), the raw text of each such event (else ``None``), and
+/// ``bundle_sha256`` (``None`` unless every member and event was written here).
+type ReadBundle<'py> = (
+    Vec<(String, Bound<'py, PyBytes>, Option<Bound<'py, PyBytes>>)>,
+    Vec<Option<Bound<'py, PyBytes>>>,
+    Vec<Option<Bound<'py, PyBytes>>>,
+    Option<String>,
+);
+
+/// A bundle given as a JSON text (exactly `bytes` or `str`), read on ``threads`` native threads
+/// without the GIL (see `bundle`): ``None`` when it is no JSON object with an ``events`` array
+/// for serde_json (the pure path decodes it and says why). ``cache``: the canonical texts of the
+/// events of earlier bundles, taken where the same text comes again, and added to.
+#[pyfunction]
+#[pyo3(signature = (text, threads, cache=None))]
+pub fn read_bundle<'py>(
+    py: Python<'py>,
+    text: Bound<'py, PyAny>,
+    threads: usize,
+    cache: Option<&Bound<'py, BundleCache>>,
+) -> PyResult<Option<ReadBundle<'py>>> {
+    guarded(py, || {
+        // `text` keeps the borrowed bytes alive (and unchanged) until this function returns.
+        let Some(bytes) = text_of(&text) else { return Ok(None) };
+        let Some(split) = py.allow_threads(|| bundle::split(bytes)) else {
+            return Ok(None);
+        };
+        let known: Vec<Option<Bound<'py, PyBytes>>> = match cache {
+            Some(cache) => {
+                let written = locked(&cache.get().written);
+                collect_exact(
+                    split
+                        .events
+                        .iter()
+                        .map(|raw| written.get(*raw).map(|text| text.bind(py).clone())),
+                )
+            }
+            None => collect_exact(split.events.iter().map(|_| None)),
+        };
+        // The members first (the state, the one large text, among them), so that a thread takes
+        // it at once while the others share the events, rather than last, on one thread.
+        let jobs: Vec<(bool, &[u8])> = split
+            .members
+            .iter()
+            .map(|(_, raw)| (false, *raw))
+            .chain(
+                split
+                    .events
+                    .iter()
+                    .zip(&known)
+                    .filter(|(_, known)| known.is_none())
+                    .map(|(raw, _)| (true, *raw)),
+            )
+            .collect();
+        let written = py.allow_threads(|| {
+            parallel_map(&jobs, threads, 16, |&(event, raw)| {
+                if event {
+                    canonical_text(raw)
+                } else {
+                    canonical_document(raw)
+                }
+            })
+        });
+        let (members, events) = written.split_at(split.members.len());
+        let mut new = events.iter();
+        let mut canonical: Vec<Option<Bound<'py, PyBytes>>> = vec_with_capacity(split.events.len());
+        let mut raw_events: Vec<Option<Bound<'py, PyBytes>>> = vec_with_capacity(split.events.len());
+        for (raw, known) in split.events.iter().zip(known) {
+            let text = match known {
+                Some(text) => Some(text),
+                None => {
+                    let made = new.next().expect("a text written for each one not known");
+                    let made = made.as_ref().map(|bytes| PyBytes::new(py, bytes));
+                    if let (Some(cache), Some(made)) = (cache, &made) {
+                        locked(&cache.get().written).insert((*raw).into(), made.clone().unbind());
+                    }
+                    made
+                }
+            };
+            raw_events.push(text.is_none().then(|| PyBytes::new(py, raw)));
+            canonical.push(text);
+        }
+        let digest = if members.iter().all(Option::is_some) && canonical.iter().all(Option::is_some) {
+            let members: Vec<(&str, &[u8])> = collect_exact(
+                split
+                    .members
+                    .iter()
+                    .zip(members)
+                    .map(|((key, _), text)| (key.as_str(), text.as_deref().expect("all written"))),
+            );
+            let events: Vec<&[u8]> = canonical.iter().flatten().map(|text| text.as_bytes()).collect();
+            Some(py.allow_threads(|| bundle::bundle_sha256(members, &events)))
+        } else {
+            None
+        };
+        let raw_members = collect_exact(split.members.iter().zip(members).map(|((key, raw), text)| {
+            let text = text.as_ref().map(|text| PyBytes::new(py, text));
+            (key.clone(), PyBytes::new(py, raw), text)
+        }));
+        Ok(Some((raw_members, canonical, raw_events, digest)))
     })
 }
 

@@ -1,0 +1,126 @@
+//! Bundles (spec §10), the part of `merge.bundle` that reads a bundle given as a JSON text: its
+//! members split as a decode would (the last of duplicate keys winning), its events and other
+//! members written canonically (§1), and `bundle_sha256` (§2) over those bytes, never joined.
+//! Every check of §10 stays `merge.bundle`'s; what this path cannot read, that one decodes.
+
+use std::collections::BTreeMap;
+
+use serde_json::value::RawValue;
+use sha2::{Digest, Sha256};
+
+use crate::canonical::write_str;
+
+/// The member of a bundle that holds its events.
+pub const EVENTS: &str = "events";
+/// The member `bundle_sha256` leaves out (§2).
+const SIGNATURE: &str = "bundle_signature";
+
+/// A bundle's text split into its parts, borrowed from it.
+pub struct Split<'a> {
+    /// Every member but [`EVENTS`], in key order (code points, §1), with its text.
+    pub members: Vec<(String, &'a [u8])>,
+    /// The text of each item of [`EVENTS`], in order.
+    pub events: Vec<&'a [u8]>,
+}
+
+/// The members of the JSON object `text` and the items of its `events` array; `None` when `text`
+/// is not an object (for serde_json) or has no `events` array.
+pub fn split(text: &[u8]) -> Option<Split<'_>> {
+    // A map: a key given twice keeps its last value, as Python's and msgspec's decoders do.
+    let members: BTreeMap<String, &RawValue> = serde_json::from_slice(text).ok()?;
+    let events: Vec<&RawValue> = serde_json::from_str(members.get(EVENTS)?.get()).ok()?;
+    Some(Split {
+        members: members
+            .into_iter()
+            .filter(|(key, _)| key != EVENTS)
+            .map(|(key, raw)| (key, raw.get().as_bytes()))
+            .collect(),
+        events: events.into_iter().map(|raw| raw.get().as_bytes()).collect(),
+    })
+}
+
+/// `bundle_sha256`: the lower-case hex SHA-256 of `CJ` of the bundle without `bundle_signature`,
+/// from `CJ` of each member (`members`, in key order, as [`Split::members`]) and of each event.
+pub fn bundle_sha256<'a>(members: impl IntoIterator<Item = (&'a str, &'a [u8])>, events: &[&[u8]]) -> String {
+    let mut digest = Sha256::new();
+    digest.update(b"{");
+    let mut key = Vec::new();
+    let mut first = true;
+    let mut events_done = false;
+    let events_member = |digest: &mut Sha256, first: &mut bool| {
+        digest.update(if *first {
+            &b"\"events\":["[..]
+        } else {
+            &b",\"events\":["[..]
+        });
+        *first = false;
+        for (position, event) in events.iter().enumerate() {
+            if position > 0 {
+                digest.update(b",");
+            }
+            digest.update(event);
+        }
+        digest.update(b"]");
+    };
+    for (name, value) in members {
+        if name == SIGNATURE {
+            continue;
+        }
+        if !events_done && name > EVENTS {
+            events_member(&mut digest, &mut first);
+            events_done = true;
+        }
+        key.clear();
+        if !first {
+            key.push(b',');
+        }
+        write_str(&mut key, name);
+        key.push(b':');
+        digest.update(&key);
+        digest.update(value);
+        first = false;
+    }
+    if !events_done {
+        events_member(&mut digest, &mut first);
+    }
+    digest.update(b"}");
+    hex::encode(digest.finalize())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn members_split_as_a_decode_reads_them() {
+        let text = br#" {"z": 1, "events": [{"a": 1}, [2,3], "x"], "a": {"b": [ ]}, "z": 2} "#;
+        let split = split(text).expect("an object with events");
+        let members: Vec<(&str, &[u8])> = split.members.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+        assert_eq!(members, [("a", br#"{"b": [ ]}"#.as_slice()), ("z", b"2".as_slice())]);
+        assert_eq!(split.events, [br#"{"a": 1}"#.as_slice(), b"[2,3]", br#""x""#]);
+        for not_split in [
+            &b"[]"[..],
+            b"{\"events\": {}}",
+            b"{\"a\": 1}",
+            b"{\"events\": []} x",
+            b"{",
+        ] {
+            assert!(super::split(not_split).is_none());
+        }
+    }
+
+    #[test]
+    fn the_hash_is_that_of_the_canonical_bundle_without_its_signature() {
+        let hash = |members: &[(&str, &[u8])], events: &[&[u8]]| bundle_sha256(members.iter().copied(), events);
+        let whole = br#"{"a":1,"events":[{"x":1},2],"z":"\n"}"#;
+        let expected = hex::encode(Sha256::digest(whole));
+        let members: [(&str, &[u8]); 3] = [("a", b"1"), (SIGNATURE, b"{}"), ("z", br#""\n""#)];
+        assert_eq!(hash(&members, &[br#"{"x":1}"#, b"2"]), expected);
+        // events first or last among the members, or alone.
+        let last = hex::encode(Sha256::digest(br#"{"a":1,"events":[]}"#));
+        assert_eq!(hash(&[("a", b"1")], &[]), last);
+        let first = hex::encode(Sha256::digest(br#"{"events":[3],"f":1}"#));
+        assert_eq!(hash(&[("f", b"1")], &[b"3"]), first);
+        assert_eq!(hash(&[], &[]), hex::encode(Sha256::digest(br#"{"events":[]}"#)));
+    }
+}

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import operator
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Final, Literal
@@ -29,13 +30,13 @@ from typing import Any, Final, Literal
 import msgspec
 
 from .admission import MAX_INPUT_BYTES, Admitted, admit, copy_identity
-from .batch import fold
+from .batch import fold, gc_paused
 from .bundle import REGISTRY_KEYS, verify_bundle_parts
 from .canonical import canonical_json, decode_json, encode_canonical_unchecked
 from .errors import InputError, MergeError
 from .identifiers import EVENT_ID_PATTERN, EVENT_ID_PREFIX, event_body
 from .keys import KeySet
-from .native import bundle_cache
+from .native import BundleReader
 from .reasons import CHECK_ORDER
 from .signatures import SignatureVerifier
 from .state import FoldResult, State
@@ -121,22 +122,32 @@ def snapshot_of_bundle(
     ``verifier``: shared by the snapshots of one audit, so that an event several of them hold
     has its signature verified once (see :func:`merge.fold`); the verdicts never depend on it.
     """
-    return _bundle_snapshot(bundle, label, KeySet.parse(trusted_keys), _Run(verifier or SignatureVerifier(1)))
+    with BundleReader() as reader:
+        run = _Run(reader, verifier or SignatureVerifier(1))
+        return _bundle_snapshot(bundle, label, KeySet.parse(trusted_keys), run)
 
 
 class _Run:
     """What the snapshots of one audit run share, so that what several hold is done once: the
     verifier (signatures, and each text's judgement: ``remember_judgements``), the canonical
-    text written of each event text (:func:`merge.native.bundle_cache`), and each canonical
-    text's identity (:func:`_canonical_identity`)."""
+    text written of each event text and the bundles read ahead (:class:`merge.native.BundleReader`),
+    and each canonical text's identity (:func:`_canonical_identity`)."""
 
-    __slots__ = ("_held", "cache", "identities", "verifier")
+    __slots__ = ("_base", "_fates", "_held", "identities", "prevs", "reader", "singletons", "verifier")
 
-    def __init__(self, verifier: SignatureVerifier | None = None) -> None:
+    def __init__(self, reader: BundleReader, verifier: SignatureVerifier | None = None) -> None:
         self.verifier = verifier or SignatureVerifier(remember_judgements=True)
-        self.cache = bundle_cache()
-        self.identities: dict[bytes, tuple[str, bytes] | None] = {}
+        self.reader = reader
+        self.identities: dict[bytes, tuple[str, bytes, Any] | None] = {}
+        #: digest -> ``frozenset({digest})``: one object for the one copy of an event, whichever
+        #: snapshot holds it, so that comparing two snapshots' copies mostly compares identities.
+        self.singletons: dict[bytes, frozenset[bytes]] = {}
+        #: The events of the last snapshot built, with its copies and held copies (_snapshot).
+        self._base: tuple[tuple[Any, ...], dict[str, frozenset[bytes]], dict[str, list[Any]]] | None = None
+        #: event_id -> its ``prev_event``, as read off a copy whose body hashes to the id.
+        self.prevs: dict[str, str | None] = {}
         self._held: dict[int, tuple[Snapshot, frozenset[tuple[str, bytes]]]] = {}
+        self._fates: dict[int, tuple[Snapshot, dict[str, str]]] = {}
 
     def held(self, snapshot: Snapshot) -> frozenset[tuple[str, bytes]]:
         """Every ``(event_id, copy digest)`` that ``snapshot`` holds (its :attr:`Snapshot.copies`)."""
@@ -146,12 +157,45 @@ class _Run:
             kept = self._held[id(snapshot)] = (snapshot, pairs)
         return kept[1]
 
+    def singleton(self, digest: bytes) -> frozenset[bytes]:
+        """The run's ``frozenset({digest})``."""
+        single = self.singletons.get(digest)
+        if single is None:
+            single = self.singletons[digest] = frozenset((digest,))
+        return single
+
+    def base_of(
+        self, events: tuple[Any, ...]
+    ) -> tuple[int, dict[str, frozenset[bytes]], dict[str, list[Any]]] | None:
+        """``(count, copies, held copies)`` of the last snapshot built when ``events`` begin with
+        its events, the very same objects (a bundle reader gives the same text the same object)."""
+        if self._base is None or len(self._base[0]) > len(events):
+            return None
+        before, copies, held = self._base
+        if not all(map(operator.is_, before, events)):
+            return None
+        return len(before), copies, held
+
+    def keep_base(
+        self, events: tuple[Any, ...], copies: dict[str, frozenset[bytes]], held: dict[str, list[Any]]
+    ) -> None:
+        """Keep the snapshot just built as the base of the next (see :meth:`base_of`)."""
+        self._base = (events, copies, held)
+
+    def fates(self, snapshot: Snapshot) -> dict[str, str]:
+        """:func:`fates` of a verified snapshot's state, once a run (a history's pairs share them)."""
+        kept = self._fates.get(id(snapshot))
+        if kept is None or kept[0] is not snapshot:
+            assert snapshot.result is not None
+            kept = self._fates[id(snapshot)] = (snapshot, fates(snapshot.result.state))
+        return kept[1]
+
 
 def _bundle_snapshot(
     bundle: bytes | str | Mapping[str, Any], label: str, trusted: KeySet, run: _Run
 ) -> Snapshot:
     """:func:`snapshot_of_bundle`, in ``run``."""
-    verified = verify_bundle_parts(bundle, trusted_keys=trusted, verifier=run.verifier, cache=run.cache)
+    verified = verify_bundle_parts(bundle, trusted_keys=trusted, verifier=run.verifier, reader=run.reader)
     report = verified.report
     parsed = verified.members if isinstance(verified.members, Mapping) else {}
     signature = parsed.get("bundle_signature")
@@ -182,8 +226,12 @@ def _bundle_snapshot(
         key_id=report.trusted_key_id,
         signature_b64=text("signature_b64"),
     )
-    identities = run.identities if verified.canonical_events else None
-    return _snapshot(info, events, keys, result, identities=identities)
+    if verified.identities:  # read off the texts by the compiled path, as it wrote them
+        known = run.identities
+        for event, identity in zip(events, verified.identities, strict=True):
+            if type(event) is bytes and event not in known:
+                known[event] = identity
+    return _snapshot(info, events, keys, result, run=run, canonical=verified.canonical_events)
 
 
 def snapshot_of_events(
@@ -230,45 +278,51 @@ def _snapshot(
     keys: KeySet | None,
     result: FoldResult | None,
     *,
-    identities: dict[bytes, tuple[str, bytes] | None] | None = None,
+    run: _Run | None = None,
+    canonical: bool = False,
 ) -> Snapshot:
-    """The snapshot of ``events``. ``identities``: given when each ``bytes`` among them is a
-    canonical JSON text (§1) the compiled path wrote, whose value identity is read off the text
-    itself (:func:`_canonical_identity`); each one found is kept there for the run."""
-    copies: dict[str, set[bytes]] = defaultdict(set)
-    held: dict[str, list[Admitted | tuple[int, bytes]]] = defaultdict(list)
+    """The snapshot of ``events``. ``canonical``: each ``bytes`` among them is a canonical JSON
+    text (§1) the compiled path wrote, whose value identity is read off the text itself
+    (:func:`_canonical_identity`, kept in ``run``). With ``run``, a snapshot whose events begin
+    with those of the last one built starts from that one's copies (a history's snapshots grow)."""
+    copies: dict[str, frozenset[bytes]] = {}
+    held: dict[str, list[Admitted | tuple[int, bytes]]] = {}
+    identities = run.identities if run is not None and canonical else None
     if result is not None:  # only a verified snapshot is ever compared
-        for index, item in enumerate(events):
+        start = 0
+        if run is not None and (base := run.base_of(events)) is not None:
+            start, copies, held = base[0], dict(base[1]), dict(base[2])
+        for index in range(start, len(events)):
+            item = events[index]
             found = None
             if identities is not None and type(item) is bytes:
-                if item in identities:
-                    found = identities[item]
-                else:
+                found = identities.get(item)
+                if found is None and item not in identities:
                     found = identities[item] = _canonical_identity(item)
             copy: Admitted | tuple[int, bytes]
             if found is not None:
-                event_id, digest = found
+                event_id, digest, _ = found
                 copy = (index, item)
             else:
                 outcome = admit(item, index)
                 if not isinstance(outcome, Admitted):
                     continue
                 event_id, digest, copy = outcome.event_id, _value_identity_digest(outcome), outcome
-            if digest not in copies[event_id]:
-                copies[event_id].add(digest)
-                held[event_id].append(copy)
-    return Snapshot(
-        info,
-        events,
-        keys,
-        result,
-        {eid: frozenset(c) for eid, c in copies.items()},
-        _AdmittedCopies(held),
-    )
+            known = copies.get(event_id)
+            if known is None:
+                copies[event_id] = run.singleton(digest) if run is not None else frozenset((digest,))
+                held[event_id] = [copy]
+            elif digest not in known:  # another copy (§5): new containers, the base's are shared
+                copies[event_id] = known | {digest}
+                held[event_id] = [*held[event_id], copy]
+        if run is not None:
+            run.keep_base(events, copies, held)
+    return Snapshot(info, events, keys, result, copies, _AdmittedCopies(held, identities))
 
 
 class _EventIdOnly(msgspec.Struct):
     event_id: Any = None
+    prev_event: Any = None
 
 
 _decode_event_id: Final = msgspec.json.Decoder(_EventIdOnly).decode
@@ -281,9 +335,9 @@ class _PrevOnly(msgspec.Struct):
 _decode_prev: Final = msgspec.json.Decoder(_PrevOnly).decode
 
 
-def _canonical_identity(item: Any) -> tuple[str, bytes] | None:
-    """``(event_id, value identity digest)`` of a canonical text that §5 admits; ``None`` for
-    anything else, which :func:`merge.admit` then judges.
+def _canonical_identity(item: Any) -> tuple[str, bytes, Any] | None:
+    """``(event_id, value identity digest, prev_event)`` of a canonical text that §5 admits;
+    ``None`` for anything else, which :func:`merge.admit` then judges.
 
     A canonical text is valid UTF-8 without lone surrogates and nests at most 64 deep (the
     compiled path writes no other, :func:`merge.native.read_bundle`), so it is admitted
@@ -292,18 +346,24 @@ def _canonical_identity(item: Any) -> tuple[str, bytes] | None:
     """
     if type(item) is not bytes or len(item) > MAX_INPUT_BYTES or not item.startswith(b"{"):
         return None
-    event_id = _decode_event_id(item).event_id
+    read = _decode_event_id(item)
+    event_id = read.event_id
     if type(event_id) is not str or EVENT_ID_PATTERN.fullmatch(event_id) is None:
         return None
-    return event_id, hashlib.sha256(item).digest()
+    return event_id, hashlib.sha256(item).digest(), read.prev_event
 
 
 class _AdmittedCopies(Mapping[str, tuple[Admitted, ...]]):
     """event_id -> its distinct admitted copies, each admitted (§5) when first asked for: an
     audit reads the copies of the few events whose fate changed (their ``prev_event``)."""
 
-    def __init__(self, held: dict[str, list[Admitted | tuple[int, bytes]]]) -> None:
+    def __init__(
+        self,
+        held: dict[str, list[Admitted | tuple[int, bytes]]],
+        identities: Mapping[bytes, tuple[str, bytes, Any] | None] | None = None,
+    ) -> None:
         self._held = held
+        self._identities = identities if identities is not None else {}
         self._admitted: dict[str, tuple[Admitted, ...]] = {}
 
     def __getitem__(self, event_id: str) -> tuple[Admitted, ...]:
@@ -323,7 +383,9 @@ class _AdmittedCopies(Mapping[str, tuple[Admitted, ...]]):
         the one copy held, nothing is hashed."""
         held = self._held.get(event_id, ())
         if passed and len(held) == 1 and not isinstance(held[0], Admitted):
-            return {"prev_event": _decode_prev(held[0][1]).prev_event}
+            identity = self._identities.get(held[0][1])
+            prev = identity[2] if identity is not None else _decode_prev(held[0][1]).prev_event
+            return {"prev_event": prev}
         for copy in held:
             if isinstance(copy, Admitted):
                 if copy.bound:
@@ -360,6 +422,10 @@ def _value_identity_digest(copy: Admitted) -> bytes:
         return hashlib.sha256(encode_canonical_unchecked(copy.decoded)).digest()
     raw, non_canonical = copy_identity(copy)
     return hashlib.sha256(raw).digest() + bytes([non_canonical])
+
+
+#: What an audit takes as a snapshot: one, or a bundle (its text or parsed value).
+_Given = Snapshot | bytes | str | Mapping[str, Any]
 
 
 def _as_snapshot(
@@ -542,8 +608,14 @@ def audit(
     caller paired them (:func:`audit_history` groups by subject instead).
     """
     trusted = KeySet.parse(trusted_keys)
-    run = _Run()  # one for the run: what both hold is judged once
-    before, after = _as_snapshot(old, trusted, "OLD", run), _as_snapshot(new, trusted, "NEW", run)
+    with gc_paused():  # many small objects, no cycles (see merge.batch.gc_paused)
+        return _audit(old, new, trusted)
+
+
+def _audit(old: _Given, new: _Given, trusted: KeySet) -> PairAudit:
+    with BundleReader((old, new)) as reader:
+        run = _Run(reader)  # one for the run: what both hold is judged once
+        before, after = _as_snapshot(old, trusted, "OLD", run), _as_snapshot(new, trusted, "NEW", run)
     if before.result is None or after.result is None:
         subject = after.info.subject or before.info.subject
         return PairAudit(subject, before.info, after.info, "unverified", None)
@@ -561,13 +633,15 @@ def _audit_pair(old: Snapshot, new: Snapshot, run: _Run) -> PairAudit:
     assert old.keys is not None
     assert new.keys is not None
     subject = new.result.state.pith_number
-    old_ids, new_ids = set(old.copies), set(new.copies)
+    old_ids, new_ids = old.copies.keys(), new.copies.keys()
     added_ids = sorted(new_ids - old_ids)
-    copy_added = {eid for eid in old_ids & new_ids if new.copies[eid] - old.copies[eid]}
-    copy_dropped = {eid for eid in old_ids & new_ids if old.copies[eid] - new.copies[eid]}
+    # The same copies are mostly the same frozenset (_Run.singletons): compared by identity first.
+    differ = [eid for eid in old_ids & new_ids if new.copies[eid] is not old.copies[eid]]
+    copy_added = {eid for eid in differ if new.copies[eid] - old.copies[eid]}
+    copy_dropped = {eid for eid in differ if old.copies[eid] - new.copies[eid]}
     keys = _key_changes(old.keys, new.keys)
 
-    old_fates, new_fates = fates(old.result.state), fates(new.result.state)
+    old_fates, new_fates = run.fates(old), run.fates(new)
     dropped = tuple(
         DroppedEvent(eid, old_fates[eid], eid in new_ids)
         for eid in sorted((old_ids - new_ids) | copy_dropped)
@@ -578,15 +652,17 @@ def _audit_pair(old: Snapshot, new: Snapshot, run: _Run) -> PairAudit:
     if dropped or keys.dropped or keys.changed:
         union_keys = new.keys.union(old.keys.values(), on_conflict="keep")  # NEW's key on a clash
         union = fold([*old.events, *new.events], subject=subject, keys=union_keys, verifier=run.verifier)
-    union_fates = fates(union.state)
     new_is_union = union is new.result or canonical_json(union.state) == canonical_json(new.result.state)
 
-    changed = _changes(old, new, old_fates, new_fates, set(added_ids), copy_added | copy_dropped, keys)
-    masked = tuple(
-        MaskedFate(eid, new_fates[eid], fate)
-        for eid, fate in sorted(union_fates.items())
-        if eid in new_fates and new_fates[eid] != fate
-    )
+    changed = _changes(old, new, old_fates, new_fates, set(added_ids), copy_added | copy_dropped, keys, run)
+    masked: tuple[MaskedFate, ...] = ()
+    if union is not new.result:  # (NEW's own fold: no fate differs)
+        union_fates = fates(union.state)
+        masked = tuple(
+            MaskedFate(eid, new_fates[eid], fate)
+            for eid, fate in sorted(union_fates.items())
+            if eid in new_fates and new_fates[eid] != fate
+        )
     problems: list[str] = []
     if dropped:
         problems.append(f"NEW lacks {_count(len(dropped), 'event')} of OLD (dropped)")
@@ -639,13 +715,15 @@ def _key_changes(old: KeySet, new: KeySet) -> KeyChanges:
     )
 
 
-def _prev_link(eid: str, snapshots: Sequence[tuple[Snapshot, Mapping[str, str]]]) -> str | None:
+def _prev_link(eid: str, snapshots: Sequence[tuple[Snapshot, Mapping[str, str]]], run: _Run) -> str | None:
     """``prev_event`` of ``eid``, read from a copy whose body hashes to its id, in the first of
     ``snapshots`` (each with its fates) that holds one.
 
-    The hash binds the body (§2), so that is what every valid copy says. Events with no such
-    copy failed §6 and have no prev that counts.
+    The hash binds the body (§2), so that is what every valid copy says (and the run keeps it).
+    Events with no such copy failed §6 and have no prev that counts.
     """
+    if eid in run.prevs:
+        return run.prevs[eid]
     for snapshot, fates_of in snapshots:
         held = snapshot.admitted
         if isinstance(held, _AdmittedCopies):
@@ -656,7 +734,8 @@ def _prev_link(eid: str, snapshots: Sequence[tuple[Snapshot, Mapping[str, str]]]
             value = _bound_value(eid, copies) if copies else None
         if value is not None:
             link = value.get("prev_event")
-            return link if isinstance(link, str) else None
+            run.prevs[eid] = link = link if isinstance(link, str) else None
+            return link
     return None
 
 
@@ -690,6 +769,7 @@ def _changes(  # noqa: PLR0917 (the facts of one pair)
     added: set[str],
     copy_changed: set[str],
     keys: KeyChanges,
+    run: _Run,
 ) -> tuple[FateChange, ...]:
     """Each fate that changed, with its causes; then which of them lead back to NEW's inputs."""
     assert old.result is not None
@@ -706,6 +786,7 @@ def _changes(  # noqa: PLR0917 (the facts of one pair)
 
     changed = sorted(eid for eid in old_fates.keys() & new_fates.keys() if old_fates[eid] != new_fates[eid])
     causes: dict[str, list[Cause]] = {}
+    snapshots = ((new, new_fates), (old, old_fates))
     for eid in changed:
         was, now = old_fates[eid], new_fates[eid]
         found: list[Cause] = []
@@ -716,11 +797,13 @@ def _changes(  # noqa: PLR0917 (the facts of one pair)
             if key_ids:
                 found.append(Cause("keys", key_ids=key_ids))
         neighbours: list[tuple[Literal["prev", "fork_sibling", "superseder"], str]] = []
-        if (link := _prev_link(eid, ((new, new_fates), (old, old_fates)))) is not None:
+        if (link := _prev_link(eid, snapshots, run)) is not None:
             neighbours.append(("prev", link))
-        siblings = set(forks_old.get(eid, ())) | set(forks_new.get(eid, ()))
-        neighbours += [("fork_sibling", other) for other in sorted(siblings - {eid})]
-        neighbours += [("superseder", other) for other in sorted(removed_by.get(eid, ()))]
+        if eid in forks_old or eid in forks_new:  # (most changes have no fork, no superseder)
+            siblings = set(forks_old.get(eid, ())) | set(forks_new.get(eid, ()))
+            neighbours += [("fork_sibling", other) for other in sorted(siblings - {eid})]
+        if eid in removed_by:
+            neighbours += [("superseder", other) for other in sorted(removed_by[eid])]
         for kind, other in neighbours:
             if (moved := fate_change(other)) is not None:
                 found.append(Cause(kind, other, *moved))
@@ -728,15 +811,22 @@ def _changes(  # noqa: PLR0917 (the facts of one pair)
 
     # A change is explained when a cause leads back to an input NEW added or dropped: its own
     # copies or keys, an added or dropped neighbour, or a changed neighbour that is explained.
-    explained = {eid for eid, found in causes.items() if any(c.kind in ("copy", "keys") for c in found)}
-    roots = added | (set(old_fates) - set(new_fates))
-    progress = True
-    while progress:
-        progress = False
-        for eid, found in causes.items():
-            if eid not in explained and any(c.event_id in roots or c.event_id in explained for c in found):
+    # Found from the roots outwards: each explained event explains the changes that name it.
+    roots = added | (old_fates.keys() - new_fates.keys())
+    explained: set[str] = set()
+    naming: dict[str, list[str]] = defaultdict(list)  # neighbour -> the changes it is a cause of
+    for eid, found in causes.items():
+        if any(c.kind in ("copy", "keys") or c.event_id in roots for c in found):
+            explained.add(eid)
+        for cause in found:
+            if cause.event_id is not None and cause.event_id != eid:
+                naming[cause.event_id].append(eid)
+    pending = list(explained)
+    while pending:
+        for eid in naming.get(pending.pop(), ()):
+            if eid not in explained:
                 explained.add(eid)
-                progress = True
+                pending.append(eid)
     return tuple(
         FateChange(eid, old_fates[eid], new_fates[eid], tuple(causes[eid]), eid in explained)
         for eid in changed
@@ -776,11 +866,21 @@ def audit_history(
     are reported and not compared.
     """
     trusted = KeySet.parse(trusted_keys)
-    run = _Run()  # one for the run: what the snapshots share is read and judged once
+    with gc_paused():  # many small objects, no cycles (see merge.batch.gc_paused)
+        return _audit_history(snapshots, trusted)
+
+
+def _audit_history(snapshots: Iterable[_Given], trusted: KeySet) -> AuditReport:
+    given = list(snapshots)
+    with BundleReader(given) as reader:  # each bundle read while the one before it is judged
+        return _audit_read(given, trusted, _Run(reader))
+
+
+def _audit_read(given: list[_Given], trusted: KeySet, run: _Run) -> AuditReport:
     groups: dict[str, list[tuple[int, str, Snapshot]]] = defaultdict(list)
     unverified: list[SnapshotInfo] = []
     unordered: list[SnapshotInfo] = []
-    for position, item in enumerate(snapshots):
+    for position, item in enumerate(given):
         snapshot = _as_snapshot(item, trusted, f"#{position}", run)
         info = snapshot.info
         instant = parse_timestamp(info.signed_at) if info.signed_at is not None else None

@@ -25,7 +25,7 @@ from .identifiers import (
     short_pith_number,
 )
 from .keys import KeySet
-from .native import read_bundle
+from .native import BundleReader, read_bundle
 from .signatures import SignatureVerifier
 from .state import MERGE_VERSION, FoldResult
 
@@ -148,6 +148,9 @@ class Verified(msgspec.Struct, frozen=True):
     members: Any
     #: True when the ``bytes`` among ``members["events"]`` are canonical texts written so.
     canonical_events: bool = False
+    #: Each event's identity as the compiled path read it off its canonical text (see
+    #: :attr:`merge.native.BundleRead.identities`), when it wrote them.
+    identities: tuple[tuple[str, bytes, str | None] | None, ...] = ()
 
 
 def verify_bundle_parts(
@@ -156,11 +159,11 @@ def verify_bundle_parts(
     trusted_keys: KeySet | Iterable[Mapping[str, Any]] = REGISTRY_KEYS,
     threads: int | None = None,
     verifier: SignatureVerifier | None = None,
-    cache: Any = None,
+    reader: BundleReader | None = None,
 ) -> Verified:
     """:func:`verify_bundle`, with the bundle's members as it read them (:class:`Verified`).
 
-    ``cache``: :func:`merge.native.bundle_cache`'s, shared by the verifications of one run: an
+    ``reader``: shared by the verifications of one run (:class:`merge.native.BundleReader`): an
     audit's snapshots hold the same events again and again, and each is written once a run.
     """
     trusted = KeySet.parse(trusted_keys)
@@ -170,7 +173,7 @@ def verify_bundle_parts(
     def record(name: str, ok: bool, detail: str) -> None:
         checks[name] = Check(name, ok, detail)
 
-    texts = _read_text(bundle, threads, cache)
+    texts = _read_text(bundle, threads, reader)
     if texts is not None:
         members: Any = texts.members
     else:
@@ -189,7 +192,8 @@ def verify_bundle_parts(
     merge_version = members.get("merge_version")
     record("merge_version", merge_version == MERGE_VERSION, f"merge_version is {merge_version!r}")
     result = _check_state(members, subject, threads, record, verifier, texts)
-    return Verified(_finish(checks, result, trusted_key_id), members, texts is not None)
+    identities = texts.identities if texts is not None else ()
+    return Verified(_finish(checks, result, trusted_key_id), members, texts is not None, identities)
 
 
 def parse_document(document: Any) -> tuple[Any, str | None]:
@@ -333,6 +337,8 @@ class _TextBundle(msgspec.Struct, frozen=True):
     state_raw: bytes | None
     #: ``bundle_sha256``, when the compiled path wrote every part of the bundle.
     bundle_sha256: str | None
+    #: Each event's identity (:attr:`merge.native.BundleRead.identities`).
+    identities: tuple[tuple[str, bytes, str | None] | None, ...]
 
     def hash_events(self, digest: Any) -> None:
         """Feed ``CJ`` of the ``events`` array to ``digest``: the canonical texts as written, the
@@ -349,7 +355,7 @@ class _TextBundle(msgspec.Struct, frozen=True):
         return None if self.state_raw is None else decode_json(self.state_raw)
 
 
-def _read_text(document: Any, threads: int | None, cache: Any) -> _TextBundle | None:
+def _read_text(document: Any, threads: int | None, reader: BundleReader | None) -> _TextBundle | None:
     """A bundle given as a JSON text, read on the compiled path (:func:`merge.native.read_bundle`):
     its members split, its events and state written canonically for the fold, the bundle hash
     and the comparison of states, and the small members decoded here, one by one; an event it
@@ -364,7 +370,7 @@ def _read_text(document: Any, threads: int | None, cache: Any) -> _TextBundle | 
     """
     if not isinstance(document, JSON_TEXT_TYPES):
         return None
-    read = read_bundle(document, threads, cache)
+    read = reader.read(document, threads) if reader is not None else read_bundle(document, threads)
     if read is None:
         return None
     state = state_raw = None
@@ -383,7 +389,7 @@ def _read_text(document: Any, threads: int | None, cache: Any) -> _TextBundle | 
         ]
     except _NOT_READ:
         return None
-    return _TextBundle(members, state, state_raw, read.bundle_sha256)
+    return _TextBundle(members, state, state_raw, read.bundle_sha256, tuple(read.identities))
 
 
 def _check_state(  # noqa: PLR0917 (the facts of one bundle)

@@ -25,7 +25,9 @@ from __future__ import annotations
 
 import os
 import warnings
+from collections import deque
 from collections.abc import Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple
 
@@ -48,10 +50,10 @@ __all__ = [
     "INTERFACE_VERSION",
     "PURE_ENVIRONMENT_VARIABLE",
     "BundleRead",
+    "BundleReader",
     "EncodedFold",
     "NativeMismatchWarning",
     "NativeStatus",
-    "bundle_cache",
     "canonical_texts",
     "fold_native",
     "fold_native_encoded",
@@ -283,12 +285,12 @@ def _with_state_sha256(unhashed: Any, state_sha256: str) -> bytes:
 def _is_with_state_sha256(document: bytes, unhashed: Any, state_sha256: str) -> bool:
     """Whether ``document`` is :func:`_with_state_sha256` of ``unhashed``, compared in place."""
     data, at, field = _state_sha256_place(unhashed, state_sha256)
-    whole = memoryview(document)
+    # bytes' own methods compare buffers with memcmp (a memoryview's == compares item by item).
     return (
-        len(whole) == len(data) + len(field)
-        and whole[:at] == data[:at]
-        and whole[at : at + len(field)] == field
-        and whole[at + len(field) :] == data[at:]
+        len(document) == len(data) + len(field)
+        and document.startswith(data[:at])
+        and document.startswith(field, at)
+        and document.endswith(data[at:])
     )
 
 
@@ -486,14 +488,52 @@ class BundleRead(NamedTuple):
     events: list[bytes | None]
     #: The raw text of each event whose ``CJ`` is ``None`` (else ``None``).
     raw_events: list[bytes | None]
+    #: Each event's ``(event_id, SHA-256 of its CJ, prev_event or None)`` where §5 admits that
+    #: text (an object of at most 1 MiB with an ``event_id`` of §4's form), else ``None``.
+    identities: list[tuple[str, bytes, str | None] | None]
     #: ``bundle_sha256`` (§2), or ``None`` unless every member and event was written there.
     bundle_sha256: str | None
 
 
-def bundle_cache() -> Any:
-    """A cache of the canonical texts of event texts for :func:`read_bundle`, shared by the
-    bundles of one run (an audit); ``None`` when the compiled path does not serve."""
-    return _extension().BundleCache() if native_available() else None
+#: How many bundles a :class:`BundleReader` reads ahead of the one asked for.
+READ_AHEAD: Final = 2
+
+
+class BundleReader:
+    """Reads the bundles of one run (an audit) on the compiled path (:func:`read_bundle`): with
+    one cache of the events' canonical texts, so that each is written once a run, and with the
+    texts to come (``ahead``) read in order on a thread of its own, :data:`READ_AHEAD` at most
+    before the one asked for, while the caller works on the one before (reading a bundle lets go
+    of the GIL). A context manager: leaving it stops the thread."""
+
+    def __init__(self, ahead: Iterable[Any] = ()) -> None:
+        serving = native_available()
+        self.cache: pith_merge_native.BundleCache | None = _extension().BundleCache() if serving else None
+        self._texts = deque(text for text in ahead if type(text) in (bytes, str)) if serving else deque()
+        self._pending: deque[tuple[Any, Future[BundleRead | None]]] = deque()
+        self._thread = ThreadPoolExecutor(1, thread_name_prefix="pith-merge-read") if self._texts else None
+        self._fill()
+
+    def __enter__(self) -> BundleReader:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self._thread is not None:
+            self._thread.shutdown(cancel_futures=True)
+
+    def _fill(self) -> None:
+        while self._thread is not None and self._texts and len(self._pending) < READ_AHEAD:
+            text = self._texts.popleft()
+            # One thread: the caller's fold keeps the cores busy meanwhile.
+            self._pending.append((text, self._thread.submit(read_bundle, text, 1, self.cache)))
+
+    def read(self, text: Any, threads: int | None) -> BundleRead | None:
+        """:func:`read_bundle` of ``text``: read ahead already when it is the next text given."""
+        if self._pending and self._pending[0][0] is text:
+            _, reading = self._pending.popleft()
+            self._fill()
+            return reading.result()
+        return read_bundle(text, threads, self.cache)
 
 
 def read_bundle(text: Any, threads: int | None, cache: Any = None) -> BundleRead | None:
@@ -502,7 +542,7 @@ def read_bundle(text: Any, threads: int | None, cache: Any = None) -> BundleRead
     members written canonically on ``threads`` threads, and ``bundle_sha256`` computed over
     those bytes. ``None`` when that path does not serve (:func:`native_available`), or the text
     is no object with an ``events`` array for it: the pure path then decodes it (and says why).
-    ``cache``: :func:`bundle_cache`'s, for the bundles of one run."""
+    ``cache``: a :class:`BundleReader`'s, for the bundles of one run."""
     if not native_available():
         return None
     read = _extension().read_bundle(text, signatures.thread_count(threads), cache)

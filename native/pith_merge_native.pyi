@@ -123,5 +123,12 @@ class BundleCache:
 def read_bundle(
     text: Any, threads: int, cache: BundleCache | None = None
 ) -> (
-    tuple[list[tuple[str, bytes, bytes | None]], list[bytes | None], list[bytes | None], str | None] | None
+    tuple[
+        list[tuple[str, bytes, bytes | None]],
+        list[bytes | None],
+        list[bytes | None],
+        list[tuple[str, bytes, str | None] | None],
+        str | None,
+    ]
+    | None
 ): ...

@@ -8,7 +8,10 @@ use std::collections::BTreeMap;
 use serde_json::value::RawValue;
 use sha2::{Digest, Sha256};
 
-use crate::canonical::write_str;
+use crate::admission::MAX_INPUT_BYTES;
+use crate::canonical::{canonical_value, write_str, MAX_DEPTH};
+use crate::identifiers::is_event_id;
+use crate::json::Json;
 
 /// The member of a bundle that holds its events.
 pub const EVENTS: &str = "events";
@@ -37,6 +40,37 @@ pub fn split(text: &[u8]) -> Option<Split<'_>> {
             .collect(),
         events: events.into_iter().map(|raw| raw.get().as_bytes()).collect(),
     })
+}
+
+/// What identifies an event's copy across snapshots (`merge.audit`), read off its canonical text.
+pub struct Identity {
+    pub event_id: String,
+    /// SHA-256 of the canonical text: the copy's value (§5 judges values).
+    pub digest: [u8; 32],
+    /// Its `prev_event`, when a string.
+    pub prev_event: Option<String>,
+}
+
+/// An event of a bundle written canonically (§1): its text, and its identity when §5 admits it
+/// (an object of at most 1 MiB with an `event_id` of its form, as `merge.audit` reads it).
+pub struct Written {
+    pub text: Vec<u8>,
+    pub identity: Option<Identity>,
+}
+
+/// `raw`, an event's text, written canonically; `None` where this path does not (see
+/// `canonical::canonical_text`).
+pub fn write_event(raw: &[u8]) -> Option<Written> {
+    let (value, text) = canonical_value(raw, MAX_DEPTH)?;
+    let string = |key: &str| value.get(key).and_then(Json::as_str);
+    let identity = string("event_id")
+        .filter(|id| text.len() <= MAX_INPUT_BYTES && is_event_id(id))
+        .map(|event_id| Identity {
+            event_id: event_id.to_owned(),
+            digest: Sha256::digest(&text).into(),
+            prev_event: string("prev_event").map(str::to_owned),
+        });
+    Some(Written { text, identity })
 }
 
 /// `bundle_sha256`: the lower-case hex SHA-256 of `CJ` of the bundle without `bundle_signature`,

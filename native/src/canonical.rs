@@ -66,6 +66,11 @@ pub fn canonical_document(text: &[u8]) -> Option<Vec<u8>> {
 }
 
 fn canonical_text_within(text: &[u8], depth: usize) -> Option<Vec<u8>> {
+    canonical_value(text, depth).map(|(_, written)| written)
+}
+
+/// The value of the JSON text `text` and its `CJ`, as [`canonical_text`] (`depth`: its bound).
+pub fn canonical_value(text: &[u8], depth: usize) -> Option<(Json<'_>, Vec<u8>)> {
     let value: Json = serde_json::from_slice(text).ok()?;
     if !canonical_able_within(&value, 0, depth) {
         return None;
@@ -73,7 +78,7 @@ fn canonical_text_within(text: &[u8], depth: usize) -> Option<Vec<u8>> {
     // Never longer than the text (whitespace goes, no string gains an escape it lacked there).
     let mut out = vec_with_capacity(text.len());
     write(&mut out, &value);
-    Some(out)
+    Some((value, out))
 }
 
 /// `CJ(value)` appended to `out`, for a canonical-able value.

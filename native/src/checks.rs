@@ -8,6 +8,8 @@
 //! from `malformed` and says where) and an odd base64 form. So a verdict given here is one the
 //! pure path gives too, and the differential tests hold the two paths to that.
 
+use std::sync::Arc;
+
 use base64::alphabet::STANDARD;
 use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig};
 use base64::engine::DecodePaddingMode;
@@ -192,8 +194,9 @@ pub struct Record {
     pub source_aliases: Vec<(String, String)>,
 }
 
-/// A copy's verdict under §6: the reason of the check it failed, or the valid event.
-pub type Verdict = admission::Verdict<Box<ValidEvent>>;
+/// A copy's verdict under §6: the reason of the check it failed, or the valid event (shared: an
+/// audit's judgements, remembered across folds, hand the same event to each fold that meets it).
+pub type Verdict = admission::Verdict<Arc<ValidEvent>>;
 
 /// The base64 of §4 as `base64.b64decode(s, validate=True)` reads an 88-character text: the
 /// standard alphabet, `==` at the end, the 4 bits left over ignored (as binascii ignores them).
@@ -416,7 +419,7 @@ fn judge_shaped(
         record,
     };
     match ValidEvent::new(canonical, signer_bytes, parts) {
-        Some(event) => Verdict::Valid(Box::new(event)),
+        Some(event) => Verdict::Valid(Arc::new(event)),
         None => unreachable!("canonical JSON of strings is UTF-8"),
     }
 }

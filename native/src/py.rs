@@ -374,7 +374,7 @@ impl Judgement {
             add_verdict(
                 &mut verdicts,
                 event.event_id().to_owned(),
-                Verdict::Valid(Box::new(event)),
+                Verdict::Valid(Arc::new(event)),
             );
         }
         Ok(verdicts)
@@ -603,13 +603,17 @@ pub fn canonical_texts<'py>(
     })
 }
 
-/// The canonical text (§1) of each event text read so far, shared by the bundles an audit
-/// reads: its snapshots hold the same events again and again, each written once a run.
+/// The canonical text (§1) of each event text read so far, with its identity, shared by the
+/// bundles an audit reads: its snapshots hold the same events again and again, each written
+/// once a run (and each the same Python object every time).
 #[pyclass(module = "pith_merge_native", frozen)]
 #[derive(Default)]
 pub struct BundleCache {
-    written: Mutex<HashMap<Box<[u8]>, Py<PyBytes>>>,
+    written: Mutex<HashMap<Box<[u8]>, WrittenEvent>>,
 }
+
+/// An event's canonical text and its identity, as [`read_bundle`] hands them over.
+type WrittenEvent = (Py<PyBytes>, PyObject);
 
 #[pymethods]
 impl BundleCache {
@@ -624,13 +628,16 @@ impl BundleCache {
 }
 
 /// A bundle read as [`read_bundle`] returns it: its members but `events` (``[(key, raw text,
-/// canonical text or None)]``, in key order), each event's canonical text (``None`` where this
-/// path does not write one), the raw text of each such event (else ``None``), and
-/// ``bundle_sha256`` (``None`` unless every member and event was written here).
+/// canonical text or None)]``, in key order); each event's canonical text (``None`` where this
+/// path does not write one), the raw text of each event it does not write (else ``None``), and
+/// each event's identity (``(event_id, SHA-256 of the canonical text, prev_event or None)``, or
+/// ``None``: see `bundle::write_event`); and ``bundle_sha256`` (``None`` unless every member and
+/// event was written here).
 type ReadBundle<'py> = (
     Vec<(String, Bound<'py, PyBytes>, Option<Bound<'py, PyBytes>>)>,
     Vec<Option<Bound<'py, PyBytes>>>,
     Vec<Option<Bound<'py, PyBytes>>>,
+    Vec<PyObject>,
     Option<String>,
 );
 
@@ -652,80 +659,87 @@ pub fn read_bundle<'py>(
         let Some(split) = py.allow_threads(|| bundle::split(bytes)) else {
             return Ok(None);
         };
-        let known: Vec<Option<Bound<'py, PyBytes>>> = match cache {
+        let known: Vec<Option<(Bound<'py, PyBytes>, PyObject)>> = match cache {
             Some(cache) => {
                 let written = locked(&cache.get().written);
-                collect_exact(
-                    split
-                        .events
-                        .iter()
-                        .map(|raw| written.get(*raw).map(|text| text.bind(py).clone())),
-                )
+                collect_exact(split.events.iter().map(|raw| {
+                    written
+                        .get(*raw)
+                        .map(|(text, identity)| (text.bind(py).clone(), identity.clone_ref(py)))
+                }))
             }
             None => collect_exact(split.events.iter().map(|_| None)),
         };
         // The members first (the state, the one large text, among them), so that a thread takes
         // it at once while the others share the events, rather than last, on one thread.
+        let events_to_write = split.events.iter().zip(&known).filter(|(_, known)| known.is_none());
         let jobs: Vec<(bool, &[u8])> = split
             .members
             .iter()
             .map(|(_, raw)| (false, *raw))
-            .chain(
-                split
-                    .events
-                    .iter()
-                    .zip(&known)
-                    .filter(|(_, known)| known.is_none())
-                    .map(|(raw, _)| (true, *raw)),
-            )
+            .chain(events_to_write.map(|(raw, _)| (true, *raw)))
             .collect();
         let written = py.allow_threads(|| {
-            parallel_map(&jobs, threads, 16, |&(event, raw)| {
-                if event {
-                    canonical_text(raw)
-                } else {
-                    canonical_document(raw)
-                }
+            parallel_map(&jobs, threads, 16, |&(event, raw)| match event {
+                true => bundle::write_event(raw).map(|written| (written.text, written.identity)),
+                false => canonical_document(raw).map(|text| (text, None)),
             })
         });
         let (members, events) = written.split_at(split.members.len());
         let mut new = events.iter();
-        let mut canonical: Vec<Option<Bound<'py, PyBytes>>> = vec_with_capacity(split.events.len());
-        let mut raw_events: Vec<Option<Bound<'py, PyBytes>>> = vec_with_capacity(split.events.len());
+        let count = split.events.len();
+        let (mut canonical, mut raw_events, mut identities) = (
+            vec_with_capacity(count),
+            vec_with_capacity(count),
+            vec_with_capacity(count),
+        );
         for (raw, known) in split.events.iter().zip(known) {
-            let text = match known {
-                Some(text) => Some(text),
-                None => {
-                    let made = new.next().expect("a text written for each one not known");
-                    let made = made.as_ref().map(|bytes| PyBytes::new(py, bytes));
-                    if let (Some(cache), Some(made)) = (cache, &made) {
-                        locked(&cache.get().written).insert((*raw).into(), made.clone().unbind());
+            let (text, identity) = match known {
+                Some((text, identity)) => (Some(text), identity),
+                None => match new.next().expect("a text written for each one not known") {
+                    Some((text, identity)) => {
+                        let text = PyBytes::new(py, text);
+                        let identity = identity_of(py, identity.as_ref())?;
+                        if let Some(cache) = cache {
+                            let kept = (text.clone().unbind(), identity.clone_ref(py));
+                            locked(&cache.get().written).insert((*raw).into(), kept);
+                        }
+                        (Some(text), identity)
                     }
-                    made
-                }
+                    None => (None, py.None()),
+                },
             };
             raw_events.push(text.is_none().then(|| PyBytes::new(py, raw)));
             canonical.push(text);
+            identities.push(identity);
         }
         let digest = if members.iter().all(Option::is_some) && canonical.iter().all(Option::is_some) {
-            let members: Vec<(&str, &[u8])> = collect_exact(
-                split
-                    .members
-                    .iter()
-                    .zip(members)
-                    .map(|((key, _), text)| (key.as_str(), text.as_deref().expect("all written"))),
-            );
+            let members: Vec<(&str, &[u8])> =
+                collect_exact(split.members.iter().zip(members).map(|((key, _), written)| {
+                    let (text, _) = written.as_ref().expect("all written");
+                    (key.as_str(), text.as_slice())
+                }));
             let events: Vec<&[u8]> = canonical.iter().flatten().map(|text| text.as_bytes()).collect();
             Some(py.allow_threads(|| bundle::bundle_sha256(members, &events)))
         } else {
             None
         };
-        let raw_members = collect_exact(split.members.iter().zip(members).map(|((key, raw), text)| {
-            let text = text.as_ref().map(|text| PyBytes::new(py, text));
+        let raw_members = collect_exact(split.members.iter().zip(members).map(|((key, raw), written)| {
+            let text = written.as_ref().map(|(text, _)| PyBytes::new(py, text));
             (key.clone(), PyBytes::new(py, raw), text)
         }));
-        Ok(Some((raw_members, canonical, raw_events, digest)))
+        Ok(Some((raw_members, canonical, raw_events, identities, digest)))
     })
+}
+
+/// An event's identity as Python takes it: ``(event_id, digest, prev_event or None)``, or ``None``.
+fn identity_of(py: Python<'_>, identity: Option<&bundle::Identity>) -> PyResult<PyObject> {
+    let Some(identity) = identity else { return Ok(py.None()) };
+    let digest = PyBytes::new(py, &identity.digest);
+    Ok((identity.event_id.as_str(), digest, identity.prev_event.as_deref())
+        .into_pyobject(py)?
+        .into_any()
+        .unbind())
 }
 
 /// Give back the pages freed since a fold of `inputs` inputs began judging (see `pool`): the

@@ -4,6 +4,8 @@
 //! The state's shape is fixed, so its keys are written in code point order by hand around the
 //! canonical bytes of each payload, signer and record, which the checks already made.
 
+use std::sync::Arc;
+
 use crate::canonical::{write_list, write_opt_str, write_str, write_str_array};
 use crate::chains::{classify, supersessions, Classification};
 use crate::checks::{ValidEvent, Verdict};
@@ -28,10 +30,9 @@ const CURRENT_LISTS: [(&str, &str); 8] = [
 pub struct Built {
     pub state: Vec<u8>,
     pub superseded: Supersessions,
-    /// The valid events: the caller frees them when it suits.
-    /// Boxed as the verdicts held them: sorting moves a pointer, not the whole event.
-    #[allow(clippy::vec_box)]
-    pub events: Vec<Box<ValidEvent>>,
+    /// The valid events, as the verdicts held them (sorting moves a pointer, not the whole
+    /// event): the caller frees them when it suits.
+    pub events: Vec<Arc<ValidEvent>>,
 }
 
 /// Who superseded whom (§7): each superseded event's id with the ids of the events that
@@ -127,7 +128,7 @@ fn write_count(out: &mut Vec<u8>, key: &str, count: usize) {
 /// Classify the verdicts (§7) and write the state of `subject` (§9), all but `state_sha256`.
 pub fn build(subject: &str, verdicts: HashMap<String, Verdict>) -> Built {
     let event_count = verdicts.len();
-    let mut keyed: Vec<(u128, Box<ValidEvent>)> = vec_with_capacity(event_count);
+    let mut keyed: Vec<(u128, Arc<ValidEvent>)> = vec_with_capacity(event_count);
     let mut rejected: Vec<(String, Reason)> = Vec::new();
     for (event_id, verdict) in verdicts {
         match verdict {
@@ -138,7 +139,7 @@ pub fn build(subject: &str, verdicts: HashMap<String, Verdict>) -> Built {
     // Sorted by id so that nothing below depends on the hash map's order. The ids' first 16
     // bytes go beside each event, so that most comparisons read no id (a cache miss each).
     keyed.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.event_id().cmp(b.1.event_id())));
-    let events: Vec<Box<ValidEvent>> = collect_exact(keyed.into_iter().map(|(_, event)| event));
+    let events: Vec<Arc<ValidEvent>> = collect_exact(keyed.into_iter().map(|(_, event)| event));
     rejected.sort_unstable();
     let valid: Vec<&ValidEvent> = collect_exact(events.iter().map(|event| &**event));
     let classification = classify(&valid, |id| {

@@ -4,7 +4,9 @@
 //! Every check of §10 stays `merge.bundle`'s; what this path cannot read, that one decodes.
 
 use std::collections::BTreeMap;
+use std::fmt;
 
+use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
 use serde_json::value::RawValue;
 use sha2::{Digest, Sha256};
 
@@ -20,26 +22,81 @@ const SIGNATURE: &str = "bundle_signature";
 
 /// A bundle's text split into its parts, borrowed from it.
 pub struct Split<'a> {
-    /// Every member but [`EVENTS`], in key order (code points, §1), with its text.
-    pub members: Vec<(String, &'a [u8])>,
+    /// Every member but [`EVENTS`], in key order (code points, §1).
+    pub members: Vec<(String, Part<'a>)>,
     /// The text of each item of [`EVENTS`], in order.
     pub events: Vec<&'a [u8]>,
 }
 
+/// A member of a bundle as [`split`] reads it.
+pub enum Part<'a> {
+    /// Its text.
+    Text(&'a [u8]),
+    /// Its value, parsed as the text was split: the state, the one large member, read once.
+    Value(Json<'a>),
+}
+
 /// The members of the JSON object `text` and the items of its `events` array; `None` when `text`
-/// is not an object (for serde_json) or has no `events` array.
+/// is not an object (for serde_json) or has no `events` array. One pass: `events` is split into
+/// its items and `state` parsed as the text is.
 pub fn split(text: &[u8]) -> Option<Split<'_>> {
-    // A map: a key given twice keeps its last value, as Python's and msgspec's decoders do.
-    let members: BTreeMap<String, &RawValue> = serde_json::from_slice(text).ok()?;
-    let events: Vec<&RawValue> = serde_json::from_str(members.get(EVENTS)?.get()).ok()?;
+    let Members(mut members) = serde_json::from_slice(text).ok()?;
+    let Some(Member::Events(events)) = members.remove(EVENTS) else {
+        return None;
+    };
     Some(Split {
         members: members
             .into_iter()
-            .filter(|(key, _)| key != EVENTS)
-            .map(|(key, raw)| (key, raw.get().as_bytes()))
+            .map(|(key, member)| {
+                let part = match member {
+                    Member::Text(raw) => Part::Text(raw.get().as_bytes()),
+                    Member::Value(value) => Part::Value(value),
+                    Member::Events(_) => unreachable!("events was taken"),
+                };
+                (key, part)
+            })
             .collect(),
         events: events.into_iter().map(|raw| raw.get().as_bytes()).collect(),
     })
+}
+
+/// The member parsed as its value rather than kept as text.
+const PARSED: &str = "state";
+
+/// A member as the text is split.
+enum Member<'a> {
+    Text(&'a RawValue),
+    Events(Vec<&'a RawValue>),
+    Value(Json<'a>),
+}
+
+/// The members of a bundle, by key: a key given twice keeps its last value, as Python's and
+/// msgspec's decoders do.
+struct Members<'a>(BTreeMap<String, Member<'a>>);
+
+impl<'de> Deserialize<'de> for Members<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct MembersVisitor;
+        impl<'de> Visitor<'de> for MembersVisitor {
+            type Value = Members<'de>;
+            fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
+                formatter.write_str("a bundle (a JSON object)")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut members = BTreeMap::new();
+                while let Some(key) = map.next_key::<String>()? {
+                    let member = match key.as_str() {
+                        EVENTS => Member::Events(map.next_value()?),
+                        PARSED => Member::Value(map.next_value()?),
+                        _ => Member::Text(map.next_value()?),
+                    };
+                    members.insert(key, member);
+                }
+                Ok(Members(members))
+            }
+        }
+        deserializer.deserialize_map(MembersVisitor)
+    }
 }
 
 /// What identifies an event's copy across snapshots (`merge.audit`), read off its canonical text.
@@ -129,8 +186,17 @@ mod tests {
     fn members_split_as_a_decode_reads_them() {
         let text = br#" {"z": 1, "events": [{"a": 1}, [2,3], "x"], "a": {"b": [ ]}, "z": 2} "#;
         let split = split(text).expect("an object with events");
-        let members: Vec<(&str, &[u8])> = split.members.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+        let members: Vec<(&str, &[u8])> = split
+            .members
+            .iter()
+            .map(|(key, part)| match part {
+                Part::Text(raw) => (key.as_str(), *raw),
+                Part::Value(_) => (key.as_str(), b"a value".as_slice()),
+            })
+            .collect();
         assert_eq!(members, [("a", br#"{"b": [ ]}"#.as_slice()), ("z", b"2".as_slice())]);
+        let with_state = super::split(br#"{"state": {"x": [1]}, "events": []}"#).expect("an object");
+        assert!(matches!(&with_state.members[..], [(key, Part::Value(Json::Object(_)))] if key == "state"));
         assert_eq!(split.events, [br#"{"a": 1}"#.as_slice(), b"[2,3]", br#""x""#]);
         for not_split in [
             &b"[]"[..],

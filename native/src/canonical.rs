@@ -72,13 +72,24 @@ fn canonical_text_within(text: &[u8], depth: usize) -> Option<Vec<u8>> {
 /// The value of the JSON text `text` and its `CJ`, as [`canonical_text`] (`depth`: its bound).
 pub fn canonical_value(text: &[u8], depth: usize) -> Option<(Json<'_>, Vec<u8>)> {
     let value: Json = serde_json::from_slice(text).ok()?;
-    if !canonical_able_within(&value, 0, depth) {
+    // Never longer than the text (whitespace goes, no string gains an escape it lacked there).
+    let written = canonical_of(&value, depth, text.len())?;
+    Some((value, written))
+}
+
+/// `CJ(value)` of a part of a document (any depth), when canonical-able; `room`: the bytes to
+/// reserve for it.
+pub fn canonical_document_value(value: &Json, room: usize) -> Option<Vec<u8>> {
+    canonical_of(value, usize::MAX, room)
+}
+
+fn canonical_of(value: &Json, depth: usize, room: usize) -> Option<Vec<u8>> {
+    if !canonical_able_within(value, 0, depth) {
         return None;
     }
-    // Never longer than the text (whitespace goes, no string gains an escape it lacked there).
-    let mut out = vec_with_capacity(text.len());
-    write(&mut out, &value);
-    Some((value, out))
+    let mut out = vec_with_capacity(room);
+    write(&mut out, value);
+    Some(out)
 }
 
 /// `CJ(value)` appended to `out`, for a canonical-able value.

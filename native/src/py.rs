@@ -24,7 +24,8 @@ use pyo3::types::{PyBytes, PyList, PyString, PyType};
 use crate::admission::{add_verdict, Input};
 use crate::batch::{self, Judgements};
 use crate::bundle;
-use crate::canonical::{canonical_document, canonical_text};
+use crate::bundle::Part;
+use crate::canonical::{canonical_document, canonical_document_value, canonical_text};
 use crate::checks::{self, Verdict};
 use crate::identifiers::state_sha256;
 use crate::maps::HashMap;
@@ -670,22 +671,33 @@ pub fn read_bundle<'py>(
             }
             None => collect_exact(split.events.iter().map(|_| None)),
         };
-        // The members first (the state, the one large text, among them), so that a thread takes
+        // The members first (the state, the one large one, among them), so that a thread takes
         // it at once while the others share the events, rather than last, on one thread.
         let events_to_write = split.events.iter().zip(&known).filter(|(_, known)| known.is_none());
-        let jobs: Vec<(bool, &[u8])> = split
+        let jobs: Vec<(Option<&Part<'_>>, &[u8])> = split
             .members
             .iter()
-            .map(|(_, raw)| (false, *raw))
-            .chain(events_to_write.map(|(raw, _)| (true, *raw)))
+            .map(|(_, part)| (Some(part), &b""[..]))
+            .chain(events_to_write.map(|(raw, _)| (None, *raw)))
             .collect();
+        // A member's text is no longer than the text less its events'.
+        let room = bytes.len() - split.events.iter().map(|event| event.len()).sum::<usize>();
         let written = py.allow_threads(|| {
-            parallel_map(&jobs, threads, 16, |&(event, raw)| match event {
-                true => bundle::write_event(raw).map(|written| (written.text, written.identity)),
-                false => canonical_document(raw).map(|text| (text, None)),
+            parallel_map(&jobs, threads, 16, |&(member, raw)| match member {
+                None => bundle::write_event(raw).map(|written| (written.text, written.identity)),
+                Some(Part::Text(raw)) => canonical_document(raw).map(|text| (text, None)),
+                Some(Part::Value(value)) => canonical_document_value(value, room).map(|text| (text, None)),
             })
         });
         let (members, events) = written.split_at(split.members.len());
+        let parsed_unwritten = split
+            .members
+            .iter()
+            .zip(members)
+            .any(|((_, part), written)| matches!(part, Part::Value(_)) && written.is_none());
+        if parsed_unwritten {
+            return Ok(None); // its text is not kept: the pure path decodes the bundle, and says why
+        }
         let mut new = events.iter();
         let count = split.events.len();
         let (mut canonical, mut raw_events, mut identities) = (
@@ -724,9 +736,14 @@ pub fn read_bundle<'py>(
         } else {
             None
         };
-        let raw_members = collect_exact(split.members.iter().zip(members).map(|((key, raw), written)| {
+        let raw_members = collect_exact(split.members.iter().zip(members).map(|((key, part), written)| {
             let text = written.as_ref().map(|(text, _)| PyBytes::new(py, text));
-            (key.clone(), PyBytes::new(py, raw), text)
+            let raw = match (part, &text) {
+                (Part::Text(raw), _) => PyBytes::new(py, raw),
+                // A parsed member's text is its canonical text (written, or this returned early).
+                (Part::Value(_), text) => text.clone().expect("a parsed member is written"),
+            };
+            (key.clone(), raw, text)
         }));
         Ok(Some((raw_members, canonical, raw_events, identities, digest)))
     })

@@ -206,7 +206,7 @@ def _bundle_snapshot(
     events = tuple(events) if isinstance(events, list) else ()
     keys: KeySet | None = None
     if report.ok:
-        keys = KeySet.parse(parsed.get("public_keys") or ())  # verification parsed it already
+        keys = verified.keys  # parsed as the bundle was verified
     result = report.result if report.ok else None
     subject = parsed.get("pith_number")
 

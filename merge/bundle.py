@@ -151,6 +151,8 @@ class Verified(msgspec.Struct, frozen=True):
     #: Each event's identity as the compiled path read it off its canonical text (see
     #: :attr:`merge.native.BundleRead.identities`), when it wrote them.
     identities: tuple[tuple[str, bytes, str | None] | None, ...] = ()
+    #: ``public_keys``, parsed (``None`` when they are no key set, §3).
+    keys: KeySet | None = None
 
 
 def verify_bundle_parts(
@@ -191,9 +193,11 @@ def verify_bundle_parts(
     subject = _check_record(members, record)
     merge_version = members.get("merge_version")
     record("merge_version", merge_version == MERGE_VERSION, f"merge_version is {merge_version!r}")
-    result = _check_state(members, subject, threads, record, verifier, texts)
+    keys = _check_keys(members, record)
+    result = _check_state(members, subject, keys, threads, record, verifier, texts)
     identities = texts.identities if texts is not None else ()
-    return Verified(_finish(checks, result, trusted_key_id), members, texts is not None, identities)
+    report = _finish(checks, result, trusted_key_id)
+    return Verified(report, members, texts is not None, identities, keys)
 
 
 def parse_document(document: Any) -> tuple[Any, str | None]:
@@ -324,6 +328,7 @@ def _bundle_sha256(bundle: Mapping[str, Any], texts: _TextBundle | None) -> str 
 
 
 _NOT_READ: Final = (msgspec.DecodeError, msgspec.ValidationError, RecursionError, UnicodeEncodeError)
+_encode_key: Final = msgspec.json.Encoder().encode
 
 
 class _TextBundle(msgspec.Struct, frozen=True):
@@ -373,28 +378,36 @@ def _read_text(document: Any, threads: int | None, reader: BundleReader | None) 
     read = reader.read(document, threads) if reader is not None else read_bundle(document, threads)
     if read is None:
         return None
-    state = state_raw = None
-    members: dict[str, Any] = {}
+    # The state as the compiled path wrote it (it reads no bundle whose state it cannot write);
+    # the other members decoded together, as the object of their texts (one call, not one each).
+    state = next((canonical for key, _, canonical in read.members if key == "state"), None)
+    small = b",".join(_encode_key(key) + b":" + raw for key, raw, _ in read.members if key != "state")
     try:
-        for key, raw, canonical in read.members:
-            if key == "state":
-                state, state_raw = canonical, raw
-                if canonical is None:
-                    decode_json(raw)  # is it JSON? (it is decoded again only where it is needed)
-            else:
-                members[key] = decode_json(raw)
+        members: dict[str, Any] = decode_json(b"{" + small + b"}")
         members["events"] = [
             text if text is not None else decode_json(raw or b"")
             for text, raw in zip(read.events, read.raw_events, strict=True)
         ]
     except _NOT_READ:
         return None
-    return _TextBundle(members, state, state_raw, read.bundle_sha256, tuple(read.identities))
+    return _TextBundle(members, state, state, read.bundle_sha256, tuple(read.identities))
+
+
+def _check_keys(bundle: Mapping[str, Any], record: Any) -> KeySet | None:
+    """§10's ``public_keys``: a key set (§3), which the events are folded with."""
+    try:
+        keys = KeySet.parse(bundle.get("public_keys") or ())
+    except KeySetError as exc:
+        record("public_keys", False, str(exc))
+        return None
+    record("public_keys", True, f"{len(keys)} key(s): {', '.join(keys)}")
+    return keys
 
 
 def _check_state(  # noqa: PLR0917 (the facts of one bundle)
     bundle: Mapping[str, Any],
     subject: str | None,
+    keys: KeySet | None,
     threads: int | None,
     record: Any,
     verifier: SignatureVerifier | None,
@@ -409,13 +422,6 @@ def _check_state(  # noqa: PLR0917 (the facts of one bundle)
     the compiled path, and meets the same event in a log, or in another snapshot, as an
     identical text.
     """
-    keys: KeySet | None = None
-    try:
-        keys = KeySet.parse(bundle.get("public_keys") or ())
-    except KeySetError as exc:
-        record("public_keys", False, str(exc))
-    else:
-        record("public_keys", True, f"{len(keys)} key(s): {', '.join(keys)}")
     events = bundle.get("events")
     if keys is None or subject is None or not isinstance(events, list):
         why = "public_keys" if keys is None else "pith_number" if subject is None else "events"

@@ -189,6 +189,29 @@ def test_fold_subject_of_one_bundle_is_the_bundle_state() -> None:
     assert outcome.problems == ()
 
 
+def test_a_lone_bundle_under_its_own_keys_is_folded_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A subject that is one trusted bundle, with no caller keys or the bundle's own, takes the
+    bundle's fold (§10) as its state; caller keys that add a key fold the subject again."""
+    import merge.replay.subject as subject_module
+
+    folds: list[str] = []
+    original = subject_module.fold
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        folds.append(kwargs["subject"])
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(subject_module, "fold", counted)
+    bundle = json.loads(GOLDEN_BUNDLE.read_bytes())
+    own = KeySet.parse(bundle["public_keys"])
+    more = own.union(KeySet.parse(EXAMPLE_KEYS).values(), on_conflict="keep")
+    for caller_keys, subject_folds in ((None, 0), (own, 0), (more, 1)):
+        folds.clear()
+        outcome = fold_subject(GOLDEN_SUBJECT, [bundle_item(GOLDEN_BUNDLE)], caller_keys)
+        assert outcome.summary.state_sha256 == GOLDEN_STATE_SHA256
+        assert len(folds) == subject_folds, caller_keys
+
+
 def test_fold_subject_combines_log_lines_and_bundles() -> None:
     """The state of a subject is the fold of the union of its events, with the union of keys."""
     bundle = json.loads(EXAMPLE_BUNDLE.read_bytes())

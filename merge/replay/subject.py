@@ -29,7 +29,6 @@ from typing import Any
 
 from ..batch import fold
 from ..bundle import NOT_JSON, REGISTRY_KEYS, CheckedReport, parse_document, verify_bundle_parts
-from ..errors import KeySetError
 from ..keys import KeySet
 from ..record import record_disagreement, verify_record
 from ..signatures import SignatureVerifier
@@ -85,8 +84,10 @@ class _Gathered:
     bundles: int = 0
     #: Bundles whose published state is not the fold of their own events (§10).
     mismatches: int = 0
-    #: The last trusted bundle's own fold: the subject's, when it is all the subject holds.
+    #: The last trusted bundle's own fold, and its key set: the subject's fold, when it is all
+    #: the subject holds and the subject's key set is the bundle's.
     single: FoldResult | None = None
+    single_keys: KeySet | None = None
     #: ``(source, the record, whether it passes §11)`` of each record.
     records: list[tuple[str, Any, bool]] = field(default_factory=list)
 
@@ -184,13 +185,14 @@ def _gather_bundle(
             )
         )
         return
-    try:
-        carried = KeySet.parse(bundle.get("public_keys") or ())
-    except KeySetError as exc:
-        gathered.problems.append(InputProblem(item.source, "bad_bundle_keys", str(exc)))
+    carried = verified.keys  # parsed as the bundle was verified
+    if carried is None:
+        gathered.problems.append(
+            InputProblem(item.source, "bad_bundle_keys", report.check("public_keys").detail)
+        )
         return
     _gather_keys(gathered, item.source, carried)
-    gathered.single = report.result
+    gathered.single, gathered.single_keys = report.result, carried
 
 
 def _gather_keys(gathered: _Gathered, source: str, carried: KeySet) -> None:
@@ -217,8 +219,9 @@ def _fold_gathered(
         gathered.problems.append(
             InputProblem(subject, "no_keys", "log events but no key set: every event is unknown_key")
         )
-    # A subject that is exactly one trusted bundle, with no caller keys, folds exactly as §10 did.
-    if gathered.distinct == 1 and keys is None and gathered.single is not None:
+    # A subject that is exactly one trusted bundle folds exactly as §10 did when its key set is
+    # the bundle's own (no caller keys, or the same keys): the same inputs, the same keys.
+    if gathered.distinct == 1 and gathered.single is not None and gathered.keys == gathered.single_keys:
         result = gathered.single
     else:
         # Handed over as a stream, not the list: the fold then holds each text only while judging

@@ -49,6 +49,7 @@ if TYPE_CHECKING:
 __all__ = [
     "INTERFACE_VERSION",
     "PURE_ENVIRONMENT_VARIABLE",
+    "READ_AHEAD",
     "BundleRead",
     "BundleReader",
     "EncodedFold",

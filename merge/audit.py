@@ -23,20 +23,21 @@ from __future__ import annotations
 import hashlib
 import itertools
 import operator
-from collections import defaultdict
+from collections import defaultdict, deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any, Final, Literal
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, Final, Literal, NamedTuple
 
 import msgspec
 
 from .admission import MAX_INPUT_BYTES, Admitted, admit, copy_identity
 from .batch import fold, gc_paused
-from .bundle import REGISTRY_KEYS, verify_bundle_parts
+from .bundle import REGISTRY_KEYS, Verified, verify_bundle_parts
 from .canonical import canonical_json, decode_json, encode_canonical_unchecked
 from .errors import InputError, MergeError
 from .identifiers import EVENT_ID_PATTERN, EVENT_ID_PREFIX, event_body
 from .keys import KeySet
-from .native import BundleReader
+from .native import BundleReader, native_available, native_module
 from .reasons import CHECK_ORDER
 from .signatures import SignatureVerifier
 from .state import FoldResult, State
@@ -127,13 +128,31 @@ def snapshot_of_bundle(
         return _bundle_snapshot(bundle, label, KeySet.parse(trusted_keys), run)
 
 
+class _Base(NamedTuple):
+    """A snapshot as the next one may be built on it (:meth:`_Run.base_of`)."""
+
+    snapshot: Snapshot
+    #: Its held copies, as :class:`_AdmittedCopies` holds them.
+    held: dict[str, list[Any]]
+
+
 class _Run:
     """What the snapshots of one audit run share, so that what several hold is done once: the
     verifier (signatures, and each text's judgement: ``remember_judgements``), the canonical
     text written of each event text and the bundles read ahead (:class:`merge.native.BundleReader`),
     and each canonical text's identity (:func:`_canonical_identity`)."""
 
-    __slots__ = ("_base", "_fates", "_held", "identities", "prevs", "reader", "singletons", "verifier")
+    __slots__ = (
+        "_base",
+        "_fates",
+        "_held",
+        "_within",
+        "identities",
+        "prevs",
+        "reader",
+        "singletons",
+        "verifier",
+    )
 
     def __init__(self, reader: BundleReader, verifier: SignatureVerifier | None = None) -> None:
         self.verifier = verifier or SignatureVerifier(remember_judgements=True)
@@ -142,8 +161,9 @@ class _Run:
         #: digest -> ``frozenset({digest})``: one object for the one copy of an event, whichever
         #: snapshot holds it, so that comparing two snapshots' copies mostly compares identities.
         self.singletons: dict[bytes, frozenset[bytes]] = {}
-        #: The events of the last snapshot built, with its copies and held copies (_snapshot).
-        self._base: tuple[tuple[Any, ...], dict[str, frozenset[bytes]], dict[str, list[Any]]] | None = None
+        #: The last snapshot built (_snapshot), and which snapshot each was built on.
+        self._base: _Base | None = None
+        self._within: dict[int, tuple[Snapshot, Snapshot]] = {}
         #: event_id -> its ``prev_event``, as read off a copy whose body hashes to the id.
         self.prevs: dict[str, str | None] = {}
         self._held: dict[int, tuple[Snapshot, frozenset[tuple[str, bytes]]]] = {}
@@ -164,23 +184,32 @@ class _Run:
             single = self.singletons[digest] = frozenset((digest,))
         return single
 
-    def base_of(
-        self, events: tuple[Any, ...]
-    ) -> tuple[int, dict[str, frozenset[bytes]], dict[str, list[Any]]] | None:
-        """``(count, copies, held copies)`` of the last snapshot built when ``events`` begin with
-        its events, the very same objects (a bundle reader gives the same text the same object)."""
-        if self._base is None or len(self._base[0]) > len(events):
+    def base_of(self, events: tuple[Any, ...]) -> _Base | None:
+        """The last snapshot built, when ``events`` begin with its events, the very same objects
+        (a bundle reader gives the same text the same object)."""
+        if self._base is None or len(self._base.snapshot.events) > len(events):
             return None
-        before, copies, held = self._base
-        if not all(map(operator.is_, before, events)):
+        if not all(map(operator.is_, self._base.snapshot.events, events)):
             return None
-        return len(before), copies, held
+        return self._base
 
-    def keep_base(
-        self, events: tuple[Any, ...], copies: dict[str, frozenset[bytes]], held: dict[str, list[Any]]
-    ) -> None:
-        """Keep the snapshot just built as the base of the next (see :meth:`base_of`)."""
-        self._base = (events, copies, held)
+    def keep_base(self, snapshot: Snapshot, held: dict[str, list[Any]], base: _Base | None) -> None:
+        """Keep the snapshot just built as the base of the next (see :meth:`base_of`); when it
+        was built on ``base``, it holds all that one holds (:meth:`holds_all`)."""
+        if base is not None:
+            self._within[id(snapshot)] = (snapshot, base.snapshot)
+        self._base = _Base(snapshot, held)
+
+    def holds_all(self, snapshot: Snapshot, other: Snapshot) -> bool:
+        """True when ``snapshot`` was built on ``other`` (through the snapshots between them), so
+        holds every copy it holds: no split view can part them."""
+        link = self._within.get(id(snapshot))
+        while link is not None and link[0] is snapshot:
+            snapshot = link[1]
+            if snapshot is other:
+                return True
+            link = self._within.get(id(snapshot))
+        return False
 
     def fates(self, snapshot: Snapshot) -> dict[str, str]:
         """:func:`fates` of a verified snapshot's state, once a run (a history's pairs share them)."""
@@ -195,7 +224,16 @@ def _bundle_snapshot(
     bundle: bytes | str | Mapping[str, Any], label: str, trusted: KeySet, run: _Run
 ) -> Snapshot:
     """:func:`snapshot_of_bundle`, in ``run``."""
-    verified = verify_bundle_parts(bundle, trusted_keys=trusted, verifier=run.verifier, reader=run.reader)
+    return _verified_snapshot(_verified(bundle, trusted, run), label, run)
+
+
+def _verified(bundle: bytes | str | Mapping[str, Any], trusted: KeySet, run: _Run) -> Verified:
+    """The bundle verified (§10) in ``run``: what a snapshot of it is made of."""
+    return verify_bundle_parts(bundle, trusted_keys=trusted, verifier=run.verifier, reader=run.reader)
+
+
+def _verified_snapshot(verified: Verified, label: str, run: _Run) -> Snapshot:
+    """The snapshot of a bundle verified in ``run``."""
     report = verified.report
     parsed = verified.members if isinstance(verified.members, Mapping) else {}
     signature = parsed.get("bundle_signature")
@@ -290,8 +328,9 @@ def _snapshot(
     identities = run.identities if run is not None and canonical else None
     if result is not None:  # only a verified snapshot is ever compared
         start = 0
-        if run is not None and (base := run.base_of(events)) is not None:
-            start, copies, held = base[0], dict(base[1]), dict(base[2])
+        base = run.base_of(events) if run is not None else None
+        if base is not None:
+            start, copies, held = len(base.snapshot.events), dict(base.snapshot.copies), dict(base.held)
         for index in range(start, len(events)):
             item = events[index]
             found = None
@@ -315,9 +354,10 @@ def _snapshot(
             elif digest not in known:  # another copy (§5): new containers, the base's are shared
                 copies[event_id] = known | {digest}
                 held[event_id] = [*held[event_id], copy]
-        if run is not None:
-            run.keep_base(events, copies, held)
-    return Snapshot(info, events, keys, result, copies, _AdmittedCopies(held, identities))
+    snapshot = Snapshot(info, events, keys, result, copies, _AdmittedCopies(held, identities))
+    if run is not None and result is not None:
+        run.keep_base(snapshot, held, base)
+    return snapshot
 
 
 class _EventIdOnly(msgspec.Struct):
@@ -426,6 +466,34 @@ def _value_identity_digest(copy: Admitted) -> bytes:
 
 #: What an audit takes as a snapshot: one, or a bundle (its text or parsed value).
 _Given = Snapshot | bytes | str | Mapping[str, Any]
+
+
+def _snapshots(given: list[_Given], trusted: KeySet, run: _Run) -> Iterator[Snapshot]:
+    """The snapshot of each item of ``given``, in order (labelled ``#<position>``). On the
+    compiled path each bundle is verified on a thread of its own while the caller works on the
+    snapshot before it: the fold's judging runs without the GIL, beside the audit's Python."""
+    if not native_available():
+        for position, item in enumerate(given):
+            yield _as_snapshot(item, trusted, f"#{position}", run)
+        return
+    # Made here, once: the verifying thread and this one (a union's fold) share the verifier.
+    run.verifier.native_cache(native_module())
+    with ThreadPoolExecutor(1, thread_name_prefix="pith-merge-verify") as verifying:
+        ahead: deque[Future[Verified] | None] = deque()
+        submitted = 0
+        for position, item in enumerate(given):
+            while submitted < len(given) and len(ahead) < 2:  # this one and the next
+                later = given[submitted]
+                bundle = (
+                    None if isinstance(later, Snapshot) else verifying.submit(_verified, later, trusted, run)
+                )
+                ahead.append(bundle)
+                submitted += 1
+            verifying_it = ahead.popleft()
+            if verifying_it is None:
+                yield _as_snapshot(item, trusted, f"#{position}", run)
+            else:
+                yield _verified_snapshot(verifying_it.result(), f"#{position}", run)
 
 
 def _as_snapshot(
@@ -838,6 +906,8 @@ def _split_view(first: Snapshot, second: Snapshot, run: _Run) -> SplitView | Non
     key_id = first.info.key_id
     if key_id is None or key_id != second.info.key_id or first.info.subject is None:
         return None
+    if run.holds_all(second, first) or run.holds_all(first, second):
+        return None  # (a history that grows: no set to build)
     held_first, held_second = run.held(first), run.held(second)
     # Every pair of a history is asked: when one holds all the other does, a set's own test says so.
     if held_first <= held_second or held_second <= held_first:
@@ -880,8 +950,12 @@ def _audit_read(given: list[_Given], trusted: KeySet, run: _Run) -> AuditReport:
     groups: dict[str, list[tuple[int, str, Snapshot]]] = defaultdict(list)
     unverified: list[SnapshotInfo] = []
     unordered: list[SnapshotInfo] = []
-    for position, item in enumerate(given):
-        snapshot = _as_snapshot(item, trusted, f"#{position}", run)
+    # A history usually comes in its order: each subject's snapshot and the one before it in the
+    # run are a pair of its history, audited at once, while the next snapshot is verified on a
+    # thread of its own (_snapshots); a pair the order did not foresee is audited at the end.
+    latest: dict[str, tuple[tuple[int, str], Snapshot]] = {}
+    audited: dict[tuple[int, int], PairAudit] = {}
+    for snapshot in _snapshots(given, trusted, run):
         info = snapshot.info
         instant = parse_timestamp(info.signed_at) if info.signed_at is not None else None
         if snapshot.result is None or info.subject is None:
@@ -889,11 +963,18 @@ def _audit_read(given: list[_Given], trusted: KeySet, run: _Run) -> AuditReport:
         elif instant is None:
             unordered.append(info)
         else:
-            groups[info.subject].append((instant, info.bundle_sha256 or "", snapshot))
+            order = (instant, info.bundle_sha256 or "")
+            groups[info.subject].append((*order, snapshot))
+            before = latest.get(info.subject)
+            if before is not None and before[0] <= order:
+                audited[id(before[1]), id(snapshot)] = _audit_pair(before[1], snapshot, run)
+            latest[info.subject] = (order, snapshot)
     subjects = []
     for subject in sorted(groups):
         ordered = [snapshot for _, _, snapshot in sorted(groups[subject], key=lambda entry: entry[:2])]
-        pairs = tuple(_audit_pair(a, b, run) for a, b in itertools.pairwise(ordered))
+        pairs = tuple(
+            audited.get((id(a), id(b))) or _audit_pair(a, b, run) for a, b in itertools.pairwise(ordered)
+        )
         splits = tuple(
             split
             for i, first in enumerate(ordered)

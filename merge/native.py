@@ -490,7 +490,8 @@ class BundleRead(NamedTuple):
     #: The raw text of each event whose ``CJ`` is ``None`` (else ``None``).
     raw_events: list[bytes | None]
     #: Each event's ``(event_id, SHA-256 of its CJ, prev_event or None)`` where §5 admits that
-    #: text (an object of at most 1 MiB with an ``event_id`` of §4's form), else ``None``.
+    #: text (an object of at most 1 MiB with an ``event_id`` of §4's form), else ``None``; read
+    #: with a ``cache`` only (an audit's snapshots), else all ``None``.
     identities: list[tuple[str, bytes, str | None] | None]
     #: ``bundle_sha256`` (§2), or ``None`` unless every member and event was written there.
     bundle_sha256: str | None

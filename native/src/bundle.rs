@@ -115,13 +115,13 @@ pub struct Written {
     pub identity: Option<Identity>,
 }
 
-/// `raw`, an event's text, written canonically; `None` where this path does not (see
-/// `canonical::canonical_text`).
-pub fn write_event(raw: &[u8]) -> Option<Written> {
+/// `raw`, an event's text, written canonically, with its identity when `identify`; `None` where
+/// this path does not write it (see `canonical::canonical_text`).
+pub fn write_event(raw: &[u8], identify: bool) -> Option<Written> {
     let (value, text) = canonical_value(raw, MAX_DEPTH)?;
     let string = |key: &str| value.get(key).and_then(Json::as_str);
     let identity = string("event_id")
-        .filter(|id| text.len() <= MAX_INPUT_BYTES && is_event_id(id))
+        .filter(|id| identify && text.len() <= MAX_INPUT_BYTES && is_event_id(id))
         .map(|event_id| Identity {
             event_id: event_id.to_owned(),
             digest: Sha256::digest(&text).into(),

@@ -632,7 +632,7 @@ impl BundleCache {
 /// canonical text or None)]``, in key order); each event's canonical text (``None`` where this
 /// path does not write one), the raw text of each event it does not write (else ``None``), and
 /// each event's identity (``(event_id, SHA-256 of the canonical text, prev_event or None)``, or
-/// ``None``: see `bundle::write_event`); and ``bundle_sha256`` (``None`` unless every member and
+/// ``None``: see `bundle::write_event`; only with a ``cache``); and ``bundle_sha256`` (``None`` unless every member and
 /// event was written here).
 type ReadBundle<'py> = (
     Vec<(String, Bound<'py, PyBytes>, Option<Bound<'py, PyBytes>>)>,
@@ -680,11 +680,13 @@ pub fn read_bundle<'py>(
             .map(|(_, part)| (Some(part), &b""[..]))
             .chain(events_to_write.map(|(raw, _)| (None, *raw)))
             .collect();
+        // An event's identity is for an audit's snapshots, which share a cache.
+        let identify = cache.is_some();
         // A member's text is no longer than the text less its events'.
         let room = bytes.len() - split.events.iter().map(|event| event.len()).sum::<usize>();
         let written = py.allow_threads(|| {
             parallel_map(&jobs, threads, 16, |&(member, raw)| match member {
-                None => bundle::write_event(raw).map(|written| (written.text, written.identity)),
+                None => bundle::write_event(raw, identify).map(|written| (written.text, written.identity)),
                 Some(Part::Text(raw)) => canonical_document(raw).map(|text| (text, None)),
                 Some(Part::Value(value)) => canonical_document_value(value, room).map(|text| (text, None)),
             })

@@ -308,8 +308,8 @@ def _bundle_sha256(bundle: Mapping[str, Any], texts: _TextBundle | None) -> str 
     members = {key: value for key, value in bundle.items() if key != "bundle_signature"}
     if texts is None:
         return hash_if_canonical(members)
-    if texts.state_raw is not None:
-        members["state"] = None  # a member still: written, or decoded below
+    if texts.state is not None:
+        members["state"] = None  # a member still: fed as written, below
     # Fed piece by piece: the bundle's canonical bytes are never joined (12 MB for 4,000 events).
     digest = hashlib.sha256(b"{")
     try:
@@ -317,8 +317,8 @@ def _bundle_sha256(bundle: Mapping[str, Any], texts: _TextBundle | None) -> str 
             digest.update((b"," if position else b"") + encode_canonical_unchecked(key) + b":")
             if key == "events":
                 texts.hash_events(digest)
-            elif key == "state":
-                digest.update(texts.state if texts.state is not None else canonical_json(texts.state_value()))
+            elif key == "state" and texts.state is not None:
+                digest.update(texts.state)
             else:
                 digest.update(canonical_json(members[key]))
     except MergeError:  # not canonical-able: no hash (as hash_if_canonical)
@@ -336,10 +336,9 @@ class _TextBundle(msgspec.Struct, frozen=True):
 
     #: Its members but ``state``, decoded; ``events`` as the fold's inputs.
     members: dict[str, Any]
-    #: ``CJ`` of the published state, when the compiled path wrote it.
+    #: ``CJ`` of the published state (the compiled path writes it, or reads no bundle), when
+    #: the bundle has one.
     state: bytes | None
-    #: The published state's JSON text, when the bundle has one.
-    state_raw: bytes | None
     #: ``bundle_sha256``, when the compiled path wrote every part of the bundle.
     bundle_sha256: str | None
     #: Each event's identity (:attr:`merge.native.BundleRead.identities`).
@@ -357,7 +356,7 @@ class _TextBundle(msgspec.Struct, frozen=True):
 
     def state_value(self) -> Any:
         """The published state, parsed (``None`` when the bundle has none)."""
-        return None if self.state_raw is None else decode_json(self.state_raw)
+        return None if self.state is None else decode_json(self.state)
 
 
 def _read_text(document: Any, threads: int | None, reader: BundleReader | None) -> _TextBundle | None:
@@ -390,7 +389,7 @@ def _read_text(document: Any, threads: int | None, reader: BundleReader | None) 
         ]
     except _NOT_READ:
         return None
-    return _TextBundle(members, state, state, read.bundle_sha256, tuple(read.identities))
+    return _TextBundle(members, state, read.bundle_sha256, tuple(read.identities))
 
 
 def _check_keys(bundle: Mapping[str, Any], record: Any) -> KeySet | None:

@@ -23,8 +23,7 @@ use pyo3::types::{PyBytes, PyList, PyString, PyType};
 
 use crate::admission::{add_verdict, Input};
 use crate::batch::{self, Judgements};
-use crate::bundle;
-use crate::bundle::Part;
+use crate::bundle::{self, Part};
 use crate::canonical::{canonical_document, canonical_document_value, canonical_text};
 use crate::checks::{self, Verdict};
 use crate::identifiers::state_sha256;
@@ -583,7 +582,7 @@ fn text_of<'a>(item: &'a Bound<'_, PyAny>) -> Option<&'a [u8]> {
 /// `CJ` (§1) of each JSON text of `texts` (exactly `bytes` or `str`), on `threads` native threads
 /// without the GIL: the canonical bytes, or `None` where this path does not decide (not a JSON
 /// text for serde_json, not canonical-able, nested deeper than 64, anything but a text), which
-/// the pure path then decides. `merge.bundle` folds, hashes and compares a bundle's parts so.
+/// the pure path then decides. `pith-merge store import` stores a bundle's events so.
 #[pyfunction]
 pub fn canonical_texts<'py>(
     py: Python<'py>,
@@ -632,7 +631,8 @@ impl BundleCache {
 /// canonical text or None)]``, in key order); each event's canonical text (``None`` where this
 /// path does not write one), the raw text of each event it does not write (else ``None``), and
 /// each event's identity (``(event_id, SHA-256 of the canonical text, prev_event or None)``, or
-/// ``None``: see `bundle::write_event`; only with a ``cache``); and ``bundle_sha256`` (``None`` unless every member and
+/// ``None``: see `bundle::write_event`; only with a ``cache``); and ``bundle_sha256`` (``None``
+/// unless every member and
 /// event was written here).
 type ReadBundle<'py> = (
     Vec<(String, Bound<'py, PyBytes>, Option<Bound<'py, PyBytes>>)>,

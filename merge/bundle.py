@@ -362,7 +362,7 @@ class _TextBundle(msgspec.Struct, frozen=True):
 def _read_text(document: Any, threads: int | None, reader: BundleReader | None) -> _TextBundle | None:
     """A bundle given as a JSON text, read on the compiled path (:func:`merge.native.read_bundle`):
     its members split, its events and state written canonically for the fold, the bundle hash
-    and the comparison of states, and the small members decoded here, one by one; an event it
+    and the comparison of states, and the small members decoded here, in one call; an event it
     leaves is decoded alone.
 
     ``None`` (then the whole text is decoded, as :func:`parse_document` does) for a parsed

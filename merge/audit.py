@@ -23,21 +23,20 @@ from __future__ import annotations
 import hashlib
 import itertools
 import operator
-from collections import defaultdict, deque
+from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Final, Literal, NamedTuple
 
 import msgspec
 
 from .admission import MAX_INPUT_BYTES, Admitted, admit, copy_identity
 from .batch import fold, gc_paused
-from .bundle import REGISTRY_KEYS, Verified, verify_bundle_parts
+from .bundle import REGISTRY_KEYS, verify_bundle_parts
 from .canonical import canonical_json, decode_json, encode_canonical_unchecked
 from .errors import InputError, MergeError
 from .identifiers import EVENT_ID_PATTERN, EVENT_ID_PREFIX, event_body
 from .keys import KeySet
-from .native import BundleReader, native_available, native_module
+from .native import BundleReader
 from .reasons import CHECK_ORDER
 from .signatures import SignatureVerifier
 from .state import FoldResult, State
@@ -224,16 +223,7 @@ def _bundle_snapshot(
     bundle: bytes | str | Mapping[str, Any], label: str, trusted: KeySet, run: _Run
 ) -> Snapshot:
     """:func:`snapshot_of_bundle`, in ``run``."""
-    return _verified_snapshot(_verified(bundle, trusted, run), label, run)
-
-
-def _verified(bundle: bytes | str | Mapping[str, Any], trusted: KeySet, run: _Run) -> Verified:
-    """The bundle verified (§10) in ``run``: what a snapshot of it is made of."""
-    return verify_bundle_parts(bundle, trusted_keys=trusted, verifier=run.verifier, reader=run.reader)
-
-
-def _verified_snapshot(verified: Verified, label: str, run: _Run) -> Snapshot:
-    """The snapshot of a bundle verified in ``run``."""
+    verified = verify_bundle_parts(bundle, trusted_keys=trusted, verifier=run.verifier, reader=run.reader)
     report = verified.report
     parsed = verified.members if isinstance(verified.members, Mapping) else {}
     signature = parsed.get("bundle_signature")
@@ -466,34 +456,6 @@ def _value_identity_digest(copy: Admitted) -> bytes:
 
 #: What an audit takes as a snapshot: one, or a bundle (its text or parsed value).
 _Given = Snapshot | bytes | str | Mapping[str, Any]
-
-
-def _snapshots(given: list[_Given], trusted: KeySet, run: _Run) -> Iterator[Snapshot]:
-    """The snapshot of each item of ``given``, in order (labelled ``#<position>``). On the
-    compiled path each bundle is verified on a thread of its own while the caller works on the
-    snapshot before it: the fold's judging runs without the GIL, beside the audit's Python."""
-    if not native_available():
-        for position, item in enumerate(given):
-            yield _as_snapshot(item, trusted, f"#{position}", run)
-        return
-    # Made here, once: the verifying thread and this one (a union's fold) share the verifier.
-    run.verifier.native_cache(native_module())
-    with ThreadPoolExecutor(1, thread_name_prefix="pith-merge-verify") as verifying:
-        ahead: deque[Future[Verified] | None] = deque()
-        submitted = 0
-        for position, item in enumerate(given):
-            while submitted < len(given) and len(ahead) < 2:  # this one and the next
-                later = given[submitted]
-                bundle = (
-                    None if isinstance(later, Snapshot) else verifying.submit(_verified, later, trusted, run)
-                )
-                ahead.append(bundle)
-                submitted += 1
-            verifying_it = ahead.popleft()
-            if verifying_it is None:
-                yield _as_snapshot(item, trusted, f"#{position}", run)
-            else:
-                yield _verified_snapshot(verifying_it.result(), f"#{position}", run)
 
 
 def _as_snapshot(
@@ -950,12 +912,8 @@ def _audit_read(given: list[_Given], trusted: KeySet, run: _Run) -> AuditReport:
     groups: dict[str, list[tuple[int, str, Snapshot]]] = defaultdict(list)
     unverified: list[SnapshotInfo] = []
     unordered: list[SnapshotInfo] = []
-    # A history usually comes in its order: each subject's snapshot and the one before it in the
-    # run are a pair of its history, audited at once, while the next snapshot is verified on a
-    # thread of its own (_snapshots); a pair the order did not foresee is audited at the end.
-    latest: dict[str, tuple[tuple[int, str], Snapshot]] = {}
-    audited: dict[tuple[int, int], PairAudit] = {}
-    for snapshot in _snapshots(given, trusted, run):
+    for position, item in enumerate(given):
+        snapshot = _as_snapshot(item, trusted, f"#{position}", run)
         info = snapshot.info
         instant = parse_timestamp(info.signed_at) if info.signed_at is not None else None
         if snapshot.result is None or info.subject is None:
@@ -963,18 +921,11 @@ def _audit_read(given: list[_Given], trusted: KeySet, run: _Run) -> AuditReport:
         elif instant is None:
             unordered.append(info)
         else:
-            order = (instant, info.bundle_sha256 or "")
-            groups[info.subject].append((*order, snapshot))
-            before = latest.get(info.subject)
-            if before is not None and before[0] <= order:
-                audited[id(before[1]), id(snapshot)] = _audit_pair(before[1], snapshot, run)
-            latest[info.subject] = (order, snapshot)
+            groups[info.subject].append((instant, info.bundle_sha256 or "", snapshot))
     subjects = []
     for subject in sorted(groups):
         ordered = [snapshot for _, _, snapshot in sorted(groups[subject], key=lambda entry: entry[:2])]
-        pairs = tuple(
-            audited.get((id(a), id(b))) or _audit_pair(a, b, run) for a, b in itertools.pairwise(ordered)
-        )
+        pairs = tuple(_audit_pair(a, b, run) for a, b in itertools.pairwise(ordered))
         splits = tuple(
             split
             for i, first in enumerate(ordered)

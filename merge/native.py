@@ -23,6 +23,7 @@ vector, on the histories of :mod:`merge.testing` and on Hypothesis' inputs.
 
 from __future__ import annotations
 
+import operator
 import os
 import warnings
 from collections import deque
@@ -337,6 +338,9 @@ def _finished(
     judgement = None
     leftovers: list[tuple[int, Any]] = []
     start = 0
+    if share_verdicts and verifier.remember_judgements and isinstance(inputs, list):
+        judgement, leftovers = _judged_on(list(inputs), subject, keys, verifier, table=table, cache=cache)
+        inputs = ()
     for part in _parts(inputs):
         if judgement is None:
             judgement, left = native.judge(part, subject, table, verifier.threads, cache)
@@ -357,6 +361,61 @@ def _finished(
     rejected, invalid, valid = _judge_leftovers(leftovers, subject, keys, verifier)
     del leftovers
     return judgement.finish(invalid, valid, free_now), rejected
+
+
+class _LastJudgement(NamedTuple):
+    """A fold's judgement before it was finished (:attr:`SignatureVerifier.last_judgement`), for
+    the next fold of a growing list of texts to go on from."""
+
+    subject: str
+    keys: KeySet
+    #: The fold's own copy of its inputs, every one exactly ``bytes`` or ``str`` (immutable: the
+    #: same object is the same text).
+    inputs: list[Any]
+    #: Unfinished, and no fold's own (``finish`` takes a judgement's verdicts).
+    judgement: pith_merge_native.Judgement
+    #: The inputs it left to the pure path, with their indices.
+    leftovers: tuple[tuple[int, Any], ...]
+
+
+def _judged_on(
+    inputs: list[Any],
+    subject: str,
+    keys: KeySet,
+    verifier: SignatureVerifier,
+    *,
+    table: list[pith_merge_native.Key],
+    cache: pith_merge_native.VerdictCache | None,
+) -> tuple[pith_merge_native.Judgement, list[tuple[int, Any]]]:
+    """The judgement of ``inputs`` (a snapshot of the caller's list) and the inputs it left, for a
+    verifier that remembers judgements: when they begin with the very inputs of the last fold it
+    served, of the same subject and keys (an audit's growing snapshots), that fold's judgement
+    goes on with the rest (``Judgement.extend``, as a stream is judged part by part: the same
+    verdicts), and the texts judged already are not looked up again. The judgement is kept for
+    the next fold when every input is a text."""
+    last = verifier.last_judgement
+    start = 0
+    if (
+        isinstance(last, _LastJudgement)
+        and last.subject == subject
+        and len(last.inputs) <= len(inputs)
+        and last.keys == keys
+        and all(map(operator.is_, last.inputs, inputs))
+    ):
+        start = len(last.inputs)
+        judgement, leftovers = last.judgement.fork(), list(last.leftovers)
+        rest = inputs[start:]
+        left = judgement.extend(rest, table, verifier.threads, cache) if rest else []
+    else:
+        rest, leftovers = inputs, []
+        judgement, left = _extension().judge(rest, subject, table, verifier.threads, cache)
+    leftovers += [(start + index, rest[index]) for index in left]
+    _extension().release_memory(len(rest))
+    verifier.last_judgement = None
+    # The inputs before ``rest`` are texts already (they were the last fold's).
+    if all(type(item) in (bytes, str) for item in rest):
+        verifier.last_judgement = _LastJudgement(subject, keys, inputs, judgement.fork(), tuple(leftovers))
+    return judgement, leftovers
 
 
 def _parts(inputs: Iterable[Any]) -> Iterator[list[Any]]:

@@ -60,10 +60,12 @@ class SignatureVerifier:
     alone), so that the folds sharing this verifier judge each distinct text once per subject
     and key set; for a run that folds the same events many times (:func:`merge.audit_history`
     folds each snapshot, and the snapshots hold the same events again), at the cost of holding
-    about a text's size for each. The verdicts never depend on it.
+    about a text's size for each; and the last fold's judgement, from which a fold of the same
+    subject and keys whose inputs begin with that fold's (a growing history's next snapshot)
+    goes on, judging only the inputs that follow. The verdicts never depend on it.
     """
 
-    __slots__ = ("_cache", "_native_cache", "remember_judgements", "threads")
+    __slots__ = ("_cache", "_native_cache", "last_judgement", "remember_judgements", "threads")
 
     def __init__(self, threads: int | None = None, *, remember_judgements: bool = False) -> None:
         # Checked here too: a verifier made by the caller reaches either path (issue 29 item 9).
@@ -71,6 +73,8 @@ class SignatureVerifier:
         self.remember_judgements = remember_judgements
         self._cache: dict[SignatureJob, bool] = {}
         self._native_cache: Any = None
+        #: The compiled path's last judgement, kept with ``remember_judgements`` (``merge.native``).
+        self.last_judgement: Any = None
 
     def native_cache(self, native: Any) -> Any:
         """The verdict cache of the compiled path (:mod:`merge.native`), made on first use.

@@ -853,6 +853,31 @@ def test_a_judgement_is_finished_once() -> None:
         judgement.finish([], [])
     with pytest.raises(ValueError, match="finished already"):
         NATIVE.finish_many([(judgement, [], [])], 2)
+    with pytest.raises(ValueError, match="finished already"):
+        judgement.fork()
+
+
+@needs_native
+def test_a_forked_judgement_is_judged_on_apart() -> None:
+    """fork() copies a judgement: what is judged into the copy, and finishing it, leave the
+    original as it was (an audit goes on from one snapshot's judgement to the next's)."""
+    assert NATIVE is not None
+    vector = load_vector("all_types")
+    texts = [text.encode() for text in vector["inputs"]]
+    table = key_table(KeySet.parse(vector["keys"]))
+    half = len(texts) // 2
+
+    def state(judgement: Any) -> Any:
+        return json.loads(bytes(judgement.finish([], [])[0]))
+
+    original, _ = NATIVE.judge(texts[:half], vector["subject"], table, 2)
+    whole, _ = NATIVE.judge(texts, vector["subject"], table, 2)
+    copy = original.fork()
+    assert copy.extend(texts[half:], table, 2) == []
+    grown = state(copy)
+    assert grown == state(whole)
+    alone, _ = NATIVE.judge(texts[:half], vector["subject"], table, 2)
+    assert state(original) == state(alone) != grown
 
 
 @needs_native
@@ -890,6 +915,64 @@ def test_a_stream_is_judged_in_parts(monkeypatch: pytest.MonkeyPatch, name: str)
     assert len(parts) > 3
     assert max(parts) < 4000 + max(map(len, inputs))
     assert streamed == both(inputs, vector["subject"], vector["keys"])
+
+
+@needs_native
+@pytest.mark.parametrize("name", ["every_reason", "all_types"])
+def test_a_growing_list_is_judged_on_from_the_last_fold(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    """A verifier that remembers judgements goes on from its last fold's judgement when the next
+    fold's inputs begin with the very same objects (an audit's growing snapshots): only the
+    inputs after them are judged, and the result is a fresh fold's on both paths, the earlier
+    rejections (left to the pure path) and copies in either part included. Any other list, or
+    another subject or key set, is judged whole; a list holding a parsed value is never gone on
+    from (a value may change between two folds, a text cannot)."""
+    assert NATIVE is not None
+    vector = load_vector(name)
+    subject, keys = vector["subject"], vector["keys"]
+    texts = [text.encode() if isinstance(text, str) else text for text in vector["inputs"]]
+    first = [*texts, b"[]"]
+    grown = [*first, *reversed(texts), b"null"]  # every text again, and a rejection in each part
+    judged: list[int] = []
+    extend, judge = NATIVE.Judgement.extend, NATIVE.judge
+
+    def counted_extend(judgement: Any, part: list[Any], *args: Any) -> Any:
+        judged.append(len(part))
+        return extend(judgement, part, *args)
+
+    class Counting:
+        def __getattr__(self, attribute: str) -> Any:
+            return getattr(NATIVE, attribute)
+
+        def judge(self, part: list[Any], *args: Any) -> Any:
+            judged.append(len(part))
+            return judge(part, *args)
+
+    monkeypatch.setattr(merge.native, "_extension", Counting)
+    monkeypatch.setattr(NATIVE.Judgement, "extend", counted_extend)
+    verifier = SignatureVerifier(2, remember_judgements=True)
+
+    def folded(inputs: list[Any], subject: str = subject, keys: Any = keys) -> tuple[FoldResult, list[int]]:
+        """The fold with the verifier, and the lengths of the lists it judged; equal to a fresh
+        fold's on both paths."""
+        expected = both(inputs, subject, keys)
+        del judged[:]
+        result = fold(inputs, subject=subject, keys=keys, verifier=verifier)
+        assert result == expected
+        return result, list(judged)
+
+    assert folded(first)[1] == [len(first)]
+    assert folded(grown)[1] == [len(grown) - len(first)]  # its new part only
+    assert folded(grown)[1] == []  # the same list again: nothing new to judge
+    copied = [bytes(bytearray(text)) for text in grown]  # equal texts, other objects: judged whole
+    assert folded(copied)[1] == [len(copied)]
+    for other_subject, other_keys in ((subject, keys[1:]), ("pith:2024:" + "A" * 26, keys)):
+        folded(copied)  # the last fold again: of the subject and keys
+        assert folded([*copied, b"[]"], other_subject, other_keys)[1] == [len(copied) + 1]
+    value = json.loads(texts[0])
+    with_value = [*copied, value]
+    assert folded(with_value)[1] == [len(with_value)]
+    value["created_at"] = "2000-01-01T00:00:00Z"  # (the caller's own object, changed)
+    assert folded([*with_value, b"[]"])[1] == [len(with_value) + 1]
 
 
 @needs_native

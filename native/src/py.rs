@@ -38,7 +38,7 @@ use crate::verify::{PublicKey, Route, Verdicts, Verifier};
 /// The version of this boundary: what `merge.native` was written against (its
 /// `INTERFACE_VERSION`, which must be this number). Raised with every change of a function, an
 /// argument or a type here; `merge.native` uses no extension of another interface.
-pub const INTERFACE_VERSION: u32 = 3; // 3: verify_signatures(combs=...), Judgement.extend, read_bundle
+pub const INTERFACE_VERSION: u32 = 3; // 3: verify_signatures(combs=), Judgement.extend and .fork, read_bundle
 
 /// Bytes of state from which its hash is computed on a thread of its own (starting one costs
 /// about 20 µs; hashing 1 MiB, about 500).
@@ -397,6 +397,21 @@ fn finished<'py>(
 
 #[pymethods]
 impl Judgement {
+    /// A copy of this judgement, its events shared (not copied): to judge more inputs into
+    /// apart, as the folds of a growing list do (an audit's snapshots: `merge.native._judged_on`).
+    fn fork(&self, py: Python<'_>) -> PyResult<Judgement> {
+        guarded(py, || {
+            let verdicts = self
+                .verdicts
+                .as_ref()
+                .ok_or_else(|| PyValueError::new_err("this judgement was finished already"))?;
+            Ok(Judgement {
+                subject: self.subject.clone(),
+                verdicts: Some(verdicts.clone()),
+            })
+        })
+    }
+
     /// Judge more inputs of the subject, as [`judge`] does, and merge their verdicts in (§5):
     /// the fold of a stream, judged part by part so that it holds one part's texts at a time.
     /// Returns the indices (ascending, within ``inputs``) of the inputs left to the pure path.

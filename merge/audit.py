@@ -631,21 +631,25 @@ def audit(
     new: Snapshot | bytes | str | Mapping[str, Any],
     *,
     trusted_keys: KeySet | Iterable[Mapping[str, Any]] = REGISTRY_KEYS,
+    labels: tuple[str, str] = ("OLD", "NEW"),
 ) -> PairAudit:
     """Audit NEW against OLD: bundles (verified with ``trusted_keys``) or :class:`Snapshot` s.
 
+    ``labels`` name the two when they are bundles (a :class:`Snapshot` keeps its own label);
+    a bundle given as its JSON text is verified on the compiled path, what both hold once.
     Raises :class:`merge.InputError` when both verified and are of different subjects: the
     caller paired them (:func:`audit_history` groups by subject instead).
     """
     trusted = KeySet.parse(trusted_keys)
     with gc_paused():  # many small objects, no cycles (see merge.batch.gc_paused)
-        return _audit(old, new, trusted)
+        return _audit(old, new, trusted, labels)
 
 
-def _audit(old: _Given, new: _Given, trusted: KeySet) -> PairAudit:
+def _audit(old: _Given, new: _Given, trusted: KeySet, labels: tuple[str, str]) -> PairAudit:
     with BundleReader((old, new)) as reader:
         run = _Run(reader)  # one for the run: what both hold is judged once
-        before, after = _as_snapshot(old, trusted, "OLD", run), _as_snapshot(new, trusted, "NEW", run)
+        before = _as_snapshot(old, trusted, labels[0], run)
+        after = _as_snapshot(new, trusted, labels[1], run)
     if before.result is None or after.result is None:
         subject = after.info.subject or before.info.subject
         return PairAudit(subject, before.info, after.info, "unverified", None)
@@ -888,32 +892,40 @@ def audit_history(
     snapshots: Iterable[Snapshot | bytes | str | Mapping[str, Any]],
     *,
     trusted_keys: KeySet | Iterable[Mapping[str, Any]] = REGISTRY_KEYS,
+    labels: Sequence[str] | None = None,
 ) -> AuditReport:
     """Audit many snapshots of one or more subjects (bundles, or :class:`Snapshot` s).
 
     Per subject, its bundles are ordered by ``bundle_signature.signed_at`` (as instants, §4),
     ties by ``bundle_sha256``; each is audited against the one before it, and every pair of
     them (consecutive or not) is checked for a split view. A snapshot given as data is labelled
-    ``#<position>``. Snapshots that do not verify, or whose ``signed_at`` is not a timestamp,
-    are reported and not compared.
+    with its item of ``labels`` (one per snapshot, in order), by default ``#<position>``; a
+    :class:`Snapshot` keeps its own. Snapshots that do not verify, or whose ``signed_at`` is not
+    a timestamp, are reported and not compared. Bundles given as their JSON texts are verified
+    on the compiled path in one run: an event several of them hold is judged once, and each
+    snapshot that begins with the one before it judges only the events it adds.
+    ``labels`` of another length than the snapshots raise :class:`merge.InputError`.
     """
     trusted = KeySet.parse(trusted_keys)
-    with gc_paused():  # many small objects, no cycles (see merge.batch.gc_paused)
-        return _audit_history(snapshots, trusted)
-
-
-def _audit_history(snapshots: Iterable[_Given], trusted: KeySet) -> AuditReport:
     given = list(snapshots)
+    names = [f"#{position}" for position in range(len(given))] if labels is None else list(labels)
+    if len(names) != len(given):
+        raise InputError(f"{len(names)} label(s) for {len(given)} snapshot(s): give one label per snapshot")
+    with gc_paused():  # many small objects, no cycles (see merge.batch.gc_paused)
+        return _audit_history(given, names, trusted)
+
+
+def _audit_history(given: list[_Given], labels: list[str], trusted: KeySet) -> AuditReport:
     with BundleReader(given) as reader:  # each bundle read while the one before it is judged
-        return _audit_read(given, trusted, _Run(reader))
+        return _audit_read(given, labels, trusted, _Run(reader))
 
 
-def _audit_read(given: list[_Given], trusted: KeySet, run: _Run) -> AuditReport:
+def _audit_read(given: list[_Given], labels: list[str], trusted: KeySet, run: _Run) -> AuditReport:
     groups: dict[str, list[tuple[int, str, Snapshot]]] = defaultdict(list)
     unverified: list[SnapshotInfo] = []
     unordered: list[SnapshotInfo] = []
-    for position, item in enumerate(given):
-        snapshot = _as_snapshot(item, trusted, f"#{position}", run)
+    for item, label in zip(given, labels, strict=True):
+        snapshot = _as_snapshot(item, trusted, label, run)
         info = snapshot.info
         instant = parse_timestamp(info.signed_at) if info.signed_at is not None else None
         if snapshot.result is None or info.subject is None:

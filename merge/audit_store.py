@@ -61,7 +61,8 @@ class LastBundles:
     ) -> Download:
         """Audit a downloaded bundle against the kept one of its subject; keep it if it extends it."""
         trusted = KeySet.parse(trusted_keys)
-        verifier = SignatureVerifier()  # the kept bundle's events are mostly the download's
+        # The kept bundle's events are mostly the download's: each text is judged once.
+        verifier = SignatureVerifier(remember_judgements=True)
         new = snapshot_of_bundle(data, label=label, trusted_keys=trusted, verifier=verifier)
         subject = new.info.subject
         if new.result is None or subject is None:

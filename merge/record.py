@@ -17,6 +17,8 @@ import hashlib
 from collections.abc import Iterable, Mapping
 from typing import Any, Final, Literal
 
+import msgspec
+
 from .bundle import REGISTRY_KEYS, Check, CheckedReport, parse_document
 from .canonical import FloatLiteral, hash_if_canonical, same_json
 from .checks import receipt_check
@@ -33,6 +35,7 @@ __all__ = [
     "document_kind",
     "record_agrees",
     "record_disagreement",
+    "text_kind",
     "verify_record",
 ]
 
@@ -68,12 +71,36 @@ class RecordReport(CheckedReport, frozen=True):
 def document_kind(document: Any) -> Literal["bundle", "record"] | None:
     """What a parsed registry document is (§10, §11): ``"bundle"`` for an object with a
     ``bundle_type`` key, ``"record"`` for one with a ``record_type`` key (and no ``bundle_type``),
-    else None."""
+    else None. :func:`text_kind` says it of a JSON text."""
     if not isinstance(document, Mapping):
         return None
     if "bundle_type" in document:
         return "bundle"
     return "record" if "record_type" in document else None
+
+
+def text_kind(text: bytes | bytearray | memoryview | str) -> Literal["bundle", "record"] | None:
+    """:func:`document_kind` of a document given as its JSON text, read for its two type keys
+    alone (everything else is skipped, not built): None when the text is not JSON, not an object
+    or neither. So a bundle can then be verified as its text, on the compiled path
+    (:func:`merge.verify_bundle`), its events never decoded into Python values."""
+    try:
+        keys = _decode_type_keys(text if isinstance(text, str) else bytes(text))
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError, UnicodeEncodeError):
+        return None  # (UnicodeEncodeError: a str with a lone surrogate is no JSON text, §5)
+    if keys.bundle_type is not msgspec.UNSET:
+        return "bundle"
+    return "record" if keys.record_type is not msgspec.UNSET else None
+
+
+class _TypeKeys(msgspec.Struct):
+    """The two keys that say what a registry document is; UNSET where absent."""
+
+    bundle_type: Any = msgspec.UNSET
+    record_type: Any = msgspec.UNSET
+
+
+_decode_type_keys: Final = msgspec.json.Decoder(_TypeKeys).decode
 
 
 def verify_record(

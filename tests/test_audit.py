@@ -366,6 +366,21 @@ def test_a_history_of_several_subjects_groups_them_and_reports_the_rest() -> Non
     assert not report.ok
 
 
+def test_snapshots_given_as_data_take_the_labels_given() -> None:
+    """audit_history's labels name the bundles in order (a Snapshot keeps its own); audit's name
+    OLD and NEW; a label list of another length is the caller's mistake."""
+    v1, v2 = bundle(BASE, T1), bundle([*BASE, X2], T2)
+    mine = snapshot_of_events(BASE, subject=SUBJECT, keys=KEYS, label="mine")
+    report = audit_history([canonical_json(v2), v1, mine], trusted_keys=TRUST, labels=["v2.json", "v1", "x"])
+    [subject] = report.subjects
+    assert [info.label for info in subject.snapshots] == ["v1", "v2.json"]
+    assert [info.label for info in report.unordered] == ["mine"]  # (no signed_at)
+    pair = audit(canonical_json(v1), v2, trusted_keys=TRUST, labels=("old.json", "new.json"))
+    assert (pair.old.label, pair.new.label, pair.verdict) == ("old.json", "new.json", "extension")
+    with pytest.raises(InputError, match="2 label"):
+        audit_history([v1, v2, v1], trusted_keys=TRUST, labels=["a", "b"])
+
+
 def test_inputs_are_not_mutated() -> None:
     old, new = bundle(BASE, T1), bundle([*BASE, X2], T2)
     before = copy.deepcopy((old, new))

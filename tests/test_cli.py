@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import re
@@ -185,6 +186,38 @@ def uncovered_spans(data: bytes) -> list[range]:
     assert b64 is not None
     spans.append(range(b64.start(1), b64.end(1)))
     return spans
+
+
+@pytest.mark.parametrize("carried", [False, True])
+def test_verify_reads_a_bundle_as_its_text(
+    carried: bool, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`verify` hands a bundle over as its text, never decoded: on the compiled path its events
+    are folded as the canonical texts it writes, none left to the pure path (issue 26); with
+    --trust-bundle-keys too, whose keys are read off the text."""
+    given: list[type] = []
+    command = importlib.import_module("merge.cli.verify")  # (merge.cli.verify is the command)
+    verify_bundle = command.verify_bundle
+
+    def spied(document: Any, **options: Any) -> Any:
+        given.append(type(document))
+        return verify_bundle(document, **options)
+
+    left: list[int] = []
+    judge_leftovers = merge.native._judge_leftovers
+
+    def counted(leftovers: list[Any], *args: Any) -> Any:
+        left.append(len(leftovers))
+        return judge_leftovers(leftovers, *args)
+
+    monkeypatch.setattr(command, "verify_bundle", spied)
+    monkeypatch.setattr(merge.native, "_judge_leftovers", counted)
+    options = ["--trust-bundle-keys"] if carried else ["--trust", str(KEYS)]
+    assert main(["verify", *options, str(EXAMPLE_BUNDLE)]) == 0
+    assert given == [bytes]
+    assert "signed by test-A (" in capsys.readouterr().out
+    if merge.native_available():
+        assert left == [0]
 
 
 def test_verify_a_tampered_byte_anywhere_fails(tmp_path: Path) -> None:

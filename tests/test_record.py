@@ -27,6 +27,8 @@ from merge import (
     verify_record,
 )
 
+from merge.record import text_kind
+
 from .builders import KEY_A, KEY_B, KEY_STRANGER, KEYS, record_of_bundle
 from .conftest import VECTORS
 
@@ -205,6 +207,33 @@ def test_document_kind() -> None:
     assert document_kind({"record_type": None}) == "record"
     assert document_kind({"pith_number": "pith:2021:X"}) is None
     assert document_kind([{"record_type": "pith_number_record"}]) is None
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        {"bundle_type": None},
+        {"bundle_type": "x", "record_type": "pith_number_record"},
+        {"record_type": None, "events": [{"bundle_type": 1}]},
+        {"pith_number": "pith:2021:X", "nested": {"record_type": 1}},
+        [{"record_type": "pith_number_record"}],
+        "a string",
+        None,
+    ],
+)
+def test_text_kind_is_the_kind_of_the_decoded_text(document: Any) -> None:
+    """text_kind reads a text for its two type keys alone, and says what document_kind says of
+    the decoded value, as bytes and as str; a key given twice is there, whatever its values."""
+    text = json.dumps(document)
+    assert text_kind(text) == text_kind(text.encode()) == document_kind(document)
+    if isinstance(document, dict) and document:
+        twice = text[:-1] + ", " + text[1:]  # every key again
+        assert text_kind(twice) == document_kind(document)
+
+
+@pytest.mark.parametrize("text", [b"{not json", b"", b'{"bundle_type": 1', b"\xff", '{"record_type": "\ud800"}'])
+def test_text_kind_of_what_is_no_json_text_is_none(text: bytes | str) -> None:
+    assert text_kind(text) is None
 
 
 # --- a record and a state (§11 agreement) -----------------------------------------------------

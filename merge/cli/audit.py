@@ -10,17 +10,13 @@ import msgspec
 from ..audit import (
     AuditReport,
     PairAudit,
-    Snapshot,
     SnapshotInfo,
     SplitView,
     SubjectAudit,
     audit,
     audit_history,
-    snapshot_of_bundle,
 )
 from ..audit_store import LastBundles
-from ..keys import KeySet
-from ..signatures import SignatureVerifier
 from . import common
 from .common import echo, plural
 
@@ -65,7 +61,10 @@ def audit_command(
     notes: list[str] = []
     kept: list[str] = []
     if history:
-        report = audit_history(_snapshots(paths, anchors), trusted_keys=anchors)
+        # The texts, in one run (merge.audit_history): what several snapshots hold is read and
+        # judged once, on the compiled path.
+        texts = [common.read_file(path) for path in paths]
+        report = audit_history(texts, trusted_keys=anchors, labels=paths)
     elif state_dir is not None:
         store = LastBundles(state_dir)
         pairs: list[PairAudit] = []
@@ -86,8 +85,8 @@ def audit_command(
                 notes.append(f"not kept: {path}; {store.path(str(info.subject))} stays the reference")
         report = _report_of_pairs(pairs, unverified)
     else:
-        old, new = _snapshots(paths, anchors)
-        report = _report_of_pairs([audit(old, new)], [])
+        old, new = (common.read_file(path) for path in paths)
+        report = _report_of_pairs([audit(old, new, trusted_keys=anchors, labels=(paths[0], paths[1]))], [])
     if as_json:
         document = msgspec.to_builtins(report)
         document["ok"] = report.ok
@@ -99,16 +98,6 @@ def audit_command(
         for note in notes:
             echo(note)
     common.exit_with(common.EXIT_OK if report.ok else common.EXIT_FAILED)
-
-
-def _snapshots(paths: Sequence[str], trusted: KeySet) -> list[Snapshot]:
-    """Each bundle file as a verified snapshot, named by its path; one verifier for all of them,
-    so that an event several snapshots hold is verified once."""
-    verifier = SignatureVerifier()
-    return [
-        snapshot_of_bundle(common.read_file(p), label=p, trusted_keys=trusted, verifier=verifier)
-        for p in paths
-    ]
 
 
 def _report_of_pairs(pairs: Sequence[PairAudit], unverified: Sequence[SnapshotInfo]) -> AuditReport:

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 import click
+import msgspec
 
 from ..bundle import BundleReport, CheckedReport, parse_document, verify_bundle
 from ..errors import MergeError
 from ..keys import Key, KeySet
-from ..record import RecordReport, document_kind, verify_record
+from ..record import RecordReport, document_kind, text_kind, verify_record
 from ..replay import display_name
 from . import common
 from .common import echo, plural
@@ -76,9 +77,17 @@ def _verify_document(
     path: str, anchors: KeySet, origin: str, trust_bundle_keys: bool
 ) -> tuple[dict[str, Any], str]:
     """Verify one file as what it is (§10 or §11): its ``--json`` entry, and what an OK line says."""
-    document, not_json = parse_document(common.read_file(path))
+    data = common.read_file(path)
     path = display_name(path)  # a file name need not be UTF-8
-    kind = document_kind(document)
+    document: Any
+    kind: Literal["bundle", "record"] | None
+    if text_kind(data) == "bundle":
+        # Verified as its text: its events are folded on the compiled path, as the canonical
+        # texts it writes, never decoded into Python values (issue 26).
+        document, not_json, kind = data, None, "bundle"
+    else:
+        document, not_json = parse_document(data)
+        kind = document_kind(document)
     if kind is None:
         what: dict[type, str] = {dict: "an object with neither bundle_type nor record_type", list: "an array"}
         return _neither(path, not_json or what.get(type(document), "a JSON scalar")), ""
@@ -154,12 +163,26 @@ def _print_document(entry: Mapping[str, Any], facts: str, verbose: bool) -> None
         echo(f"  note  title: {TITLE_NOTES[note]} (informative, §11)")
 
 
-def _carried_keys(bundle: Mapping[str, Any]) -> list[Key]:
-    """The keys a bundle carries, when they parse (if not, its public_keys check fails anyway)."""
+def _carried_keys(bundle: bytes | Mapping[str, Any]) -> list[Key]:
+    """The keys a bundle (its JSON text or value) carries, when they parse (if not, its
+    public_keys check fails anyway)."""
+    if isinstance(bundle, Mapping):
+        carried = bundle.get("public_keys")
+    else:
+        carried = _decode_public_keys(bundle).public_keys
     try:
-        return list(KeySet.parse(bundle.get("public_keys") or ()).values())
+        return list(KeySet.parse(carried or ()).values())
     except MergeError:
         return []
+
+
+class _PublicKeys(msgspec.Struct):
+    """A bundle's ``public_keys`` alone (the rest of its text is skipped)."""
+
+    public_keys: Any = None
+
+
+_decode_public_keys: Final = msgspec.json.Decoder(_PublicKeys).decode
 
 
 def _bundle_document(

@@ -22,7 +22,7 @@ from ..audit import PairAudit, Snapshot, audit, snapshot_of_bundle
 from ..bundle import parse_document
 from ..canonical import decode_json
 from ..keys import KeySet
-from ..record import document_kind, record_disagreement, verify_record
+from ..record import document_kind, record_disagreement, text_kind, verify_record
 from .evidence import AlarmKind, Origin, sha256
 
 __all__ = ["Finding", "Judge", "Judgement", "Kept", "Outcome", "Problem", "Verdict"]
@@ -250,7 +250,10 @@ class Judge:
 def _parsed(
     body: bytes, kind: Literal["bundle", "record"], where: str, subject: str | None
 ) -> tuple[Any, Outcome | None]:
-    """The parsed document, or the problem that it is not JSON or not a ``kind``."""
+    """The parsed document (a bundle: ``None``, it is verified as its text), or the problem that
+    it is not JSON or not a ``kind``."""
+    if kind == "bundle" and text_kind(body) == "bundle":
+        return None, None  # never decoded whole: read for its type keys alone
     document, not_json = parse_document(body)
     if document_kind(document) == kind:
         return document, None

@@ -49,8 +49,14 @@ __all__ = [
 #: The ``merge_version`` of every state (spec §9): the name of the rules it was folded by.
 MERGE_VERSION: Final = "pith-open-graph-merge-v1"
 
+# The Structs of a state are untracked by the cyclic garbage collector (``gc=False``, as
+# ``merge.schema.Signer``): they are frozen and hold strings, tuples of each other and JSON
+# payloads, never themselves, so no cycle can run through one. A state of 4,000 events is tens
+# of thousands of them, which the collector would otherwise walk again and again for nothing
+# (decoded in verify_bundle: about 7% of its time, docs/performance.md).
 
-class Entry(CanonicalStruct, frozen=True):
+
+class Entry(CanonicalStruct, frozen=True, gc=False):
     """The entry of an applied event in ``current`` (§9); ``signer`` is its event's own object."""
 
     event_id: str
@@ -60,7 +66,7 @@ class Entry(CanonicalStruct, frozen=True):
     payload: dict[str, Any]
 
 
-class SourceAlias(CanonicalStruct, frozen=True):
+class SourceAlias(CanonicalStruct, frozen=True, gc=False):
     """One alias derived from the applied ``record_created`` (§9)."""
 
     alias_kind: str
@@ -68,7 +74,7 @@ class SourceAlias(CanonicalStruct, frozen=True):
     created_at: str
 
 
-class Current(CanonicalStruct, frozen=True):
+class Current(CanonicalStruct, frozen=True, gc=False):
     """What is current: the record and, per event type, the applied entries not superseded."""
 
     canonical_record: dict[str, Any] | None
@@ -90,14 +96,14 @@ class Current(CanonicalStruct, frozen=True):
         return ids
 
 
-class Chain(CanonicalStruct, frozen=True):
+class Chain(CanonicalStruct, frozen=True, gc=False):
     """A chain (§7): ``key_id`` is ``None`` for the record chain."""
 
     target: str
     key_id: str | None
 
 
-class Equivocation(CanonicalStruct, frozen=True):
+class Equivocation(CanonicalStruct, frozen=True, gc=False):
     """A fork: two or more eligible events of one chain naming one ``prev_event`` (§7)."""
 
     chain: Chain
@@ -105,14 +111,14 @@ class Equivocation(CanonicalStruct, frozen=True):
     event_ids: tuple[str, ...]
 
 
-class InvalidEvent(CanonicalStruct, frozen=True):
+class InvalidEvent(CanonicalStruct, frozen=True, gc=False):
     """An admitted event that did not apply, and the reason code why."""
 
     event_id: str
     reason: Reason
 
 
-class State(CanonicalStruct, frozen=True, omit_defaults=True):
+class State(CanonicalStruct, frozen=True, omit_defaults=True, gc=False):
     """The state of one subject (spec §9).
 
     ``state_sha256`` is the only field with a default: a state whose ``state_sha256`` is

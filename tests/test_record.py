@@ -26,7 +26,6 @@ from merge import (
     record_disagreement,
     verify_record,
 )
-
 from merge.record import text_kind
 
 from .builders import KEY_A, KEY_B, KEY_STRANGER, KEYS, record_of_bundle
@@ -231,7 +230,9 @@ def test_text_kind_is_the_kind_of_the_decoded_text(document: Any) -> None:
         assert text_kind(twice) == document_kind(document)
 
 
-@pytest.mark.parametrize("text", [b"{not json", b"", b'{"bundle_type": 1', b"\xff", '{"record_type": "\ud800"}'])
+@pytest.mark.parametrize(
+    "text", [b"{not json", b"", b'{"bundle_type": 1', b"\xff", '{"record_type": "\ud800"}']
+)
 def test_text_kind_of_what_is_no_json_text_is_none(text: bytes | str) -> None:
     assert text_kind(text) is None
 

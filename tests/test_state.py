@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import gc
 import hashlib
 import json
 from typing import Any
@@ -24,6 +25,7 @@ from merge import (
     fold,
     state_sha256,
 )
+from merge.checks import CURRENT_KEYS
 from merge.schema import Event
 from merge.state import with_state_sha256
 
@@ -52,6 +54,18 @@ def test_golden_state_decodes_and_reencodes_byte_for_byte(golden_bundle: dict[st
     state = decode_state(published)
     assert canonical_json(state) == published
     assert state.state_sha256 == golden_bundle["state"]["state_sha256"]
+
+
+def test_a_states_structs_are_left_to_reference_counting(golden_bundle: dict[str, Any]) -> None:
+    """The cyclic collector never walks a state's Structs (gc=False: they hold no cycle), only
+    the JSON containers of its payloads: a decoded state of many events costs it nothing."""
+    state = decode_state(canonical_json(golden_bundle["state"]))
+    entries = [entry for key in CURRENT_KEYS for entry in getattr(state.current, key)]
+    structs = [state, state.current, *entries, *state.current.source_aliases]
+    structs += [*state.equivocations, *state.invalid_events, *(entry.signer for entry in entries)]
+    assert entries
+    assert state.current.source_aliases
+    assert not any(map(gc.is_tracked, structs))
 
 
 @pytest.mark.parametrize("name", NAMES)

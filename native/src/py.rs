@@ -38,7 +38,7 @@ use crate::verify::{PublicKey, Route, Verdicts, Verifier};
 /// The version of this boundary: what `merge.native` was written against (its
 /// `INTERFACE_VERSION`, which must be this number). Raised with every change of a function, an
 /// argument or a type here; `merge.native` uses no extension of another interface.
-pub const INTERFACE_VERSION: u32 = 3; // 3: verify_signatures(combs=), Judgement.extend and .fork, read_bundle
+pub const INTERFACE_VERSION: u32 = 4; // 4: Judgement.fork; 3: verify_signatures(combs=), Judgement.extend, read_bundle
 
 /// Bytes of state from which its hash is computed on a thread of its own (starting one costs
 /// about 20 µs; hashing 1 MiB, about 500).

@@ -63,6 +63,7 @@ from .record import (
     document_kind,
     record_agrees,
     record_disagreement,
+    text_kind,
     verify_record,
 )
 from .schema import Signer
@@ -153,6 +154,7 @@ __all__ = [
     "snapshot_of_events",
     "state_diff",
     "state_sha256",
+    "text_kind",
     "verify_bundle",
     "verify_record",
 ]

@@ -73,18 +73,18 @@ def bench_bundles(events: int, *, repeat: int) -> list[Result]:
         raise AssertionError("the bundle's events fold into another state than the bundle's")
     if not audit_history(snapshots, trusted_keys=trusted).ok:
         raise AssertionError("the bench history is not append-only")
-    directory = tempfile.TemporaryDirectory(prefix="pith-merge-bench-")
-    files = _written(Path(directory.name), snapshots, trusted)
-    command = [sys.executable, "-m", "merge"]
-    trust = ["--trust", str(files[-1].with_name("trusted.json"))]
-    verify_command = [*command, "verify", *trust, str(files[-1])]
-    audit_command = [*command, "audit", "--history", *trust, *map(str, files)]
     # The commands in a loop of their own: a process that just exited leaves the kernel freeing
     # its pages on the other core, which would disturb the in-process rivals timed after it.
-    best = best_times(
-        {"verify_command": lambda: _ran(verify_command), "audit_command": lambda: _ran(audit_command)},
-        repeat,
-    )
+    with tempfile.TemporaryDirectory(prefix="pith-merge-bench-") as directory:
+        files = _written(Path(directory), snapshots, trusted)
+        command = [sys.executable, "-m", "merge"]
+        trust = ["--trust", str(files[-1].with_name("trusted.json"))]
+        verify_command = [*command, "verify", *trust, str(files[-1])]
+        audit_command = [*command, "audit", "--history", *trust, *map(str, files)]
+        best = best_times(
+            {"verify_command": lambda: _ran(verify_command), "audit_command": lambda: _ran(audit_command)},
+            repeat,
+        )
     best |= best_times(
         {
             "bound_1": lambda: verify_serial(jobs),
@@ -96,7 +96,6 @@ def bench_bundles(events: int, *, repeat: int) -> list[Result]:
         },
         repeat,
     )
-    directory.cleanup()
     count = len(texts)
     bound = len(jobs) / best["bound_1"]
     commands_ratio = best["audit_command"] / best["verify_command"]

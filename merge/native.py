@@ -338,12 +338,18 @@ def _finished(
     judgement = None
     leftovers: list[tuple[int, Any]] = []
     start = 0
+    # A verifier that remembers judgements goes on from its last fold's (_LastJudgement).
+    kept: list[Any] | None = None
     if share_verdicts and verifier.remember_judgements and isinstance(inputs, list):
-        judgement, leftovers = _judged_on(list(inputs), subject, keys, verifier, table=table, cache=cache)
-        inputs = ()
+        kept = list(inputs)  # the snapshot judged, and kept for the next fold
+        judgement, leftovers, start = _gone_on_from(verifier.last_judgement, kept, subject, keys)
+        inputs = kept[start:] if start else kept
+    first = start
     for part in _parts(inputs):
         if judgement is None:
             judgement, left = native.judge(part, subject, table, verifier.threads, cache)
+        elif not part:  # (the last fold's inputs again: nothing after them to judge)
+            left = []
         else:
             if cache is None:
                 # An identical text in two parts is judged in each: its signature, verified once.
@@ -355,9 +361,14 @@ def _finished(
         # back to the system with the parse trees', for the state to use.
         start += len(part)
         del part
-        native.release_memory(start)
+        native.release_memory(start - first)
     if judgement is None:
         judgement, _ = native.judge([], subject, table, verifier.threads, cache)
+    if kept is not None:
+        verifier.last_judgement = None
+        # The inputs before ``first`` are texts already (they were the last fold's).
+        if all(type(item) in (bytes, str) for item in kept[first:]):
+            verifier.last_judgement = _LastJudgement(subject, keys, kept, judgement.fork(), tuple(leftovers))
     rejected, invalid, valid = _judge_leftovers(leftovers, subject, keys, verifier)
     del leftovers
     return judgement.finish(invalid, valid, free_now), rejected
@@ -365,7 +376,8 @@ def _finished(
 
 class _LastJudgement(NamedTuple):
     """A fold's judgement before it was finished (:attr:`SignatureVerifier.last_judgement`), for
-    the next fold of a growing list of texts to go on from."""
+    the next fold of a growing list of texts to go on from (:func:`_gone_on_from`). Kept only
+    when every input is a text."""
 
     subject: str
     keys: KeySet
@@ -378,23 +390,15 @@ class _LastJudgement(NamedTuple):
     leftovers: tuple[tuple[int, Any], ...]
 
 
-def _judged_on(
-    inputs: list[Any],
-    subject: str,
-    keys: KeySet,
-    verifier: SignatureVerifier,
-    *,
-    table: list[pith_merge_native.Key],
-    cache: pith_merge_native.VerdictCache | None,
-) -> tuple[pith_merge_native.Judgement, list[tuple[int, Any]]]:
-    """The judgement of ``inputs`` (a snapshot of the caller's list) and the inputs it left, for a
-    verifier that remembers judgements: when they begin with the very inputs of the last fold it
-    served, of the same subject and keys (an audit's growing snapshots), that fold's judgement
-    goes on with the rest (``Judgement.extend``, as a stream is judged part by part: the same
-    verdicts), and the texts judged already are not looked up again. The judgement is kept for
-    the next fold when every input is a text."""
-    last = verifier.last_judgement
-    start = 0
+def _gone_on_from(
+    last: Any, inputs: list[Any], subject: str, keys: KeySet
+) -> tuple[pith_merge_native.Judgement | None, list[tuple[int, Any]], int]:
+    """Where a fold of ``inputs`` starts, for a verifier that remembers judgements: when they
+    begin with the very inputs of the last fold it served, of the same subject and keys (an
+    audit's growing snapshots), from a copy of that fold's judgement, with the inputs it left,
+    at the first input after its own; it then goes on with the rest (``Judgement.extend``, as a
+    stream is judged part by part: the same verdicts), and the texts judged already are not
+    looked up again. Else from nothing, at the first input."""
     if (
         isinstance(last, _LastJudgement)
         and last.subject == subject
@@ -402,20 +406,8 @@ def _judged_on(
         and last.keys == keys
         and all(map(operator.is_, last.inputs, inputs))
     ):
-        start = len(last.inputs)
-        judgement, leftovers = last.judgement.fork(), list(last.leftovers)
-        rest = inputs[start:]
-        left = judgement.extend(rest, table, verifier.threads, cache) if rest else []
-    else:
-        rest, leftovers = inputs, []
-        judgement, left = _extension().judge(rest, subject, table, verifier.threads, cache)
-    leftovers += [(start + index, rest[index]) for index in left]
-    _extension().release_memory(len(rest))
-    verifier.last_judgement = None
-    # The inputs before ``rest`` are texts already (they were the last fold's).
-    if all(type(item) in (bytes, str) for item in rest):
-        verifier.last_judgement = _LastJudgement(subject, keys, inputs, judgement.fork(), tuple(leftovers))
-    return judgement, leftovers
+        return last.judgement.fork(), list(last.leftovers), len(last.inputs)
+    return None, [], 0
 
 
 def _parts(inputs: Iterable[Any]) -> Iterator[list[Any]]:

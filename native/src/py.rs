@@ -398,7 +398,7 @@ fn finished<'py>(
 #[pymethods]
 impl Judgement {
     /// A copy of this judgement, its events shared (not copied): to judge more inputs into
-    /// apart, as the folds of a growing list do (an audit's snapshots: `merge.native._judged_on`).
+    /// apart, as the folds of a growing list do (an audit's snapshots: `merge.native._gone_on_from`).
     fn fork(&self, py: Python<'_>) -> PyResult<Judgement> {
         guarded(py, || {
             let verdicts = self

@@ -28,10 +28,14 @@ from .keys import KeySet
 from .native import BundleReader, read_bundle
 from .signatures import SignatureVerifier
 from .state import MERGE_VERSION, FoldResult
+from .witness.policy import Policy
+from .witness.quorum import Cosignatures, QuorumReport, check_quorum, gather_answers
+from .witness.statement import Statement
 
 __all__ = [
     "BUNDLE_CHECKS",
     "REGISTRY_KEYS",
+    "WITNESS_CHECK",
     "BundleCheck",
     "BundleReport",
     "Check",
@@ -70,6 +74,10 @@ BUNDLE_CHECKS: Final = (
     "state",
     "source_aliases",
 )
+
+
+#: The check a witness policy adds after :data:`BUNDLE_CHECKS` (``verify_bundle(…, policy=…)``).
+WITNESS_CHECK: Final = "witnesses"
 
 
 class Check(msgspec.Struct, frozen=True):
@@ -115,6 +123,8 @@ class BundleReport(CheckedReport, frozen=True):
     result: FoldResult | None
     #: The trusted key that verified the bundle signature, if any.
     trusted_key_id: str | None
+    #: The witnesses' verdicts, when a policy was given (None when the bundle failed first).
+    witnesses: QuorumReport | None = None
 
 
 def verify_bundle(
@@ -123,6 +133,9 @@ def verify_bundle(
     trusted_keys: KeySet | Iterable[Mapping[str, Any]] = REGISTRY_KEYS,
     threads: int | None = None,
     verifier: SignatureVerifier | None = None,
+    policy: Policy | None = None,
+    cosignatures: Cosignatures = (),
+    now: int | None = None,
 ) -> BundleReport:
     """Verify a bundle (spec §10): a JSON text or a parsed JSON object.
 
@@ -132,8 +145,54 @@ def verify_bundle(
     other than :func:`merge.fold` takes, :class:`merge.InputError`. ``verifier``: the signature
     verifier of the fold of its events (see :func:`merge.fold`; default: a new one), shared by a
     caller that folds them again.
+
+    ``policy`` (:func:`merge.witness.parse_policy`) adds the check ``witnesses``: a quorum of its
+    witnesses cosigned exactly this bundle (docs/witness.md). ``cosignatures`` are what the
+    caller gathered: the witnesses' notes, or a callable ``(witness, subject) -> note |
+    merge.witness.Unanswered`` asked once per witness (the caller's network, its timeouts:
+    the core fetches nothing). ``now`` (POSIX seconds) refuses cosignatures from the future.
     """
-    return verify_bundle_parts(bundle, trusted_keys=trusted_keys, threads=threads, verifier=verifier).report
+    verified = verify_bundle_parts(bundle, trusted_keys=trusted_keys, threads=threads, verifier=verifier)
+    if policy is None:
+        return verified.report
+    return _witnessed(verified, policy, cosignatures, now)
+
+
+def _witnessed(verified: Verified, policy: Policy, cosignatures: Cosignatures, now: int | None) -> BundleReport:
+    """The report with the check :data:`WITNESS_CHECK`: judged only for a bundle that verifies."""
+    report = verified.report
+    statement = statement_of(verified)
+    if statement is None:
+        check = Check(WITNESS_CHECK, False, "not checked: the bundle does not verify")
+        return BundleReport((*report.checks, check), report.result, report.trusted_key_id)
+    answers, unattributed = gather_answers(policy, statement.subject, cosignatures)
+    quorum = check_quorum(policy, statement, answers, now=now, unattributed=unattributed)
+    agreed = quorum.named("agreed")
+    detail = f"quorum {quorum.quorum} {'met' if quorum.ok else 'not met'}: {len(agreed)} agreed"
+    detail += f" ({', '.join(agreed)})" if agreed else ""
+    for status, words in (("other_bundle", "named another bundle"), ("invalid", "invalid"), ("no_answer", "no answer")):
+        named = quorum.named(status)  # type: ignore[arg-type]
+        detail += f"; {words}: {', '.join(named)}" if named else ""
+    check = Check(WITNESS_CHECK, quorum.ok, detail)
+    return BundleReport((*report.checks, check), report.result, report.trusted_key_id, quorum)
+
+
+def statement_of(verified: Verified) -> Statement | None:
+    """What a witness cosigns of a bundle that verifies (:class:`merge.witness.Statement`): the
+    registry key that signed it, its subject, its number of events and ``bundle_sha256``;
+    None when it does not verify (or its key id or subject cannot be an origin line)."""
+    report, members = verified.report, verified.members
+    if not report.ok or report.trusted_key_id is None or report.result is None:
+        return None
+    try:
+        return Statement(
+            report.trusted_key_id,
+            report.result.state.pith_number,
+            len(members["events"]),
+            members["bundle_signature"]["bundle_sha256"],
+        )
+    except MergeError:
+        return None
 
 
 class Verified(msgspec.Struct, frozen=True):

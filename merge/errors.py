@@ -17,7 +17,9 @@ __all__ = [
     "MergeError",
     "NativeError",
     "NotCanonicalError",
+    "NoteError",
     "PithMergeDeprecationWarning",
+    "PolicyError",
     "RecordError",
     "UnknownEventError",
     "require_threads",
@@ -82,6 +84,27 @@ class InputError(MergeError):
         self.problem = problem
         self.source = source
         super().__init__(f"{source}: {problem}" if source else problem)
+
+
+class NoteError(MergeError, ValueError):
+    """A signed note, verifier key or signer key that breaks C2SP signed-note (merge.witness).
+
+    A witness's answer that raises it is a finding of the quorum check, never an exception of
+    :func:`merge.verify_bundle`; a key the caller gave raises it.
+    """
+
+    def __init__(self, problem: str) -> None:
+        self.problem = problem
+        super().__init__(problem)
+
+
+class PolicyError(MergeError, ValueError):
+    """A witness policy that breaks C2SP tlog-policy; ``line`` is its 1-based line (None: the whole)."""
+
+    def __init__(self, problem: str, *, line: int | None = None) -> None:
+        self.problem = problem
+        self.line = line
+        super().__init__(f"policy line {line}: {problem}" if line is not None else f"policy: {problem}")
 
 
 class UnknownEventError(MergeError, KeyError):

@@ -17,6 +17,8 @@ VECTORS = Path(__file__).parent / "vectors"
 CONFORMANCE = sorted((VECTORS / "conformance").glob("*.json"))
 #: The project's own vectors for the points of revision 1.1 (made by tests/edge_vectors.py).
 EDGES = VECTORS / "edges"
+#: Signed-note and cosignature vectors (issue 42): Go's, C2SP's and the project's own.
+WITNESS = VECTORS / "witness"
 GOLDEN_BUNDLE = VECTORS / "golden" / "pith-2303.04759.bundle.json"
 GOLDEN_RECORD = VECTORS / "golden" / "pith-2110.10802.record.json"
 

@@ -3,7 +3,8 @@
 ``tests/vectors/external`` holds third-party vectors copied from ../shared/external-vectors
 (a subset is allowed: what the tests use); each copied file must equal its original too.
 ``tests/vectors/edges`` holds the project's own vectors (made by tests/edge_vectors.py), which
-have no shared original.
+have no shared original; so does ``tests/vectors/witness`` (signed-note and cosignature vectors:
+Go's and C2SP's carried over as data, and the project's own, made by tests/witness_vectors.py).
 The shared tree lives beside the repository; a clean clone elsewhere skips, saying why.
 """
 
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import EDGES, VECTORS
+from .conftest import EDGES, VECTORS, WITNESS
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared" / "vectors"
@@ -37,7 +38,7 @@ def digests(tree: dict[str, bytes]) -> dict[str, str]:
 @pytest.mark.skipif(not SHARED.is_dir(), reason=f"{SHARED} is absent (not a checkout beside ../shared)")
 def test_vectors_match_the_shared_copy() -> None:
     shared = files(SHARED)
-    local = files(VECTORS, skip=(EXTERNAL, EDGES))
+    local = files(VECTORS, skip=(EXTERNAL, EDGES, WITNESS))
     assert shared, f"{SHARED} holds no files"
     assert sorted(local) == sorted(shared), "files missing or extra in tests/vectors"
     assert digests(local) == digests(shared)

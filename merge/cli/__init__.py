@@ -53,6 +53,7 @@ from .monitor import monitor_command
 from .replay import replay_command
 from .store import store
 from .verify import verify
+from .witness import witness
 
 __all__ = [
     "EXIT_BROKEN_PIPE",
@@ -80,6 +81,7 @@ cli.add_command(monitor_command)
 cli.add_command(replay_command)
 cli.add_command(store)
 cli.add_command(verify)
+cli.add_command(witness)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

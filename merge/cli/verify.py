@@ -13,8 +13,11 @@ from ..errors import MergeError
 from ..keys import Key, KeySet
 from ..record import RecordReport, document_kind, text_kind, verify_record
 from ..replay import display_name
+from ..witness.policy import Policy
+from ..witness.quorum import Cosignatures
 from . import common
 from .common import echo, plural
+from .witness import now, policy_options, witnessing, witnesses_json
 
 __all__ = ["TITLE_NOTES", "verify"]
 
@@ -34,6 +37,7 @@ TITLE_NOTES: Final[Mapping[bool, str]] = {
     help="Also trust the keys carried inside each bundle (proves nothing about who built it).",
 )
 @click.option("-v", "--verbose", is_flag=True, help="Show every check, not only the failed ones.")
+@policy_options
 @common.json_option()
 @common.quiet_option()
 @common.input_errors
@@ -42,6 +46,9 @@ def verify(  # noqa: PLR0917 (click passes every option positionally)
     trust_files: tuple[str, ...],
     trust_bundle_keys: bool,
     verbose: bool,
+    policy_file: str | None,
+    cosignature_files: tuple[str, ...],
+    witness_timeout: float,
     as_json: bool,
     quiet: bool,
 ) -> None:
@@ -50,12 +57,14 @@ def verify(  # noqa: PLR0917 (click passes every option positionally)
     Each file is recognised by its bundle_type or record_type. A bundle's signature and a
     record's receipt must verify with a trusted key: by default the Pith registry key
     pith-v1-2026-05 (built in). Exits 0 only when every document passes every check.
-    A DOCUMENT may be - (standard input).
+    A DOCUMENT may be - (standard input). With --policy a bundle must also be cosigned by a
+    quorum of witnesses (docs/witness.md).
     """
     anchors, origin = common.trust_anchors(trust_files)
+    witnessed = witnessing(policy_file, cosignature_files, witness_timeout)
     entries = []
     for path in documents:
-        entry, facts = _verify_document(path, anchors, origin, trust_bundle_keys)
+        entry, facts = _verify_document(path, anchors, origin, trust_bundle_keys, witnessed)
         entries.append(entry)
         if not as_json and not quiet:
             _print_document(entry, facts, verbose)
@@ -74,7 +83,11 @@ def verify(  # noqa: PLR0917 (click passes every option positionally)
 
 
 def _verify_document(
-    path: str, anchors: KeySet, origin: str, trust_bundle_keys: bool
+    path: str,
+    anchors: KeySet,
+    origin: str,
+    trust_bundle_keys: bool,
+    witnessed: tuple[Policy, Cosignatures] | None = None,
 ) -> tuple[dict[str, Any], str]:
     """Verify one file as what it is (§10 or §11): its ``--json`` entry, and what an OK line says."""
     data = common.read_file(path)
@@ -97,7 +110,13 @@ def _verify_document(
         trusted = anchors.union(_carried_keys(document), on_conflict="keep")
     report: BundleReport | RecordReport
     if kind == "bundle":
-        report = verify_bundle(document, trusted_keys=trusted, threads=None)
+        if witnessed is not None:
+            policy, cosignatures = witnessed
+            report = verify_bundle(
+                document, trusted_keys=trusted, threads=None, policy=policy, cosignatures=cosignatures, now=now()
+            )
+        else:
+            report = verify_bundle(document, trusted_keys=trusted, threads=None)
     else:
         report = verify_record(document, trusted_keys=trusted)
     signer = report.trusted_key_id
@@ -158,6 +177,10 @@ def _print_document(entry: Mapping[str, Any], facts: str, verbose: bool) -> None
     for check in checks:
         if verbose or not check["ok"]:
             echo(f"  {'pass' if check['ok'] else 'FAIL'}  {check['name']}: {check['detail']}")
+    witnesses = entry.get("witnesses")
+    for verdict in witnesses["witnesses"] if witnesses is not None else ():
+        if verbose or not witnesses["ok"]:
+            echo(f"  witness {verdict['witness']}: {verdict['status']}: {verdict['detail']}")
     note = entry.get("title_note")
     if note is not None and (verbose or note is False):
         echo(f"  note  title: {TITLE_NOTES[note]} (informative, §11)")
@@ -189,7 +212,7 @@ def _bundle_document(
     path: str, report: BundleReport, signer: str | None, trust: str | None
 ) -> dict[str, Any]:
     state = report.result.state if report.result is not None else None
-    return {
+    entry = {
         "path": path,
         "kind": "bundle",
         "ok": report.ok,
@@ -199,3 +222,6 @@ def _bundle_document(
         "trust": trust,
         "checks": _checks_json(report),
     }
+    if report.witnesses is not None:
+        entry["witnesses"] = witnesses_json(report.witnesses)
+    return entry

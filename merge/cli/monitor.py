@@ -18,6 +18,7 @@ from ..errors import InputError
 from ..monitor.policy import FetchPolicy
 from ..monitor.sources import read_subjects_file
 from . import common
+from .witness import read_signer_key
 
 if TYPE_CHECKING:
     from ..monitor.evidence import Alarm
@@ -111,6 +112,12 @@ _DEFAULTS = FetchPolicy()
     help="Bytes of one document, at most.",
 )
 @click.option("--json", "as_json", is_flag=True, help="One JSON line per round (its summary) on stdout.")
+@click.option(
+    "--witness-key",
+    "witness_key_file",
+    type=click.Path(exists=True, dir_okay=False),
+    help="Be a witness: cosign each kept bundle that extends the last cosigned (docs/witness.md).",
+)
 @common.input_errors
 def monitor_command(  # noqa: PLR0917 (click passes every option positionally)
     sources: tuple[str, ...],
@@ -128,6 +135,7 @@ def monitor_command(  # noqa: PLR0917 (click passes every option positionally)
     timeout: float,
     max_bytes: int,
     as_json: bool,
+    witness_key_file: str | None,
 ) -> None:
     """Follow a registry: audit each new bundle against the last one kept.
 
@@ -158,6 +166,7 @@ def monitor_command(  # noqa: PLR0917 (click passes every option positionally)
     runner = Monitor(
         state_dir,
         sources,
+        witness_key=read_signer_key(witness_key_file) if witness_key_file is not None else None,
         subjects=followed,
         trusted_keys=anchors,
         follow_mirrors=follow_mirrors,

@@ -5,7 +5,8 @@
   round that read a source ended within 3 intervals, else 503;
 - ``GET /pith/<B32>/bundle.json`` (and ``/.well-known/pith/<B32>/bundle.json``): the kept bundle
   of a subject, exact bytes, with an ETag (a conditional GET gets 304): the registry's own
-  layout, so that a monitor is a mirror and a ``--peer`` for others.
+  layout, so that a monitor is a mirror and a ``--peer`` for others;
+- ``GET /pith/<B32>/checkpoint``: a witness's (``--witness-key``) last cosigned note of a subject.
 
 The standard library's threaded server (``http.server.ThreadingHTTPServer``), one daemon thread
 per request, serving until :meth:`Endpoint.close`.
@@ -30,6 +31,8 @@ from .monitor import Monitor
 __all__ = ["Endpoint", "parse_listen"]
 
 _BUNDLE_PATH: Final = re.compile(r"/(?:\.well-known/)?pith/([A-Z2-7]{26})/bundle\.json")
+#: A witness's last cosigned note of a subject (``--witness-key``; docs/witness.md).
+_CHECKPOINT_PATH: Final = re.compile(r"/pith/([A-Z2-7]{26})/checkpoint")
 
 
 def parse_listen(text: str) -> tuple[str, int]:
@@ -60,6 +63,8 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send(HTTPStatus.NOT_MODIFIED, b"", None, etag)
             else:
                 self._send(HTTPStatus.OK, data, "application/json", etag)
+        elif (match := _CHECKPOINT_PATH.fullmatch(path)) and (note := monitor.checkpoint(match[1])) is not None:
+            self._send(HTTPStatus.OK, note, "text/plain; charset=utf-8")
         else:
             self._send(HTTPStatus.NOT_FOUND, b"not found\n", "text/plain; charset=utf-8")
 

@@ -24,6 +24,7 @@ import msgspec
 from ..bundle import REGISTRY_KEYS
 from ..errors import InputError
 from ..keys import KeySet
+from ..witness.note import SignerKey
 from .cursor import AlarmEntry, StateDir, Status, SubjectStatus
 from .evidence import Alarm, alarm_id, evidence_name, sha256, write_evidence
 from .fetching import Fetcher
@@ -32,6 +33,7 @@ from .metrics import Metrics
 from .policy import FetchPolicy
 from .rounds import Gathered, RoundReport, gather
 from .sources import RegistrySource, Source, b32_of, parse_source, parse_subject
+from .witnessing import WitnessBook
 
 __all__ = ["Monitor"]
 
@@ -73,6 +75,7 @@ class Monitor:
         interval: float | None = None,
         on_alarm: Callable[[Alarm], None] | None = None,
         clock: Callable[[], float] = time.time,
+        witness_key: SignerKey | None = None,
     ) -> None:
         if not sources:
             raise InputError("a monitor needs at least one source")
@@ -92,6 +95,7 @@ class Monitor:
         self._kept: dict[str, Kept] = {}
         self._status = Status()
         self._letters: dict[str, str] = {}
+        self._witness = None if witness_key is None else WitnessBook(self._state.path, witness_key, self._judge)
 
     @staticmethod
     def _peer(url: str) -> RegistrySource:
@@ -108,6 +112,8 @@ class Monitor:
         try:
             self._status = self._state.read_status()
             self._kept = self._load_kept()
+            if self._witness is not None:
+                self._witness.open()
             if not self._followed() and all(isinstance(s, RegistrySource) for s in self.sources):
                 raise InputError(
                     "nothing to follow: a URL source is read for the subjects of --subject or --subjects "
@@ -177,6 +183,10 @@ class Monitor:
         except FileNotFoundError:
             return None
 
+    def checkpoint(self, letters: str) -> bytes | None:
+        """A witness's last cosigned note of the subject whose pith number ends in ``letters``."""
+        return self._witness.checkpoint(letters) if self._witness is not None else None
+
     # --- a round --------------------------------------------------------------------------
 
     def run_round(self) -> RoundReport:
@@ -210,6 +220,8 @@ class Monitor:
         alarms, standing = self._raise(gathered.findings, started)
         for subject in sorted(gathered.changed):
             self._state.keep(subject, gathered.kept[subject].data)
+        if self._witness is not None:  # every kept subject: a round killed before this is made good
+            gathered.problems += self._witness.cosign(gathered.kept, started, gathered.notes)
         finished = self._clock()
         self._status = self._next_status(gathered, alarms, read, finished)
         self._state.write_status(self._status)

@@ -17,6 +17,7 @@ import pytest
 from jsonschema import Draft202012Validator, ValidationError
 
 from merge import BUNDLE_CHECKS, MERGE_VERSION, RECORD_CHECKS, Reason
+from merge.bundle import WITNESS_CHECK
 from merge.inspection import StateDiff
 from merge.schemas import FORMATS, schema, schema_file
 from merge.state import Current
@@ -76,7 +77,7 @@ def test_every_object_of_a_schema_has_its_fields_fixed_or_its_values_typed(name:
 def test_the_schemas_name_what_the_code_has() -> None:
     """The closed lists of the schemas are the code's: reason codes, checks, current's lists."""
     verify = schema(FORMATS["verify"])["$defs"]
-    assert verify["bundle_check"]["properties"]["name"]["enum"] == list(BUNDLE_CHECKS)
+    assert verify["bundle_check"]["properties"]["name"]["enum"] == [*BUNDLE_CHECKS, WITNESS_CHECK]
     assert verify["record_check"]["properties"]["name"]["enum"] == list(RECORD_CHECKS)
     for command in ("explain", "diff"):
         assert schema(FORMATS[command])["$defs"]["reason"]["enum"] == [str(reason) for reason in Reason]

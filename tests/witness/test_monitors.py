@@ -16,6 +16,7 @@ import pytest
 from merge import KeySet, audit, snapshot_of_bundle
 from merge.witness import open_note, parse_statement
 
+from ..json_documents import validated
 from ..monitor.command import PITH_MERGE, Running
 from ..monitor.history import KEYS, LETTERS, SUBJECT, snapshot
 from ..monitor.registry import Registry, registry_at
@@ -40,7 +41,7 @@ def verify(*args: str | Path) -> subprocess.CompletedProcess[str]:
 
 
 def statuses(result: subprocess.CompletedProcess[str]) -> dict[str, str]:
-    document = json.loads(result.stdout)
+    document = validated(result.stdout, "verify")
     return {w["witness"]: w["status"] for w in document["documents"][0]["witnesses"]["witnesses"]}
 
 

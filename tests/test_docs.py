@@ -51,6 +51,7 @@ RUN_ELSEWHERE = {
         "from hypothesis import given, strategies as st",
     ): "property_tests/test_docs_example.py",
     ("dask.md", "from distributed import Client"): "tests/test_dask_replay.py",
+    ("witness.md", "import json"): "tests/witness/test_docs.py",
 }
 
 

@@ -125,6 +125,9 @@ def _verify_document(
         trust = origin if signer in anchors else "carried in the bundle, trusted by --trust-bundle-keys"
     if isinstance(report, BundleReport):
         facts = f"{_bundle_facts(report)}signed by {signer} ({trust})"
+        if report.witnesses is not None:
+            agreed = report.witnesses.named("agreed")
+            facts += f"; cosigned by {', '.join(agreed) or 'no witness'} (quorum {report.witnesses.quorum})"
         return _bundle_document(path, report, signer, trust), facts
     subject = document.get("pith_number")
     entry = {

@@ -204,13 +204,13 @@ def _judge(witness: Witness, expected: Statement, note: bytes | str, now: int | 
         detail = f"cosigned {named.subject}, not {expected.subject}"
         return _verdict(witness, "invalid", detail, timestamp=timestamp, named=named, note=shown)
     if named == expected:
-        detail = f"cosigned this bundle ({expected.event_count} events) at {timestamp}"
+        detail = f"cosigned this bundle ({expected.event_count} events)"
         return _verdict(witness, "agreed", detail, timestamp=timestamp, named=named)
     if named.bundle_sha256 == expected.bundle_sha256:
         detail = f"cosigned this bundle_sha256 with other facts ({named.origin}, {named.event_count} events)"
         return _verdict(witness, "invalid", detail, timestamp=timestamp, named=named, note=shown)
     detail = (
-        f"cosigned another bundle of {named.subject} at {timestamp}: {named.event_count} events, "
+        f"cosigned another bundle of {named.subject}: {named.event_count} events, "
         f"bundle_sha256 {named.bundle_sha256} (this one: {expected.event_count} events)"
     )
     return _verdict(witness, "other_bundle", detail, timestamp=timestamp, named=named, note=shown)

@@ -41,11 +41,18 @@ def wait_for_port(port: str, process: subprocess.Popen[bytes], seconds: float = 
 
 
 def test_the_http_walk_through_prints_what_the_page_shows(tmp_path: Path) -> None:
-    steps = [step for lang, body in blocks(PAGE) if lang == "console" for step in transcript("", body) or ()]
-    assert len(steps) > 10
+    failures = run_console(PAGE, PORTS, tmp_path, least=10)
+    assert not failures, "\n\n".join(failures)
+
+
+def run_console(page: Path, ports_used: tuple[str, ...], tmp_path: Path, *, least: int) -> list[str]:
+    """Run the ``console`` blocks of ``page`` (at least ``least`` steps) as described above, its
+    ``ports_used`` each replaced by a free one; the steps that did not print what the page shows."""
+    steps = [step for lang, body in blocks(page) if lang == "console" for step in transcript("", body) or ()]
+    assert len(steps) > least
     cwd = sandbox(tmp_path)
-    ports = {port: free_port() for port in PORTS}
-    pattern = re.compile(r"\b(" + "|".join(PORTS) + r")\b")
+    ports = {port: free_port() for port in ports_used}
+    pattern = re.compile(r"\b(" + "|".join(ports_used) + r")\b")
 
     def real(text: str) -> str:
         return pattern.sub(lambda match: ports[match[1]], text)
@@ -72,4 +79,4 @@ def test_the_http_walk_through_prints_what_the_page_shows(tmp_path: Path) -> Non
             if process.poll() is None:
                 os.killpg(process.pid, signal.SIGTERM)
             process.wait(timeout=30)
-    assert not failures, "\n\n".join(failures)
+    return failures

@@ -86,6 +86,7 @@ def policy_options(command: FC) -> FC:
         "--witness-timeout",
         type=click.FloatRange(min=0.1),
         default=DEFAULT_TIMEOUT,
+        metavar="SECONDS",
         show_default=True,
         help="Seconds to wait for the witnesses' answers (all asked at once).",
     )(command)
@@ -94,8 +95,8 @@ def policy_options(command: FC) -> FC:
         "cosignature_files",
         multiple=True,
         type=click.Path(exists=True, dir_okay=False),
-        help="A witnesses' note (as served at /pith/<B32>/checkpoint), offline: the witnesses' URLs are "
-        "not asked. Repeatable.",
+        help="A note of witnesses' cosignatures (as a witness serves it at /pith/<B32>/checkpoint): "
+        "offline, no witness is asked. Repeatable.",
     )(command)
     return click.option(
         "--policy",

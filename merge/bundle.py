@@ -29,7 +29,7 @@ from .native import BundleReader, read_bundle
 from .signatures import SignatureVerifier
 from .state import MERGE_VERSION, FoldResult
 from .witness.policy import Policy
-from .witness.quorum import Cosignatures, QuorumReport, check_quorum, gather_answers
+from .witness.quorum import Cosignatures, QuorumReport, WitnessStatus, check_quorum, gather_answers
 from .witness.statement import Statement
 
 __all__ = [
@@ -158,7 +158,17 @@ def verify_bundle(
     return _witnessed(verified, policy, cosignatures, now)
 
 
-def _witnessed(verified: Verified, policy: Policy, cosignatures: Cosignatures, now: int | None) -> BundleReport:
+#: How the check ``witnesses`` names the witnesses that did not agree.
+_WITNESS_WORDS: Final[tuple[tuple[WitnessStatus, str], ...]] = (
+    ("other_bundle", "named another bundle"),
+    ("invalid", "invalid"),
+    ("no_answer", "no answer"),
+)
+
+
+def _witnessed(
+    verified: Verified, policy: Policy, cosignatures: Cosignatures, now: int | None
+) -> BundleReport:
     """The report with the check :data:`WITNESS_CHECK`: judged only for a bundle that verifies."""
     report = verified.report
     statement = statement_of(verified)
@@ -170,8 +180,8 @@ def _witnessed(verified: Verified, policy: Policy, cosignatures: Cosignatures, n
     agreed = quorum.named("agreed")
     detail = f"quorum {quorum.quorum} {'met' if quorum.ok else 'not met'}: {len(agreed)} agreed"
     detail += f" ({', '.join(agreed)})" if agreed else ""
-    for status, words in (("other_bundle", "named another bundle"), ("invalid", "invalid"), ("no_answer", "no answer")):
-        named = quorum.named(status)  # type: ignore[arg-type]
+    for status, words in _WITNESS_WORDS:
+        named = quorum.named(status)
         detail += f"; {words}: {', '.join(named)}" if named else ""
     check = Check(WITNESS_CHECK, quorum.ok, detail)
     return BundleReport((*report.checks, check), report.result, report.trusted_key_id, quorum)

@@ -86,7 +86,14 @@ def vectors() -> dict[str, Any]:
     case("golden", "the golden bundle's statement, cosigned", w1, golden, 1_767_225_600, valid=True)
     case("time_zero", "time 0 is a time", w2, golden, 0, valid=True)
     case("time_max", "the largest time, 2^63-1", w1, golden, 2**63 - 1, valid=True)
-    case("other_bundle", "a valid cosignature of another bundle of the subject", w2, other, 1_767_225_601, valid=True)
+    case(
+        "other_bundle",
+        "a valid cosignature of another bundle of the subject",
+        w2,
+        other,
+        1_767_225_601,
+        valid=True,
+    )
     _, good = cosignature(w1, golden, 1_767_225_600)
     raw = base64.b64decode(good.split(" ")[2])
     shifted = raw[:4] + (1_767_225_601).to_bytes(8, "big") + raw[12:]
@@ -118,10 +125,13 @@ def vectors() -> dict[str, Any]:
         line=f"\u2014 {w1['name']} {b64(over)}",
         valid=False,
     )
-    plain_id = hashlib.sha256(w1["name"].encode() + b"\n\x01" + base64.b64decode(w1["vkey"].split("+")[2])[1:]).digest()[:4]
+    plain_id = hashlib.sha256(
+        w1["name"].encode() + b"\n\x01" + base64.b64decode(w1["vkey"].split("+")[2])[1:]
+    ).digest()[:4]
     case(
         "ed25519_key_id",
-        "the key ID of the same key as a plain Ed25519 (0x01) key: not the cosigner's, so the line is ignored",
+        "the key ID of the same key as a plain Ed25519 (0x01) key: not the cosigner's, so the line is "
+        "ignored",
         w1,
         golden,
         1_767_225_600,

@@ -17,7 +17,7 @@ from ..witness.policy import Policy
 from ..witness.quorum import Cosignatures
 from . import common
 from .common import echo, plural
-from .witness import now, policy_options, witnessing, witnesses_json
+from .witness import now, policy_options, witnesses_json, witnessing
 
 __all__ = ["TITLE_NOTES", "verify"]
 
@@ -113,7 +113,12 @@ def _verify_document(
         if witnessed is not None:
             policy, cosignatures = witnessed
             report = verify_bundle(
-                document, trusted_keys=trusted, threads=None, policy=policy, cosignatures=cosignatures, now=now()
+                document,
+                trusted_keys=trusted,
+                threads=None,
+                policy=policy,
+                cosignatures=cosignatures,
+                now=now(),
             )
         else:
             report = verify_bundle(document, trusted_keys=trusted, threads=None)
@@ -180,8 +185,8 @@ def _print_document(entry: Mapping[str, Any], facts: str, verbose: bool) -> None
     for check in checks:
         if verbose or not check["ok"]:
             echo(f"  {'pass' if check['ok'] else 'FAIL'}  {check['name']}: {check['detail']}")
-    witnesses = entry.get("witnesses")
-    for verdict in witnesses["witnesses"] if witnesses is not None else ():
+    witnesses: Mapping[str, Any] = entry.get("witnesses") or {}
+    for verdict in witnesses.get("witnesses", ()):
         if verbose or not witnesses["ok"]:
             echo(f"  witness {verdict['witness']}: {verdict['status']}: {verdict['detail']}")
     note = entry.get("title_note")

@@ -23,7 +23,7 @@ from ..witness.quorum import Cosignatures, QuorumReport, Unanswered
 from . import common
 from .common import echo
 
-__all__ = ["policy_options", "read_signer_key", "witness", "witnessing", "witnesses_json"]
+__all__ = ["policy_options", "read_signer_key", "witness", "witnesses_json", "witnessing"]
 
 FC = TypeVar("FC", bound=Callable[..., Any])
 #: Seconds ``verify --policy`` waits for the witnesses (all at once).
@@ -38,7 +38,11 @@ def witness() -> None:
 @witness.command(name="keygen")
 @click.argument("name")
 @click.option(
-    "--out", "out", required=True, type=click.Path(dir_okay=False), help="The private key file to write (mode 0600)."
+    "--out",
+    "out",
+    required=True,
+    type=click.Path(dir_okay=False),
+    help="The private key file to write (mode 0600).",
 )
 @common.input_errors
 def keygen(name: str, out: str) -> None:
@@ -76,7 +80,9 @@ def read_signer_key(path: str) -> SignerKey:
     except (UnicodeDecodeError, NoteError) as exc:
         raise InputError(f"not a private key file: {getattr(exc, 'problem', exc)}", source=path) from None
     if signer.vkey.signature_type != COSIGNATURE_V1:
-        raise InputError("not a cosigner key (type 0x04): make one with pith-merge witness keygen", source=path)
+        raise InputError(
+            "not a cosigner key (type 0x04): make one with pith-merge witness keygen", source=path
+        )
     return signer
 
 
@@ -161,4 +167,3 @@ def witnesses_json(report: QuorumReport) -> dict[str, Any]:
         ],
         "unattributed": list(report.unattributed),
     }
-

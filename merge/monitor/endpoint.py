@@ -63,7 +63,9 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send(HTTPStatus.NOT_MODIFIED, b"", None, etag)
             else:
                 self._send(HTTPStatus.OK, data, "application/json", etag)
-        elif (match := _CHECKPOINT_PATH.fullmatch(path)) and (note := monitor.checkpoint(match[1])) is not None:
+        elif (match := _CHECKPOINT_PATH.fullmatch(path)) and (
+            note := monitor.checkpoint(match[1])
+        ) is not None:
             self._send(HTTPStatus.OK, note, "text/plain; charset=utf-8")
         else:
             self._send(HTTPStatus.NOT_FOUND, b"not found\n", "text/plain; charset=utf-8")

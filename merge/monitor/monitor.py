@@ -95,7 +95,9 @@ class Monitor:
         self._kept: dict[str, Kept] = {}
         self._status = Status()
         self._letters: dict[str, str] = {}
-        self._witness = None if witness_key is None else WitnessBook(self._state.path, witness_key, self._judge)
+        self._witness = (
+            None if witness_key is None else WitnessBook(self._state.path, witness_key, self._judge)
+        )
 
     @staticmethod
     def _peer(url: str) -> RegistrySource:

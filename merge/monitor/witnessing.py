@@ -100,7 +100,9 @@ class WitnessBook:
             raise InputError("the bundle a cosigned note names is missing", source=str(bundle_path)) from None
         snapshot = self._judge.verified(bundle, str(bundle_path))
         if snapshot.result is None or _statement(snapshot, decode_json(bundle)) != statement:
-            raise InputError("the bundle kept beside a cosigned note is not the one it names", source=str(bundle_path))
+            raise InputError(
+                "the bundle kept beside a cosigned note is not the one it names", source=str(bundle_path)
+            )
         return Cosigned(statement, data, bundle, snapshot)
 
     def checkpoint(self, letters: str) -> bytes | None:
@@ -128,7 +130,9 @@ class WitnessBook:
                         f"{last.statement.bundle_sha256}): not cosigned"
                     )
                     problems.append(
-                        Problem(where=str(self.path), subject=subject, reason="witness_refused", detail=detail)
+                        Problem(
+                            where=str(self.path), subject=subject, reason="witness_refused", detail=detail
+                        )
                     )
                     continue
             self._write(subject, statement, bundle, int(now), last)
@@ -137,7 +141,9 @@ class WitnessBook:
             )
         return problems
 
-    def _write(self, subject: str, statement: Statement, bundle: Kept, now: int, last: Cosigned | None) -> None:
+    def _write(
+        self, subject: str, statement: Statement, bundle: Kept, now: int, last: Cosigned | None
+    ) -> None:
         text = statement.text()
         note = format_note(Note(text, (cosign(text, self.signer, now),))).encode("utf-8")
         stem = _stem(subject)
@@ -157,6 +163,8 @@ def _statement(snapshot: Snapshot, document: Mapping[str, Any]) -> Statement | N
         return None
     events = document.get("events")
     try:
-        return Statement(info.key_id, info.subject, len(events) if isinstance(events, list) else 0, info.bundle_sha256)
+        return Statement(
+            info.key_id, info.subject, len(events) if isinstance(events, list) else 0, info.bundle_sha256
+        )
     except NoteError:
         return None

@@ -145,7 +145,9 @@ def _checked_key(name: str, hex_id: str, material: bytes, text: str, what: str) 
 def parse_vkey(text: str) -> VerifierKey:
     """A verifier key; :class:`merge.NoteError` unless every part is right, the key ID included."""
     name, hex_id, encoded = _split_key(text, 3, "vkey")
-    number, signature_type, key = _checked_key(name, hex_id, _b64decode(encoded, f"vkey {text!r}"), text, "vkey")
+    number, signature_type, key = _checked_key(
+        name, hex_id, _b64decode(encoded, f"vkey {text!r}"), text, "vkey"
+    )
     if key_id(name, signature_type, key) != number:
         raise NoteError(f"vkey {text!r}: the key ID is not the one of this name and key")
     return VerifierKey(name, number, signature_type, key)

@@ -87,8 +87,8 @@ def parse_policy(data: bytes | str) -> Policy:
     raw = data.encode("utf-8", "surrogateescape") if isinstance(data, str) else bytes(data)
     if not _ALLOWED.fullmatch(raw):
         position = next(i for i, byte in enumerate(raw) if not _ALLOWED.fullmatch(raw[i : i + 1]))
-        line = raw.count(b"\n", 0, position) + 1
-        raise PolicyError(f"control character 0x{raw[position]:02x} (only tab and newline)", line=line)
+        number = raw.count(b"\n", 0, position) + 1
+        raise PolicyError(f"control character 0x{raw[position]:02x} (only tab and newline)", line=number)
     # Octets with the high bit set are opaque (tlog-policy §"Character set"): kept as they are.
     text = raw.decode("utf-8", "surrogateescape")
     builder = _Builder()
@@ -154,7 +154,9 @@ class _Builder:
         self._new_name(name)
         vkey = self._vkey(arguments[1])
         if vkey.signature_type != COSIGNATURE_V1:
-            raise PolicyError(f"witness {name}'s vkey is type 0x{vkey.signature_type:02x}, not 0x04 (cosignature/v1)")
+            raise PolicyError(
+                f"witness {name}'s vkey is type 0x{vkey.signature_type:02x}, not 0x04 (cosignature/v1)"
+            )
         self.keys[vkey.public_key] = f"witness {name}"
         self.names[name] = Witness(name, vkey, arguments[2] if len(arguments) == 3 else None)
 
@@ -177,7 +179,9 @@ class _Builder:
         elif re.fullmatch(r"[1-9][0-9]{0,5}", threshold_text) and int(threshold_text) <= len(members):
             threshold = int(threshold_text)
         else:
-            raise PolicyError(f"group {name}'s threshold {threshold_text!r} is not all, any or 1 to {len(members)}")
+            raise PolicyError(
+                f"group {name}'s threshold {threshold_text!r} is not all, any or 1 to {len(members)}"
+            )
         self.names[name] = Group(name, threshold, tuple(members))
 
     def _quorum(self, arguments: list[str]) -> None:
@@ -191,8 +195,9 @@ class _Builder:
 
     def policy(self) -> Policy:
         if self.quorum is None:
-            raise PolicyError("no quorum line (a policy has exactly one; 'quorum none' asks for no cosignature)")
+            raise PolicyError(
+                "no quorum line (a policy has exactly one; 'quorum none' asks for no cosignature)"
+            )
         witnesses = tuple(entry for entry in self.names.values() if isinstance(entry, Witness))
         groups = tuple(entry for entry in self.names.values() if isinstance(entry, Group))
         return Policy(witnesses, groups, self.quorum, tuple(self.logs))
-

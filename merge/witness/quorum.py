@@ -126,9 +126,9 @@ def gather_answers(
     return answers, tuple(unattributed)
 
 
-def _asked(fetch: Callable[[Witness, str], bytes | str | Unanswered], witness: Witness, subject: str) -> (
-    list[bytes | str] | Unanswered
-):
+def _asked(
+    fetch: Callable[[Witness, str], bytes | str | Unanswered], witness: Witness, subject: str
+) -> list[bytes | str] | Unanswered:
     answer = fetch(witness, subject)
     return answer if isinstance(answer, Unanswered) else [answer]
 

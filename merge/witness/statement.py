@@ -40,7 +40,9 @@ class Statement(msgspec.Struct, frozen=True):
 
     def __post_init__(self) -> None:
         if not valid_key_name(self.origin) or "/" in self.registry:
-            raise NoteError(f"origin {self.origin!r}: a registry key id and a subject without space, '+' or '/'")
+            raise NoteError(
+                f"origin {self.origin!r}: a registry key id and a subject without space, '+' or '/'"
+            )
         if "/" in self.subject:
             raise NoteError(f"subject {self.subject!r} holds a '/'")
         if not 0 <= self.event_count < 10**18:
@@ -64,7 +66,9 @@ def parse_statement(text: str) -> Statement:
     as :meth:`Statement.text` writes them (no extension lines: nothing unaudited is signed)."""
     lines = text.split("\n")
     if len(lines) != 4 or lines[3] != "":
-        raise NoteError(f"a statement is 3 lines (origin, number of events, bundle hash), not {len(lines) - 1}")
+        raise NoteError(
+            f"a statement is 3 lines (origin, number of events, bundle hash), not {len(lines) - 1}"
+        )
     origin, count, encoded = lines[:3]
     registry, slash, subject = origin.partition("/")
     if not slash:

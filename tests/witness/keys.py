@@ -9,7 +9,9 @@ from merge.witness import COSIGNATURE_V1, SignerKey
 
 def witness_key(name: str) -> SignerKey:
     """The cosigner key ``name`` (type 0x04), from a seed derived from its name."""
-    return SignerKey(name, COSIGNATURE_V1, hashlib.sha256(f"pith-merge test witness {name}".encode()).digest())
+    return SignerKey(
+        name, COSIGNATURE_V1, hashlib.sha256(f"pith-merge test witness {name}".encode()).digest()
+    )
 
 
 def policy_text(names: list[str], threshold: str, urls: dict[str, str] | None = None) -> str:

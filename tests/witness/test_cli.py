@@ -14,7 +14,9 @@ from ..test_cli import EXAMPLE_BUNDLE
 
 
 def run(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([PITH_MERGE, *map(str, args)], capture_output=True, text=True, timeout=60, check=False)
+    return subprocess.run(
+        [PITH_MERGE, *map(str, args)], capture_output=True, text=True, timeout=60, check=False
+    )
 
 
 def test_keygen_writes_a_private_key_of_mode_0600_and_prints_its_vkey(tmp_path: Path) -> None:
@@ -39,7 +41,8 @@ def test_keys_that_are_not_cosigner_keys_are_refused(tmp_path: Path) -> None:
     bad = tmp_path / "bad.key"
     bad.write_bytes(b"\xff not a key")
     shown = run("witness", "show", bad)
-    assert shown.returncode == 2 and "not a private key file" in shown.stderr
+    assert shown.returncode == 2
+    assert "not a private key file" in shown.stderr
     assert run("witness", "keygen", "a+b", "--out", tmp_path / "x.key").returncode == 2
     assert "Traceback" not in shown.stderr
 
@@ -48,9 +51,14 @@ def test_cosignatures_need_a_policy_and_a_policy_must_parse(tmp_path: Path) -> N
     note = tmp_path / "n.note"
     note.write_text("x\n")
     alone = run("verify", "--cosignatures", note, EXAMPLE_BUNDLE)
-    assert alone.returncode == 2 and "--cosignatures needs --policy" in alone.stderr
+    assert alone.returncode == 2
+    assert "--cosignatures needs --policy" in alone.stderr
     policy = tmp_path / "p.txt"
-    policy.write_text("witness w example.com/foo+530d903a+AekyeRrm56hApGFkyQR4ZCbV54Id2LKaANYcrnKv3U2k\nquorum w\n")
+    policy.write_text(
+        "witness w example.com/foo+530d903a+AekyeRrm56hApGFkyQR4ZCbV54Id2LKaANYcrnKv3U2k\nquorum w\n"
+    )
     refused = run("verify", "--policy", policy, EXAMPLE_BUNDLE)
     assert refused.returncode == 2
-    assert refused.stderr.strip().endswith("policy line 1: witness w's vkey is type 0x01, not 0x04 (cosignature/v1)")
+    assert refused.stderr.strip().endswith(
+        "policy line 1: witness w's vkey is type 0x01, not 0x04 (cosignature/v1)"
+    )

@@ -29,7 +29,7 @@ TRUSTED = KeySet.parse(json.loads(KEYS.read_bytes()))
 
 
 def key_file(directory: Path, name: str) -> Path:
-    path = directory / f"{name.split('.')[0]}.key"
+    path = directory / f"{name.split('.', maxsplit=1)[0]}.key"
     path.write_text(witness_key(name).encoded() + "\n")
     path.chmod(0o600)
     return path
@@ -95,10 +95,15 @@ def test_two_of_three_pass_the_honest_bundle_and_fail_the_split_one(
         evidence = json.loads(failed.stdout)["documents"][0]["witnesses"]["witnesses"][0]
         opened = open_note(evidence["note"], [witness_key(NAMES[0]).vkey])  # signed, checkable by anyone
         named = parse_statement(opened.text)
-        assert named.bundle_sha256 == snapshot_of_bundle(snapshot("v2"), trusted_keys=TRUSTED).info.bundle_sha256
+        assert (
+            named.bundle_sha256 == snapshot_of_bundle(snapshot("v2"), trusted_keys=TRUSTED).info.bundle_sha256
+        )
 
         text = verify("--policy", policy, tmp_path / "other.json")
-        assert "FAIL  witnesses: quorum all-three not met: 1 agreed (w2); named another bundle: w0, w1" in text.stdout
+        assert (
+            "FAIL  witnesses: quorum all-three not met: 1 agreed (w2); named another bundle: w0, w1"
+            in text.stdout
+        )
         assert "witness w0: other_bundle: cosigned another bundle of " + SUBJECT in text.stdout
 
         # Offline: the notes fetched once, no witness asked.
@@ -142,7 +147,9 @@ def test_a_lying_or_unreachable_witness_is_a_finding_not_a_crash_nor_a_hang(
         keys = [witness_key(name) for name in [*NAMES, "four.example/w"]]
         urls = [running.url, f"{liar.url}/liar", f"{liar.url}/slow", "http://127.0.0.1:9"]
         policy = tmp_path / "policy.txt"
-        lines = [f"witness w{i} {key.vkey} {url}" for i, (key, url) in enumerate(zip(keys, urls, strict=True))]
+        lines = [
+            f"witness w{i} {key.vkey} {url}" for i, (key, url) in enumerate(zip(keys, urls, strict=True))
+        ]
         policy.write_text("\n".join([*lines, "group g 2 w0 w1 w2 w3", "quorum g", ""]))
         (tmp_path / "v2.json").write_bytes(snapshot("v2"))
         liar.publish(f"/liar{CHECKPOINT}", _cosigned_by(keys[1], good))
@@ -156,7 +163,8 @@ def test_a_lying_or_unreachable_witness_is_a_finding_not_a_crash_nor_a_hang(
     assert took < 15  # the slow witness is cut off at --witness-timeout (process start-up included)
     document = json.loads(result.stdout)["documents"][0]["witnesses"]["witnesses"]
     assert document[1]["detail"].startswith("invalid signature for key two.example/w+")
-    assert "timeout" in document[2]["detail"] and "connect" in document[3]["detail"]
+    assert "timeout" in document[2]["detail"]
+    assert "connect" in document[3]["detail"]
 
 
 def _cosigned_by(key: object, good: bytes) -> bytes:
@@ -184,7 +192,10 @@ def test_a_witness_never_cosigns_a_rewrite_across_restarts_and_sigkills(
     state = tmp_path / "state0"
     note_file = state / "witness" / f"pith_2024_{LETTERS}.checkpoint"
     cosigned: list[bytes] = []  # the bundle of each checkpoint seen, in order
-    by_hash = {snapshot_of_bundle(snapshot(n), trusted_keys=TRUSTED).info.bundle_sha256: n for n in ("v1", "v2", "v3", "other")}
+    by_hash = {
+        snapshot_of_bundle(snapshot(n), trusted_keys=TRUSTED).info.bundle_sha256: n
+        for n in ("v1", "v2", "v3", "other")
+    }
     for kill in range(12):
         registry.publish(BUNDLE, snapshot(SEQUENCE[kill % len(SEQUENCE)]))
         if kill % 4 == 3:  # the monitor's kept bundle lost: only the witness's record remains
@@ -200,10 +211,15 @@ def test_a_witness_never_cosigns_a_rewrite_across_restarts_and_sigkills(
         name = by_hash[statement.bundle_sha256]
         current = snapshot(name)
         if cosigned and cosigned[-1] != current:
-            pair = audit(snapshot_of_bundle(cosigned[-1], trusted_keys=TRUSTED), snapshot_of_bundle(current, trusted_keys=TRUSTED))
+            pair = audit(
+                snapshot_of_bundle(cosigned[-1], trusted_keys=TRUSTED),
+                snapshot_of_bundle(current, trusted_keys=TRUSTED),
+            )
             assert pair.append_only, f"kill {kill}: cosigned {name} after a bundle it does not extend"
         cosigned.append(current)
         assert name in ("v1", "v2")  # never the rewrite, never the split view
-    assert [by_hash[snapshot_of_bundle(c, trusted_keys=TRUSTED).info.bundle_sha256] for c in cosigned][-1] == "v2"
+    assert [by_hash[snapshot_of_bundle(c, trusted_keys=TRUSTED).info.bundle_sha256] for c in cosigned][
+        -1
+    ] == "v2"
     leftovers = [p.name for p in (state / "witness").iterdir()]
     assert len(leftovers) <= 3  # the note, its bundle, perhaps one unfinished write removed at start

@@ -27,8 +27,14 @@ def test_the_spec_s_two_level_example() -> None:
     """
     policy = parse_policy(text)
     assert [w.name for w in policy.witnesses] == ["X1", "X2", "Y1"]
-    assert policy.witness("X1") is not None and policy.witness("X1").url == "http://127.0.0.1:1"  # type: ignore[union-attr]
-    assert [(g.name, g.threshold) for g in policy.groups] == [("X-witnesses", 2), ("Y-witnesses", 1), ("X-and-Y", 2)]
+    first = policy.witness("X1")
+    assert first is not None
+    assert first.url == "http://127.0.0.1:1"
+    assert [(g.name, g.threshold) for g in policy.groups] == [
+        ("X-witnesses", 2),
+        ("Y-witnesses", 1),
+        ("X-and-Y", 2),
+    ]
     assert policy.satisfied({"X1", "X2", "Y1"})
     assert not policy.satisfied({"X1", "Y1"})  # X needs 2
     assert not policy.satisfied({"X1", "X2"})  # Y needs 1
@@ -41,7 +47,8 @@ def test_tabs_separate_and_quorum_none_asks_nothing() -> None:
 
 def test_a_single_witness_quorum() -> None:
     policy = parse_policy(f"witness w {A}\nquorum w\n")
-    assert policy.satisfied({"w"}) and not policy.satisfied(set())
+    assert policy.satisfied({"w"})
+    assert not policy.satisfied(set())
 
 
 MALFORMED = [
@@ -64,7 +71,7 @@ MALFORMED = [
     (f"witness w {PLAIN}\nquorum w\n", 1, "not 0x04"),
     (f"witness w {A[:-2]}\nquorum w\n", 1, "vkey"),
     (f"witness w {A} http://x extra\nquorum w\n", 1, "witness line"),
-    (f"witness w\nquorum w\n", 1, "witness line"),
+    ("witness w\nquorum w\n", 1, "witness line"),
     (f"log {PLAIN}\nlog {PLAIN}\nquorum none\n", 2, "public key"),
     (f"witness w {A}\nquorum w w\n", 2, "quorum line"),
     ("quorom none\n", 1, "unknown keyword"),

@@ -15,8 +15,9 @@ NAMES = ["one.example/w", "two.example/w", "three.example/w"]
 KEYS = [witness_key(name) for name in NAMES]
 POLICY = parse_policy(policy_text(NAMES, "2"))
 DATA = GOLDEN_BUNDLE.read_bytes()
-STATEMENT = statement_of(verify_bundle_parts(DATA))
-assert STATEMENT is not None
+_MADE = statement_of(verify_bundle_parts(DATA))
+assert _MADE is not None
+STATEMENT: Statement = _MADE
 OTHER = Statement(STATEMENT.registry, STATEMENT.subject, 3, "ab" * 32)
 NOW = 1_800_000_000
 
@@ -50,7 +51,8 @@ def test_one_agreeing_and_one_naming_another_bundle_is_no_quorum_with_evidence()
     assert [check.name for check in report.failed] == ["witnesses"]
     assert report.witnesses is not None
     (split,) = [verdict for verdict in report.witnesses.witnesses if verdict.status == "other_bundle"]
-    assert split.witness == "w1" and split.named == OTHER
+    assert split.witness == "w1"
+    assert split.named == OTHER
     assert split.note == note(OTHER, 1)  # the signed evidence, as given
     assert "named another bundle: w1" in report.failed[0].detail
 
@@ -58,7 +60,9 @@ def test_one_agreeing_and_one_naming_another_bundle_is_no_quorum_with_evidence()
 def test_lies_are_findings_never_exceptions() -> None:
     forged = note(STATEMENT, 0).replace("\n2\n", "\n3\n")  # the text changed under the signature
     future = note(STATEMENT, 1, time=NOW + 10_000)
-    other_subject = Statement(STATEMENT.registry, "pith:2024:AAAAAAAAAAAAAAAAAAAAAAAAAA", 2, STATEMENT.bundle_sha256)
+    other_subject = Statement(
+        STATEMENT.registry, "pith:2024:AAAAAAAAAAAAAAAAAAAAAAAAAA", 2, STATEMENT.bundle_sha256
+    )
     answers = {"w0": forged, "w1": future, "w2": note(other_subject, 2)}
 
     def fetch(witness: Witness, subject: str) -> str | Unanswered:
@@ -68,9 +72,14 @@ def test_lies_are_findings_never_exceptions() -> None:
     report = merge.verify_bundle(DATA, policy=POLICY, cosignatures=fetch, now=NOW)
     assert report.witnesses is not None
     details = {verdict.witness: (verdict.status, verdict.detail) for verdict in report.witnesses.witnesses}
-    assert details["w0"] == ("invalid", "invalid signature for key one.example/w+" + f"{KEYS[0].vkey.key_id:08x}")
-    assert details["w1"][0] == "invalid" and "in the future" in details["w1"][1]
-    assert details["w2"][0] == "invalid" and "cosigned pith:2024:" in details["w2"][1]
+    assert details["w0"] == (
+        "invalid",
+        "invalid signature for key one.example/w+" + f"{KEYS[0].vkey.key_id:08x}",
+    )
+    assert details["w1"][0] == "invalid"
+    assert "in the future" in details["w1"][1]
+    assert details["w2"][0] == "invalid"
+    assert "cosigned pith:2024:" in details["w2"][1]
     assert not report.ok
 
 
@@ -80,11 +89,14 @@ def test_garbage_from_a_witness_is_invalid_or_unattributed(garbage: bytes | str)
     assert report.witnesses is not None
     assert report.witnesses.named("invalid") == ("w0", "w1", "w2")
     offline = merge.verify_bundle(DATA, policy=POLICY, cosignatures=[garbage], now=NOW)
-    assert offline.witnesses is not None and len(offline.witnesses.unattributed) == 1
+    assert offline.witnesses is not None
+    assert len(offline.witnesses.unattributed) == 1
 
 
 def test_an_unanswered_witness_says_why() -> None:
-    report = merge.verify_bundle(DATA, policy=POLICY, cosignatures=lambda w, s: Unanswered("timeout"), now=NOW)
+    report = merge.verify_bundle(
+        DATA, policy=POLICY, cosignatures=lambda w, s: Unanswered("timeout"), now=NOW
+    )
     assert report.witnesses is not None
     assert {verdict.detail for verdict in report.witnesses.witnesses} == {"timeout"}
 

@@ -73,7 +73,7 @@ def test_open_as_go_opens(case: dict[str, Any]) -> None:
 
 @pytest.mark.parametrize("encoded", GO["open"]["malformed_b64"])
 def test_go_s_malformed_notes_are_malformed(encoded: str) -> None:
-    with pytest.raises(NoteError, match="^malformed note"):
+    with pytest.raises(NoteError, match=r"^malformed note"):
         open_note(base64.b64decode(encoded), [parse_vkey(GO["vkeys"]["PeterNeumann"])])
 
 

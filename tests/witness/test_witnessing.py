@@ -49,7 +49,8 @@ def test_first_seen_and_extensions_are_cosigned_a_rewrite_is_not(
     assert "is a rewrite of the one cosigned last (16 events" in report.problems[-1].detail
     assert cosigned_count(again) == 16
     names = sorted(path.name for path in (tmp_path / "state" / "witness").iterdir())
-    assert len(names) == 2 and names[0].endswith(".checkpoint")
+    assert len(names) == 2
+    assert names[0].endswith(".checkpoint")
 
 
 def test_killed_between_keeping_and_cosigning_it_cosigns_when_started_again(
@@ -83,7 +84,12 @@ def test_another_key_is_refused_at_start(
     first.run_round()
     first.close()
     with pytest.raises(InputError, match="was the --witness-key changed"):
-        make_monitor(registry.url, subjects=[SUBJECT], witness_key=witness_key("two.example/w"), state=tmp_path / "state")
+        make_monitor(
+            registry.url,
+            subjects=[SUBJECT],
+            witness_key=witness_key("two.example/w"),
+            state=tmp_path / "state",
+        )
 
 
 def test_the_endpoint_serves_the_checkpoint(registry: Registry, make_monitor: Callable[..., Monitor]) -> None:
@@ -91,7 +97,9 @@ def test_the_endpoint_serves_the_checkpoint(registry: Registry, make_monitor: Ca
     monitor = make_monitor(registry.url, subjects=[SUBJECT], witness_key=KEY)
     endpoint = Endpoint(monitor, "127.0.0.1", 0)
     try:
-        assert httpx.get(f"{endpoint.url}/pith/{LETTERS}/checkpoint").status_code == 404  # nothing cosigned yet
+        assert (
+            httpx.get(f"{endpoint.url}/pith/{LETTERS}/checkpoint").status_code == 404
+        )  # nothing cosigned yet
         monitor.run_round()
         answer = httpx.get(f"{endpoint.url}/pith/{LETTERS}/checkpoint")
         assert answer.status_code == 200

@@ -233,7 +233,7 @@ def _check_text(text: str, what: str) -> None:
 def parse_note(data: bytes | str) -> Note:
     """The text and signature lines of a note; :class:`merge.NoteError` (``malformed note: …``)
     unless it is one: UTF-8 without control characters but newlines, the text ending in a
-    newline, a blank line, then 1 to :data:`MAX_SIGNATURES` well-formed signature lines."""
+    newline, a blank line, then 1 to :data:`merge.witness.note.MAX_SIGNATURES` well-formed signature lines."""
     if isinstance(data, bytes):
         try:
             data = data.decode("utf-8")

@@ -41,6 +41,7 @@ __all__ = [
 #: Seconds a cosignature's time may be ahead of the verifier's ``now`` (clocks differ a little).
 FUTURE_SKEW: Final = 300
 
+#: What a witness said of a bundle (:class:`WitnessVerdict`): see the module's docstring.
 WitnessStatus = Literal["agreed", "other_bundle", "invalid", "no_answer"]
 _RANK: Final[dict[str, int]] = {"agreed": 3, "other_bundle": 2, "invalid": 1, "no_answer": 0}
 
@@ -53,7 +54,7 @@ class Unanswered(msgspec.Struct, frozen=True):
 
 #: What the caller gathered: notes (each matched to the witnesses whose key signed it), or a
 #: callable asked once per witness for the note it serves of a subject.
-Cosignatures = Iterable[bytes | str] | Callable[[Witness, str], "bytes | str | Unanswered"]
+Cosignatures = Iterable[bytes | str] | Callable[[Witness, str], bytes | str | Unanswered]
 
 
 class WitnessVerdict(msgspec.Struct, frozen=True, kw_only=True):
@@ -143,7 +144,7 @@ def check_quorum(
 ) -> QuorumReport:
     """Judge each witness's notes (its best one counts: ``agreed`` before ``other_bundle`` before
     ``invalid``) and the quorum. ``now`` (POSIX seconds; None: not checked): a cosignature more
-    than :data:`FUTURE_SKEW` seconds after it is ``invalid``."""
+    than :data:`merge.witness.quorum.FUTURE_SKEW` seconds after it is ``invalid``."""
     verdicts = []
     for witness in policy.witnesses:
         answer = answers.get(witness.name, Unanswered("not asked"))

@@ -107,3 +107,24 @@ def test_the_endpoint_serves_the_checkpoint(registry: Registry, make_monitor: Ca
         assert parse_statement(open_note(answer.content, [KEY.vkey]).text).subject == SUBJECT
     finally:
         endpoint.close()
+
+
+def test_what_a_killed_witness_left_is_tidied_and_a_missing_bundle_refused(
+    registry: Registry, make_monitor: Callable[..., Monitor], tmp_path: Path
+) -> None:
+    registry.publish(BUNDLE, snapshot("v1"))
+    first = make_monitor(registry.url, subjects=[SUBJECT], witness_key=KEY)
+    first.run_round()
+    first.close()
+    witness = tmp_path / "state" / "witness"
+    [note] = witness.glob("*.checkpoint")
+    [bundle] = witness.glob("*.bundle.json")
+    # Killed after writing the next bundle, before its note; and in the middle of a write.
+    (witness / f"{note.stem}.{'ab' * 32}.bundle.json").write_bytes(snapshot("v2"))
+    (witness / f".tmp-{note.name}").write_bytes(b"half a no")
+    again = make_monitor(registry.url, subjects=[SUBJECT], witness_key=KEY)
+    again.close()
+    assert sorted(witness.iterdir()) == sorted([note, bundle])
+    bundle.unlink()
+    with pytest.raises(InputError, match="the bundle a cosigned note names is missing"):
+        make_monitor(registry.url, subjects=[SUBJECT], witness_key=KEY)

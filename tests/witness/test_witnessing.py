@@ -27,6 +27,14 @@ def cosigned_count(monitor: Monitor) -> int | None:
     return None if note is None else parse_statement(open_note(note, [KEY.vkey]).text).event_count
 
 
+def cosign_v1_once(registry: Registry, make_monitor: Callable[..., Monitor]) -> None:
+    """One round of a witness on v1 (it cosigns it), then the witness closed."""
+    registry.publish(BUNDLE, snapshot("v1"))
+    first = make_monitor(registry.url, subjects=[SUBJECT], witness_key=KEY)
+    first.run_round()
+    first.close()
+
+
 def test_first_seen_and_extensions_are_cosigned_a_rewrite_is_not(
     registry: Registry, make_monitor: Callable[..., Monitor], tmp_path: Path
 ) -> None:
@@ -79,10 +87,7 @@ def test_killed_between_keeping_and_cosigning_it_cosigns_when_started_again(
 def test_another_key_is_refused_at_start(
     registry: Registry, make_monitor: Callable[..., Monitor], tmp_path: Path
 ) -> None:
-    registry.publish(BUNDLE, snapshot("v1"))
-    first = make_monitor(registry.url, subjects=[SUBJECT], witness_key=KEY)
-    first.run_round()
-    first.close()
+    cosign_v1_once(registry, make_monitor)
     with pytest.raises(InputError, match="was the --witness-key changed"):
         make_monitor(
             registry.url,
@@ -112,10 +117,7 @@ def test_the_endpoint_serves_the_checkpoint(registry: Registry, make_monitor: Ca
 def test_what_a_killed_witness_left_is_tidied_and_a_missing_bundle_refused(
     registry: Registry, make_monitor: Callable[..., Monitor], tmp_path: Path
 ) -> None:
-    registry.publish(BUNDLE, snapshot("v1"))
-    first = make_monitor(registry.url, subjects=[SUBJECT], witness_key=KEY)
-    first.run_round()
-    first.close()
+    cosign_v1_once(registry, make_monitor)
     witness = tmp_path / "state" / "witness"
     [note] = witness.glob("*.checkpoint")
     [bundle] = witness.glob("*.bundle.json")

@@ -6,7 +6,7 @@ either order) and, where shown, ``[exit code N]``. Each page's transcripts run i
 sandbox (a copy of ``examples/``, the vectors, an empty ``out/``), with this environment's
 ``pith-merge`` and ``python`` first on ``PATH`` (a ``.venv/bin/`` prefix is dropped), and must
 print exactly what the page shows. Output that differs on every run (timings)
-is fenced as ``text`` and not compared. What a ``pith-merge … --json`` step prints must also be
+is fenced as ``text`` and not compared; the time a log line starts with matches any time. What a ``pith-merge … --json`` step prints must also be
 valid against the schema of the format it names (the whole document: a step cut short by a pipe,
 ``| head``, is run again without it). Python blocks run as written in the same kind of
 sandbox. The few blocks that need what a test cannot have here (a cluster's address, your own
@@ -115,9 +115,14 @@ def run(step: Step, cwd: Path, *, merged: bool = False) -> tuple[list[str], list
     return out, err, result.returncode
 
 
+#: The time a log line starts with (``pith-merge monitor``'s stderr): any time matches any other.
+LOG_TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z ")
+
+
 def lines(stream: bytes | None) -> list[str]:
-    """The text's lines, without trailing white space or trailing blank lines."""
-    found = [line.rstrip() for line in (stream or b"").decode().splitlines()]
+    """The text's lines, without trailing white space or trailing blank lines, a log line's
+    leading time (:data:`LOG_TIME`) made the same everywhere."""
+    found = [LOG_TIME.sub("<time> ", line.rstrip()) for line in (stream or b"").decode().splitlines()]
     while found and not found[-1]:
         found.pop()
     return found

@@ -7,6 +7,8 @@
   of a subject, exact bytes, with an ETag (a conditional GET gets 304): the registry's own
   layout, so that a monitor is a mirror and a ``--peer`` for others.
 
+``HEAD`` is answered on every route as ``GET`` is, without the body.
+
 The standard library's threaded server (``http.server.ThreadingHTTPServer``), one daemon thread
 per request, serving until :meth:`Endpoint.close`.
 """
@@ -45,6 +47,13 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "pith-merge-monitor"
 
+    #: A HEAD request: the headers of the GET, no body.
+    head = False
+
+    def do_HEAD(self) -> None:
+        self.head = True
+        self.do_GET()
+
     def do_GET(self) -> None:
         path = self.path.split("?", 1)[0]
         monitor = self.server.monitor
@@ -74,7 +83,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(body)))
         self.send_header("Cache-Control", "no-cache")
         self.end_headers()
-        if status != HTTPStatus.NOT_MODIFIED:
+        if status != HTTPStatus.NOT_MODIFIED and not self.head:
             self.wfile.write(body)
 
     def log_message(self, format: str, *args: Any) -> None:

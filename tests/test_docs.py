@@ -6,7 +6,8 @@ either order) and, where shown, ``[exit code N]``. Each page's transcripts run i
 sandbox (a copy of ``examples/``, the vectors, an empty ``out/``), with this environment's
 ``pith-merge`` and ``python`` first on ``PATH`` (a ``.venv/bin/`` prefix is dropped), and must
 print exactly what the page shows. Output that differs on every run (timings)
-is fenced as ``text`` and not compared; the time a log line starts with matches any time. What a ``pith-merge … --json`` step prints must also be
+is fenced as ``text`` and not compared; the time a log line starts with matches any time. What a
+``pith-merge … --json`` step prints must also be
 valid against the schema of the format it names (the whole document: a step cut short by a pipe,
 ``| head``, is run again without it). Python blocks run as written in the same kind of
 sandbox. The few blocks that need what a test cannot have here (a cluster's address, your own

@@ -244,6 +244,18 @@ class Monitor:
         entry = find_alarm(self._status.alarms, alarm, source=str(self._state.path))
         return acknowledge(self._state.path, entry, by=by, at=timestamp(self._clock()), note=note)
 
+    def followed(self) -> list[str]:
+        """Every subject followed: those given and those kept, sorted."""
+        return self._followed()
+
+    def subject_of(self, letters: str) -> str | None:
+        """The kept subject whose pith number ends in ``letters`` (the 26 of URLs), else None."""
+        return self._letters.get(letters)
+
+    def kept(self, subject: str) -> Kept | None:
+        """The subject's kept bundle in memory (its bytes and verified snapshot), else None."""
+        return self._kept.get(subject)
+
     def kept_bundle(self, letters: str) -> bytes | None:
         """The exact bytes of the bundle kept for the subject whose pith number ends in ``letters``."""
         subject = self._letters.get(letters)

@@ -114,6 +114,12 @@ class Metrics:
             "When the last round that could read a source ended (Unix time).",
             registry=registry,
         )
+        self.interval = Gauge(
+            "pith_monitor_interval_seconds",
+            "Seconds between rounds (0 for one round, --once): a stalled monitor is one whose last "
+            "success is older than a few intervals.",
+            registry=registry,
+        )
         self.round_duration = Histogram(
             "pith_monitor_round_duration_seconds",
             "How long rounds took.",

@@ -123,6 +123,7 @@ class Monitor:
             raise
         self._index()
         self.metrics.subjects.set(len(self._kept))
+        self.metrics.interval.set(self.interval or 0)
         if (last := seconds_of(self._status.last_success_at)) is not None:
             self.metrics.last_success.set(last)
         self._fetcher = Fetcher(self.policy, self._stop)

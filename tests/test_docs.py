@@ -162,6 +162,8 @@ def json_command(command: str) -> str | None:
     if len(words) < 2 or words[0] != "pith-merge" or "--json" not in words:
         return None
     name = f"store-{words[2]}" if words[1] == "store" else words[1]
+    if words[1:3] == ["monitor", "status"]:
+        name = "monitor-status"
     assert name in FORMATS, f"{command}: --json of a command without a format"
     return name
 

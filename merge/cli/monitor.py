@@ -65,7 +65,8 @@ class _MonitorCommand(click.Command):
             return super().invoke(ctx)
         name, *rest = given
         command = SUBCOMMANDS[name]
-        with command.make_context(name, rest, parent=ctx) as sub:
+        # Named from the group's context: "pith-merge monitor ack", not "… monitor SOURCE... ack".
+        with command.make_context(f"{ctx.info_name} {name}", rest, parent=ctx.parent) as sub:
             return command.invoke(sub)
 
 

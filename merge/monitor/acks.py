@@ -66,7 +66,7 @@ def read_acks(state_dir: Path) -> dict[str, Ack]:
 
 
 def find_alarm(alarms: Sequence[AlarmEntry], text: str, *, source: str) -> AlarmEntry:
-    """The alarm whose id is ``text`` or starts with it (at least :data:`MIN_PREFIX` digits)."""
+    """The alarm whose id is ``text`` or starts with it (8 hex digits at least)."""
     wanted = text.strip().lower()
     if len(wanted) < MIN_PREFIX or not re.fullmatch(r"[0-9a-f]+", wanted):
         raise InputError(

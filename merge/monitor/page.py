@@ -217,9 +217,10 @@ def _subjects(monitor: Monitor, query: Mapping[str, list[str]]) -> bytes:
     verdict = query.get("verdict", [""])[0]
     verdicts = _last_verdicts(monitor)
     status = monitor.status.subjects
+    followed = monitor.followed()
     chosen = [
         subject
-        for subject in monitor.followed()
+        for subject in followed
         if text.lower() in subject.lower()
         and (not verdict or verdicts.get(subject, "not judged yet") == verdict)
     ]
@@ -232,7 +233,7 @@ def _subjects(monitor: Monitor, query: Mapping[str, list[str]]) -> bytes:
         f'<input type="hidden" name="verdict" value="{e(verdict)}">\n'
         '<button type="submit">Search</button>\n</form>\n'
     )
-    heading = f"<p>{len(chosen)} of {len(monitor.followed())} subjects"
+    heading = f"<p>{len(chosen)} of {len(followed)} subjects"
     heading += f" whose last verdict is {e(verdict)}" if verdict else ""
     heading += f" matching {e(text)!s}" if text else ""
     rows = []

@@ -69,7 +69,8 @@ class Prometheus:
             "scrape_configs:\n"
             f"  - {{job_name: pith-merge-monitor, static_configs: [{{targets: ['{target}']}}]}}\n"
         )
-        self._log = open(directory / "prometheus.log", "w")  # noqa: SIM115 (closed in close)
+        self.log = directory / "prometheus.log"
+        self._log = open(self.log, "w")  # noqa: SIM115 (closed in close)
         self.process = subprocess.Popen(
             [
                 PROMETHEUS,
@@ -99,7 +100,8 @@ class Prometheus:
             if self.process.poll() is not None:
                 break
             time.sleep(0.2)
-        raise AssertionError(f"{what}: not within {seconds} s")
+        said = self.log.read_text().splitlines()[-15:]
+        raise AssertionError(f"{what}: not within {seconds} s; Prometheus said:\n" + "\n".join(said))
 
     def close(self) -> None:
         self.process.terminate()

@@ -18,6 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
+from merge import MergeError
 from merge.monitor import Endpoint, Monitor
 
 from ..json_documents import validated
@@ -318,3 +319,28 @@ def test_every_log_line_has_its_time(registry: Registry, tmp_path: Path) -> None
         registry.url, "--state-dir", tmp_path / "t", "--subject", SUBJECT, "--once", "--log-format", "json"
     )
     assert logged.stderr == ""  # nothing to say: no problem, no alarm (the note is the round's, on stdout)
+
+
+def test_reconfigure_checks_everything_before_it_changes_anything(
+    registry: Registry, make_monitor: MakeMonitor, tmp_path: Path
+) -> None:
+    """SIGHUP's engine: new trust keys that no longer verify the kept bundle, or a bad subject,
+    change nothing; good ones apply from the next round."""
+    from merge import REGISTRY_KEYS
+
+    registry.publish(BUNDLE, snapshot("v2"))
+    monitor = make_monitor(registry.url, subjects=[SUBJECT])
+    monitor.run_round()
+    keys = json.loads(KEYS.read_bytes())
+    before = (monitor.sources, monitor.subjects, monitor.peers)
+    for wrong in (
+        {"trusted_keys": REGISTRY_KEYS, "subjects": [SUBJECT]},  # the kept bundle is test-A's
+        {"trusted_keys": keys, "subjects": ["pith:1:NOPE"]},
+    ):
+        with pytest.raises(MergeError):
+            monitor.reconfigure(sources=[str(tmp_path)], peers=[], **wrong)  # type: ignore[arg-type]
+        assert (monitor.sources, monitor.subjects, monitor.peers) == before
+    other = "pith:2024:AAAAAAAAAAAAAAAAAAAAAAAAAA"
+    monitor.reconfigure(sources=[registry.url], subjects=[SUBJECT, other], trusted_keys=keys, peers=[])
+    report = monitor.run_round()
+    assert [(p.subject, p.reason) for p in report.problems] == [(other, "missing")]

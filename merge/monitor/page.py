@@ -127,11 +127,14 @@ def _page_number(query: Mapping[str, list[str]]) -> int:
     return max(1, int(text)) if text.isdigit() else 1
 
 
-def _subject_link(subject: str | None) -> str:
+def _subject_link(monitor: Monitor, subject: str | None) -> str:
+    """The subject, linked to its page when it has one (a kept bundle)."""
     if subject is None:
         return "(no subject)"
     letters = b32_of(subject)
-    return f'<a href="/subject/{letters}">{e(subject)}</a>' if letters else e(subject)
+    if letters is None or monitor.subject_of(letters) is None:
+        return e(subject)
+    return f'<a href="/subject/{letters}">{e(subject)}</a>'
 
 
 def _last_verdicts(monitor: Monitor) -> dict[str, str]:
@@ -241,7 +244,7 @@ def _subjects(monitor: Monitor, query: Mapping[str, list[str]]) -> bytes:
         entry: SubjectStatus | None = status.get(subject)
         rows.append(
             [
-                _subject_link(subject),
+                _subject_link(monitor, subject),
                 e(verdicts.get(subject, "not judged yet")),
                 e(entry.event_count if entry and entry.event_count is not None else "—"),
                 e(entry.signed_at if entry and entry.signed_at else "—"),
@@ -294,7 +297,7 @@ def _alarm_table(monitor: Monitor, alarms: Sequence[AlarmEntry], *, forms: bool 
             [
                 f"<code>{e(entry.id[:16])}</code>",
                 e(entry.kind),
-                _subject_link(entry.subject),
+                _subject_link(monitor, entry.subject),
                 e(entry.where),
                 e(entry.raised_at),
                 files,

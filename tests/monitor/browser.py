@@ -38,6 +38,7 @@ class Browser:
             "--remote-debugging-pipe",
             "--no-sandbox",  # as root in CI: Chromium's sandbox refuses to run as root
             "--disable-gpu",
+            "--disable-dev-shm-usage",  # a small /dev/shm (containers) must not crash it
             "--no-first-run",
             "--disable-extensions",
             "--disable-background-networking",

@@ -11,14 +11,17 @@ import json
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 from jsonschema import Draft202012Validator, ValidationError
 
-from merge import BUNDLE_CHECKS, MERGE_VERSION, RECORD_CHECKS, Reason
+from merge import BUNDLE_CHECKS, MERGE_VERSION, RECORD_CHECKS, KeySet, Reason
 from merge.bundle import WITNESS_CHECK
 from merge.inspection import StateDiff
+from merge.monitor import Monitor
 from merge.schemas import FORMATS, schema, schema_file
 from merge.state import Current
 
@@ -26,6 +29,8 @@ from .json_documents import validated, validator
 from .test_cli import EXAMPLE_BUNDLE, EXAMPLE_LOG, EXAMPLES, KEYS, LOG_SUBJECT, ROOT, run
 
 SCHEMAS = ROOT / "merge" / "schemas"
+#: The facts of one kind of monitor log event: optional in a log line.
+LOG_FACTS = ("url", "alarm", "evidence_path", "problem", "reason", "changed", "needs_restart")
 
 
 def test_every_format_has_its_schema_file_and_no_file_is_left_over() -> None:
@@ -148,10 +153,52 @@ def documents(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[dict[s
         "store-import": [("store", "import", "--store", store, "--json", EXAMPLES, early)],
         "store-check": [("store", "check", "--store", store, "--json")],
     }
-    assert commands.keys() == FORMATS.keys()
-    return {
+    produced = {
         command: [validated(run(*args).stdout, command) for args in runs]
         for command, runs in commands.items()
+    }
+    produced |= _monitor_documents(tmp, v2, v3)
+    assert produced.keys() == FORMATS.keys()
+    return produced
+
+
+def _monitor_documents(tmp: Path, v2: Path, v3: Path) -> dict[str, list[dict[str, Any]]]:
+    """The monitor's documents, for real: two rounds of a mirror directory (the second a rewrite,
+    beside a file that is no bundle, with an alarm hook that fails after saving its alarm), its
+    JSON log, its status and its health."""
+    mirror, state, alarm = tmp / "mirror", tmp / "monitor", tmp / "alarm.json"
+    mirror.mkdir()
+    hook = f'printf %s "$PITH_ALARM_JSON" > {alarm}; exit 3'
+    once = (
+        "monitor",
+        mirror,
+        "--state-dir",
+        state,
+        "--trust",
+        KEYS,
+        "--once",
+        "--json",
+        "--log-format",
+        "json",
+    )
+    rounds, log = [], []
+    for bundle in (v2, v3):
+        (mirror / "shown.bundle.json").write_bytes(bundle.read_bytes())
+        (mirror / "junk.json").write_text("[]")
+        done = run(*once, "--on-alarm", hook)
+        rounds.append(validated(done.stdout, "monitor-round"))
+        log += [validated(line, "monitor-log") for line in done.stderr.decode().splitlines()]
+    status = validated(run("monitor", "status", "--json", state).stdout, "monitor-status")
+    with Monitor(
+        str(state), [str(mirror)], trusted_keys=KeySet.parse(json.loads(KEYS.read_bytes()))
+    ) as monitor:
+        health = monitor.health()[1]
+    return {
+        "monitor-round": rounds[::-1],
+        "monitor-health": [validated(msgspec.json.encode(health, order="sorted"), "monitor-health")],
+        "monitor-status": [status],
+        "monitor-alarm": [validated(alarm.read_bytes(), "monitor-alarm")],
+        "monitor-log": log[::-1],
     }
 
 
@@ -194,6 +241,13 @@ def test_the_documents_fill_the_fields_worth_checking(documents: dict[str, list[
         "audit masked": [pair["masked"] for pair in pairs if pair["masked"]],
         "audit kept": kept["kept"],
         "store import problems": store_import["problems"],
+        **{
+            f"monitor-round {name}": documents["monitor-round"][0][name]
+            for name in ("alarms", "problems", "sources")
+        },
+        "monitor-status alarms": documents["monitor-status"][0]["alarms"],
+        "monitor-health subjects": documents["monitor-health"][0]["subjects"],
+        "monitor-log alarm": [line for line in documents["monitor-log"] if line["event"] == "alarm"],
     }
     assert [name for name, value in filled.items() if not value] == []
 
@@ -226,7 +280,7 @@ def test_a_missing_field_or_a_wrong_format_fails_validation(
         check = validator(FORMATS[command])
         document = produced[0]
         for field in document:
-            if field in ("bundles", "kept"):  # the optional ones
+            if field in ("bundles", "kept", *LOG_FACTS):  # the optional ones
                 continue
             assert not check.is_valid({k: v for k, v in document.items() if k != field}), (command, field)
         with pytest.raises(ValidationError):

@@ -5,15 +5,19 @@ laid out as the registry is), audits each new or changed bundle against the last
 keeps (as ``pith-merge audit --state-dir`` does), verifies records (§11), compares the places the
 kept bundles name (``--follow-mirrors``) and what other monitors were shown (``--peer``), and
 raises an alarm, with evidence on disk, for a rewrite, a split view or a document that does not
-verify. :class:`Endpoint` serves its metrics, health and kept bundles. ``pith-merge monitor`` is
+verify; an alarm stays open until marked handled (:class:`Ack`), and hooks (:class:`CommandHook`,
+:class:`WebhookHook`) run for each. :class:`Endpoint` serves its metrics, health, kept bundles
+and a status page. ``pith-merge monitor`` is
 the command over both (docs/monitor.md).
 
 The rooms: :mod:`~merge.monitor.sources` (where to look), :mod:`~merge.monitor.fetching` (the HTTP
 client), :mod:`~merge.monitor.judging` (verdicts), :mod:`~merge.monitor.evidence` (alarms),
 :mod:`~merge.monitor.rounds` (a round, in memory), :mod:`~merge.monitor.cursor` (the state
 directory: lock, cursor, kept bundles), :mod:`~merge.monitor.durable` (crash-safe files),
-:mod:`~merge.monitor.metrics`, :mod:`~merge.monitor.endpoint` and :mod:`~merge.monitor.monitor`
-(the round's writes, in order); the click command is :mod:`merge.cli.monitor`.
+:mod:`~merge.monitor.acks` (alarms handled), :mod:`~merge.monitor.hooks`,
+:mod:`~merge.monitor.metrics`, :mod:`~merge.monitor.endpoint` and :mod:`~merge.monitor.page`
+(``--listen``), and :mod:`~merge.monitor.monitor` (the round's writes, in order); the click
+command is :mod:`merge.cli.monitor`.
 
 Needs the ``monitor`` extra (``pip install 'pith-merge[monitor]'``: httpx, prometheus-client).
 """
@@ -23,6 +27,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from .acks import Ack
 from .cursor import AlarmEntry, StateDirLocked, Status, SubjectStatus
 from .policy import FetchPolicy
 
@@ -30,14 +35,18 @@ if TYPE_CHECKING:
     from .endpoint import Endpoint, parse_listen
     from .evidence import Alarm
     from .fetching import Fetched, Fetcher
+    from .hooks import AlarmHook, CommandHook, WebhookHook
     from .judging import Judgement, Problem
     from .metrics import Metrics
     from .monitor import Monitor
     from .rounds import RoundReport, SourceRead
 
 __all__ = [
+    "Ack",
     "Alarm",
     "AlarmEntry",
+    "AlarmHook",
+    "CommandHook",
     "Endpoint",
     "FetchPolicy",
     "Fetched",
@@ -51,6 +60,7 @@ __all__ = [
     "StateDirLocked",
     "Status",
     "SubjectStatus",
+    "WebhookHook",
     "parse_listen",
 ]
 
@@ -59,6 +69,9 @@ __all__ = [
 #: must work without the extra.
 _LAZY = {
     "Alarm": "evidence",
+    "AlarmHook": "hooks",
+    "CommandHook": "hooks",
+    "WebhookHook": "hooks",
     "Endpoint": "endpoint",
     "Fetched": "fetching",
     "Fetcher": "fetching",

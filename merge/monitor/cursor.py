@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Final
 
@@ -26,9 +27,19 @@ from ..audit_store import bundle_filename
 from ..errors import InputError
 from .durable import remove_leftovers, write_durably
 
-__all__ = ["AlarmEntry", "StateDir", "StateDirLocked", "Status", "SubjectStatus"]
+__all__ = ["AlarmEntry", "StateDir", "StateDirLocked", "Status", "SubjectStatus", "seconds_of", "timestamp"]
 
 STATUS_VERSION: Final = 1
+
+
+def timestamp(seconds: float) -> str:
+    """RFC 3339 in UTC, to the millisecond (``2026-05-01T12:00:00.000Z``)."""
+    return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def seconds_of(text: str | None) -> float | None:
+    """The Unix time of a :func:`timestamp`, None for None."""
+    return None if text is None else datetime.fromisoformat(text).timestamp()
 
 
 class StateDirLocked(InputError):

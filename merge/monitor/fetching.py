@@ -27,14 +27,14 @@ from .. import __version__
 from .policy import FetchPolicy
 from .sources import web_url_problem
 
-__all__ = ["FetchReason", "Fetched", "Fetcher", "RateLimit"]
+__all__ = ["RETRY_STATUSES", "FetchReason", "Fetched", "Fetcher", "RateLimit", "backoff_delay", "retry_after"]
 
 #: Reason codes of a fetch that failed (the label of ``pith_monitor_fetch_errors_total``).
 FetchReason = Literal[
     "scheme", "timeout", "connect", "http_status", "too_large", "too_many_redirects", "stopped", "protocol"
 ]
 #: Statuses worth trying again: the server is busy or failing for now.
-_RETRY_STATUSES: Final = frozenset({429, 500, 502, 503, 504})
+RETRY_STATUSES: Final = frozenset({429, 500, 502, 503, 504})
 
 
 class Fetched(msgspec.Struct, frozen=True):
@@ -121,12 +121,10 @@ class Fetcher:
                     url, "failed", reason="stopped", detail="the monitor is stopping", attempts=attempt
                 )
             attempt += 1
-            answer, retry_after = self._attempt(url, attempt)
-            if retry_after is None or attempt > self.policy.retries:
+            answer, wait = self._attempt(url, attempt)
+            if wait is None or attempt > self.policy.retries:
                 return answer
-            delay = min(self.policy.max_backoff, self.policy.backoff * 2 ** (attempt - 1))
-            delay = max(delay + random.uniform(0, delay), min(retry_after, self.policy.max_backoff))
-            if self.stop.wait(delay):
+            if self.stop.wait(backoff_delay(self.policy, attempt, wait)):
                 return answer
 
     def _attempt(self, url: str, attempt: int) -> tuple[Fetched, float | None]:
@@ -147,7 +145,7 @@ class Fetcher:
                 if status in (404, 410):
                     return Fetched(url, "missing", detail=f"HTTP {status}", attempts=attempt), None
                 if status != 200:
-                    retry = _retry_after(response) if status in _RETRY_STATUSES else None
+                    retry = retry_after(response) if status in RETRY_STATUSES else None
                     return failed("http_status", f"HTTP {status}"), retry
                 body = self._read(response, deadline)
                 etag = response.headers.get("ETag")
@@ -186,7 +184,15 @@ class Fetcher:
         return bytes(data)
 
 
-def _retry_after(response: httpx.Response) -> float:
+def backoff_delay(policy: FetchPolicy, attempt: int, asked: float) -> float:
+    """Seconds to wait after failed attempt number ``attempt``: ``backoff`` doubled each time (at
+    most ``max_backoff``) plus a random jitter of up to as much again, so that monitors do not
+    retry in step; or the server's ``Retry-After``, when longer (within ``max_backoff`` too)."""
+    delay: float = min(policy.max_backoff, policy.backoff * 2.0 ** (attempt - 1))
+    return max(delay + random.uniform(0, delay), min(asked, policy.max_backoff))
+
+
+def retry_after(response: httpx.Response) -> float:
     """Seconds the server asks us to wait (``Retry-After`` in seconds), else 0."""
     value = response.headers.get("Retry-After", "")
     return float(value) if value.isdigit() else 0.0

@@ -15,21 +15,25 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import Counter, deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import UTC, datetime
-from typing import Any
+from pathlib import Path
+from typing import Any, Final
 
 import msgspec
 
 from ..bundle import REGISTRY_KEYS
 from ..errors import InputError
 from ..keys import KeySet
+from ..schemas import FORMATS
 from ..witness.note import SignerKey
-from .cursor import AlarmEntry, StateDir, Status, SubjectStatus
+from .acks import Ack, acknowledge, find_alarm, read_acks
+from .cursor import AlarmEntry, StateDir, Status, SubjectStatus, seconds_of, timestamp
 from .evidence import Alarm, alarm_id, evidence_name, sha256, write_evidence
 from .fetching import Fetcher
-from .judging import Finding, Judge, Kept
-from .metrics import Metrics
+from .hooks import AlarmHook
+from .judging import Finding, Judge, Judgement, Kept, Problem
+from .metrics import HOOK_REASON, Metrics
 from .policy import FetchPolicy
 from .rounds import Gathered, RoundReport, gather
 from .sources import RegistrySource, Source, b32_of, parse_source, parse_subject
@@ -37,15 +41,8 @@ from .witnessing import WitnessBook
 
 __all__ = ["Monitor"]
 
-
-def timestamp(seconds: float) -> str:
-    """RFC 3339 in UTC, to the millisecond (``2026-05-01T12:00:00.000Z``)."""
-    return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def seconds_of(text: str | None) -> float | None:
-    """The Unix time of a :func:`timestamp`, None for None."""
-    return None if text is None else datetime.fromisoformat(text).timestamp()
+#: Rounds remembered in memory for the status page (the cursor keeps only counts).
+RECENT_ROUNDS: Final = 20
 
 
 class Monitor:
@@ -56,7 +53,8 @@ class Monitor:
     ``trusted_keys``: the signers trusted for bundles and records (§10, §11; default the registry
     key); ``peers``: base URLs of other monitors' ``--listen`` endpoints; ``interval``: seconds
     between rounds of :meth:`run` (None: :meth:`run` does one round). ``on_alarm`` is called for
-    each new alarm once its evidence is on disk, before the round's cursor is written.
+    each new alarm once its evidence is on disk, before the round's cursor is written; then each
+    of ``hooks`` (:mod:`merge.monitor.hooks`), whose failure is a problem of the round.
 
     Caller mistakes raise :class:`merge.InputError` (a bad source or subject, nothing to follow,
     a state directory another monitor holds: :class:`merge.monitor.StateDirLocked`).
@@ -74,6 +72,7 @@ class Monitor:
         policy: FetchPolicy | None = None,
         interval: float | None = None,
         on_alarm: Callable[[Alarm], None] | None = None,
+        hooks: Sequence[AlarmHook] = (),
         clock: Callable[[], float] = time.time,
         witness_key: SignerKey | None = None,
     ) -> None:
@@ -85,12 +84,18 @@ class Monitor:
         self.follow_mirrors = follow_mirrors
         self.policy = policy if policy is not None else FetchPolicy()
         self.interval = interval
-        self.metrics = Metrics()
+        self.metrics = Metrics(self.open_alarm_counts)
         self._judge = Judge(KeySet.parse(trusted_keys))
         self._state = StateDir(state_dir)
         self._on_alarm = on_alarm
+        self._hooks = tuple(hooks)
         self._clock = clock
         self._stop = threading.Event()
+        self._wake = threading.Event()
+        #: The last rounds done, newest last (the status page's).
+        self.recent: deque[RoundReport] = deque(maxlen=RECENT_ROUNDS)
+        #: Each subject's last verdict from a source (this process's rounds only).
+        self.verdicts: dict[str, Judgement] = {}
         self._fetcher: Fetcher | None = None
         self._kept: dict[str, Kept] = {}
         self._status = Status()
@@ -126,6 +131,7 @@ class Monitor:
             raise
         self._index()
         self.metrics.subjects.set(len(self._kept))
+        self.metrics.interval.set(self.interval or 0)
         if (last := seconds_of(self._status.last_success_at)) is not None:
             self.metrics.last_success.set(last)
         self._fetcher = Fetcher(self.policy, self._stop)
@@ -148,15 +154,62 @@ class Monitor:
         """Ask the monitor to stop (from a signal handler or another thread): the round under way
         is abandoned at its next fetch, or finished if it is writing; :meth:`run` then returns."""
         self._stop.set()
+        self._wake.set()
 
-    def run(self, on_round: Callable[[RoundReport], None] | None = None) -> None:
-        """Round after round, every ``interval`` seconds, until :meth:`stop` (one round if no interval)."""
+    def wake(self) -> None:
+        """End :meth:`run`'s wait between rounds now (the round under way, if any, goes on): its
+        ``before_round`` is called and the next round starts (a reload on SIGHUP)."""
+        self._wake.set()
+
+    def run(
+        self,
+        on_round: Callable[[RoundReport], None] | None = None,
+        before_round: Callable[[], None] | None = None,
+    ) -> None:
+        """Round after round, every ``interval`` seconds, until :meth:`stop` (one round if no
+        interval). ``before_round`` is called between rounds, never during one."""
         while not self._stop.is_set():
             report = self.run_round()
             if on_round is not None:
                 on_round(report)
-            if self.interval is None or self._stop.wait(self.interval):
+            if self.interval is None:
                 return
+            self._wake.wait(self.interval)
+            self._wake.clear()
+            if self._stop.is_set():
+                return
+            if before_round is not None:
+                before_round()
+
+    def reconfigure(
+        self,
+        *,
+        sources: Sequence[str | Source],
+        subjects: Iterable[str],
+        trusted_keys: KeySet | Iterable[Mapping[str, Any]],
+        peers: Sequence[str],
+    ) -> None:
+        """Follow other sources, subjects, peers, with other trusted keys, from the next round on.
+
+        Call it between rounds (:meth:`run`'s ``before_round``). Everything is checked before
+        anything changes: a bad source, subject or peer, or a kept bundle that does not verify
+        with the new keys, raises :class:`merge.InputError` and the monitor goes on as it was.
+        """
+        if not sources:
+            raise InputError("a monitor needs at least one source")
+        parsed = [parse_source(s) if isinstance(s, str) else s for s in sources]
+        followed = sorted({parse_subject(subject) for subject in subjects})
+        peer_sources = [self._peer(url) for url in peers]
+        judge = Judge(KeySet.parse(trusted_keys))
+        kept = self._load_kept(judge)
+        self.sources, self.subjects, self.peers, self._judge, self._kept = (
+            parsed,
+            followed,
+            peer_sources,
+            judge,
+            kept,
+        )
+        self._index()
 
     # --- what others read -----------------------------------------------------------------
 
@@ -172,8 +225,45 @@ class Monitor:
         last = seconds_of(status.last_success_at)
         healthy = last is not None and (self.interval is None or now - last <= 3 * self.interval)
         document = msgspec.to_builtins(status)
-        document.update(healthy=healthy, now=timestamp(now), interval=self.interval)
+        document.update(
+            format=FORMATS["monitor-health"], healthy=healthy, now=timestamp(now), interval=self.interval
+        )
         return healthy, document
+
+    @property
+    def state_path(self) -> Path:
+        """The state directory."""
+        return self._state.path
+
+    def acks(self) -> dict[str, Ack]:
+        """The alarms marked handled (:mod:`merge.monitor.acks`), by id, as the directory has them now."""
+        return read_acks(self._state.path)
+
+    def open_alarms(self) -> list[AlarmEntry]:
+        """The alarms raised and not yet marked handled, oldest first."""
+        handled = self.acks()
+        return [entry for entry in self._status.alarms if entry.id not in handled]
+
+    def open_alarm_counts(self) -> dict[str, int]:
+        """:meth:`open_alarms` counted by kind (``pith_monitor_open_alarms``)."""
+        return dict(Counter(entry.kind for entry in self.open_alarms()))
+
+    def acknowledge(self, alarm: str, *, by: str, note: str = "") -> Ack:
+        """Mark the alarm whose id is (or starts with, 8 digits at least) ``alarm`` handled."""
+        entry = find_alarm(self._status.alarms, alarm, source=str(self._state.path))
+        return acknowledge(self._state.path, entry, by=by, at=timestamp(self._clock()), note=note)
+
+    def followed(self) -> list[str]:
+        """Every subject followed: those given and those kept, sorted."""
+        return self._followed()
+
+    def subject_of(self, letters: str) -> str | None:
+        """The kept subject whose pith number ends in ``letters`` (the 26 of URLs), else None."""
+        return self._letters.get(letters)
+
+    def kept(self, subject: str) -> Kept | None:
+        """The subject's kept bundle in memory (its bytes and verified snapshot), else None."""
+        return self._kept.get(subject)
 
     def kept_bundle(self, letters: str) -> bytes | None:
         """The exact bytes of the bundle kept for the subject whose pith number ends in ``letters``."""
@@ -219,7 +309,7 @@ class Monitor:
                 read=read,
                 abandoned=True,
             )
-        alarms, standing = self._raise(gathered.findings, started)
+        alarms, standing = self._raise(gathered.findings, started, gathered.problems)
         for subject in sorted(gathered.changed):
             self._state.keep(subject, gathered.kept[subject].data)
         if self._witness is not None:  # every kept subject: a round killed before this is made good
@@ -246,10 +336,17 @@ class Monitor:
         self.metrics.observe(
             report, subjects=len(self._kept), last_success=seconds_of(self._status.last_success_at)
         )
+        self.recent.append(report)
+        for judgement in report.bundles:
+            if judgement.origin == "source" and judgement.subject is not None:
+                self.verdicts[judgement.subject] = judgement
         return report
 
-    def _raise(self, findings: Sequence[Finding], now: float) -> tuple[list[Alarm], int]:
-        """Each new alarm's evidence, written (durably) before anything else of the round."""
+    def _raise(
+        self, findings: Sequence[Finding], now: float, hook_problems: list[Problem]
+    ) -> tuple[list[Alarm], int]:
+        """Each new alarm's evidence, written (durably) before anything else of the round; then
+        its hooks, whose failures go to ``hook_problems``."""
         known = {entry.id for entry in self._status.alarms}
         alarms: list[Alarm] = []
         standing = 0
@@ -283,6 +380,13 @@ class Monitor:
             alarms.append(alarm)
             if self._on_alarm is not None:
                 self._on_alarm(alarm)
+            for hook in self._hooks:
+                if (failure := hook(alarm, self._state.path / alarm.evidence, timestamp(now))) is not None:
+                    self.metrics.hook_failures.labels(hook.kind).inc()
+                    problem = Problem(
+                        where=hook.label, subject=alarm.subject, reason=HOOK_REASON, detail=failure
+                    )
+                    hook_problems.append(problem)
         return alarms, standing
 
     def _next_status(self, gathered: Gathered, alarms: Sequence[Alarm], read: bool, now: float) -> Status:
@@ -321,11 +425,12 @@ class Monitor:
     def _index(self) -> None:
         self._letters = {letters: s for s in self._kept if (letters := b32_of(s)) is not None}
 
-    def _load_kept(self) -> dict[str, Kept]:
+    def _load_kept(self, judge: Judge | None = None) -> dict[str, Kept]:
+        judge = judge if judge is not None else self._judge
         kept: dict[str, Kept] = {}
         for path in self._state.kept_paths():
             data = path.read_bytes()
-            snapshot = self._judge.verified(data, str(path))
+            snapshot = judge.verified(data, str(path))
             subject = snapshot.info.subject
             if snapshot.result is None or subject is None:
                 raise InputError(

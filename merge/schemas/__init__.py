@@ -30,6 +30,11 @@ FORMATS: Final[Mapping[str, str]] = {
     "keys": "pith-merge.keys/1",
     "store-import": "pith-merge.store-import/1",
     "store-check": "pith-merge.store-check/1",
+    "monitor-round": "pith-merge.monitor-round/1",
+    "monitor-health": "pith-merge.monitor-health/1",
+    "monitor-status": "pith-merge.monitor-status/1",
+    "monitor-alarm": "pith-merge.monitor-alarm/1",
+    "monitor-log": "pith-merge.monitor-log/1",
 }
 
 

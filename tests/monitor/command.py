@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -58,3 +59,10 @@ class Running:
         finally:
             self._out.close()
         return code
+
+
+def untimed(line: str) -> str:
+    """A log line without the time it starts with (which must be one: RFC 3339, UTC, milliseconds)."""
+    when, _, rest = line.partition(" ")
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", when), line
+    return rest

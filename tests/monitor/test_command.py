@@ -12,7 +12,8 @@ from pathlib import Path
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-from .command import Running, run
+from ..json_documents import validated
+from .command import Running, run, untimed
 from .history import KEYS, LETTERS, ROOT, SUBJECT, snapshot
 from .registry import Registry
 
@@ -37,7 +38,7 @@ def test_the_acceptance_list(registry: Registry, second_registry: Registry, tmp_
     registry.publish(BUNDLE, snapshot("v3"))
     rewrite = run(registry.url, "--state-dir", state, "--once")
     assert rewrite.returncode == 1
-    [line] = [line for line in rewrite.stderr.splitlines() if line.startswith("ALARM")]
+    [line] = [line.split(" ", 1)[1] for line in rewrite.stderr.splitlines() if " ALARM " in line]
     assert line.startswith(f"ALARM rewrite {SUBJECT} from source {registry.url}{BUNDLE}: NEW lacks 1 event")
     evidence = Path(line.rsplit("evidence ", 1)[1])
     assert (evidence / "shown.bundle.json").read_bytes() == snapshot("v3")
@@ -66,7 +67,7 @@ def test_the_acceptance_list(registry: Registry, second_registry: Registry, tmp_
             "--once",
         )
         assert split.returncode == 1, split.stderr
-        [alarm] = [line for line in split.stderr.splitlines() if line.startswith("ALARM")]
+        [alarm] = [line.split(" ", 1)[1] for line in split.stderr.splitlines() if " ALARM " in line]
         assert alarm.startswith(
             f"ALARM split_view {SUBJECT} from peer {address}{BUNDLE}: split view: both signed by test-A"
         )
@@ -185,7 +186,7 @@ def test_json_is_one_line_per_round_and_stderr_one_line_per_problem(
     done = run(registry.url, "--state-dir", tmp_path / "s", "--subjects", subjects, "--once", "--json")
     assert done.returncode == 0, done.stderr
     [line] = done.stdout.splitlines()
-    summary = json.loads(line)
+    summary = validated(line, "monitor-round")
     assert (summary["round"], summary["ok"], summary["verdicts"], summary["subjects"]) == (
         1,
         True,
@@ -193,7 +194,7 @@ def test_json_is_one_line_per_round_and_stderr_one_line_per_problem(
         1,
     )
     assert [p["reason"] for p in summary["problems"]] == ["missing"]
-    assert done.stderr.splitlines() == [
+    assert [untimed(line) for line in done.stderr.splitlines()] == [
         f"problem {registry.url}/pith/AAAAAAAAAAAAAAAAAAAAAAAAAA/bundle.json: missing: HTTP 404"
     ]
 

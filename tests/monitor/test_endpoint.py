@@ -106,7 +106,12 @@ def test_the_kept_bundles_are_served_in_the_registry_s_layout(
         assert (answer.status_code, answer.content) == (200, snapshot("v2"))
     etag = httpx.get(endpoint.url + BUNDLE).headers["ETag"]
     assert httpx.get(endpoint.url + BUNDLE, headers={"If-None-Match": etag}).status_code == 304
-    for path in ("/pith/AAAAAAAAAAAAAAAAAAAAAAAAAA/bundle.json", "/pith/../status.json", "/", "/lock"):
+    for path in (
+        "/pith/AAAAAAAAAAAAAAAAAAAAAAAAAA/bundle.json",
+        "/pith/../status.json",
+        "/lock",
+        "/status.json",
+    ):
         assert httpx.get(endpoint.url + path).status_code == 404
 
 

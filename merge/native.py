@@ -28,7 +28,6 @@ import os
 import warnings
 from collections import deque
 from collections.abc import Iterable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple
 
@@ -45,6 +44,8 @@ from .signatures import SignatureVerifier
 from .state import FoldResult, Supersession, decode_state_unchecked
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future, ThreadPoolExecutor  # (imported where a reader starts one)
+
     import pith_merge_native
 
 __all__ = [
@@ -564,7 +565,11 @@ class BundleReader:
         self.cache: pith_merge_native.BundleCache | None = _extension().BundleCache() if serving else None
         self._texts = deque(text for text in ahead if type(text) in (bytes, str)) if serving else deque()
         self._pending: deque[tuple[Any, Future[BundleRead | None]]] = deque()
-        self._thread = ThreadPoolExecutor(1, thread_name_prefix="pith-merge-read") if self._texts else None
+        self._thread: ThreadPoolExecutor | None = None
+        if self._texts:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._thread = ThreadPoolExecutor(1, thread_name_prefix="pith-merge-read")
         self._fill()
 
     def __enter__(self) -> BundleReader:

@@ -272,10 +272,23 @@ def json_document(name: str, body: Mapping[str, Any] | msgspec.Struct) -> None:
     echo(data.decode("utf-8"))
 
 
+def output_path(path: str) -> str:
+    """``path``, where a command is about to write an output file (``--out``, ``-o``, ``store
+    backup``'s DEST), its missing parent directories created first, as ``replay --out`` creates
+    its directory: ``fold --out out/a.json`` works on a fresh clone (issue 36 item 7). ``-``
+    (standard output) is left as it is. Every output file goes through here."""
+    if path != "-":
+        try:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        except FileExistsError as exc:  # a file (not a directory) where the path needs one
+            raise InputError("not a directory: cannot write in it", source=exc.filename) from exc
+    return path
+
+
 def write_state(data: bytes, out: str | None) -> None:
     """The state's canonical JSON: the exact bytes to ``out``, or stdout with a final newline."""
     if out is not None:
-        Path(out).write_bytes(data)
+        Path(output_path(out)).write_bytes(data)
     else:
         click.echo(data + b"\n", nl=False)
 
@@ -299,7 +312,8 @@ trust_option: Final = click.option(
 
 
 def out_option(help_text: str, *, directory: bool = False, dest: str = "out") -> Callable[[FC], FC]:
-    """``-o/--out/--output``: where a command writes its result (a file, or a ``directory``)."""
+    """``-o/--out/--output``: where a command writes its result (a file, or a ``directory``); the
+    command creates what is missing of it (a file's parent directories: :func:`output_path`)."""
     kind = click.Path(file_okay=False) if directory else click.Path(dir_okay=False, writable=True)
     return click.option("-o", "--out", "--output", dest, type=kind, help=help_text)
 

@@ -1,0 +1,85 @@
+"""Start-up of a command (issue 39 item 1): ``pith-merge verify`` of one small bundle, a process of
+its own, against ``python -c pass``, the bare interpreter; timed in turn in one loop.
+
+The bundle is the golden one (``tests/vectors/golden``, 14 KB, signed by the registry key that is
+built in): what the command costs there is starting Python and importing what it needs, so the
+figure is the ratio of the two processes' wall times. Beside it, ``import merge.cli`` (what
+``pith-merge --help`` costs) and ``pith-merge --help`` itself, for context.
+
+The package's bytecode is compiled first, as pip does when it installs pith-merge, and the
+processes run without ``PYTHONDONTWRITEBYTECODE``: under it (this environment sets it) a checkout
+keeps no ``__pycache__``, and every run would time the compiler, not the start-up.
+"""
+
+from __future__ import annotations
+
+import compileall
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import merge
+
+from .measure import Result, best_times
+
+__all__ = ["bench_startup"]
+
+#: The issue's target: the command at most 6x the bare interpreter.
+TARGET = 6.0
+#: The small bundle: the golden one, of the registry (the built-in key verifies it).
+BUNDLE = (
+    Path(__file__).resolve().parent.parent / "tests" / "vectors" / "golden" / "pith-2303.04759.bundle.json"
+)
+
+
+def _command() -> list[str]:
+    """``pith-merge`` as a user runs it: the console script beside this interpreter (else ``-m``)."""
+    script = Path(sys.executable).with_name("pith-merge")
+    return [str(script)] if script.is_file() else [sys.executable, "-m", "merge"]
+
+
+def bench_startup(repeat: int) -> list[Result]:
+    """Time ``pith-merge verify`` of the small bundle, ``python -c pass``, ``import merge.cli`` and
+    ``pith-merge --help``, each a process, in turn; the best of ``repeat`` runs each."""
+    compileall.compile_dir(Path(merge.__file__).parent, quiet=1)
+    env = {name: value for name, value in os.environ.items() if name != "PYTHONDONTWRITEBYTECODE"}
+    command = _command()
+    rivals = {
+        "python": [sys.executable, "-c", "pass"],
+        "verify": [*command, "verify", str(BUNDLE)],
+        "import": [sys.executable, "-c", "import merge.cli"],
+        "help": [*command, "--help"],
+    }
+    for argv in rivals.values():  # each runs and succeeds (verify: the bundle passes), once untimed
+        _ran(argv, env)
+    best = best_times({name: lambda argv=argv: _ran(argv, env) for name, argv in rivals.items()}, repeat)
+    bare = best["python"]
+    ratio = best["verify"] / bare
+    size = f"{BUNDLE.stat().st_size / 1e3:.0f} KB bundle"
+    return [
+        Result("start-up: python -c pass", bare * 1e3, "ms", "the bare interpreter"),
+        Result("start-up: pith-merge verify of one small bundle", best["verify"] * 1e3, "ms", size),
+        Result(
+            "start-up: pith-merge verify / python -c pass",
+            ratio,
+            "ratio",
+            f"{size}, each a process",
+            target=f"<= {TARGET:g}",
+            met=ratio <= TARGET,
+        ),
+        Result(
+            "start-up: import merge.cli / python -c pass", best["import"] / bare, "ratio", "what --help costs"
+        ),
+        Result(
+            "start-up: pith-merge --help / python -c pass",
+            best["help"] / bare,
+            "ratio",
+            "every command listed",
+        ),
+    ]
+
+
+def _ran(argv: list[str], env: dict[str, str]) -> None:
+    """Run one process to its end; it must succeed (exit 0)."""
+    subprocess.run(argv, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)

@@ -25,11 +25,9 @@ from __future__ import annotations
 
 import operator
 import os
-import shutil
 import warnings
 from collections import deque
 from collections.abc import Iterable, Iterator
-from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple
 
@@ -186,7 +184,10 @@ def _install_advice() -> str:
     source tree on the path), its own ``native/``, which pip builds with cargo; from an installed
     release, the extra ``native`` (a wheel of :data:`NATIVE_DISTRIBUTION` for Linux x86_64
     CPython, built from its sdist elsewhere) or the release's wheel, with a checkout's way beside.
-    Read where the pure path says why, never on the compiled path."""
+    Read where the pure path says why, never on the compiled path (nor at import: a start-up)."""
+    import shutil
+    from pathlib import Path
+
     native = Path(__file__).resolve().parent.parent / "native"
     if not (native / "Cargo.toml").is_file():
         return (

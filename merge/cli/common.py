@@ -14,7 +14,6 @@ import importlib
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, NoReturn, ParamSpec, TypeVar
 
 import click
@@ -279,7 +278,7 @@ def output_path(path: str) -> str:
     (standard output) is left as it is. Every output file goes through here."""
     if path != "-":
         try:
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            os.makedirs(os.path.dirname(path) or os.curdir, exist_ok=True)
         except FileExistsError as exc:  # a file (not a directory) where the path needs one
             raise InputError("not a directory: cannot write in it", source=exc.filename) from exc
     return path
@@ -288,7 +287,8 @@ def output_path(path: str) -> str:
 def write_state(data: bytes, out: str | None) -> None:
     """The state's canonical JSON: the exact bytes to ``out``, or stdout with a final newline."""
     if out is not None:
-        Path(output_path(out)).write_bytes(data)
+        with open(output_path(out), "wb") as handle:
+            handle.write(data)
     else:
         click.echo(data + b"\n", nl=False)
 

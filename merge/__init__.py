@@ -179,7 +179,7 @@ class _Package(ModuleType):
 
     def __setattr__(self, name: str, value: Any) -> None:
         if isinstance(value, ModuleType) and name in __all__:
-            value = getattr(value, name)
+            return  # the public name keeps its object: __getattr__ gives it, as an eager import did
         super().__setattr__(name, value)
 
 

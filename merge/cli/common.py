@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 # The merge core, msgspec and the commands' modules are imported where they are used, not here:
 # ``import merge.cli`` is what ``pith-merge --help`` costs, and each command loads what it needs
-# (issue 39: start-up; tests/test_cli.py::test_import_merge_cli_stays_within_its_module_budget).
+# (issue 39: start-up; tests/test_startup.py::test_import_merge_cli_stays_within_its_module_budget).
 
 EXIT_OK: Final = 0
 EXIT_FAILED: Final = 1

@@ -4,6 +4,7 @@
     python -m bench --quick         # tiny sizes, seconds (what the smoke test runs)
     python -m bench --only fold --only merger --repeat 5 --json results.json
     python -m bench --only big-subject     # peak memory of one big subject per input byte
+    python -m bench --only startup --repeat 10   # pith-merge verify of a small bundle vs python
 
 Each figure is the best of ``--repeat`` runs; rivals are measured in turn in one loop, so
 ratios compare runs made under the same load (see docs/performance.md).
@@ -38,6 +39,7 @@ from .incremental import bench_merger
 from .measure import Result
 from .replaying import bench_replay
 from .stages import bench_native_stages, bench_stages
+from .startup import bench_startup
 from .storing import bench_store
 from .workload import Workload, WorkloadSpec, generate
 
@@ -75,6 +77,7 @@ BENCHMARKS = (
     "big-subject",
     "store",
     "bundles",
+    "startup",
 )
 
 
@@ -146,6 +149,11 @@ def run(names: Sequence[str], sizes: Sizes, repeat: int, log: Callable[[str], No
         "bundles",
         f"bundles: verify_bundle of {sizes.bundle_events} events, audit --history of 10 snapshots",
         lambda: bench_bundles(sizes.bundle_events, repeat=repeat),
+    )
+    step(
+        "startup",
+        "startup: pith-merge verify of one small bundle against python -c pass (processes)",
+        lambda: bench_startup(repeat=repeat),
     )
     return results
 

@@ -7,21 +7,26 @@ measured too.
 
 The compiled path verifies with curve25519-dalek instead (libsodium's verdicts, faster:
 ``native/src/verify.rs``); :func:`verify_compiled` measures its bare cost the same way, so that
-a fold's figures can be read against either floor.
+a fold's figures can be read against either floor. :func:`compiled_limit` is the machine's limit
+(issue 39 item 4): the compiled verifier in as many processes as the machine has cores, at once.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import multiprocessing
+import time
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from multiprocessing.queues import Queue
+from multiprocessing.synchronize import Barrier
 from typing import Any
 
 from nacl.bindings import crypto_sign_open
 from nacl.exceptions import BadSignatureError
 
-__all__ = ["Job", "signature_jobs", "verify_compiled", "verify_serial", "verify_threaded"]
+__all__ = ["Job", "compiled_limit", "signature_jobs", "verify_compiled", "verify_serial", "verify_threaded"]
 
 #: ``(public key, message, signature)``: one Ed25519 verification.
 Job = tuple[bytes, bytes, bytes]
@@ -79,3 +84,39 @@ def verify_threaded(jobs: Sequence[Job], threads: int) -> int:
     slices = [jobs[start::threads] for start in range(threads)]
     with ThreadPoolExecutor(max_workers=threads) as pool:
         return sum(pool.map(verify_serial, slices))
+
+
+def compiled_limit(jobs: Sequence[Job], *, processes: int = 2, rounds: int = 10) -> float:
+    """The limit (issue 39 item 4): verifications a second of the compiled verifier in
+    ``processes`` processes at once (the 2 cores of the development box), over the same
+    ``jobs``, ``rounds`` times each. Each process is warmed up first (its module imported, the jobs
+    verified once), then all start together; the span is from the first start to the last end."""
+    context = multiprocessing.get_context("fork")
+    barrier = context.Barrier(processes)
+    spans: Queue[tuple[float, float]] = context.Queue()
+    workers = [
+        context.Process(target=_verify_together, args=(jobs, rounds, barrier, spans))
+        for _ in range(processes)
+    ]
+    for worker in workers:
+        worker.start()
+    ran = [spans.get(timeout=600) for _ in workers]
+    for worker in workers:
+        worker.join(timeout=60)
+        if worker.exitcode != 0:
+            raise AssertionError(f"a verifier process of the limit failed ({worker.exitcode})")
+    seconds = max(end for _, end in ran) - min(start for start, _ in ran)
+    return processes * rounds * len(jobs) / seconds
+
+
+def _verify_together(
+    jobs: Sequence[Job], rounds: int, barrier: Barrier, spans: Queue[tuple[float, float]]
+) -> None:
+    """One process of :func:`compiled_limit`: warm up, wait for the others, verify, report its span."""
+    if verify_compiled(jobs) != len(jobs):
+        raise AssertionError("the limit's signatures do not all verify")
+    barrier.wait(timeout=600)
+    start = time.perf_counter()  # CLOCK_MONOTONIC: one clock for every process of the machine
+    for _ in range(rounds):
+        verify_compiled(jobs)
+    spans.put((start, time.perf_counter()))

@@ -139,7 +139,12 @@ def reexported_docstrings(module: Any, body: list[ast.stmt]) -> dict[str, str]:
     of :data:`PACKAGE` (``from .canonical import MAX_DEPTH``), as they are where they are defined."""
     exported = set(getattr(module, "__all__", ()))
     found: dict[str, str] = {}
-    for statement in body:
+    # A package whose names are imported on first use (merge._lazy) imports them under
+    # ``if TYPE_CHECKING:``: those imports are read too.
+    typing_only = (
+        node for node in body if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING"
+    )
+    for statement in [*body, *(inner for node in typing_only for inner in node.body)]:
         # ``from . import signatures`` imports modules, never a variable: not followed (a cycle).
         if not isinstance(statement, ast.ImportFrom) or statement.module is None:
             continue

@@ -15,22 +15,11 @@ name); :mod:`pith_merge` is the same API under an unambiguous name.
 __version__ = "0.3.0"
 
 import sys
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 from ._compat import old_module
-from .admission import MAX_INPUT_BYTES, RejectCode, Rejection
-from .audit import (
-    AuditReport,
-    PairAudit,
-    Snapshot,
-    audit,
-    audit_history,
-    snapshot_of_bundle,
-    snapshot_of_events,
-)
-from .batch import fold, fold_subjects
-from .bundle import BUNDLE_CHECKS, REGISTRY_KEYS, BundleCheck, BundleReport, Check, verify_bundle
-from .canonical import MAX_DEPTH, MAX_SAFE_INTEGER, canonical_json
-from .engine import AddResult, EventStatus, Merger
+from ._lazy import lazy_attributes
 from .errors import (
     InputError,
     KeySetError,
@@ -43,45 +32,61 @@ from .errors import (
     RecordError,
     UnknownEventError,
 )
-from .identifiers import (
-    b32,
-    bundle_sha256,
-    content_sha256,
-    event_body,
-    event_id,
-    fingerprint_b32,
-    fingerprint_hex,
-    pith_number,
-    short_pith_number,
-    state_sha256,
-)
-from .inspection import EventFate, EventStory, StateDiff, event_story, resolve_event_id, state_diff
-from .keys import Key, KeySet
-from .native import NativeMismatchWarning, NativeStatus, native_available, native_status
-from .reasons import REASON_RULES, Reason
-from .record import (
-    RECORD_CHECKS,
-    RecordReport,
-    document_kind,
-    record_agrees,
-    record_disagreement,
-    text_kind,
-    verify_record,
-)
-from .schema import Signer
-from .state import (
-    MERGE_VERSION,
-    Chain,
-    Current,
-    Entry,
-    Equivocation,
-    FoldResult,
-    InvalidEvent,
-    SourceAlias,
-    State,
-    Supersession,
-    decode_state,
-)
+
+if TYPE_CHECKING:  # what the names below are, for type checkers; at run time, __getattr__ imports them
+    from .admission import MAX_INPUT_BYTES, RejectCode, Rejection
+    from .audit import (
+        AuditReport,
+        PairAudit,
+        Snapshot,
+        audit,
+        audit_history,
+        snapshot_of_bundle,
+        snapshot_of_events,
+    )
+    from .batch import fold, fold_subjects
+    from .bundle import BUNDLE_CHECKS, REGISTRY_KEYS, BundleCheck, BundleReport, Check, verify_bundle
+    from .canonical import MAX_DEPTH, MAX_SAFE_INTEGER, canonical_json
+    from .engine import AddResult, EventStatus, Merger
+    from .identifiers import (
+        b32,
+        bundle_sha256,
+        content_sha256,
+        event_body,
+        event_id,
+        fingerprint_b32,
+        fingerprint_hex,
+        pith_number,
+        short_pith_number,
+        state_sha256,
+    )
+    from .inspection import EventFate, EventStory, StateDiff, event_story, resolve_event_id, state_diff
+    from .keys import Key, KeySet
+    from .native import NativeMismatchWarning, NativeStatus, native_available, native_status
+    from .reasons import REASON_RULES, Reason
+    from .record import (
+        RECORD_CHECKS,
+        RecordReport,
+        document_kind,
+        record_agrees,
+        record_disagreement,
+        text_kind,
+        verify_record,
+    )
+    from .schema import Signer
+    from .state import (
+        MERGE_VERSION,
+        Chain,
+        Current,
+        Entry,
+        Equivocation,
+        FoldResult,
+        InvalidEvent,
+        SourceAlias,
+        State,
+        Supersession,
+        decode_state,
+    )
 
 __all__ = [
     "BUNDLE_CHECKS",
@@ -169,3 +174,93 @@ __all__ = [
 # (and warns), while ``import merge.fold`` leaves ``merge.fold`` the function (a module already
 # in sys.modules is not set on its package again). ``merge/fold.pyi`` types the path.
 sys.modules[f"{__name__}.fold"] = old_module(f"{__name__}.fold")
+
+
+class _Package(ModuleType):
+    """This package's module type: the import system sets a submodule on its package when it first
+    imports it, and ``merge.audit`` names the function :func:`audit`, not the module of that name
+    (which, the package importing its names on first use, may be imported after ``merge``)."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if isinstance(value, ModuleType) and name in __all__:
+            return  # the public name keeps its object: __getattr__ gives it, as an eager import did
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
+
+if not TYPE_CHECKING:  # (type checkers read the imports above, not a __getattr__ that takes any name)
+    # Each public name not imported above, by its module, imported on the name's first use
+    # (merge._lazy): ``import merge.cli`` loads only what it uses (issue 39: a command's start-up).
+    __getattr__, __dir__ = lazy_attributes(
+        __name__,
+        {
+            "admission": ("MAX_INPUT_BYTES", "RejectCode", "Rejection"),
+            "audit": (
+                "AuditReport",
+                "PairAudit",
+                "Snapshot",
+                "audit",
+                "audit_history",
+                "snapshot_of_bundle",
+                "snapshot_of_events",
+            ),
+            "batch": ("fold", "fold_subjects"),
+            "bundle": (
+                "BUNDLE_CHECKS",
+                "REGISTRY_KEYS",
+                "BundleCheck",
+                "BundleReport",
+                "Check",
+                "verify_bundle",
+            ),
+            "canonical": ("MAX_DEPTH", "MAX_SAFE_INTEGER", "canonical_json"),
+            "engine": ("AddResult", "EventStatus", "Merger"),
+            "identifiers": (
+                "b32",
+                "bundle_sha256",
+                "content_sha256",
+                "event_body",
+                "event_id",
+                "fingerprint_b32",
+                "fingerprint_hex",
+                "pith_number",
+                "short_pith_number",
+                "state_sha256",
+            ),
+            "inspection": (
+                "EventFate",
+                "EventStory",
+                "StateDiff",
+                "event_story",
+                "resolve_event_id",
+                "state_diff",
+            ),
+            "keys": ("Key", "KeySet"),
+            "native": ("NativeMismatchWarning", "NativeStatus", "native_available", "native_status"),
+            "reasons": ("REASON_RULES", "Reason"),
+            "record": (
+                "RECORD_CHECKS",
+                "RecordReport",
+                "document_kind",
+                "record_agrees",
+                "record_disagreement",
+                "text_kind",
+                "verify_record",
+            ),
+            "schema": ("Signer",),
+            "state": (
+                "MERGE_VERSION",
+                "Chain",
+                "Current",
+                "Entry",
+                "Equivocation",
+                "FoldResult",
+                "InvalidEvent",
+                "SourceAlias",
+                "State",
+                "Supersession",
+                "decode_state",
+            ),
+        },
+    )

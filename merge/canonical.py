@@ -8,7 +8,6 @@ depth at most 64) and the decoder used for every untrusted JSON text.
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from typing import Any, Final, NoReturn
 
@@ -111,6 +110,8 @@ def _refuse_constant(name: str) -> NoReturn:
 
 
 def _decode_long_integers(data: bytes | str, refusal: msgspec.ValidationError) -> Any:
+    import json  # this rare case's alone: not every command's start-up (issue 39)
+
     try:
         text = data if isinstance(data, str) else data.decode("utf-8")
         value = json.loads(text, parse_float=FloatLiteral, parse_constant=_refuse_constant)

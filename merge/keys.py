@@ -5,14 +5,16 @@ from __future__ import annotations
 import base64
 import binascii
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
-from nacl.signing import VerifyKey
 
 from .errors import KeySetError
 from .identifiers import ALGORITHM, fingerprint_b32, fingerprint_hex
 from .timestamps import parse_timestamp
+
+if TYPE_CHECKING:  # imported where it is used: no fold needs it (a command's start-up)
+    from nacl.signing import VerifyKey
 
 __all__ = ["Key", "KeySet", "OnConflict", "decode_b64"]
 
@@ -44,6 +46,8 @@ class Key(msgspec.Struct, frozen=True, kw_only=True):
     @property
     def verify_key(self) -> VerifyKey:
         """The PyNaCl verify key for this public key."""
+        from nacl.signing import VerifyKey
+
         return VerifyKey(self.public_key)
 
     def as_json(self) -> dict[str, Any]:

@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from nacl.bindings import crypto_sign_open
 from nacl.exceptions import BadSignatureError
 
 from .errors import require_threads
+
+if TYPE_CHECKING:  # imported where a pool starts: most runs never start one (a command's start-up)
+    from concurrent.futures import Future, ThreadPoolExecutor
 
 __all__ = ["SignatureVerifier", "verify_signature"]
 
@@ -122,6 +124,8 @@ class SignatureVerifier:
                 if len(batch) == PARALLEL_THRESHOLD:
                     # A batch per task, not a signature: a future costs about as much as a verify.
                     if pool is None:
+                        from concurrent.futures import ThreadPoolExecutor
+
                         pool = ThreadPoolExecutor(max_workers=self.threads)
                     submitted.append((batch, _submitted(pool, batch)))
                     batch = []
@@ -149,6 +153,8 @@ def _submitted(pool: ThreadPoolExecutor, jobs: list[SignatureJob]) -> Future[lis
     try:
         return pool.submit(_verify_all, jobs)
     except RuntimeError:
+        from concurrent.futures import Future
+
         done: Future[list[bool]] = Future()
         done.set_result(_verify_all(jobs))
         return done

@@ -470,7 +470,8 @@ def test_threads_never_change_the_result(name: str, monkeypatch: pytest.MonkeyPa
             super().__init__(max_workers=max_workers)
 
     monkeypatch.setattr(merge.signatures, "PARALLEL_THRESHOLD", 1)
-    monkeypatch.setattr(merge.signatures, "ThreadPoolExecutor", CountedPool)
+    # merge.signatures imports the pool where it starts one (a command's start-up, issue 39).
+    monkeypatch.setattr("concurrent.futures.ThreadPoolExecutor", CountedPool)
     vector = load_vector(name)
     results = []
     for threads in (1, 2, None):

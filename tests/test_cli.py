@@ -376,6 +376,55 @@ def test_fold_golden_events_from_stdin_to_a_file(tmp_path: Path) -> None:
     assert target.read_bytes() == canonical_json(GOLDEN["state"])
 
 
+OUTPUT_FILES = {
+    # command → its arguments (the output file is OUT), and the same command's output on stdout
+    "fold": ["fold", "--subject", LOG_SUBJECT, "--keys", KEYS, "--out", "OUT", EXAMPLE_LOG],
+    "graph": ["graph", "--bundle", EXAMPLE_BUNDLE, "-o", "OUT"],
+    "store fold": [
+        "store",
+        "fold",
+        "--store",
+        "STORE",
+        "--subject",
+        LOG_SUBJECT,
+        "--keys",
+        KEYS,
+        "--out",
+        "OUT",
+    ],
+    "store export": ["store", "export", "--store", "STORE", "--out", "OUT"],
+    "store backup": ["store", "backup", "--store", "STORE", "OUT"],
+}
+
+
+@pytest.mark.parametrize("command", list(OUTPUT_FILES))
+def test_every_output_file_gets_its_missing_directories(command: str, tmp_path: Path) -> None:
+    """``--out out/a.json`` on a fresh clone (issue 36 item 7): the directories are made, and the
+    file holds what the command prints on stdout (a backup: a store holding the same inputs)."""
+    store = f"sqlite://{tmp_path / 'events.db'}"
+    assert run("store", "import", "--store", store, EXAMPLE_LOG).returncode == 0
+    target = tmp_path / "out" / "deeper" / "result"
+    arguments = [{"OUT": target, "STORE": store}.get(str(a), a) for a in OUTPUT_FILES[command]]
+    result = run(*arguments)
+    assert result.returncode == 0, err(result)
+    if command == "store backup":
+        copy = run("store", "export", "--store", f"sqlite://{target}")
+        assert copy.stdout == run("store", "export", "--store", store).stdout != b""
+        return
+    printed = run(*[a for a in arguments if a not in ("--out", "-o", target)])
+    assert printed.returncode == 0, err(printed)
+    assert target.read_bytes() in (printed.stdout, printed.stdout.removesuffix(b"\n"))
+
+
+def test_an_output_file_under_a_file_is_an_input_error(tmp_path: Path) -> None:
+    (tmp_path / "out").write_bytes(b"a file, not a directory")
+    result = run(
+        "fold", "--subject", LOG_SUBJECT, "--keys", KEYS, "--out", tmp_path / "out" / "a.json", EXAMPLE_LOG
+    )
+    assert result.returncode == 2
+    assert err(result) == f"Error: {tmp_path / 'out'}: not a directory: cannot write in it\n"
+
+
 def test_fold_reports_rejected_lines_with_their_number_and_cause(tmp_path: Path) -> None:
     lines = EXAMPLE_LOG.read_bytes().splitlines()
     log = tmp_path / "events.jsonl"

@@ -3,16 +3,15 @@
 A *transcript* is a fenced block without a language whose lines start with ``$ `` (a command),
 followed by what it printed (its standard output and its standard error, one after the other, in
 either order) and, where shown, ``[exit code N]``. Each page's transcripts run in order in one
-sandbox (a copy of ``examples/``, the vectors, an empty ``out/``), with this environment's
-``pith-merge`` and ``python`` first on ``PATH`` (a ``.venv/bin/`` prefix is dropped), and must
-print exactly what the page shows. Output that differs on every run (timings)
-is fenced as ``text`` and not compared; the time a log line starts with matches any time. What a
-``pith-merge … --json`` step prints must also be
-valid against the schema of the format it names (the whole document: a step cut short by a pipe,
-``| head``, is run again without it). Python blocks run as written in the same kind of
-sandbox. The few blocks that need what a test cannot have here (a cluster's address, your own
-service) are run by the test named beside them in :data:`RUN_ELSEWHERE`, so a new block is never
-silently skipped.
+sandbox (a copy of ``examples/`` and the vectors, as a fresh clone has them: no ``out/``), with this
+environment's ``pith-merge`` and ``python`` first on ``PATH`` (a ``.venv/bin/`` prefix is dropped),
+and must print exactly what the page shows. Output that differs on every run (timings) is fenced as
+``text`` and not compared; the time a log line starts with matches any time. What a ``pith-merge …
+--json`` step prints must also be valid against the schema of the format it names (the whole
+document: a step cut short by a pipe, ``| head``, is run again without it). Python blocks run as
+written in the same kind of sandbox. The few blocks that need what a test cannot have here (a
+cluster's address, your own service) are run by the test named beside them in :data:`RUN_ELSEWHERE`,
+so a new block is never silently skipped.
 """
 
 from __future__ import annotations
@@ -95,7 +94,6 @@ def sandbox(path: Path) -> Path:
     shutil.copytree(ROOT / "examples", path / "examples")
     (path / "tests").mkdir()
     (path / "tests" / "vectors").symlink_to(ROOT / "tests" / "vectors")
-    (path / "out").mkdir()
     return path
 
 

@@ -17,6 +17,8 @@ import os
 import random
 import re
 import shutil
+import subprocess
+import sys
 import tomllib
 import types
 import warnings
@@ -52,6 +54,7 @@ from .conftest import CONFORMANCE, EDGES, load_vector
 
 NATIVE = native_module()
 needs_native = pytest.mark.skipif(NATIVE is None, reason="the compiled path is not built (no cargo)")
+ROOT = Path(__file__).resolve().parent.parent
 VECTORS = Path(__file__).parent / "vectors"
 EXTERNAL = VECTORS / "external"
 
@@ -285,7 +288,7 @@ def test_an_extension_of_another_version_is_never_called(
     with pytest.warns(NativeMismatchWarning, match=f"^pure path: {reason}") as told:
         assert _fold_golden() == reference
     assert len(told) == 1  # the first fold says it, the second does not
-    assert f"pith-merge-native=={merge.__version__}" in str(told[0].message)
+    assert f"for the compiled path of pith-merge {merge.__version__}: " in str(told[0].message)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert _fold_golden() == reference
@@ -308,19 +311,91 @@ def test_an_extension_of_another_interface_is_never_called(extension: Any) -> No
         assert _fold_golden() == reference
 
 
-def test_without_the_extension_the_pure_path_says_how_to_get_it(extension: Any) -> None:
+#: What a checkout (this one) advises, with cargo on the PATH and without.
+CHECKOUT_ADVICE = {
+    True: "pip install ./native: this checkout's, built with cargo",
+    False: "install Rust's cargo (https://rustup.rs), then pip install ./native",
+}
+
+
+def _path_with_cargo(tmp_path: Path, cargo: bool) -> str:
+    """A PATH that holds a program named cargo (a stand-in: only its presence is read), or none."""
+    directory = tmp_path / ("with-cargo" if cargo else "without-cargo")
+    directory.mkdir()
+    if cargo:
+        (directory / "cargo").write_text("#!/bin/sh\n")
+        (directory / "cargo").chmod(0o755)
+    return str(directory)
+
+
+def test_without_the_extension_the_pure_path_says_how_to_get_it(
+    extension: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     with pure_path():
         reference = _fold_golden()
     extension(None)
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setenv("PATH", _path_with_cargo(tmp_path, cargo=True))
     assert not native_available()
     assert native_status() == NativeStatus(
-        "pure",
-        f"pith-merge-native is not installed (pip install pith-merge-native=={merge.__version__},"
-        " or a checkout with cargo: make demo)",
-        None,
+        "pure", f"pith-merge-native is not installed ({CHECKOUT_ADVICE[True]})", None
     )
-    assert str(native_status()).startswith("pure path: pith-merge-native is not installed (pip install")
     assert _fold_golden() == reference  # and no warning: a pure install is nothing wrong
+
+
+def _version_without_the_extension(cwd: Path, **env: str) -> str:
+    """``pith-merge --version`` in a fresh interpreter where pith_merge_native cannot be imported."""
+    script = (
+        "import sys\n"
+        "sys.modules['pith_merge_native'] = None  # not installed\n"
+        "import merge\n"
+        "print(merge.__file__)\n"
+        "from merge.cli import main\n"
+        "main(['--version'])\n"
+    )
+    environment = {name: value for name, value in os.environ.items() if name != PURE_ENVIRONMENT_VARIABLE}
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=cwd,
+        env={**environment, **env},
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    where, said = done.stdout.splitlines()
+    return f"{where}\n{said}"
+
+
+@pytest.mark.parametrize("cargo", [True, False], ids=["cargo", "no cargo"])
+def test_a_checkout_advises_its_own_native_directory(cargo: bool, tmp_path: Path) -> None:
+    """Issue 36 item 7: from a checkout, what works there (the index serves no pith-merge-native)."""
+    path = _path_with_cargo(tmp_path, cargo)
+    said = _version_without_the_extension(ROOT, PATH=path)
+    assert said == (
+        f"{ROOT / 'merge' / '__init__.py'}\npith-merge {merge.__version__} (merge-v1 rev 1.1; "
+        f"pure path: pith-merge-native is not installed ({CHECKOUT_ADVICE[cargo]}))"
+    )
+    # Run from elsewhere, the directory is named in full.
+    elsewhere = _version_without_the_extension(tmp_path, PATH=path)
+    assert elsewhere.endswith(f"({CHECKOUT_ADVICE[cargo].replace('./native', str(ROOT / 'native'))}))")
+
+
+def test_an_installed_release_advises_the_extra_or_the_wheel(tmp_path: Path) -> None:
+    """Installed (no native/ beside the package): the extra or the release's wheel, and a
+    checkout's way beside them."""
+    site = tmp_path / "site-packages"
+    shutil.copytree(ROOT / "merge", site / "merge", ignore=shutil.ignore_patterns("__pycache__"))
+    said = _version_without_the_extension(tmp_path, PYTHONPATH=str(site))
+    version = merge.__version__
+    assert said == (
+        f"{site / 'merge' / '__init__.py'}\npith-merge {version} (merge-v1 rev 1.1; pure path: "
+        f"pith-merge-native is not installed (pip install 'pith-merge[native]=={version}', or the "
+        f"release's pith_merge_native-{version} wheel; from a checkout with cargo: pip install ./native))"
+    )
+    # The extra it names is pith-merge's, and asks for this version of the extension.
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["project"]["optional-dependencies"]
+    assert extras["native"] == [f"pith-merge-native=={version}"]
 
 
 def test_the_environment_variable_is_the_first_reason(

@@ -255,7 +255,9 @@ def test_pip_install_of_a_checkout_without_cargo_is_pure_and_says_so(tmp_path: P
     assert said.startswith(
         f"pith-merge {VERSION} (merge-v1 rev 1.1; pure path: pith-merge-native is not installed"
     )
-    assert f"pip install pith-merge-native=={VERSION}" in said
+    # Installed (not run from the checkout): the extra or the release's wheel, and a checkout's way.
+    assert f"pip install 'pith-merge[native]=={VERSION}'" in said
+    assert "from a checkout with cargo: pip install ./native" in said
 
 
 def _version(venv: Path, env: dict[str, str]) -> str:

@@ -3,8 +3,8 @@
 One module per command group (:mod:`.verify`, :mod:`.fold`, :mod:`.replay`, :mod:`.inspection`
 for ``explain``, ``diff`` and ``graph``, :mod:`.audit`, :mod:`.keys`, :mod:`.store`), each a
 click command; what they share (the group, exit codes, error handling, reading files, key files,
-the options several take) is in :mod:`.common`. A new command group is one import and one
-``cli.add_command`` line below.
+the options several take) is in :mod:`.common`. A new command group is one
+entry in :data:`COMMANDS` below, imported only when it runs.
 
 Exit codes (stable; other tools rely on them):
 
@@ -26,12 +26,12 @@ Invalid events never change the exit code: they are the merge's ordinary busines
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Final
 
 import click
 
 from ..reasons import REASON_RULES
-from .audit import audit_command
 from .common import (
     EXIT_BROKEN_PIPE,
     EXIT_FAILED,
@@ -46,14 +46,6 @@ from .common import (
     load_keys,
     silence_stdout,
 )
-from .fold import fold_command
-from .inspection import diff, explain, graph
-from .keys import keys
-from .monitor import monitor_command
-from .replay import replay_command
-from .store import store
-from .verify import verify
-from .witness import witness
 
 __all__ = [
     "EXIT_BROKEN_PIPE",
@@ -70,18 +62,47 @@ __all__ = [
     "main",
 ]
 
-# The commands, one line each (``pith-merge --help`` lists them sorted by name).
-cli.add_command(audit_command)
-cli.add_command(diff)
-cli.add_command(explain)
-cli.add_command(fold_command)
-cli.add_command(graph)
-cli.add_command(keys)
-cli.add_command(monitor_command)
-cli.add_command(replay_command)
-cli.add_command(store)
-cli.add_command(verify)
-cli.add_command(witness)
+#: The commands: name → where it is (``module:attribute`` in merge.cli) and its short help, the
+#: first sentence of its help, which ``pith-merge --help`` lists. A command's module is imported
+#: only when it runs (issue 39: start-up); a new command is one line here.
+COMMANDS: Final[Mapping[str, tuple[str, str]]] = {
+    "audit": (
+        "audit:audit_command",
+        "Audit a registry over time: is NEW an extension of OLD (audit OLD NEW)?",
+    ),
+    "diff": (
+        "inspection:diff",
+        "Show what changed from STATE_A to STATE_B (state files as `fold --out` writes them).",
+    ),
+    "explain": (
+        "inspection:explain",
+        "Explain the fate of EVENT_ID (or a unique prefix of it) and the rule that decided it.",
+    ),
+    "fold": (
+        "fold:fold_command",
+        "Fold EVENTS (JSON Lines, one event per line; - for stdin) into the subject's state.",
+    ),
+    "graph": ("inspection:graph", "Draw the prev_event DAG of a subject's log: one lane per chain."),
+    "keys": ("keys:keys", "Inspect key files (spec §3)."),
+    "monitor": (
+        "monitor:monitor_command",
+        "Follow a registry: audit each new bundle against the last one kept.",
+    ),
+    "replay": (
+        "replay:replay_command",
+        "Replay PATHs: directories or files of bundles, records (*.json) and logs (*.jsonl).",
+    ),
+    "store": (
+        "store:store",
+        "Event stores (SQLite file or PostgreSQL): import, fold, check, export, back up.",
+    ),
+    "verify": (
+        "verify:verify",
+        "Verify bundles (spec §10) and pith number records (§11), one line per document.",
+    ),
+    "witness": ("witness:witness", "Cosigner keys of witnesses (C2SP cosignature/v1; docs/witness.md)."),
+}
+cli.add_lazy_commands(__name__, COMMANDS)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

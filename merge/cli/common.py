@@ -10,21 +10,24 @@ re-exported by :mod:`merge.cli`, whose ``__all__`` lists them.
 from __future__ import annotations
 
 import functools
+import importlib
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
-from typing import Any, Final, NoReturn, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, Final, NoReturn, ParamSpec, TypeVar
 
 import click
-import msgspec
 
-from ..bundle import REGISTRY_KEYS
-from ..canonical import decode_json, encode_json
 from ..errors import InputError, KeySetError, MergeError
-from ..keys import KeySet
-from ..replay import display_name, read_document
-from ..schemas import FORMATS
+
+if TYPE_CHECKING:
+    import msgspec
+
+    from ..keys import KeySet
+
+# The merge core, msgspec and the commands' modules are imported where they are used, not here:
+# ``import merge.cli`` is what ``pith-merge --help`` costs, and each command loads what it needs
+# (issue 39: start-up; tests/test_startup.py::test_import_merge_cli_stays_within_its_module_budget).
 
 EXIT_OK: Final = 0
 EXIT_FAILED: Final = 1
@@ -54,7 +57,48 @@ def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> 
     ctx.exit()
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+class LazyGroup(click.Group):
+    """A group whose commands are imported when one runs, not when the group is (issue 39:
+    ``pith-merge verify`` paid for every command's modules). :meth:`add_lazy_commands` registers each
+    by name, where it is and its short help; ``--help`` lists them with that short help, importing
+    none (click's lazy subcommands, as its documentation shows them)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        #: Name → ("module:attribute", short help) of each command not imported yet.
+        self.lazy_commands: dict[str, tuple[str, str]] = {}
+        self._listing = False
+
+    def add_lazy_commands(self, package: str, table: Mapping[str, tuple[str, str]]) -> None:
+        """Register ``table``'s commands: name → (``module:attribute``, relative to ``package``;
+        the short help ``--help`` lists, which is the first sentence of the command's own help)."""
+        for name, (where, short_help) in table.items():
+            self.lazy_commands[name] = (f"{package}.{where}", short_help)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*self.commands, *self.lazy_commands})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        lazy = self.lazy_commands.get(cmd_name) if cmd_name not in self.commands else None
+        if lazy is not None:
+            where, short_help = lazy
+            if self._listing:  # --help: a stand-in with the short help, the module left alone
+                return click.Command(cmd_name, help=short_help)
+            module, _, attribute = where.partition(":")
+            self.add_command(getattr(importlib.import_module(module), attribute), cmd_name)
+        return super().get_command(ctx, cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        self._listing = True
+        try:
+            super().format_commands(ctx, formatter)
+        finally:
+            self._listing = False
+
+
+@click.group(
+    cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100}
+)
 @click.option(
     "--version",
     is_flag=True,
@@ -63,7 +107,7 @@ def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> 
     callback=_print_version,
     help="Show the version and exit.",
 )
-def cli() -> None:
+def cli() -> None:  # the commands are registered by merge.cli (its table COMMANDS)
     """Verify, fold and replay Pith registry bundles, records and event logs (merge-v1).
 
     Exit codes: 0 all good; 1 verification failed (a bundle or record check, a rejected input
@@ -135,6 +179,8 @@ def read_file(path: str) -> bytes:
 
     ``-`` is standard input, which one command can read once (a second ``-`` is a usage error).
     """
+    from ..replay.scan import display_name, read_document
+
     if path == "-":
         claim_stdin()
         return read_document(sys.stdin.buffer, "-")
@@ -152,6 +198,10 @@ def claim_stdin() -> None:
 
 def read_json(path: str, what: str) -> Any:
     """The JSON value of a file read whole (:func:`read_file`); ``what`` names it in the error."""
+    import msgspec
+
+    from ..canonical import decode_json
+
     data = read_file(path)
     try:
         return decode_json(data)
@@ -167,6 +217,8 @@ def load_keys(path: str) -> KeySet:
 
 def key_set_of(value: Any, path: str) -> KeySet:
     """The key set a key file's JSON value holds (see :func:`load_keys`)."""
+    from ..keys import KeySet
+
     if isinstance(value, dict):
         value = value.get("public_keys", value.get("keys"))
     if not isinstance(value, list):
@@ -184,6 +236,9 @@ def trust_anchors(trust_files: Sequence[str]) -> tuple[KeySet, str]:
 
     A key id that two files give with different keys is an input error naming the later file.
     """
+    from ..bundle import REGISTRY_KEYS
+    from ..keys import KeySet
+
     if not trust_files:
         return KeySet.parse(REGISTRY_KEYS), "the built-in registry key"
     anchors = KeySet()
@@ -205,16 +260,35 @@ def json_document(name: str, body: Mapping[str, Any] | msgspec.Struct) -> None:
     Every ``--json`` document is printed here, so none lacks its format; each format's schema
     ships in :mod:`merge.schemas` (docs/json.md).
     """
+    import msgspec
+
+    from ..canonical import encode_json
+    from ..schemas import FORMATS
+
     fields = msgspec.to_builtins(body) if isinstance(body, msgspec.Struct) else body
     document = {**fields, "format": FORMATS[name]}
     data = msgspec.json.format(encode_json(document), indent=2)
     echo(data.decode("utf-8"))
 
 
+def output_path(path: str) -> str:
+    """``path``, where a command is about to write an output file (``--out``, ``-o``, ``store
+    backup``'s DEST), its missing parent directories created first, as ``replay --out`` creates
+    its directory: ``fold --out out/a.json`` works on a fresh clone (issue 36 item 7). ``-``
+    (standard output) is left as it is. Every output file goes through here."""
+    if path != "-":
+        try:
+            os.makedirs(os.path.dirname(path) or os.curdir, exist_ok=True)
+        except FileExistsError as exc:  # a file (not a directory) where the path needs one
+            raise InputError("not a directory: cannot write in it", source=exc.filename) from exc
+    return path
+
+
 def write_state(data: bytes, out: str | None) -> None:
     """The state's canonical JSON: the exact bytes to ``out``, or stdout with a final newline."""
     if out is not None:
-        Path(out).write_bytes(data)
+        with open(output_path(out), "wb") as handle:
+            handle.write(data)
     else:
         click.echo(data + b"\n", nl=False)
 
@@ -238,7 +312,8 @@ trust_option: Final = click.option(
 
 
 def out_option(help_text: str, *, directory: bool = False, dest: str = "out") -> Callable[[FC], FC]:
-    """``-o/--out/--output``: where a command writes its result (a file, or a ``directory``)."""
+    """``-o/--out/--output``: where a command writes its result (a file, or a ``directory``); the
+    command creates what is missing of it (a file's parent directories: :func:`output_path`)."""
     kind = click.Path(file_okay=False) if directory else click.Path(dir_okay=False, writable=True)
     return click.option("-o", "--out", "--output", dest, type=kind, help=help_text)
 

@@ -292,7 +292,7 @@ def graph(  # noqa: PLR0917 (click passes every option positionally)
             echo_err(f"dot: {warning}")
         data = drawn.data
     if output is not None:
-        Path(output).write_bytes(data)
+        Path(common.output_path(output)).write_bytes(data)
     else:
         click.echo(data, nl=False)
     if not inputs:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import IO, Final
+from typing import Final
 
 import click
 import msgspec
@@ -217,9 +217,14 @@ def store_check(store_url: str, as_json: bool) -> None:
 @store.command(name="export")
 @_STORE_URL
 @click.option("--subject", "subjects", multiple=True, help="Only this subject (repeatable; default: all).")
-@click.option("--out", type=click.File("wb"), default="-", help="Write here (default: stdout).")
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, allow_dash=True),
+    default="-",
+    help="Write here (default: stdout).",
+)
 @common.input_errors
-def store_export(store_url: str, subjects: tuple[str, ...], out: IO[bytes]) -> None:
+def store_export(store_url: str, subjects: tuple[str, ...], out: str) -> None:
     """Write the stored inputs as JSON Lines, subject by subject (sorted), in arrival order.
 
     Each input is one line, as received (line breaks inside it become spaces). Importing the
@@ -228,7 +233,8 @@ def store_export(store_url: str, subjects: tuple[str, ...], out: IO[bytes]) -> N
     """
     with open_store(store_url) as source:
         chosen = list(subjects) or source.subjects()
-        written = sum(source.export_jsonl(subject, out) for subject in chosen)
+        with click.open_file(common.output_path(out), "wb") as handle:
+            written = sum(source.export_jsonl(subject, handle) for subject in chosen)
     echo_err(f"exported {plural(written, 'input')} of {plural(len(chosen), 'subject')}")
 
 
@@ -243,5 +249,5 @@ def store_backup(store_url: str, dest: str) -> None:
     --store URL --from-store sqlite:///DEST`, or use DEST as an SQLite store as it is.
     """
     with open_store(store_url) as source:
-        copied = source.backup(dest)
+        copied = source.backup(common.output_path(dest))
     echo(f"backed up {plural(copied, 'input')} to {dest}")

@@ -21,40 +21,45 @@ workers and for the Dask engine (:mod:`merge.dask_replay`, which shares the scan
 
 from __future__ import annotations
 
-from .corpus import fold_subjects, replay, replay_report
-from .corpus import logger as logger
-from .results import (
-    PROBLEM_SAMPLE,
-    CorpusItem,
-    FoldedSubjects,
-    InputProblem,
-    ItemKind,
-    ProblemLog,
-    ReplayReport,
-    ReplayWorkerError,
-    SubjectOutcome,
-    SubjectSummary,
-    report_document,
-    report_json,
-)
-from .scan import JSON_SUFFIX as JSON_SUFFIX
-from .scan import KEY_FILE as KEY_FILE
-from .scan import LOG_SUFFIXES as LOG_SUFFIXES
-from .scan import (
-    MAX_DOCUMENT_BYTES,
-    display_name,
-    read_document,
-    read_lines,
-    scan_corpus,
-    scan_file,
-    scan_log,
-    scan_walked,
-    walk_corpus,
-)
-from .spill import CHANGED as CHANGED
-from .spill import PARTITIONS
-from .states import state_filename, write_state
-from .subject import fold_subject
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_attributes
+
+if TYPE_CHECKING:  # what the names below are, for type checkers; at run time, __getattr__ imports them
+    from .corpus import fold_subjects, replay, replay_report
+    from .corpus import logger as logger
+    from .results import (
+        PROBLEM_SAMPLE,
+        CorpusItem,
+        FoldedSubjects,
+        InputProblem,
+        ItemKind,
+        ProblemLog,
+        ReplayReport,
+        ReplayWorkerError,
+        SubjectOutcome,
+        SubjectSummary,
+        report_document,
+        report_json,
+    )
+    from .scan import JSON_SUFFIX as JSON_SUFFIX
+    from .scan import KEY_FILE as KEY_FILE
+    from .scan import LOG_SUFFIXES as LOG_SUFFIXES
+    from .scan import (
+        MAX_DOCUMENT_BYTES,
+        display_name,
+        read_document,
+        read_lines,
+        scan_corpus,
+        scan_file,
+        scan_log,
+        scan_walked,
+        walk_corpus,
+    )
+    from .spill import CHANGED as CHANGED
+    from .spill import PARTITIONS
+    from .states import state_filename, write_state
+    from .subject import fold_subject
 
 __all__ = [
     "MAX_DOCUMENT_BYTES",
@@ -86,3 +91,44 @@ __all__ = [
     "walk_corpus",
     "write_state",
 ]
+
+if not TYPE_CHECKING:
+    # Each name, by its module, imported on first use (merge._lazy): ``merge.cli`` reads files
+    # with :func:`read_document` without loading the worker pool's modules (issue 39: start-up).
+    __getattr__, __dir__ = lazy_attributes(
+        __name__,
+        {
+            "corpus": ("fold_subjects", "replay", "replay_report", "logger"),
+            "results": (
+                "PROBLEM_SAMPLE",
+                "CorpusItem",
+                "FoldedSubjects",
+                "InputProblem",
+                "ItemKind",
+                "ProblemLog",
+                "ReplayReport",
+                "ReplayWorkerError",
+                "SubjectOutcome",
+                "SubjectSummary",
+                "report_document",
+                "report_json",
+            ),
+            "scan": (
+                "JSON_SUFFIX",
+                "KEY_FILE",
+                "LOG_SUFFIXES",
+                "MAX_DOCUMENT_BYTES",
+                "display_name",
+                "read_document",
+                "read_lines",
+                "scan_corpus",
+                "scan_file",
+                "scan_log",
+                "scan_walked",
+                "walk_corpus",
+            ),
+            "spill": ("CHANGED", "PARTITIONS"),
+            "states": ("state_filename", "write_state"),
+            "subject": ("fold_subject",),
+        },
+    )

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from bisect import bisect_left, insort
 from collections import defaultdict
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
-from typing import Final, NamedTuple
+from collections.abc import Callable, Collection, Container, Iterable, Iterator, Mapping, Sequence
+from typing import Final, NamedTuple, Protocol
 
 from ._compat import OldMethodName
 from .checks import ValidEvent
@@ -25,9 +25,11 @@ __all__ = [
     "Fork",
     "Node",
     "SortedKeys",
+    "Superseding",
     "child_reason",
     "classify",
     "may_supersede",
+    "removals",
     "supersessions",
 ]
 
@@ -222,7 +224,20 @@ def _cycle_members(left: list[str], nodes: Mapping[str, Node]) -> set[str]:
     return members
 
 
-def supersessions(applied: Sequence[str], valid: Mapping[str, ValidEvent]) -> dict[str, tuple[str, ...]]:
+class Superseding(Protocol):
+    """What the supersedes rule (§7) reads of a valid event: a :class:`merge.checks.ValidEvent`,
+    or the incremental engine's own record of one (its signer as canonical bytes: equal
+    objects, equal bytes)."""
+
+    @property
+    def event_type(self) -> str: ...
+    @property
+    def supersedes(self) -> tuple[str, ...]: ...
+    @property
+    def signer(self) -> object: ...
+
+
+def supersessions(applied: Sequence[str], valid: Mapping[str, Superseding]) -> dict[str, tuple[str, ...]]:
     """The supersedes rule of §7: each applied event removed from ``current``, and by whom.
 
     ``applied``: the applied event ids in apply order; ``valid``: their :class:`merge.checks.ValidEvent`.
@@ -230,17 +245,25 @@ def supersessions(applied: Sequence[str], valid: Mapping[str, ValidEvent]) -> di
     Entries of ``supersedes`` that meet none of the rule are ignored, as §7 says; the
     removed events stay applied.
     """
-    applied_set = set(applied)
+    return removals(applied, set(applied), valid)
+
+
+def removals(
+    claimants: Iterable[str], applied: Container[str], valid: Mapping[str, Superseding]
+) -> dict[str, tuple[str, ...]]:
+    """:func:`supersessions`, given only the applied events that name some event in
+    ``supersedes`` (``claimants``, in apply order) and the applied set: the incremental engine
+    keeps the few that supersede, and never walks every applied event to find them."""
     removed: dict[str, list[str]] = {}
-    for event_id in applied:
+    for event_id in claimants:
         event = valid[event_id]
         for target_id in event.supersedes:
-            if target_id in applied_set and target_id != event_id and may_supersede(event, valid[target_id]):
+            if target_id in applied and target_id != event_id and may_supersede(event, valid[target_id]):
                 removed.setdefault(target_id, []).append(event_id)
     return {target_id: tuple(by) for target_id, by in removed.items()}
 
 
-def may_supersede(event: ValidEvent, target: ValidEvent) -> bool:
+def may_supersede(event: Superseding, target: Superseding) -> bool:
     """§7: same signer (whole object), and the same type or a correction of a non-record."""
     if target.signer != event.signer:
         return False

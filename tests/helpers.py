@@ -6,13 +6,16 @@ on ``sys.path`` under pytest, as ``tests`` is a package).
 
 from __future__ import annotations
 
+import os
 import random
 from collections.abc import Iterable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import pytest
 
 import merge.signatures
+from merge import Merger
+from merge.native import PURE_ENVIRONMENT_VARIABLE, native_module
 
 __all__ = ["THREADS_REFUSED", "Verification", "record_verifications", "shuffled_with_repeats"]
 
@@ -50,3 +53,25 @@ def record_verifications(monkeypatch: pytest.MonkeyPatch) -> list[Verification]:
 
     monkeypatch.setattr(merge.signatures, "verify_signature", counted)
     return calls
+
+
+#: The two paths a Merger may take (merge.engine: bound when it is made).
+PATHS = ("compiled", "pure")
+
+
+def merger_on(path: str, **options: Any) -> Merger:
+    """A :class:`merge.Merger` made on ``path`` (``"compiled"``: skipped where the compiled path is
+    not built): the environment is set only while it is made, for an engine binds its path then."""
+    if path == "compiled" and native_module() is None:
+        pytest.skip("the compiled path (native/) is not built here")
+    saved = os.environ.pop(PURE_ENVIRONMENT_VARIABLE, None)
+    if path == "pure":
+        os.environ[PURE_ENVIRONMENT_VARIABLE] = "1"
+    try:
+        merger = Merger(**options)
+    finally:
+        os.environ.pop(PURE_ENVIRONMENT_VARIABLE, None)
+        if saved is not None:
+            os.environ[PURE_ENVIRONMENT_VARIABLE] = saved
+    assert merger.path == path
+    return merger

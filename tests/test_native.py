@@ -206,8 +206,10 @@ RUST_ROOMS = [
     "chains",
     "state",
     "batch",
+    "engine",
     "bundle",
     "py",
+    "py_engine",
     "lib",
 ]
 

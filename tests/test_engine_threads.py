@@ -11,6 +11,7 @@ an exception, and every bad input is a :class:`merge.Rejection`. On both paths.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import sys
 import threading
 from collections.abc import Iterator
@@ -117,6 +118,7 @@ def test_threads_share_one_merger(path: str, round_: int) -> None:
     assert len(merger.rejected) == len(whole.rejected) >= len(BAD_INPUTS) * 2
     # Every read is the state of some prefix, and later reads of later prefixes (or the same).
     at = {sha: count for count, sha in enumerate(prefixes)}  # (the last prefix of each state)
-    assert reads and all(sha in at for sha in reads)
+    assert reads
+    assert all(sha in at for sha in reads)
     first = {sha: prefixes.index(sha) for sha in set(reads)}
-    assert all(first[a] <= at[b] for a, b in zip(reads, reads[1:]))
+    assert all(first[a] <= at[b] for a, b in itertools.pairwise(reads))

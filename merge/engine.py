@@ -50,7 +50,7 @@ from . import chains
 from ._compat import module_getattr
 from .admission import Admitted, Rejection, admit, copy_identity, prevailing_verdict, require_inputs
 from .canonical import encode_canonical_unchecked
-from .checks import CURRENT_KEYS, EVENT_TYPES, Candidate, ValidEvent, postcheck, precheck
+from .checks import EVENT_TYPES, Candidate, ValidEvent, postcheck, precheck
 from .errors import UnknownEventError, require_threads
 from .identifiers import require_subject
 from .keys import KeySet
@@ -172,7 +172,11 @@ class Merger:
         Returns the :class:`merge.Rejection` of an input that is not admitted (§5; it is kept in
         :attr:`rejected`), else the :class:`EventStatus` of its event. Never raises on bad input.
         """
-        (judged,) = self._judged([item])
+        judge = self._judge
+        if judge is None or (found := judge.judge([item], self._verifier.threads)[0]) is None:
+            (judged,) = self._judged_copies([admit(item)])
+        else:
+            judged = _from_compiled(found)
         with self._lock:
             return self._merge(judged)
 
@@ -232,17 +236,7 @@ class Merger:
         where the pure path is to judge."""
         assert self._judge is not None
         found = self._judge.judge(items, self._verifier.threads)
-        judged: list[_Judged | None] = []
-        for verdict in found:
-            if verdict is None:
-                judged.append(None)
-            elif len(verdict) == 2:
-                event_id, code = verdict
-                judged.append((event_id, Reason(code), None))
-            else:
-                held = _Held.judged(verdict)
-                judged.append((held.event_id, held, None))
-        return judged
+        return [None if verdict is None else _from_compiled(verdict) for verdict in found]
 
     def _judged_copies(self, outcomes: list[Admitted | Rejection]) -> list[_Judged]:
         """The pure path's §6 on admitted copies; checks 1–11 of all of them first, so that
@@ -330,7 +324,8 @@ class Merger:
                 changed = self._chains.add_invalid(event_id)
             # else: a copy that got further than the earlier ones now gives the event its reason.
         self._snapshot = None
-        others = tuple(sorted({eid for eid in changed if eid != event_id}))
+        # Mostly the event alone changed (a chain extended): no set to sort then.
+        others = () if changed == [event_id] else tuple(sorted({eid for eid in changed if eid != event_id}))
         return EventStatus(index, event_id, self._reason(event_id), before is not None, others)
 
     # -- reading --------------------------------------------------------------------------
@@ -349,14 +344,18 @@ class Merger:
             key=lambda event_id: (valid[event_id].created_us, depth[event_id], event_id),
         )
         removed = chains.removals(claimants, depth, valid)
-        current: dict[str, list[bytes]] = {key: [] for key in CURRENT_KEYS}
+        current: dict[str, list[bytes]] = {}
         record: tuple[bytes, bytes, bytes] | None = None
         for event_id in applied:
             if event_id in removed:
                 continue
             held = valid[event_id]
             if held.record is None:
-                current[held.key].append(held.entry)
+                entries = current.get(held.key)
+                if entries is None:
+                    current[held.key] = [held.entry]
+                else:
+                    entries.append(held.entry)
             else:  # the applied record_created (§9: the last, in apply order)
                 record = (held.entry, held.record, held.aliases or b"[]")
         head, tail = write_state(
@@ -498,18 +497,27 @@ class _Held(NamedTuple):
     @classmethod
     def judged(cls, found: JudgedEvent) -> _Held:
         """A valid event as the compiled judge hands it over, its pieces written there."""
-        event_id, event_type, target, key_id, prev, supersedes, created_us = found[:7]
-        signer, entry, record, aliases = found[7:]
-        chain = ("record", None) if event_type == "record_created" else (target, key_id)
-        node = chains.Node(event_id, prev, chain, created_us)
-        key = EVENT_TYPES[event_type][1]
-        return cls(event_id, event_type, node, created_us, supersedes, signer, key, entry, record, aliases)
+        eid, kind, target, key_id, prev, supersedes, created_us, signer, entry, record, aliases = found
+        chain = ("record", None) if kind == "record_created" else (target, key_id)
+        node = chains.Node(eid, prev, chain, created_us)
+        key = EVENT_TYPES[kind][1]
+        return cls(eid, kind, node, created_us, supersedes, signer, key, entry, record, aliases)
 
 
 #: An input judged, before it is merged: its rejection (§5), or its event id, its verdict (None:
 #: known already) and, from the pure path, the admitted copy with its digest if it was taken
 #: (for §5's identical copies).
 _Judged = Rejection | tuple[str, Reason | _Held | None, tuple[Admitted, bytes | None] | None]
+
+
+def _from_compiled(found: JudgedEvent | tuple[str, str]) -> _Judged:
+    """The compiled judge's verdict on an input it decided: ``(event_id, reason)`` of an invalid
+    event, else the pieces of a valid one."""
+    if len(found) == 2:
+        event_id, code = found
+        return (event_id, Reason(code), None)
+    held = _Held.judged(found)
+    return (held.event_id, held, None)
 
 
 def _digest_of(copied: tuple[Admitted, bytes | None]) -> bytes:

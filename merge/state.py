@@ -352,8 +352,13 @@ def write_state(
         for fork in forks
     )
     entry, canonical_record, aliases = record or (b"null", b"null", b"[]")
-    invalid_events = [InvalidEvent(event_id, invalid[event_id]) for event_id in sorted(invalid)]
-    lists = {key: b"[" + b",".join(current.get(key, ())) + b"]" for key in CURRENT_KEYS}
+    invalid_events = (
+        encode_canonical_unchecked([InvalidEvent(eid, invalid[eid]) for eid in sorted(invalid)])
+        if invalid
+        else b"[]"
+    )
+    lists = dict.fromkeys(CURRENT_KEYS, b"[]")
+    lists.update((key, b"[" + b",".join(entries) + b"]") for key, entries in current.items() if entries)
     # Keys in code point order (§1), as the state's Structs encode them.
     head = b"".join(
         (
@@ -383,12 +388,10 @@ def write_state(
             lists["timestamp_anchors"],
             b'},"equivocation_count":%d,"equivocations":[' % len(equivocations),
             b",".join(equivocations),
-            b'],"event_count":%d,"invalid_event_count":%d' % (event_count, len(invalid_events)),
+            b'],"event_count":%d,"invalid_event_count":%d' % (event_count, len(invalid)),
             b',"invalid_events":',
-            encode_canonical_unchecked(invalid_events),
-            b',"merge_version":',
-            encode_canonical_unchecked(MERGE_VERSION),
-            b',"pith_number":',
+            invalid_events,
+            b',"merge_version":"' + MERGE_VERSION.encode() + b'","pith_number":',
             encode_canonical_unchecked(subject),
         )
     )

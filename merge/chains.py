@@ -10,9 +10,11 @@ anything.
 
 from __future__ import annotations
 
+import itertools
 from bisect import bisect_left, insort
 from collections import defaultdict
-from collections.abc import Callable, Collection, Container, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from operator import itemgetter
 from typing import Final, NamedTuple, Protocol
 
 from ._compat import OldMethodName
@@ -29,13 +31,13 @@ __all__ = [
     "child_reason",
     "classify",
     "may_supersede",
-    "removals",
     "supersessions",
 ]
 
 ChainKey = tuple[str, str | None]  # (target, key_id): the record chain has key_id None
 Status = int | Reason  # an applied event's depth in its chain, or why a valid event did not apply
 SortKey = tuple[int, int, str]  # (created_at instant, depth, event_id): the §7 apply order
+_EVENT_ID: Final = itemgetter(2)  # a SortKey's event_id
 
 
 class Node(NamedTuple):
@@ -245,20 +247,12 @@ def supersessions(applied: Sequence[str], valid: Mapping[str, Superseding]) -> d
     Entries of ``supersedes`` that meet none of the rule are ignored, as §7 says; the
     removed events stay applied.
     """
-    return removals(applied, set(applied), valid)
-
-
-def removals(
-    claimants: Iterable[str], applied: Container[str], valid: Mapping[str, Superseding]
-) -> dict[str, tuple[str, ...]]:
-    """:func:`supersessions`, given only the applied events that name some event in
-    ``supersedes`` (``claimants``, in apply order) and the applied set: the incremental engine
-    keeps the few that supersede, and never walks every applied event to find them."""
+    applied_set = set(applied)
     removed: dict[str, list[str]] = {}
-    for event_id in claimants:
+    for event_id in applied:
         event = valid[event_id]
         for target_id in event.supersedes:
-            if target_id in applied and target_id != event_id and may_supersede(event, valid[target_id]):
+            if target_id in applied_set and target_id != event_id and may_supersede(event, valid[target_id]):
                 removed.setdefault(target_id, []).append(event_id)
     return {target_id: tuple(by) for target_id, by in removed.items()}
 
@@ -375,7 +369,7 @@ class ChainIndex:
 
     def live_classification(self) -> Classification:
         """As :meth:`classification`, sharing this index's dictionaries (read them, do not keep them)."""
-        applied = [key[2] for key in self._order]
+        applied = list(map(_EVENT_ID, self._order))
         forks = [
             Fork(chain, prev, tuple(sorted(self._groups[(prev, chain)]))) for prev, chain in self._forked
         ]
@@ -487,8 +481,7 @@ class SortedKeys:
         return self._len
 
     def __iter__(self) -> Iterator[SortKey]:
-        for block in self._blocks:
-            yield from block
+        return itertools.chain.from_iterable(self._blocks)
 
     def add(self, key: SortKey) -> None:
         """Insert ``key`` (keys are unique by construction here; a repeat is kept twice)."""

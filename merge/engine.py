@@ -121,12 +121,16 @@ class Merger:
 
     __slots__ = (
         "_chains",
-        "_claimants",
         "_count",
+        "_dirty",
         "_invalid",
         "_judge",
+        "_lists",
         "_lock",
+        "_named_by",
+        "_record",
         "_rejected",
+        "_removed",
         "_seen",
         "_snapshot",
         "_valid",
@@ -153,8 +157,15 @@ class Merger:
         self._verdicts: dict[str, Reason | _Held] = {}
         self._valid: dict[str, _Held] = {}
         self._invalid: dict[str, Reason] = {}
-        # The valid events that name some event in supersedes (§7): the few the rule reads.
-        self._claimants: set[str] = set()
+        # §7's supersedes rule, kept up to date: the valid events naming each event in their
+        # supersedes, and the applied events each applied event is removed from current by.
+        self._named_by: dict[str, list[str]] = {}
+        self._removed: dict[str, tuple[str, ...]] = {}
+        # §9: each list of current written (by its key), the record's pieces, and the keys whose
+        # events changed since (written again on the next read, the others kept).
+        self._lists: dict[str, bytes] = {}
+        self._record: tuple[bytes, bytes, bytes] | None = None
+        self._dirty: set[str] = set()
         # SHA-256 of every copy already judged by the pure path, for events that are not (yet)
         # valid: an identical copy gets an identical verdict (§5), so it is not judged again. A
         # new event is judged without it: most are valid, and a valid event's copies need no digest.
@@ -312,8 +323,9 @@ class Merger:
             self._valid[event_id] = standing
             self._invalid.pop(event_id, None)
             self._seen.pop(event_id, None)
-            if standing.supersedes:
-                self._claimants.add(event_id)
+            for target in standing.supersedes:
+                if target != event_id:
+                    self._named_by.setdefault(target, []).append(event_id)
             changed = self._chains.add(standing.node)
         else:
             self._invalid[event_id] = standing
@@ -324,52 +336,95 @@ class Merger:
                 changed = self._chains.add_invalid(event_id)
             # else: a copy that got further than the earlier ones now gives the event its reason.
         self._snapshot = None
+        self._changed(changed)
         # Mostly the event alone changed (a chain extended): no set to sort then.
         others = () if changed == [event_id] else tuple(sorted({eid for eid in changed if eid != event_id}))
         return EventStatus(index, event_id, self._reason(event_id), before is not None, others)
 
     # -- reading --------------------------------------------------------------------------
 
+    def _changed(self, changed: list[str]) -> None:
+        """After the status of the events ``changed`` changed (§7): who removes whom (§7's
+        supersedes rule) decided again where they are involved, and the lists of current that
+        hold them, or an event whose removal changed, marked to be written again."""
+        valid, dirty = self._valid, self._dirty
+        for event_id in changed:
+            held = valid[event_id]
+            dirty.add(held.key)
+            self._decide_removal(event_id)
+            for target in held.supersedes:
+                if target in valid and target != event_id:
+                    self._decide_removal(target)
+
+    def _decide_removal(self, target_id: str) -> None:
+        """§7: the applied events that remove the applied ``target_id`` from current (the same
+        signer, and the same type or a correction of a non-record), in apply order."""
+        depth, valid = self._chains.depth, self._valid
+        by: tuple[str, ...] = ()
+        if target_id in depth:
+            target = valid[target_id]
+            found = [
+                claimant
+                for claimant in self._named_by.get(target_id, ())
+                if claimant in depth and chains.may_supersede(valid[claimant], target)
+            ]
+            by = tuple(
+                sorted(found, key=lambda claimant: (valid[claimant].created_us, depth[claimant], claimant))
+            )
+        before = self._removed.get(target_id, ())
+        if by == before:
+            return
+        if by:
+            self._removed[target_id] = by
+        else:
+            del self._removed[target_id]
+        if not by or not before:  # it left current, or came back
+            self._dirty.add(valid[target_id].key)
+
     def _current(self) -> _Snapshot:
         """The state of everything merged so far (under the lock): cached, else joined from the
-        written entries and hashed (§9, §2)."""
+        written entries and hashed (§9, §2). Only the lists of current whose events changed are
+        written again; the rest of the state is a join, and one SHA-256 pass over it."""
         snapshot = self._snapshot
         if snapshot is not None:
             return snapshot
-        index, valid = self._chains, self._valid
+        index, valid, removed = self._chains, self._valid, self._removed
         live = index.live_classification()
-        applied, depth = live.applied, index.depth
-        claimants = sorted(
-            (event_id for event_id in self._claimants if event_id in depth),
-            key=lambda event_id: (valid[event_id].created_us, depth[event_id], event_id),
-        )
-        removed = chains.removals(claimants, depth, valid)
-        current: dict[str, list[bytes]] = {}
-        record: tuple[bytes, bytes, bytes] | None = None
-        for event_id in applied:
-            if event_id in removed:
-                continue
-            held = valid[event_id]
-            if held.record is None:
-                entries = current.get(held.key)
-                if entries is None:
-                    current[held.key] = [held.entry]
-                else:
+        applied = live.applied
+        if self._dirty:
+            written: dict[str, list[bytes]] = {key: [] for key in self._dirty}
+            record: _Held | None = None
+            for event_id in applied:
+                held = valid[event_id]
+                entries = written.get(held.key)
+                if entries is None or event_id in removed:
+                    continue
+                if held.record is None:
                     entries.append(held.entry)
-            else:  # the applied record_created (§9: the last, in apply order)
-                record = (held.entry, held.record, held.aliases or b"[]")
+                else:  # the applied record_created (§9: the last, in apply order)
+                    record = held
+            for key, entries in written.items():
+                if key != "record_created":
+                    self._lists[key] = b"[" + b",".join(entries) + b"]"
+                elif record is None:
+                    self._record = None
+                else:
+                    self._record = (record.entry, record.record or b"null", record.aliases or b"[]")
+            self._dirty.clear()
         head, tail = write_state(
             self.subject,
             event_count=len(self._verdicts),
             applied=applied,
-            current=current,
-            record=record,
+            current=self._lists,
+            record=self._record,
             forks=live.forks,
             invalid={**self._invalid, **index.reasons},
         )
-        digest = hashlib.sha256(head)
+        digest = hashlib.sha256()
+        for piece in head:
+            digest.update(piece)
         digest.update(tail)
-        snapshot = self._snapshot = _Snapshot(head, tail, digest.hexdigest(), removed)
+        snapshot = self._snapshot = _Snapshot(head, tail, digest.hexdigest(), dict(removed))
         return snapshot
 
     def _read(self) -> _Snapshot:
@@ -538,10 +593,10 @@ def _text_identity_digest(copy: Admitted) -> bytes:
 
 
 class _Snapshot(NamedTuple):
-    """The cached state of a Merger: its canonical bytes without ``state_sha256`` (before and
-    after that key's place), that hash, and §7's supersessions."""
+    """The cached state of a Merger: its canonical bytes without ``state_sha256`` (the pieces
+    before that key's place, and the bytes after it), that hash, and §7's supersessions."""
 
-    head: bytes
+    head: list[bytes]
     tail: bytes
     sha256: str
     removed: dict[str, tuple[str, ...]]
@@ -549,7 +604,7 @@ class _Snapshot(NamedTuple):
     @property
     def json(self) -> bytes:
         """The state's canonical JSON, ``state_sha256`` in its place (§1, §2)."""
-        return b"".join((self.head, b',"state_sha256":"', self.sha256.encode(), b'"', self.tail))
+        return b"".join((*self.head, b',"state_sha256":"', self.sha256.encode(), b'"', self.tail))
 
     @property
     def superseded(self) -> tuple[Supersession, ...]:

@@ -328,22 +328,24 @@ def write_state(
     *,
     event_count: int,
     applied: Sequence[str],
-    current: Mapping[str, Sequence[bytes]],
+    current: Mapping[str, bytes],
     record: tuple[bytes, bytes, bytes] | None,
     forks: Iterable[Fork],
     invalid: Mapping[str, Reason],
-) -> tuple[bytes, bytes]:
-    """The canonical JSON of a state (§1, §9) joined from canonical pieces, without
-    ``state_sha256``: the bytes before that key's place and the bytes after it (§2: its hash is
-    taken over the two together). The twin of ``native/src/state.rs``'s ``write_state``, for
-    the incremental :class:`merge.Merger`, which keeps each applied event's entry written and
-    joins them (issue 38: a state after one more event costs its new pieces, not every event's).
+) -> tuple[list[bytes], bytes]:
+    """The canonical JSON of a state (§1, §9) from canonical pieces, without ``state_sha256``:
+    the pieces before that key's place and the bytes after it (§2: its hash is taken over them
+    all, in order; they are joined only when the bytes are wanted). The twin of
+    ``native/src/state.rs``'s ``write_state``, for the incremental :class:`merge.Merger`, which
+    keeps each applied event's entry written and each list of ``current`` joined (issue 38: a
+    state after one more event costs its new pieces, not every event's).
 
-    ``applied``: the applied ids in apply order (§7); ``current``: the written entries of the
-    applied events not superseded, by key of ``current`` (:data:`merge.checks.CURRENT_KEYS`),
-    each list in apply order; ``record``: the applied ``record_created``'s written entry,
-    ``canonical_record`` and ``source_aliases``, or ``None``; ``forks``: the equivocations;
-    ``invalid``: the reason of every admitted event that did not apply.
+    ``applied``: the applied ids in apply order (§7); ``current``: each list of ``current``
+    written (a JSON array of the entries of its applied events not superseded, in apply
+    order), by its key (:data:`merge.checks.CURRENT_KEYS`; a key not given is an empty list);
+    ``record``: the applied ``record_created``'s written entry, ``canonical_record`` and
+    ``source_aliases``, or ``None``; ``forks``: the equivocations; ``invalid``: the reason of
+    every admitted event that did not apply.
     """
     equivocations = sorted(
         encode_canonical_unchecked(
@@ -357,11 +359,10 @@ def write_state(
         if invalid
         else b"[]"
     )
-    lists = dict.fromkeys(CURRENT_KEYS, b"[]")
-    lists.update((key, b"[" + b",".join(entries) + b"]") for key, entries in current.items() if entries)
+    lists = {key: current.get(key, b"[]") for key in CURRENT_KEYS}
     # Keys in code point order (§1), as the state's Structs encode them.
-    head = b"".join(
-        (
+    head = [
+        *(
             b'{"applied_event_ids":',
             encode_canonical_unchecked(applied),
             b',"current":{"author_attestations":',
@@ -394,7 +395,7 @@ def write_state(
             b',"merge_version":"' + MERGE_VERSION.encode() + b'","pith_number":',
             encode_canonical_unchecked(subject),
         )
-    )
+    ]
     tail = b',"state_type":"%s","state_version":"1.0","valid_event_count":%d}' % (
         _STATE_TYPE.encode(),
         len(applied),

@@ -392,6 +392,57 @@ def test_state_is_cached_until_the_next_change(monkeypatch: pytest.MonkeyPatch, 
     assert calls["assembled"] == 3
 
 
+def test_one_more_add_writes_only_its_own_pieces(monkeypatch: pytest.MonkeyPatch, each_path: str) -> None:
+    """Issue 38 item 2: the state after one more event costs that event's pieces, a join and one
+    hash pass. Its entry is written once (by the pure path; the compiled judge writes it on the
+    compiled one); a list of current it does not touch is the very bytes of the last read,
+    never written again; the state is still the fold's."""
+    written: list[dict[str, bytes]] = []
+    write_state = merge.engine.write_state
+
+    def spied(subject: str, **parts: Any) -> Any:
+        written.append(dict(parts["current"]))
+        return write_state(subject, **parts)
+
+    encoded: Counter[str] = Counter()
+    encode = merge.engine.encode_canonical_unchecked
+
+    def counted(value: Any) -> bytes:
+        encoded[type(value).__name__] += 1
+        return encode(value)
+
+    monkeypatch.setattr(merge.engine, "write_state", spied)
+    monkeypatch.setattr(merge.engine, "encode_canonical_unchecked", counted)
+
+    def mirror(minute: int, prev: dict[str, Any] | None = None) -> dict[str, Any]:
+        return sign_event(
+            KEY,
+            event_type="mirror_hint",
+            subject=SUBJECT,
+            payload={"url": f"https://mirror.example/{minute}"},
+            created_at=at(minute),
+            prev_event=prev["event_id"] if prev else None,
+        )
+
+    chain = [graph(0)]
+    for minute in range(1, 10):
+        chain.append(graph(minute, chain[-1]))
+    inputs = [text(event) for event in [*chain, mirror(3)]]
+    merger = Merger(subject=SUBJECT, keys=KEYS)
+    merger.extend(inputs)
+    _ = merger.state_sha256
+    before, entries_before = written[-1], encoded["Entry"]
+    assert entries_before == (len(inputs) if each_path == "pure" else 0)
+    inputs.append(text(graph(10, chain[-1])))
+    merger.add(inputs[-1])
+    assert merger.state_sha256 == fold(inputs, subject=SUBJECT, keys=KEYS).state_sha256
+    after = written[-1]
+    assert len(written) == 2
+    assert after["mirror_hints"] is before["mirror_hints"]  # untouched: not written again
+    assert after["graph_snapshots"] != before["graph_snapshots"]
+    assert encoded["Entry"] - entries_before == (1 if each_path == "pure" else 0)
+
+
 def test_state_json_is_made_from_the_cached_bytes_without_decoding_them(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -21,7 +21,7 @@ pub enum Judged {
     /// Admitted with this `event_id`, and invalid for this reason (§6).
     Invalid(String, Reason),
     /// Admitted and valid.
-    Valid(Pieces),
+    Valid(Box<Pieces>),
 }
 
 /// A valid event as the incremental engine keeps it.
@@ -82,7 +82,7 @@ pub fn judge(
         match checks::judge(&copy, subject, keys, verifier) {
             None => Judged::Fallback,
             Some(Verdict::Invalid(reason)) => Judged::Invalid(copy.event_id, reason),
-            Some(Verdict::Valid(event)) => Judged::Valid(Pieces::of(&event)),
+            Some(Verdict::Valid(event)) => Judged::Valid(Box::new(Pieces::of(&event))),
         }
     })
 }

@@ -420,9 +420,12 @@ class Merger:
             forks=live.forks,
             invalid={**self._invalid, **index.reasons},
         )
-        digest = hashlib.sha256()
-        for piece in head:
-            digest.update(piece)
+        if sum(map(len, head)) < _JOINED_BYTES:
+            digest = hashlib.sha256(b"".join(head))
+        else:  # a large state: hashed piece by piece, never copied whole for it
+            digest = hashlib.sha256()
+            for piece in head:
+                digest.update(piece)
         digest.update(tail)
         snapshot = self._snapshot = _Snapshot(head, tail, digest.hexdigest(), dict(removed))
         return snapshot
@@ -558,6 +561,10 @@ class _Held(NamedTuple):
         key = EVENT_TYPES[kind][1]
         return cls(eid, kind, node, created_us, supersedes, signer, key, entry, record, aliases)
 
+
+#: Bytes of state below which its pieces are joined to be hashed: a call per piece costs more
+#: than copying a small state.
+_JOINED_BYTES: Final = 1 << 20
 
 #: An input judged, before it is merged: its rejection (§5), or its event id, its verdict (None:
 #: known already) and, from the pure path, the admitted copy with its digest if it was taken

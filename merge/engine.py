@@ -257,7 +257,10 @@ class Merger:
         for outcome in outcomes:
             known, digest = (True, None) if isinstance(outcome, Rejection) else self._known(outcome)
             digests.append(digest)
-            prechecked.append(None if known else precheck(outcome, self.subject, self.keys))  # type: ignore[arg-type]
+            if known or isinstance(outcome, Rejection):
+                prechecked.append(None)
+            else:
+                prechecked.append(precheck(outcome, self.subject, self.keys))
         if len(prechecked) > 1:
             self._verifier.prefetch(
                 job
@@ -341,8 +344,6 @@ class Merger:
         others = () if changed == [event_id] else tuple(sorted({eid for eid in changed if eid != event_id}))
         return EventStatus(index, event_id, self._reason(event_id), before is not None, others)
 
-    # -- reading --------------------------------------------------------------------------
-
     def _changed(self, changed: list[str]) -> None:
         """After the status of the events ``changed`` changed (§7): who removes whom (§7's
         supersedes rule) decided again where they are involved, and the lists of current that
@@ -380,6 +381,8 @@ class Merger:
             del self._removed[target_id]
         if not by or not before:  # it left current, or came back
             self._dirty.add(valid[target_id].key)
+
+    # -- reading --------------------------------------------------------------------------
 
     def _current(self) -> _Snapshot:
         """The state of everything merged so far (under the lock): cached, else joined from the

@@ -86,3 +86,30 @@ pub fn judge(
         }
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn judged(texts: &[Option<&[u8]>]) -> Vec<Judged> {
+        judge(
+            texts,
+            "pith:2024:AAAAAAAAAAAAAAAAAAAAAAAAAA",
+            &HashMap::default(),
+            Verifier { cache: None },
+            2,
+        )
+    }
+
+    #[test]
+    fn what_it_does_not_decide_is_left_to_the_pure_path() {
+        let id = format!("sha256:{}", "0".repeat(64));
+        let no_object = br#"[1]"#.as_slice();
+        let bad_id = br#"{"event_id": "sha256:00"}"#.as_slice();
+        let texts = [None, Some(b"not json".as_slice()), Some(no_object), Some(bad_id)];
+        assert!(judged(&texts).iter().all(|one| matches!(one, Judged::Fallback)));
+        // Admitted, but not of §4's shape: the pure path words why (`unsupported_schema_version`).
+        let other_shape = format!(r#"{{"event_id": "{id}", "schema_version": "2.0"}}"#);
+        assert!(matches!(judged(&[Some(other_shape.as_bytes())])[0], Judged::Fallback));
+    }
+}

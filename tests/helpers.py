@@ -17,7 +17,14 @@ import merge.signatures
 from merge import Merger
 from merge.native import PURE_ENVIRONMENT_VARIABLE, native_module
 
-__all__ = ["THREADS_REFUSED", "Verification", "record_verifications", "shuffled_with_repeats"]
+__all__ = [
+    "PATHS",
+    "THREADS_REFUSED",
+    "Verification",
+    "merger_on",
+    "record_verifications",
+    "shuffled_with_repeats",
+]
 
 #: How a thread count that is not one is refused (:func:`merge.errors.require_threads`), on either path.
 THREADS_REFUSED = r"^threads must be None \(one per core\) or a whole number >= 0 \(0 and 1: no thread"

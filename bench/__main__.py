@@ -31,6 +31,7 @@ from rich.table import Table
 from .big_subject import bench_big_subject
 from .bundles import bench_bundles
 from .dask_bench import bench_dask
+from .embedded import bench_embedded
 from .encoding import bench_encoding
 from .floor import bench_floor
 from .folding import bench_fold
@@ -60,10 +61,27 @@ class Sizes:
     store_events: int = 5_000
     bundle_events: int = 4_000
     big_subject: int = 50_000
+    embedded_events: int = 4_000
+    embedded_subjects: int = 500
 
 
 FULL = Sizes(20_000, 1_000, 20, 10_000, 500, 1_000, 100, 5_000, 1.0)
-QUICK = Sizes(200, 10, 20, 100, 10, 10, 20, 60, 0.1, store_events=40, big_subject=300, bundle_events=40)
+QUICK = Sizes(
+    200,
+    10,
+    20,
+    100,
+    10,
+    10,
+    20,
+    60,
+    0.1,
+    store_events=40,
+    big_subject=300,
+    bundle_events=40,
+    embedded_events=40,
+    embedded_subjects=10,
+)
 
 BENCHMARKS = (
     "stages",
@@ -78,6 +96,7 @@ BENCHMARKS = (
     "store",
     "bundles",
     "startup",
+    "embedded",
 )
 
 
@@ -154,6 +173,11 @@ def run(names: Sequence[str], sizes: Sizes, repeat: int, log: Callable[[str], No
         "startup",
         "startup: pith-merge verify of one small bundle against python -c pass (processes)",
         lambda: bench_startup(repeat=repeat),
+    )
+    step(
+        "embedded",
+        "embedded: Merger.add, add + state_sha256 per event, the state after one more add, 8 threads",
+        lambda: bench_embedded(sizes.embedded_events, sizes.embedded_subjects, repeat=repeat),
     )
     return results
 

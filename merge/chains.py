@@ -10,10 +10,12 @@ anything.
 
 from __future__ import annotations
 
+import itertools
 from bisect import bisect_left, insort
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
-from typing import Final, NamedTuple
+from operator import itemgetter
+from typing import Final, NamedTuple, Protocol
 
 from ._compat import OldMethodName
 from .checks import ValidEvent
@@ -25,6 +27,7 @@ __all__ = [
     "Fork",
     "Node",
     "SortedKeys",
+    "Superseding",
     "child_reason",
     "classify",
     "may_supersede",
@@ -34,6 +37,7 @@ __all__ = [
 ChainKey = tuple[str, str | None]  # (target, key_id): the record chain has key_id None
 Status = int | Reason  # an applied event's depth in its chain, or why a valid event did not apply
 SortKey = tuple[int, int, str]  # (created_at instant, depth, event_id): the §7 apply order
+_EVENT_ID: Final = itemgetter(2)  # a SortKey's event_id
 
 
 class Node(NamedTuple):
@@ -222,7 +226,20 @@ def _cycle_members(left: list[str], nodes: Mapping[str, Node]) -> set[str]:
     return members
 
 
-def supersessions(applied: Sequence[str], valid: Mapping[str, ValidEvent]) -> dict[str, tuple[str, ...]]:
+class Superseding(Protocol):
+    """What the supersedes rule (§7) reads of a valid event: a :class:`merge.checks.ValidEvent`,
+    or the incremental engine's own record of one (its signer as canonical bytes: equal
+    objects, equal bytes)."""
+
+    @property
+    def event_type(self) -> str: ...
+    @property
+    def supersedes(self) -> tuple[str, ...]: ...
+    @property
+    def signer(self) -> object: ...
+
+
+def supersessions(applied: Sequence[str], valid: Mapping[str, Superseding]) -> dict[str, tuple[str, ...]]:
     """The supersedes rule of §7: each applied event removed from ``current``, and by whom.
 
     ``applied``: the applied event ids in apply order; ``valid``: their :class:`merge.checks.ValidEvent`.
@@ -240,7 +257,7 @@ def supersessions(applied: Sequence[str], valid: Mapping[str, ValidEvent]) -> di
     return {target_id: tuple(by) for target_id, by in removed.items()}
 
 
-def may_supersede(event: ValidEvent, target: ValidEvent) -> bool:
+def may_supersede(event: Superseding, target: Superseding) -> bool:
     """§7: same signer (whole object), and the same type or a correction of a non-record."""
     if target.signer != event.signer:
         return False
@@ -352,7 +369,7 @@ class ChainIndex:
 
     def live_classification(self) -> Classification:
         """As :meth:`classification`, sharing this index's dictionaries (read them, do not keep them)."""
-        applied = [key[2] for key in self._order]
+        applied = list(map(_EVENT_ID, self._order))
         forks = [
             Fork(chain, prev, tuple(sorted(self._groups[(prev, chain)]))) for prev, chain in self._forked
         ]
@@ -464,8 +481,7 @@ class SortedKeys:
         return self._len
 
     def __iter__(self) -> Iterator[SortKey]:
-        for block in self._blocks:
-            yield from block
+        return itertools.chain.from_iterable(self._blocks)
 
     def add(self, key: SortKey) -> None:
         """Insert ``key`` (keys are unique by construction here; a repeat is kept twice)."""

@@ -58,6 +58,7 @@ __all__ = [
     "NativeMismatchWarning",
     "NativeStatus",
     "canonical_texts",
+    "event_judge",
     "fold_native",
     "fold_native_encoded",
     "fold_native_many",
@@ -74,7 +75,7 @@ PURE_ENVIRONMENT_VARIABLE: Final = "PITH_MERGE_PURE"
 #: The interface of ``pith_merge_native`` this module was written for: the extension's
 #: ``INTERFACE_VERSION`` (``native/src/py.rs``), raised on both sides with every change of a
 #: function, an argument or a type of the boundary.
-INTERFACE_VERSION: Final = 4
+INTERFACE_VERSION: Final = 5
 #: The distribution to install for the compiled path; its version is always pith-merge's own.
 NATIVE_DISTRIBUTION: Final = "pith-merge-native"
 
@@ -514,6 +515,17 @@ def _matched(
     same = published is not None and _is_with_state_sha256(published, unhashed, state_sha256)
     state = msgspec.structs.replace(decoded, state_sha256=state_sha256)
     return FoldResult(state, tuple(rejected), _supersessions(superseded)), same
+
+
+def event_judge(subject: str, keys: KeySet) -> pith_merge_native.EventJudge | None:
+    """The compiled judge of a :class:`merge.Merger`'s inputs (``native/src/py_engine.rs``): it
+    admits, checks and verifies each text as the batch fold does, and hands a valid event back
+    as the pieces §7 and §9 take of it. ``None`` when the pure path serves
+    (:func:`native_available`); the engine then judges every input itself."""
+    if not native_available():
+        return None
+    judge: pith_merge_native.EventJudge = _extension().EventJudge(subject, key_table(keys))
+    return judge
 
 
 def key_table(keys: KeySet) -> list[pith_merge_native.Key]:

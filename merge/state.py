@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import gc
 import hashlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, Final
 
@@ -18,7 +18,7 @@ import msgspec
 
 from .admission import Rejection
 from .canonical import CanonicalStruct, encode_canonical_unchecked
-from .chains import Classification, Node, classify, supersessions
+from .chains import Classification, Fork, Node, classify, supersessions
 from .checks import CURRENT_KEYS, EVENT_TYPES, ValidEvent
 from .errors import InputError
 from .identifiers import source_alias_pairs
@@ -44,6 +44,7 @@ __all__ = [
     "source_aliases",
     "supersession_list",
     "with_state_sha256",
+    "write_state",
 ]
 
 #: The ``merge_version`` of every state (spec §9): the name of the rules it was folded by.
@@ -320,3 +321,83 @@ def source_aliases(record: ValidEvent) -> tuple[SourceAlias, ...]:
     pairs = source_alias_pairs(payload["canonical_record"]["source"], payload["canonical_sha256"])
     assert pairs is not None  # the §8 payload rule held: the source has its id, kind and version
     return tuple(SourceAlias(alias_kind=k, alias_value=v, created_at=record.created_at) for k, v in pairs)
+
+
+def write_state(
+    subject: str,
+    *,
+    event_count: int,
+    applied: Sequence[str],
+    current: Mapping[str, bytes],
+    record: tuple[bytes, bytes, bytes] | None,
+    forks: Iterable[Fork],
+    invalid: Mapping[str, Reason],
+) -> tuple[list[bytes], bytes]:
+    """The canonical JSON of a state (§1, §9) from canonical pieces, without ``state_sha256``:
+    the pieces before that key's place and the bytes after it (§2: its hash is taken over them
+    all, in order; they are joined only when the bytes are wanted). The twin of
+    ``native/src/state.rs``'s ``write_state``, for the incremental :class:`merge.Merger`, which
+    keeps each applied event's entry written and each list of ``current`` joined (issue 38: a
+    state after one more event costs its new pieces, not every event's).
+
+    ``applied``: the applied ids in apply order (§7); ``current``: each list of ``current``
+    written (a JSON array of the entries of its applied events not superseded, in apply
+    order), by its key (:data:`merge.checks.CURRENT_KEYS`; a key not given is an empty list);
+    ``record``: the applied ``record_created``'s written entry, ``canonical_record`` and
+    ``source_aliases``, or ``None``; ``forks``: the equivocations; ``invalid``: the reason of
+    every admitted event that did not apply.
+    """
+    equivocations = sorted(
+        encode_canonical_unchecked(
+            Equivocation(chain=Chain(*fork.chain), prev_event=fork.prev_event, event_ids=fork.event_ids)
+        )
+        for fork in forks
+    )
+    entry, canonical_record, aliases = record or (b"null", b"null", b"[]")
+    invalid_events = (
+        encode_canonical_unchecked([InvalidEvent(eid, invalid[eid]) for eid in sorted(invalid)])
+        if invalid
+        else b"[]"
+    )
+    lists = {key: current.get(key, b"[]") for key in CURRENT_KEYS}
+    # Keys in code point order (§1), as the state's Structs encode them.
+    head = [
+        *(
+            b'{"applied_event_ids":',
+            encode_canonical_unchecked(applied),
+            b',"current":{"author_attestations":',
+            lists["author_attestations"],
+            b',"canonical_record":',
+            canonical_record,
+            b',"citation_signatures":',
+            lists["citation_signatures"],
+            b',"corrections":',
+            lists["corrections"],
+            b',"graph_snapshots":',
+            lists["graph_snapshots"],
+            b',"mirror_hints":',
+            lists["mirror_hints"],
+            b',"record_created":',
+            entry,
+            b',"replication_records":',
+            lists["replication_records"],
+            b',"source_aliases":',
+            aliases,
+            b',"storage_attestations":',
+            lists["storage_attestations"],
+            b',"timestamp_anchors":',
+            lists["timestamp_anchors"],
+            b'},"equivocation_count":%d,"equivocations":[' % len(equivocations),
+            b",".join(equivocations),
+            b'],"event_count":%d,"invalid_event_count":%d' % (event_count, len(invalid)),
+            b',"invalid_events":',
+            invalid_events,
+            b',"merge_version":"' + MERGE_VERSION.encode() + b'","pith_number":',
+            encode_canonical_unchecked(subject),
+        )
+    ]
+    tail = b',"state_type":"%s","state_version":"1.0","valid_event_count":%d}' % (
+        _STATE_TYPE.encode(),
+        len(applied),
+    )
+    return head, tail

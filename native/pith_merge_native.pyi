@@ -95,6 +95,20 @@ class Judgement:
         self, invalid: Sequence[tuple[str, str]], valid: Sequence[ValidEvent], free_now: bool = False
     ) -> tuple[StateBytes, list[tuple[str, list[str]]], StateDigest]: ...
 
+#: What EventJudge.judge makes of a valid event: (event_id, event_type, target, key_id,
+#: prev_event, supersedes, created_us, CJ(signer), CJ(entry), CJ(canonical_record) or None,
+#: CJ(source_aliases) or None).
+JudgedEvent = tuple[
+    str, str, str, str, str | None, tuple[str, ...], int, bytes, bytes, bytes | None, bytes | None
+]
+
+class EventJudge:
+    """The judge of one incremental engine's inputs: its subject, its key set, the signature
+    verdicts it reached. Shareable by threads."""
+
+    def __init__(self, subject: str, keys: Sequence[Key]) -> None: ...
+    def judge(self, inputs: list[Any], threads: int) -> list[JudgedEvent | tuple[str, str] | None]: ...
+
 def judge(
     inputs: list[Any],
     subject: str,

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import random
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from merge import EventStatus, Merger, Rejection, canonical_json, fold
+from merge import EventStatus, Rejection, canonical_json, fold
+from merge.admission import admit
 from merge.testing import History, histories
-from tests.helpers import shuffled_with_repeats
+from tests.helpers import PATHS, merger_on, shuffled_with_repeats
 
 # The number of examples comes from the profile (property_tests/conftest.py: ci or deep).
 SETTINGS = settings(
@@ -29,11 +31,12 @@ def arrival_order(history: History, rng: random.Random) -> list[int]:
     return shuffled_with_repeats(range(count), rng, repeats=repeats)
 
 
+@pytest.mark.parametrize("path", PATHS)
 @SETTINGS
 @given(histories(), st.randoms(use_true_random=False))
-def test_merger_equals_fold_after_every_add(history: History, rng: random.Random) -> None:
+def test_merger_equals_fold_after_every_add(path: str, history: History, rng: random.Random) -> None:
     order = arrival_order(history, rng)
-    merger = Merger(subject=history.subject, keys=history.keys)
+    merger = merger_on(path, subject=history.subject, keys=history.keys)
     added: list[bytes] = []
     for i in order:
         added.append(history.inputs[i])
@@ -52,16 +55,29 @@ def test_merger_equals_fold_after_every_add(history: History, rng: random.Random
     assert sorted({order[r.index] for r in merger.rejected}) == sorted(history.rejected_indexes)
 
 
+@pytest.mark.parametrize("path", PATHS)
 @SETTINGS
 @given(histories(), st.randoms(use_true_random=False), st.integers(1, 8))
-def test_extend_in_batches_equals_add_one_by_one(history: History, rng: random.Random, batch: int) -> None:
+def test_extend_in_batches_equals_add_one_by_one(
+    path: str, history: History, rng: random.Random, batch: int
+) -> None:
+    """Any split into calls (add, extend, extend_admitted), on either path, gives the same
+    results and the same state as add one by one on the pure path, the reference."""
     order = arrival_order(history, rng)
     inputs = [history.inputs[i] for i in order]
-    single = Merger(subject=history.subject, keys=history.keys)
+    single = merger_on("pure", subject=history.subject, keys=history.keys)
     statuses = [single.add(item) for item in inputs]
-    batched = Merger(subject=history.subject, keys=history.keys, threads=2)
+    batched = merger_on(path, subject=history.subject, keys=history.keys, threads=2)
     results: list[EventStatus | Rejection] = []
     for start in range(0, len(inputs), batch):
-        results += batched.extend(inputs[start : start + batch])
+        part = inputs[start : start + batch]
+        how = rng.randrange(3)
+        if how == 0:
+            results += batched.extend(part)
+        elif how == 1:
+            results += batched.extend_admitted([admit(item) for item in part])
+        else:
+            results += [batched.add(item) for item in part]
     assert results == statuses
     assert canonical_json(batched.state) == canonical_json(single.state)
+    assert batched.result == single.result

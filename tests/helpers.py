@@ -6,15 +6,25 @@ on ``sys.path`` under pytest, as ``tests`` is a package).
 
 from __future__ import annotations
 
+import os
 import random
 from collections.abc import Iterable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import pytest
 
 import merge.signatures
+from merge import Merger
+from merge.native import PURE_ENVIRONMENT_VARIABLE, native_module
 
-__all__ = ["THREADS_REFUSED", "Verification", "record_verifications", "shuffled_with_repeats"]
+__all__ = [
+    "PATHS",
+    "THREADS_REFUSED",
+    "Verification",
+    "merger_on",
+    "record_verifications",
+    "shuffled_with_repeats",
+]
 
 #: How a thread count that is not one is refused (:func:`merge.errors.require_threads`), on either path.
 THREADS_REFUSED = r"^threads must be None \(one per core\) or a whole number >= 0 \(0 and 1: no thread"
@@ -50,3 +60,25 @@ def record_verifications(monkeypatch: pytest.MonkeyPatch) -> list[Verification]:
 
     monkeypatch.setattr(merge.signatures, "verify_signature", counted)
     return calls
+
+
+#: The two paths a Merger may take (merge.engine: bound when it is made).
+PATHS = ("compiled", "pure")
+
+
+def merger_on(path: str, **options: Any) -> Merger:
+    """A :class:`merge.Merger` made on ``path`` (``"compiled"``: skipped where the compiled path is
+    not built): the environment is set only while it is made, for an engine binds its path then."""
+    if path == "compiled" and native_module() is None:
+        pytest.skip("the compiled path (native/) is not built here")
+    saved = os.environ.pop(PURE_ENVIRONMENT_VARIABLE, None)
+    if path == "pure":
+        os.environ[PURE_ENVIRONMENT_VARIABLE] = "1"
+    try:
+        merger = Merger(**options)
+    finally:
+        os.environ.pop(PURE_ENVIRONMENT_VARIABLE, None)
+        if saved is not None:
+            os.environ[PURE_ENVIRONMENT_VARIABLE] = saved
+    assert merger.path == path
+    return merger

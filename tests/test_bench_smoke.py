@@ -93,6 +93,8 @@ def test_quick_run_measures_every_figure(tmp_path: Path) -> None:
         "state_sha256",
         "store sqlite: appends/s",
         "store sqlite: fold after",
+        "Merger.add in causal order",
+        "8 threads adding to one Merger",
     ]
     for needle in expected:
         assert needle in names

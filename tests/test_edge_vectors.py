@@ -16,13 +16,14 @@ from typing import Any
 
 import pytest
 
-from merge import Merger, canonical_json, fold, verify_bundle
+from merge import canonical_json, fold, verify_bundle
+from merge.admission import admit
 from merge.replay import replay
 from merge.store import SQLiteStore
 
 from . import edge_vectors
 from .conftest import EDGES, load_edge_vector, parsed_input
-from .helpers import shuffled_with_repeats
+from .helpers import PATHS, merger_on, shuffled_with_repeats
 from .test_cli import run  # the command in a subprocess, never a traceback
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -62,22 +63,29 @@ def test_fold(name: str, form: str) -> None:
     assert (canonical_json(result.state), sorted(r.index for r in result.rejected)) == expected(vector)
 
 
+@pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("seed", range(3))
 @pytest.mark.parametrize("name", FOLDS)
-def test_merger_in_any_order_and_batching(name: str, seed: int) -> None:
+def test_merger_in_any_order_and_batching(name: str, seed: int, path: str) -> None:
+    """On either path (bound when the engine is made), every form of input, any split into
+    add, extend and extend_admitted."""
     vector = load_edge_vector(name)
     rng = random.Random(f"{name}/{seed}")
     count = len(vector["inputs"])
     order = shuffled_with_repeats(range(count), rng, repeats=count)
-    merger = Merger(subject=vector["subject"], keys=vector["keys"])
+    merger = merger_on(path, subject=vector["subject"], keys=vector["keys"])
     position = 0
+    forms = [lambda text: text.encode("utf-8"), lambda text: text, parsed_input]
     while position < len(order):
         size = rng.randint(1, 4)
-        batch = [vector["inputs"][i].encode("utf-8") for i in order[position : position + size]]
+        form = rng.choice(forms)
+        batch = [form(vector["inputs"][i]) for i in order[position : position + size]]
         if size == 1:
             merger.add(batch[0])
-        else:
+        elif rng.random() < 0.5:
             merger.extend(batch)
+        else:
+            merger.extend_admitted([admit(item) for item in batch])
         position += size
     rejected = sorted({order[r.index] for r in merger.rejected})
     assert (canonical_json(merger.state), rejected) == expected(vector)

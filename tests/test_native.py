@@ -209,8 +209,10 @@ RUST_ROOMS = [
     "chains",
     "state",
     "batch",
+    "engine",
     "bundle",
     "py",
+    "py_engine",
     "lib",
 ]
 

@@ -59,7 +59,8 @@ def test_a_fold_result_is_not_shared_with_the_inputs_or_the_next_fold() -> None:
     assert canonical_json(again.state) == EXPECTED
 
 
-def test_editing_a_merger_state_changes_nothing_the_merger_says_later() -> None:
+def test_editing_a_merger_state_changes_nothing_the_merger_says_later(each_path: str) -> None:
+    """On both paths: the state is joined from pieces the engine keeps as bytes, never lent."""
     merger = Merger(subject=SUBJECT, keys=KEYS)
     merger.extend(INPUTS[: len(INPUTS) // 2])
     other_caller = merger.state

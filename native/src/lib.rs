@@ -4,8 +4,9 @@
 //! [`maps`], [`pool`] (threads and memory), [`reasons`], [`json`] and [`canonical`] (§1),
 //! [`timestamps`] (§4), [`identifiers`] (§2), [`verify`] (§2's Ed25519, with libsodium's
 //! verdicts), [`admission`] (§5), [`checks`] (§4, §6, §8), [`chains`] (§7), [`state`] (§9),
-//! [`batch`] (the fold of many inputs), [`bundle`] (§10: reading a bundle's text), and [`py`],
-//! the boundary with `merge.native`.
+//! [`batch`] (the fold of many inputs), [`engine`] (the incremental engine's judging),
+//! [`bundle`] (§10: reading a bundle's text), and [`py`] with [`py_engine`], the boundary with
+//! `merge.native`.
 
 mod admission;
 mod batch;
@@ -13,11 +14,13 @@ mod bundle;
 mod canonical;
 mod chains;
 mod checks;
+mod engine;
 mod identifiers;
 mod json;
 mod maps;
 mod pool;
 mod py;
+mod py_engine;
 mod reasons;
 mod state;
 mod timestamps;
@@ -45,6 +48,7 @@ fn pith_merge_native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<py::StateDigest>()?;
     module.add_class::<py::StateBytes>()?;
     module.add_class::<py::BundleCache>()?;
+    module.add_class::<py_engine::EventJudge>()?;
     module.add("REASONS", py::codes(Reason::ALL))?;
     module.add("CHECK_ORDER", py::codes(Reason::CHECK_ORDER))?;
     module.add("EVENT_TYPES", checks::EVENT_TYPES.to_vec())?;

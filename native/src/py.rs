@@ -38,7 +38,7 @@ use crate::verify::{PublicKey, Route, Verdicts, Verifier};
 /// The version of this boundary: what `merge.native` was written against (its
 /// `INTERFACE_VERSION`, which must be this number). Raised with every change of a function, an
 /// argument or a type here; `merge.native` uses no extension of another interface.
-pub const INTERFACE_VERSION: u32 = 4; // 4: Judgement.fork; 3: verify_signatures(combs=), Judgement.extend, read_bundle
+pub const INTERFACE_VERSION: u32 = 5; // 5: EventJudge (py_engine); 4: Judgement.fork; 3: verify_signatures(combs=), Judgement.extend, read_bundle
 
 /// Bytes of state from which its hash is computed on a thread of its own (starting one costs
 /// about 20 µs; hashing 1 MiB, about 500).
@@ -46,7 +46,7 @@ const THREADED_HASH_BYTES: usize = 1 << 20;
 
 /// `body`, with whatever unwinds out of it (a panic, an [`OutOfMemory`]) made a Python exception
 /// (see [`unwound`]): the body of every entry point of this boundary.
-fn guarded<T>(py: Python<'_>, body: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
+pub(crate) fn guarded<T>(py: Python<'_>, body: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
     // AssertUnwindSafe: what an unwound body leaves half-made is dropped, or (a judgement taken
     // for finishing) refuses a second use; the locks are read through `pool::locked`.
     catch_unwind(AssertUnwindSafe(body)).unwrap_or_else(|payload| Err(unwound(py, payload)))
@@ -118,7 +118,7 @@ impl Key {
 }
 
 /// The key set as the checks use it, each public key decoded once.
-fn key_map(keys: &[Bound<'_, Key>]) -> HashMap<String, checks::Key> {
+pub(crate) fn key_map(keys: &[Bound<'_, Key>]) -> HashMap<String, checks::Key> {
     keys.iter()
         .map(|key| {
             let key = key.get();
@@ -584,7 +584,7 @@ fn judged_lists(
 /// for anything else, which the pure path admits or rejects (§5): a parsed value, a `str` with
 /// a lone surrogate (a rejection, for the pure path to word), and any subclass of the two,
 /// whose methods the pure path may call and this one would not (issue 29: both paths, one answer).
-fn text_of<'a>(item: &'a Bound<'_, PyAny>) -> Option<&'a [u8]> {
+pub(crate) fn text_of<'a>(item: &'a Bound<'_, PyAny>) -> Option<&'a [u8]> {
     if let Ok(bytes) = item.downcast_exact::<PyBytes>() {
         Some(bytes.as_bytes())
     } else if let Ok(string) = item.downcast_exact::<PyString>() {

@@ -88,7 +88,7 @@ fn id_prefix(id: &str) -> u128 {
 }
 
 /// `CJ` of the entry of an applied event, its five keys in code point order.
-fn write_entry(out: &mut Vec<u8>, event: &ValidEvent) {
+pub fn write_entry(out: &mut Vec<u8>, event: &ValidEvent) {
     out.extend_from_slice(b"{\"created_at\":");
     write_str(out, event.created_at());
     out.extend_from_slice(b",\"event_id\":");
@@ -108,7 +108,7 @@ fn write_entries(out: &mut Vec<u8>, valid: &[&ValidEvent], indices: impl IntoIte
 }
 
 /// `CJ(source_aliases)`: a record's aliases, each with its `created_at`.
-fn write_source_aliases(out: &mut Vec<u8>, record: &ValidEvent) {
+pub fn write_source_aliases(out: &mut Vec<u8>, record: &ValidEvent) {
     let pairs = record.record.as_ref().map_or(&[][..], |record| &record.source_aliases);
     write_list(out, pairs, |out, (alias_kind, alias_value)| {
         out.extend_from_slice(b"{\"alias_kind\":");

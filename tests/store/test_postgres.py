@@ -446,7 +446,9 @@ def test_tcp_keepalives_and_user_timeout_are_set_unless_the_dsn_sets_them(
     server: postgres_server.Server, stores: list[PostgresStore]
 ) -> None:
     def options(store: PostgresStore) -> tuple[int, ...]:
-        sock = store._socket
+        session = store._session()
+        assert session is not None
+        sock = session.socket
         assert sock is not None
         return (
             sock.getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE),

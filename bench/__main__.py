@@ -34,6 +34,7 @@ from .encoding import bench_encoding
 from .floor import bench_floor
 from .folding import bench_fold
 from .gil import bench_gil
+from .group_commit import bench_group_commit
 from .incremental import bench_merger
 from .measure import Result
 from .replaying import bench_replay
@@ -58,10 +59,13 @@ class Sizes:
     store_events: int = 5_000
     bundle_events: int = 4_000
     big_subject: int = 50_000
+    group_commit_events: int = 1_200
 
 
 FULL = Sizes(20_000, 1_000, 20, 10_000, 500, 1_000, 100, 5_000, 1.0)
-QUICK = Sizes(200, 10, 20, 100, 10, 10, 20, 60, 0.1, store_events=40, big_subject=300, bundle_events=40)
+QUICK = Sizes(
+    200, 10, 20, 100, 10, 10, 20, 60, 0.1, store_events=40, big_subject=300, bundle_events=40, group_commit_events=40
+)
 
 BENCHMARKS = (
     "stages",
@@ -75,6 +79,7 @@ BENCHMARKS = (
     "big-subject",
     "store",
     "bundles",
+    "group-commit",
 )
 
 
@@ -146,6 +151,11 @@ def run(names: Sequence[str], sizes: Sizes, repeat: int, log: Callable[[str], No
         "bundles",
         f"bundles: verify_bundle of {sizes.bundle_events} events, audit --history of 10 snapshots",
         lambda: bench_bundles(sizes.bundle_events, repeat=repeat),
+    )
+    step(
+        "group-commit",
+        f"group commit: {sizes.group_commit_events} appends, one per call, 1 thread and 8 threads",
+        lambda: bench_group_commit(sizes.group_commit_events, repeat=max(repeat, 3), log=log),
     )
     return results
 

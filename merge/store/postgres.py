@@ -169,16 +169,17 @@ def _give_back(
     watchdog: Watchdog,
     sessions: dict[int, weakref.finalize[Any, _Session]],
     key: int,
+    pooled: bool,
 ) -> None:
     """End a thread's session: its watchdog stopped, its socket copy closed, its connection back in
     the pool (which drops a broken one, and rolls back one left in a transaction)."""
     watchdog.stop()
     sock.close()
     sessions.pop(key, None)
-    if pool.closed:
-        conn.close()
-    else:
+    if pooled and not pool.closed:
         pool.putconn(conn)
+    else:  # (a thread's own connection, see PostgresStore._borrow; or the pool is closed)
+        conn.close()
 
 
 class PostgresStore(EventStore):
@@ -293,8 +294,11 @@ class PostgresStore(EventStore):
             self._pool.check()
         conn = self._borrow()
         session = _Session(conn, self.deadline)
+        pooled = getattr(conn, "_pool", None) is self._pool
         session.end = weakref.finalize(
-            session, _give_back, self._pool, conn, session.socket, session.watchdog, self._sessions, id(session)
+            session,
+            _give_back,
+            *(self._pool, conn, session.socket, session.watchdog, self._sessions, id(session), pooled),
         )
         self._sessions[id(session)] = session.end
         self._local.session = session
@@ -324,10 +328,13 @@ class PostgresStore(EventStore):
         except PoolClosed as exc:
             raise StoreError("the store is closed", path=self.name) from exc
         except PoolTimeout as exc:
-            try:  # the pool says only that none came: a connection of this thread's own says why
-                psycopg.connect(self.dsn, **self._kwargs).close()
-            except psycopg.Error as why:
-                raise StoreUnavailable(f"cannot connect: {_first_line(why)}", path=self.name) from exc
+            if self._pool.get_stats().get("pool_size", 0) < self.max_connections:
+                # Not all lent: the pool's own attempts failed (or wait out their back-off after a
+                # restart). A connection of this thread's own says why, or serves, outside the pool.
+                try:
+                    return psycopg.connect(self.dsn, **self._kwargs)
+                except psycopg.Error as why:
+                    raise StoreUnavailable(f"cannot connect: {_first_line(why)}", path=self.name) from exc
             raise StoreUnavailable(
                 f"no connection free within {self.timeout:g} s: all {self.max_connections} "
                 "(max_connections) are held by other threads",
@@ -433,6 +440,24 @@ class PostgresStore(EventStore):
                     return cursor.fetchone() is not None
 
             yield insert
+
+    def _store_rows(self, rows: list[PreparedInput]) -> list[bool]:
+        """The rows of a group commit in one round trip (psycopg's pipelined ``executemany``)."""
+        conn = self._conn()
+        with self._errors(), self._answered_transaction(conn):
+            with self._answered(conn):
+                self._lock(conn)
+            cursor = conn.cursor()
+            with self._answered(conn):
+                cursor.executemany(
+                    self._sql["insert"],
+                    [(row.subject, row.event_id, row.digest, row.raw) for row in rows],
+                    returning=True,
+                )
+                news = [cursor.fetchone() is not None]
+                while cursor.nextset():
+                    news.append(cursor.fetchone() is not None)
+        return news
 
     def subjects(self) -> list[str]:
         return [row[0] for row in self._all("subjects")]

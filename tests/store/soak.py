@@ -4,9 +4,11 @@ Round after round, a writer process (writer.py) appends a fresh subject's histor
 and is killed with SIGKILL at a random moment, most often inside a batch; after each kill the
 store is opened and checked (:meth:`~merge.store.EventStore.check`: pages, digests,
 checkpoints), every acknowledged input must be there, and what is there must be whole batches.
+With ``--threads 8``, the writer is 8 threads sharing one store object, appending one input
+per call (group commit, group_writer.py): every acknowledged input must be there.
 Prints the figures docs/security.md quotes; exits 1 at the first loss.
 
-    python -m tests.store.soak [--adapter sqlite] [--kills 250] [--seconds 600] [--seed 1]
+    python -m tests.store.soak [--adapter sqlite] [--kills 250] [--seconds 600] [--seed 1] [--threads 1]
 """
 
 from __future__ import annotations
@@ -67,12 +69,46 @@ def one_round(adapter: str, location: str, number: int, work: Path, rng: random.
     return acked, len(stored)
 
 
+def group_round(adapter: str, location: str, number: int, work: Path, kill_after: int, threads: int) -> int:
+    """Threads of one writer append subject ``number`` one input per call (sharing commits);
+    the writer is killed once ``kill_after`` appends have returned. Every acknowledged input
+    must be stored (raises SystemExit otherwise); returns how many were acknowledged."""
+    inputs = list(history(number, LENGTH))
+    path = work / "inputs.jsonl"
+    path.write_bytes(b"\n".join(inputs) + b"\n")
+    command = [sys.executable, "-m", "tests.store.group_writer", adapter, location, str(path), str(threads)]
+    writer = subprocess.Popen(command, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert writer.stdin is not None
+    assert writer.stdout is not None
+    assert writer.stdout.readline() == "ready\n"
+    writer.stdin.write("go\n")
+    writer.stdin.close()
+    acked: set[int] = set()
+    while len(acked) < kill_after:
+        line = writer.stdout.readline()
+        if not line.startswith("ack"):
+            break
+        acked.add(int(line.split()[1]))
+    os.kill(writer.pid, signal.SIGKILL)
+    writer.wait()
+    acked |= {int(line.split()[1]) for line in writer.stdout if line.startswith("ack")}
+    writer.stdout.close()
+    with open_store(adapter, location) as store:
+        store.verify_integrity()
+        stored = set(store.events(subject_of(number)))
+    lost = [index for index in sorted(acked) if inputs[index] not in stored]
+    if lost:
+        raise SystemExit(f"round {number}: LOST acknowledged inputs {lost} ({len(acked)} acknowledged)")
+    return len(acked)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--adapter", choices=ADAPTERS, default="sqlite")
     parser.add_argument("--kills", type=int, default=250, help="writers to SIGKILL (default 250)")
     parser.add_argument("--seconds", type=float, default=600, help="time budget (default 600)")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--threads", type=int, default=1, help="writer threads sharing one store (group commit)")
     options = parser.parse_args()
     rng = random.Random(options.seed)
     start = time.monotonic()
@@ -84,7 +120,12 @@ def main() -> None:
             for number in range(1, options.kills + 1):
                 if time.monotonic() - start > options.seconds:
                     break
-                acked, kept = one_round(options.adapter, location, number, Path(work), rng)
+                if options.threads > 1:
+                    kill_after = rng.randrange(0, LENGTH)
+                    acked = group_round(options.adapter, location, number, Path(work), kill_after, options.threads)
+                    kept = acked
+                else:
+                    acked, kept = one_round(options.adapter, location, number, Path(work), rng)
                 kills += 1
                 acknowledged += acked
                 stored += kept

@@ -13,6 +13,7 @@ import json
 import random
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,6 +21,8 @@ import pytest
 from merge import canonical_json, fold
 from merge.store import EventStore, Refused, Stored, StoreError
 
+from . import soak
+from .adapters import CROSS_PROCESS, open_store
 from .events import KEYS, history, subject_of
 
 THREADS = 8
@@ -139,3 +142,18 @@ def test_bad_input_is_refused_on_every_thread_never_raised(store: EventStore) ->
     assert len(results) == THREADS * (len(bad) + 1)
     assert all(isinstance(result, Refused) for result in results)
     assert store.subjects() == []
+
+
+@pytest.mark.parametrize("kill_after", [0, 3, 11, 25])
+def test_appends_sharing_commits_are_durable_once_acknowledged(
+    adapter: str, location: str, tmp_path: Path, kill_after: int
+) -> None:
+    # The short slice of `python -m tests.store.soak --threads 8` (make stress): 8 threads of a
+    # writer process append one input per call to one store object and share commits; the
+    # writer is killed with SIGKILL once `kill_after` appends have returned (others are under
+    # way then): every acknowledged input is stored, and the store verifies.
+    if adapter not in CROSS_PROCESS:
+        pytest.skip(f"a {adapter} store lives in one process: no writer process can open it")
+    open_store(adapter, location).close()
+    acked = soak.group_round(adapter, location, kill_after + 1, tmp_path, kill_after, THREADS)
+    assert acked >= kill_after

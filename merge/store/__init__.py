@@ -8,6 +8,7 @@ store of services with several instances (the ``[postgres]`` extra, imported onl
 package.
 """
 
+from .aio import AsyncEventStore
 from .base import (
     NO_SUBJECT,
     NOT_JSON_TEXT,
@@ -27,6 +28,7 @@ from .sqlite import SQLiteStore
 from .url import open_store
 
 __all__ = [
+    "AsyncEventStore",
     "NOT_JSON_TEXT",
     "NO_SUBJECT",
     "BackupRow",

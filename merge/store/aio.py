@@ -1,0 +1,110 @@
+"""The async face of an event store, for services on asyncio: :class:`AsyncEventStore`.
+
+It wraps one :class:`~merge.store.EventStore` (any adapter) and runs every call on a thread of
+its own executor, never on the event loop's thread (the contract of :mod:`merge.aio`): the
+same store object, the same results, awaited. Since a store object may be shared by threads
+(each its own connection), the executor's threads are just more of them: appends awaited at
+the same moment from many tasks share commits (group commit, :meth:`EventStore.append_many`),
+and the same object may serve a threaded part of the service at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from os import PathLike
+from types import TracebackType
+from typing import Any, TypeVar
+
+from ..aio import AsyncMerger, off_loop
+from ..keys import KeySet
+from ..state import FoldResult
+from .base import EventStore, Refused, Stored, StoreError
+
+__all__ = ["WORKERS", "AsyncEventStore"]
+
+T = TypeVar("T")
+
+#: Threads of an :class:`AsyncEventStore`'s executor: how many calls run at once (appends
+#: waiting together share a commit, so a few threads carry many tasks' appends).
+WORKERS = 8
+
+
+class AsyncEventStore:
+    """``store``'s calls, awaited: each runs on one of ``workers`` threads of this object's own.
+
+    ``await astore.aclose()`` (or ``async with``) closes the store and ends the threads.
+    Errors are the store's own (:class:`~merge.store.StoreError`); bad input is a
+    :class:`~merge.store.Refused`, returned.
+    """
+
+    def __init__(self, store: EventStore, *, workers: int = WORKERS) -> None:
+        self.store = store
+        self._executor = ThreadPoolExecutor(workers, thread_name_prefix="pith-merge store")
+        self._closed = False
+
+    async def _run(self, call: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+        if self._closed:
+            raise StoreError("the store is closed", path=self.store.location)
+        return await off_loop(self._executor, call, *args, **kwargs)
+
+    async def append(self, item: Any, *, subject: str | None = None) -> Stored | Refused:
+        """:meth:`EventStore.append`: durable once the await returns."""
+        return await self._run(self.store.append, item, subject=subject)
+
+    async def append_many(self, items: Iterable[Any], *, subject: str | None = None) -> list[Stored | Refused]:
+        """:meth:`EventStore.append_many` (``items`` is read on the worker thread: give a list)."""
+        return await self._run(self.store.append_many, items, subject=subject)
+
+    async def fold(self, subject: str, *, keys: KeySet | Iterable[Mapping[str, Any]]) -> FoldResult:
+        """:meth:`EventStore.fold`."""
+        return await self._run(self.store.fold, subject, keys=keys)
+
+    async def merger(self, subject: str, *, keys: KeySet | Iterable[Mapping[str, Any]]) -> AsyncMerger:
+        """:meth:`EventStore.merger`, faced for asyncio (its calls run on this store's threads)."""
+        merger = await self._run(self.store.merger, subject, keys=keys)
+        return AsyncMerger(merger, executor=self._executor)
+
+    async def subjects(self) -> list[str]:
+        """:meth:`EventStore.subjects`."""
+        return await self._run(self.store.subjects)
+
+    async def head(self, subject: str) -> int:
+        """:meth:`EventStore.head`."""
+        return await self._run(self.store.head, subject)
+
+    async def count(self, subject: str) -> int:
+        """:meth:`EventStore.count`."""
+        return await self._run(self.store.count, subject)
+
+    async def events(self, subject: str) -> list[bytes]:
+        """The subject's stored inputs in arrival order (:meth:`EventStore.events`, as a list)."""
+        return await self._run(lambda: list(self.store.events(subject)))
+
+    async def verify_integrity(self) -> None:
+        """:meth:`EventStore.verify_integrity`."""
+        await self._run(self.store.verify_integrity)
+
+    async def backup(self, dest: str | PathLike[str]) -> int:
+        """:meth:`EventStore.backup`."""
+        return await self._run(self.store.backup, dest)
+
+    async def aclose(self) -> None:
+        """Close the store (on a worker thread), then end the threads. Idempotent; any call after
+        it raises :class:`~merge.store.StoreError`."""
+        if self._closed:
+            return
+        await self._run(self.store.close)
+        self._closed = True
+        self._executor.shutdown(wait=False)
+
+    async def __aenter__(self) -> AsyncEventStore:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.aclose()

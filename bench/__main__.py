@@ -36,6 +36,7 @@ from .folding import bench_fold
 from .gil import bench_gil
 from .group_commit import bench_group_commit
 from .incremental import bench_merger
+from .loop_stall import bench_loop_stall
 from .measure import Result
 from .replaying import bench_replay
 from .stages import bench_native_stages, bench_stages
@@ -60,11 +61,27 @@ class Sizes:
     bundle_events: int = 4_000
     big_subject: int = 50_000
     group_commit_events: int = 1_200
+    loop_fold_events: int = 4_000
+    loop_appends: int = 1_000
 
 
 FULL = Sizes(20_000, 1_000, 20, 10_000, 500, 1_000, 100, 5_000, 1.0)
 QUICK = Sizes(
-    200, 10, 20, 100, 10, 10, 20, 60, 0.1, store_events=40, big_subject=300, bundle_events=40, group_commit_events=40
+    200,
+    10,
+    20,
+    100,
+    10,
+    10,
+    20,
+    60,
+    0.1,
+    store_events=40,
+    big_subject=300,
+    bundle_events=40,
+    group_commit_events=40,
+    loop_fold_events=40,
+    loop_appends=20,
 )
 
 BENCHMARKS = (
@@ -80,6 +97,7 @@ BENCHMARKS = (
     "store",
     "bundles",
     "group-commit",
+    "loop",
 )
 
 
@@ -156,6 +174,11 @@ def run(names: Sequence[str], sizes: Sizes, repeat: int, log: Callable[[str], No
         "group-commit",
         f"group commit: {sizes.group_commit_events} appends, one per call, 1 thread and 8 threads",
         lambda: bench_group_commit(sizes.group_commit_events, repeat=max(repeat, 3), log=log),
+    )
+    step(
+        "loop",
+        f"asyncio: the loop's longest stall, a fold of {sizes.loop_fold_events} and {sizes.loop_appends} appends",
+        lambda: bench_loop_stall(sizes.loop_fold_events, sizes.loop_appends, repeat=max(repeat, 3)),
     )
     return results
 

@@ -177,7 +177,7 @@ def run(names: Sequence[str], sizes: Sizes, repeat: int, log: Callable[[str], No
     )
     step(
         "loop",
-        f"asyncio: the loop's longest stall, a fold of {sizes.loop_fold_events} and {sizes.loop_appends} appends",
+        f"asyncio: longest loop stall, a fold of {sizes.loop_fold_events}, {sizes.loop_appends} appends",
         lambda: bench_loop_stall(sizes.loop_fold_events, sizes.loop_appends, repeat=max(repeat, 3)),
     )
     return results

@@ -83,7 +83,7 @@ def fold_json(
     if native_available():
         return fold_native_encoded(inputs, subject, key_set, SignatureVerifier(require_threads(threads)))
     result = fold(inputs, subject=subject, keys=key_set, threads=threads)
-    return EncodedFold(canonical_json(result.state), result.rejected, result.superseded)
+    return EncodedFold(canonical_json(result.state), result.rejected, result.superseded or ())
 
 
 async def afold_json(

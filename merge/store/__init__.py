@@ -28,9 +28,9 @@ from .sqlite import SQLiteStore
 from .url import open_store
 
 __all__ = [
-    "AsyncEventStore",
     "NOT_JSON_TEXT",
     "NO_SUBJECT",
+    "AsyncEventStore",
     "BackupRow",
     "Checkpoint",
     "EventStore",

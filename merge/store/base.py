@@ -393,11 +393,13 @@ class EventStore(ABC):
                     self._group.notify_all()
             if request.error is not None:
                 raise request.error  # the leader's own: as raised
-        if request.error is not None:  # a commit another thread led failed
-            exc = request.error
-            if isinstance(exc, StoreError):
-                raise type(exc)(exc.problem, path=exc.path) from exc
-            raise StoreError(f"the commit this append shared failed: {exc!r}", path=self.location) from exc
+        failure = request.error
+        if failure is not None:  # a commit another thread led failed
+            if isinstance(failure, StoreError):
+                raise type(failure)(failure.problem, path=failure.path) from failure
+            raise StoreError(
+                f"the commit this append shared failed: {failure!r}", path=self.location
+            ) from failure
         return request.new
 
     def _store_rows(self, rows: list[PreparedInput]) -> list[bool]:

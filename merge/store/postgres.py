@@ -163,7 +163,8 @@ class _Session:
 
 
 def _give_back(
-    pool: psycopg_pool.ConnectionPool[Any],
+    *,
+    pool: psycopg_pool.ConnectionPool[psycopg.Connection[Any]],
     conn: psycopg.Connection[Any],
     sock: socket.socket,
     watchdog: Watchdog,
@@ -251,7 +252,7 @@ class PostgresStore(EventStore):
             "application_name": "pith-merge",
             **_connection_defaults(self.dsn, self.timeout, self.deadline),
         }
-        self._pool: psycopg_pool.ConnectionPool[Any] = ConnectionPool(
+        self._pool: psycopg_pool.ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
             self.dsn,
             kwargs=self._kwargs,
             min_size=1,
@@ -294,11 +295,16 @@ class PostgresStore(EventStore):
             self._pool.check()
         conn = self._borrow()
         session = _Session(conn, self.deadline)
-        pooled = getattr(conn, "_pool", None) is self._pool
         session.end = weakref.finalize(
             session,
             _give_back,
-            *(self._pool, conn, session.socket, session.watchdog, self._sessions, id(session), pooled),
+            pool=self._pool,
+            conn=conn,
+            sock=session.socket,
+            watchdog=session.watchdog,
+            sessions=self._sessions,
+            key=id(session),
+            pooled=getattr(conn, "_pool", None) is self._pool,
         )
         self._sessions[id(session)] = session.end
         self._local.session = session

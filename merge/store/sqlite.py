@@ -104,7 +104,9 @@ class SQLiteStore(EventStore):
             first = (
                 self._connect_read_only()
                 if read_only
-                else sqlite3.connect(self.path, timeout=timeout, isolation_level=None, check_same_thread=False)
+                else sqlite3.connect(
+                    self.path, timeout=timeout, isolation_level=None, check_same_thread=False
+                )
             )
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open: {exc}", path=str(self.path)) from exc
@@ -168,7 +170,9 @@ class SQLiteStore(EventStore):
             uri += "?mode=ro&immutable=1"
         elif self.read_only:
             uri += "?mode=ro"
-        conn = sqlite3.connect(uri, timeout=self.timeout, isolation_level=None, uri=True, check_same_thread=False)
+        conn = sqlite3.connect(
+            uri, timeout=self.timeout, isolation_level=None, uri=True, check_same_thread=False
+        )
         if not self.read_only:
             # Per connection, as in _open: every commit of every thread is fsync'ed before it returns.
             conn.execute("PRAGMA synchronous = FULL")
@@ -407,7 +411,7 @@ class SQLiteStore(EventStore):
         """This thread's connection, made at its first call."""
         if self._closed:
             raise StoreError("the store is closed", path=str(self.path))
-        held = getattr(self._local, "held", None)
+        held: _Held | None = getattr(self._local, "held", None)
         if held is not None:
             return held.conn
         with self._errors():

@@ -108,7 +108,7 @@ def main() -> None:
     parser.add_argument("--kills", type=int, default=250, help="writers to SIGKILL (default 250)")
     parser.add_argument("--seconds", type=float, default=600, help="time budget (default 600)")
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--threads", type=int, default=1, help="writer threads sharing one store (group commit)")
+    parser.add_argument("--threads", type=int, default=1, help="writer threads sharing one store")
     options = parser.parse_args()
     rng = random.Random(options.seed)
     start = time.monotonic()
@@ -122,8 +122,9 @@ def main() -> None:
                     break
                 if options.threads > 1:
                     kill_after = rng.randrange(0, LENGTH)
-                    acked = group_round(options.adapter, location, number, Path(work), kill_after, options.threads)
-                    kept = acked
+                    acked = kept = group_round(
+                        options.adapter, location, number, Path(work), kill_after, options.threads
+                    )
                 else:
                     acked, kept = one_round(options.adapter, location, number, Path(work), rng)
                 kills += 1

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import random
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -36,7 +35,7 @@ def path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str
 
 
 @pytest.fixture
-def threads_seen(monkeypatch: pytest.MonkeyPatch, store: EventStore) -> Iterator[set[int]]:
+def threads_seen(monkeypatch: pytest.MonkeyPatch, store: EventStore) -> set[int]:
     """The threads that ran the engine or the store's primitives from now on."""
     seen: set[int] = set()
 
@@ -54,7 +53,7 @@ def threads_seen(monkeypatch: pytest.MonkeyPatch, store: EventStore) -> Iterator
     watched(merge.aio, "fold")
     for name in ("_store_rows", "_transaction", "read", "head", "count", "subjects", "close"):
         watched(type(store), name)
-    yield seen
+    return seen
 
 
 def test_nothing_runs_on_the_loops_thread(store: EventStore, threads_seen: set[int]) -> None:
@@ -102,7 +101,8 @@ def test_the_async_face_gives_the_synchronous_results(store: EventStore, path: s
         assert await merger.state_sha256() == expected.state_sha256
         assert await merger.state_json() == canonical_json(expected.state)
         status, digest = await merger.add_and_hash(inputs[0])
-        assert isinstance(status, EventStatus) and status.duplicate
+        assert isinstance(status, EventStatus)
+        assert status.duplicate
         assert digest == expected.state_sha256
         assert (await merger.state()) == expected.state
         await astore.aclose()

@@ -63,10 +63,8 @@ def test_threads_sharing_one_store_object_lose_no_acknowledged_append(store: Eve
         inputs = logs[subject]
         for start in range(0, len(inputs), 4):
             batch = [*inputs[start : start + 4], b"{oops"]  # bad input on every thread
-            if start % 8:
-                results = store.append_many(batch)
-            else:  # single appends too
-                results = [store.append(item) for item in batch]
+            # Batches, and single appends too.
+            results = store.append_many(batch) if start % 8 else [store.append(item) for item in batch]
             for item, result in zip(batch, results, strict=True):
                 if isinstance(result, Stored):
                     acknowledged[subject].append(item)

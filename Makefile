@@ -34,8 +34,9 @@ $(VENV)/.installed: pyproject.toml $(VENV)/.installed-native | $(BIN)/python
 	$(call install,)
 	touch $@
 
-# Development install: dev tools, the optional Dask engine, PostgreSQL store and strategies (tested in CI).
-DEV_EXTRAS := [dev,dask,postgres,testing,monitor]
+# Development install: dev tools, the optional Dask engine, PostgreSQL store, strategies and the
+# example service's servers (tested in CI).
+DEV_EXTRAS := [dev,dask,postgres,testing,monitor,service]
 $(VENV)/.installed-dev: pyproject.toml $(VENV)/.installed-native | $(BIN)/python
 	$(call install,$(DEV_EXTRAS))
 	touch $@ $(VENV)/.installed

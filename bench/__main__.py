@@ -39,6 +39,7 @@ from .incremental import bench_merger
 from .loop_stall import bench_loop_stall
 from .measure import Result
 from .replaying import bench_replay
+from .service import bench_service
 from .stages import bench_native_stages, bench_stages
 from .storing import bench_store
 from .workload import Workload, WorkloadSpec, generate
@@ -63,6 +64,7 @@ class Sizes:
     group_commit_events: int = 1_200
     loop_fold_events: int = 4_000
     loop_appends: int = 1_000
+    service_subjects: int = 300
 
 
 FULL = Sizes(20_000, 1_000, 20, 10_000, 500, 1_000, 100, 5_000, 1.0)
@@ -98,6 +100,7 @@ BENCHMARKS = (
     "bundles",
     "group-commit",
     "loop",
+    "service",
 )
 
 
@@ -179,6 +182,11 @@ def run(names: Sequence[str], sizes: Sizes, repeat: int, log: Callable[[str], No
         "loop",
         f"asyncio: longest loop stall, a fold of {sizes.loop_fold_events}, {sizes.loop_appends} appends",
         lambda: bench_loop_stall(sizes.loop_fold_events, sizes.loop_appends, repeat=max(repeat, 3)),
+    )
+    step(
+        "service",
+        f"service: {sizes.service_subjects * 4} events from 8 clients on waitress and uvicorn",
+        lambda: bench_service(sizes.service_subjects, repeat=max(repeat, 3)),
     )
     return results
 

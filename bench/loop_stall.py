@@ -88,6 +88,10 @@ def bench_loop_stall(events: int, appends: int, *, repeat: int) -> list[Result]:
         for run in range(repeat):
             asyncio.run(one_run(Path(folder), run))
     on = "compiled" if native_available() else "pure"
+    target = f"<= {GOAL_MS:g} ms" if on == "compiled" else None  # (the goal is the compiled path's)
+
+    def met(figures: list[float]) -> bool | None:
+        return max(figures) <= GOAL_MS if target is not None else None
     return [
         Result(
             "asyncio: longest loop stall, idle loop (the machine's noise)",
@@ -106,15 +110,15 @@ def bench_loop_stall(events: int, appends: int, *, repeat: int) -> list[Result]:
             max(encoded),
             "ms",
             f"min-max of {repeat} runs: {min(encoded):.1f}-{max(encoded):.1f} ms; the state's bytes",
-            f"<= {GOAL_MS:g} ms (compiled)",
-            max(encoded) <= GOAL_MS if on == "compiled" else None,
+            target,
+            met(encoded),
         ),
         Result(
             f"asyncio: longest loop stall, {len(burst)} appends at once (SQLite, {on} path)",
             max(bursts),
             "ms",
             f"min-max of {repeat} runs: {min(bursts):.1f}-{max(bursts):.1f} ms",
-            f"<= {GOAL_MS:g} ms (compiled)",
-            max(bursts) <= GOAL_MS if on == "compiled" else None,
+            target,
+            met(bursts),
         ),
     ]

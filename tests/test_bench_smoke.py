@@ -93,6 +93,11 @@ def test_quick_run_measures_every_figure(tmp_path: Path) -> None:
         "state_sha256",
         "store sqlite: appends/s",
         "store sqlite: fold after",
+        "group commit sqlite: 8 threads / 1 thread",
+        "asyncio: longest loop stall, afold_json",
+        "asyncio: longest loop stall, 20 appends",
+        "service on waitress / one fold_subjects",
+        "service on uvicorn / one fold_subjects",
     ]
     for needle in expected:
         assert needle in names

@@ -30,7 +30,12 @@ def main() -> None:
     options = parser.parse_args()
     service = Service(open_store(options.store), keys=json.loads(options.keys.read_bytes()))
     if options.server == "waitress":
+        import logging
+
         from waitress.server import create_server
+
+        # (its warning of every request that waits for a thread: under load, every few requests)
+        logging.getLogger("waitress.queue").setLevel(logging.ERROR)
 
         # waitress sets TCP_NODELAY on every connection by default (its socket_options).
         server = create_server(
@@ -42,12 +47,16 @@ def main() -> None:
         import uvicorn
 
         listening = socket.create_server((options.host, options.port))
+        # Set here, inherited by every accepted connection (Linux): asyncio's transports do not
+        # set it on the connections of a socket handed over, and a response written in two
+        # parts (headers, body) would wait for the client's delayed ACK, 40 ms each.
+        listening.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         port = listening.getsockname()[1]
         config = uvicorn.Config(
             asgi_app(service, workers=options.threads), lifespan="on", log_level="warning", access_log=False
         )
         print(f"listening on http://{options.host}:{port}", flush=True)  # (connections wait in the backlog)
-        uvicorn.Server(config).run(sockets=[listening])  # asyncio sets TCP_NODELAY on its connections
+        uvicorn.Server(config).run(sockets=[listening])
 
 
 if __name__ == "__main__":

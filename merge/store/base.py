@@ -321,43 +321,41 @@ class EventStore(ABC):
         """
         if subject is not None:
             subject = require_subject(subject)
-        if not isinstance(items, list | tuple):
-            return self._append_streamed(items, subject)
-        outcomes = [prepare(item, subject, index) for index, item in enumerate(require_inputs(items))]
-        rows = [outcome[0] for outcome in outcomes if not isinstance(outcome, Refused)]
-        news = iter(self._commit_together(rows) if rows else [])
+        inputs = enumerate(require_inputs(items))
+        if isinstance(items, list | tuple):
+            outcomes = [prepare(item, subject, index) for index, item in inputs]
+            rows = [outcome[0] for outcome in outcomes if not isinstance(outcome, Refused)]
+            news = iter(self._commit_together(rows) if rows else [])
+            results, kept = self._settled(outcomes, lambda _: next(news))
+        else:  # consumed inside the transaction
+            with self._transaction() as insert:
+                results, kept = self._settled(
+                    (prepare(item, subject, index) for index, item in inputs), insert
+                )
+        for stored_subject, copy in kept:  # committed: they are copies of stored inputs now
+            self._keep_admitted(stored_subject, copy)
+        return results
+
+    def _settled(
+        self,
+        outcomes: Iterable[tuple[PreparedInput, Admitted | None] | Refused],
+        new_of: Callable[[PreparedInput], bool],
+    ) -> tuple[list[Stored | Refused], list[tuple[str, Admitted]]]:
+        """The result of each input (``new_of`` stores a row, or says what storing it said), and
+        the admitted copies to keep for the engines here (of the subjects they fold)."""
         results: list[Stored | Refused] = []
+        kept: list[tuple[str, Admitted]] = []
         folded = self._folded
         for outcome in outcomes:
             if isinstance(outcome, Refused):
                 results.append(outcome)
                 continue
             prepared, copy = outcome
-            new = next(news)
+            new = new_of(prepared)
             results.append(Stored(prepared.subject, prepared.event_id, new))
             if new and copy is not None and prepared.subject in folded:
-                self._keep_admitted(prepared.subject, copy)
-        return results
-
-    def _append_streamed(self, items: Iterable[Any], subject: str | None) -> list[Stored | Refused]:
-        """:meth:`append_many` of an iterable that is not a list: consumed inside its transaction."""
-        results: list[Stored | Refused] = []
-        folded = self._folded
-        kept: list[tuple[str, Admitted]] = []
-        with self._transaction() as insert:
-            for index, item in enumerate(require_inputs(items)):
-                outcome = prepare(item, subject, index)
-                if isinstance(outcome, Refused):
-                    results.append(outcome)
-                    continue
-                prepared, copy = outcome
-                new = insert(prepared)
-                results.append(Stored(prepared.subject, prepared.event_id, new))
-                if new and copy is not None and prepared.subject in folded:
-                    kept.append((prepared.subject, copy))
-        for stored_subject, copy in kept:  # committed: they are copies of stored inputs now
-            self._keep_admitted(stored_subject, copy)
-        return results
+                kept.append((prepared.subject, copy))
+        return results, kept
 
     def _commit_together(self, rows: list[PreparedInput]) -> list[bool]:
         """Store ``rows`` (``new`` of each) in a transaction shared with the threads waiting now.

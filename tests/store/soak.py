@@ -31,19 +31,28 @@ ROOT = Path(__file__).resolve().parents[2]
 LENGTH, BATCH = 30, 3
 
 
-def one_round(adapter: str, location: str, number: int, work: Path, rng: random.Random) -> tuple[int, int]:
-    """Write subject ``number`` until killed; check the store. ``(acknowledged, stored)``."""
-    inputs = list(history(number, LENGTH))
+def _started(
+    module: str, adapter: str, location: str, inputs: list[bytes], work: Path, *args: str
+) -> subprocess.Popen[str]:
+    """A writer process (``module``) of ``inputs``, started: ready, and told to go."""
     path = work / "inputs.jsonl"
     path.write_bytes(b"\n".join(inputs) + b"\n")
-    command = [sys.executable, "-m", "tests.store.writer", adapter, location, str(path), str(BATCH)]
-    command += ["-1", "0"]  # never stop in a batch on its own, no pause: killed at random
+    command = [sys.executable, "-m", module, adapter, location, str(path), *args]
     writer = subprocess.Popen(command, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     assert writer.stdin is not None
     assert writer.stdout is not None
     assert writer.stdout.readline() == "ready\n"
     writer.stdin.write("go\n")
     writer.stdin.close()
+    return writer
+
+
+def one_round(adapter: str, location: str, number: int, work: Path, rng: random.Random) -> tuple[int, int]:
+    """Write subject ``number`` until killed; check the store. ``(acknowledged, stored)``."""
+    inputs = list(history(number, LENGTH))
+    # Never stop in a batch on its own, no pause: killed at random.
+    writer = _started("tests.store.writer", adapter, location, inputs, work, str(BATCH), "-1", "0")
+    assert writer.stdout is not None
     acked = 0
     wanted = rng.randrange(0, LENGTH // BATCH)  # kill after this many batches returned...
     while acked < wanted * BATCH:
@@ -74,15 +83,8 @@ def group_round(adapter: str, location: str, number: int, work: Path, kill_after
     the writer is killed once ``kill_after`` appends have returned. Every acknowledged input
     must be stored (raises SystemExit otherwise); returns how many were acknowledged."""
     inputs = list(history(number, LENGTH))
-    path = work / "inputs.jsonl"
-    path.write_bytes(b"\n".join(inputs) + b"\n")
-    command = [sys.executable, "-m", "tests.store.group_writer", adapter, location, str(path), str(threads)]
-    writer = subprocess.Popen(command, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    assert writer.stdin is not None
+    writer = _started("tests.store.group_writer", adapter, location, inputs, work, str(threads))
     assert writer.stdout is not None
-    assert writer.stdout.readline() == "ready\n"
-    writer.stdin.write("go\n")
-    writer.stdin.close()
     acked: set[int] = set()
     while len(acked) < kill_after:
         line = writer.stdout.readline()
@@ -133,10 +135,14 @@ def main() -> None:
     finally:
         postgres_server.stop()  # the server --adapter postgres started, if any
     elapsed = time.monotonic() - start
+    kept = (
+        f"writers of {options.threads} threads sharing commits"
+        if options.threads > 1
+        else f"all {stored} stored inputs whole batches"
+    )
     print(
         f"{options.adapter}: {kills} writers killed with SIGKILL in {elapsed:.0f} s; "
-        f"{acknowledged} inputs acknowledged, all {stored} stored inputs whole batches, "
-        f"none acknowledged lost; store checked after every kill"
+        f"{acknowledged} inputs acknowledged, {kept}, none acknowledged lost; store checked after every kill"
     )
     if kills < options.kills:
         raise SystemExit(f"time budget spent after {kills} of {options.kills} kills")

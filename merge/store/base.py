@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
+import time
 from abc import ABC, abstractmethod
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -65,6 +66,9 @@ LOAD_BATCH: Final = 1024
 #: How many bytes of appended inputs a store keeps admitted in memory, for the engines it holds
 #: to fold them without admitting them again (beyond it, a fold admits what it reads).
 ADMITTED_BYTES: Final = 32 * 1024 * 1024
+#: The longest a commit's leader waits for the appends under way in other threads to join it
+#: (seconds; see :meth:`EventStore._commit_together`).
+GATHER_SECONDS: Final = 0.005
 #: How many damaged rows :meth:`EventStore.verify_integrity` names in its error (it counts them all).
 SHOWN_PROBLEMS: Final = 5
 
@@ -203,6 +207,7 @@ class EventStore(ABC):
         self._group = threading.Condition()
         self._waiting: list[_Request] = []
         self._leading = False
+        self._appending = 0  # threads inside append_many (a list's), waiting or about to
 
     # -- storage primitives: what an adapter implements ------------------------------------
 
@@ -323,9 +328,16 @@ class EventStore(ABC):
             subject = require_subject(subject)
         inputs = enumerate(require_inputs(items))
         if isinstance(items, list | tuple):
-            outcomes = [prepare(item, subject, index) for index, item in inputs]
-            rows = [outcome[0] for outcome in outcomes if not isinstance(outcome, Refused)]
-            news = iter(self._commit_together(rows) if rows else [])
+            with self._group:
+                self._appending += 1
+            try:
+                outcomes = [prepare(item, subject, index) for index, item in inputs]
+                rows = [outcome[0] for outcome in outcomes if not isinstance(outcome, Refused)]
+                news = iter(self._commit_together(rows) if rows else [])
+            finally:
+                with self._group:
+                    self._appending -= 1
+                    self._group.notify_all()  # a leader gathering appends need not wait for this one
             results, kept = self._settled(outcomes, lambda _: next(news))
         else:  # consumed inside the transaction
             with self._transaction() as insert:
@@ -362,7 +374,9 @@ class EventStore(ABC):
 
         Group commit: the first caller leads, committing its rows; callers that arrive while a
         commit is under way wait, and when it ends one of them leads the next commit, for all
-        the rows that waited meanwhile (in arrival order, each caller's rows together). So a
+        the rows that waited meanwhile (in arrival order, each caller's rows together), and for
+        the appends other threads are admitting at that moment (it waits for them up to
+        :data:`GATHER_SECONDS`). So a
         durable commit (an ``fsync``, a server's WAL flush) serves many appends. If the shared
         transaction fails, it fails for every caller in it (nothing of it is stored): each
         raises a :class:`StoreError`.
@@ -370,10 +384,19 @@ class EventStore(ABC):
         request = _Request(rows)
         with self._group:
             self._waiting.append(request)
+            self._group.notify_all()  # (a leader gathering appends hears of this one)
             while self._leading and not request.done:
                 self._group.wait()
             if not request.done:
                 self._leading = True
+                # Gather: the appends other threads have begun (admitting their inputs now)
+                # join this commit, if they are ready within GATHER_SECONDS. Without it, the
+                # callers of the last commit, back with their next append a moment after this
+                # leader took the list, would wait for the next commit: two cohorts of half
+                # the threads, taking turns. One thread alone never waits here.
+                deadline = time.monotonic() + GATHER_SECONDS
+                while len(self._waiting) < self._appending and (left := deadline - time.monotonic()) > 0:
+                    self._group.wait(left)
                 group, self._waiting = self._waiting, []
         if not request.done:
             try:

@@ -92,6 +92,7 @@ def bench_loop_stall(events: int, appends: int, *, repeat: int) -> list[Result]:
 
     def met(figures: list[float]) -> bool | None:
         return max(figures) <= GOAL_MS if target is not None else None
+
     return [
         Result(
             "asyncio: longest loop stall, idle loop (the machine's noise)",

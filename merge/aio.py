@@ -18,6 +18,7 @@ import asyncio
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Executor
+from contextlib import AbstractContextManager
 from functools import partial
 from typing import Any, TypeVar
 
@@ -103,20 +104,20 @@ class AsyncMerger:
     """A :class:`merge.Merger` faced for asyncio: every call runs on a worker thread, in turn.
 
     ``merger``: the engine (yours, or :meth:`merge.store.aio.AsyncEventStore.merger`'s).
-    ``lock``: what serializes the calls (by default a new :class:`threading.Lock`); pass the
-    lock your threads hold around the same ``merger`` to share one engine between threaded
-    and async code. ``executor``: where the calls run (``None``: the loop's default).
+    ``lock``: what serializes the calls (by default a new ``threading.Lock``); pass the lock
+    your threads hold around the same ``merger`` to share one engine between threaded and
+    async code. ``executor``: where the calls run (``None``: the loop's default).
     """
 
     def __init__(
         self,
         merger: Merger,
         *,
-        lock: threading.Lock | None = None,
+        lock: AbstractContextManager[Any] | None = None,
         executor: Executor | None = None,
     ) -> None:
         self.merger = merger
-        self.lock = threading.Lock() if lock is None else lock
+        self.lock: AbstractContextManager[Any] = threading.Lock() if lock is None else lock
         self.executor = executor
 
     def _locked(self, call: Callable[[], T]) -> T:

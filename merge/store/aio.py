@@ -4,7 +4,7 @@ It wraps one :class:`~merge.store.EventStore` (any adapter) and runs every call 
 its own executor, never on the event loop's thread (the contract of :mod:`merge.aio`): the
 same store object, the same results, awaited. Since a store object may be shared by threads
 (each its own connection), the executor's threads are just more of them: appends awaited at
-the same moment from many tasks share commits (group commit, :meth:`EventStore.append_many`),
+the same moment from many tasks share commits (group commit, :meth:`~merge.store.EventStore.append_many`),
 and the same object may serve a threaded part of the service at once.
 """
 
@@ -71,10 +71,10 @@ class AsyncEventStore:
         return await off_loop(self._executor, call, *args, **kwargs)
 
     async def append(self, item: Any, *, subject: str | None = None) -> Stored | Refused:
-        """:meth:`EventStore.append`: durable once the await returns.
+        """:meth:`~merge.store.EventStore.append`: durable once the await returns.
 
         The appends awaited meanwhile are stored together: one worker thread drains them, all
-        that wait, by one :meth:`EventStore.append_many` (one commit) per ``subject=``, while the
+        that wait, by one :meth:`~merge.store.EventStore.append_many` (one commit) per ``subject=``, while the
         next ones gather. A burst of a thousand appends costs the loop a future each, not a
         thread hand-off each. If the shared commit fails, every append in it raises its
         :class:`~merge.store.StoreError` (nothing of it is stored); a refused input is its
@@ -120,40 +120,40 @@ class AsyncEventStore:
     async def append_many(
         self, items: Iterable[Any], *, subject: str | None = None
     ) -> list[Stored | Refused]:
-        """:meth:`EventStore.append_many` (``items`` is read on the worker thread: give a list)."""
+        """:meth:`~merge.store.EventStore.append_many` (``items`` is read on a worker thread: a list)."""
         return await self._run(self.store.append_many, items, subject=subject)
 
     async def fold(self, subject: str, *, keys: KeySet | Iterable[Mapping[str, Any]]) -> FoldResult:
-        """:meth:`EventStore.fold`."""
+        """:meth:`~merge.store.EventStore.fold`."""
         return await self._run(self.store.fold, subject, keys=keys)
 
     async def merger(self, subject: str, *, keys: KeySet | Iterable[Mapping[str, Any]]) -> AsyncMerger:
-        """:meth:`EventStore.merger`, faced for asyncio (its calls run on this store's threads)."""
+        """:meth:`~merge.store.EventStore.merger`, faced for asyncio (its calls on this store's threads)."""
         merger = await self._run(self.store.merger, subject, keys=keys)
         return AsyncMerger(merger, executor=self._executor)
 
     async def subjects(self) -> list[str]:
-        """:meth:`EventStore.subjects`."""
+        """:meth:`~merge.store.EventStore.subjects`."""
         return await self._run(self.store.subjects)
 
     async def head(self, subject: str) -> int:
-        """:meth:`EventStore.head`."""
+        """:meth:`~merge.store.EventStore.head`."""
         return await self._run(self.store.head, subject)
 
     async def count(self, subject: str) -> int:
-        """:meth:`EventStore.count`."""
+        """:meth:`~merge.store.EventStore.count`."""
         return await self._run(self.store.count, subject)
 
     async def events(self, subject: str) -> list[bytes]:
-        """The subject's stored inputs in arrival order (:meth:`EventStore.events`, as a list)."""
+        """The subject's stored inputs in arrival order (:meth:`~merge.store.EventStore.events`, listed)."""
         return await self._run(lambda: list(self.store.events(subject)))
 
     async def verify_integrity(self) -> None:
-        """:meth:`EventStore.verify_integrity`."""
+        """:meth:`~merge.store.EventStore.verify_integrity`."""
         await self._run(self.store.verify_integrity)
 
     async def backup(self, dest: str | PathLike[str]) -> int:
-        """:meth:`EventStore.backup`."""
+        """:meth:`~merge.store.EventStore.backup`."""
         return await self._run(self.store.backup, dest)
 
     async def aclose(self) -> None:

@@ -551,7 +551,7 @@ class PostgresStore(EventStore):
                     cursor.close()
 
     def close(self) -> None:
-        """Close the store: every thread's connection and the pool; later calls raise :class:`StoreError`."""
+        """Close every connection and the pool; a later call raises :class:`~merge.store.StoreError`."""
         self._closed = True
         for end in list(self._sessions.values()):
             end()

@@ -397,7 +397,7 @@ class SQLiteStore(EventStore):
         return copied
 
     def close(self) -> None:
-        """Close every thread's connection; any later call, on any thread, raises :class:`StoreError`."""
+        """Close every thread's connection; any later call raises :class:`~merge.store.StoreError`."""
         with self._connections_lock:
             self._closed = True
             connections = list(self._connections.values())

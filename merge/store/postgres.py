@@ -10,6 +10,11 @@ numbered steps of :data:`MIGRATIONS`: opening a store of an older format applies
 steps (once, in one transaction, whoever opens first); a newer format, or a schema holding other
 tables, is refused with :class:`~merge.store.StoreError`, never misread.
 
+Threads: one store object serves every thread of a process, each on its own connection,
+borrowed from the store's pool (:mod:`psycopg_pool`) at its first call and kept while the thread
+lives, each with its own answer deadline. Appends of several threads at once share one
+transaction (group commit, in one round trip: :meth:`PostgresStore._store_rows`).
+
 Concurrency: write transactions take turns on a transaction-level advisory lock, so sequence
 numbers are handed out in commit order: a fold that has read up to ``seq`` never misses an
 input committed later with a smaller one. Reads (``read``, ``head``, folds) are single

@@ -4,7 +4,8 @@ Durability: every write is one transaction, committed with ``synchronous=FULL`` 
 an append that returned survives the process being killed (and, as far as the disk honours
 ``fsync``, power loss); an interrupted transaction leaves nothing behind. Concurrency: WAL lets
 readers run beside the one writer; writers from any number of processes take turns
-(``BEGIN IMMEDIATE``, waiting up to ``timeout`` seconds for the lock).
+(``BEGIN IMMEDIATE``, waiting up to ``timeout`` seconds for the lock). One store object serves
+every thread of a process: each thread gets its own connection at its first call.
 
 The file is marked as a pith-merge store (``PRAGMA application_id``) with a format version
 (``PRAGMA user_version``): a file that is not SQLite, another program's database, a newer format

@@ -6,6 +6,7 @@ database server has.
 
 from __future__ import annotations
 
+import gc
 import importlib
 import json
 import os
@@ -488,3 +489,52 @@ def test_a_closed_store_leaves_no_watchdog_thread(dsn: str) -> None:
     while watchdogs() > before and time.monotonic() < deadline:
         time.sleep(0.01)
     assert watchdogs() == before
+
+
+def test_threads_borrow_connections_from_the_pool_and_give_them_back(
+    dsn: str, stores: list[PostgresStore]
+) -> None:
+    stores.append(store := PostgresStore(dsn))
+    backends: set[int] = set()
+
+    def use() -> None:
+        store.append(history(1, 3)[threading.get_ident() % 3])
+        backends.add(store._conn().info.backend_pid)
+
+    threads = [threading.Thread(target=use) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(backends) >= 2  # (threads at once, each its own connection)
+    del thread, threads
+    gc.collect()
+    assert len(store._sessions) == 1  # the ended threads gave theirs back; the opener keeps its own
+    stats = store._pool.get_stats()
+    assert stats["pool_size"] <= store.max_connections
+    assert stats["pool_available"] >= 1
+
+
+def test_a_thread_beyond_max_connections_is_refused_with_store_unavailable(
+    dsn: str, stores: list[PostgresStore]
+) -> None:
+    stores.append(store := PostgresStore(dsn, max_connections=1, timeout=1))  # the opener holds it
+    caught: list[BaseException] = []
+
+    def use() -> None:
+        try:
+            store.head(S1)
+        except BaseException as exc:  # collected for the assertions below
+            caught.append(exc)
+
+    thread = threading.Thread(target=use)
+    started = time.monotonic()
+    thread.start()
+    thread.join(30)
+    assert 0.9 < time.monotonic() - started < 10
+    assert len(caught) == 1
+    assert isinstance(caught[0], StoreUnavailable)
+    assert "all 1 (max_connections) are held by other threads" in str(caught[0])
+    store.close()
+    with pytest.raises(StoreError, match="max_connections must be 1 or more"):
+        PostgresStore(dsn, max_connections=0)

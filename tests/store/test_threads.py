@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import random
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -155,3 +156,61 @@ def test_appends_sharing_commits_are_durable_once_acknowledged(
     open_store(adapter, location).close()
     acked = soak.group_round(adapter, location, kill_after + 1, tmp_path, kill_after, THREADS)
     assert acked >= kill_after
+
+
+def test_appends_of_threads_at_the_same_moment_share_commits(
+    store: EventStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    commits: list[int] = []
+    real = type(store)._store_rows
+
+    def slow_commit(self: EventStore, rows: list[Any]) -> list[bool]:
+        commits.append(len(rows))
+        time.sleep(0.05)  # a slow disk: the others arrive while this commit is under way
+        return real(self, rows)
+
+    monkeypatch.setattr(type(store), "_store_rows", slow_commit)
+    inputs = list(history(1, 4 * THREADS))
+
+    def work(number: int) -> None:
+        for item in inputs[number::THREADS]:
+            assert isinstance(store.append(item), Stored)
+
+    assert run_threads(THREADS, work) == []
+    assert sum(commits) == len(inputs)
+    assert len(commits) < len(inputs) // 2, commits  # shared: far fewer commits than appends
+    assert max(commits) > 1
+    assert sorted(store.events(subject_of(1))) == sorted(inputs)
+
+
+def test_a_shared_commit_that_fails_fails_every_append_in_it_and_stores_none(
+    store: EventStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = type(store)._store_rows
+    calls = 0
+
+    def failing_once(self: EventStore, rows: list[Any]) -> list[bool]:
+        nonlocal calls
+        calls += 1
+        if calls == 2:  # the second commit: the threads that waited during the first
+            raise StoreError("the disk is full", path=self.location)
+        time.sleep(0.05)
+        return real(self, rows)
+
+    monkeypatch.setattr(type(store), "_store_rows", failing_once)
+    inputs = list(history(1, THREADS))
+    outcomes: dict[bytes, object] = {}
+
+    def work(number: int) -> None:
+        try:
+            outcomes[inputs[number]] = store.append(inputs[number])
+        except StoreError as exc:
+            outcomes[inputs[number]] = exc
+
+    assert run_threads(THREADS, work) == []
+    failed = [item for item, outcome in outcomes.items() if isinstance(outcome, StoreError)]
+    assert failed, "no append was in the failed commit"
+    assert all("the disk is full" in str(outcomes[item]) for item in failed)
+    stored = set(store.events(subject_of(1)))
+    assert all(item not in stored for item in failed)
+    assert all(item in stored for item, outcome in outcomes.items() if isinstance(outcome, Stored))

@@ -13,7 +13,7 @@ tables, is refused with :class:`~merge.store.StoreError`, never misread.
 Threads: one store object serves every thread of a process, each on its own connection,
 borrowed from the store's pool (:mod:`psycopg_pool`) at its first call and kept while the thread
 lives, each with its own answer deadline. Appends of several threads at once share one
-transaction (group commit, in one round trip: :meth:`PostgresStore._store_rows`).
+transaction (group commit), sent in one round trip (a pipelined ``executemany``).
 
 Concurrency: write transactions take turns on a transaction-level advisory lock, so sequence
 numbers are handed out in commit order: a fold that has read up to ``seq`` never misses an
@@ -293,41 +293,50 @@ class PostgresStore(EventStore):
         session = self._session()
         if session is not None and not session.conn.broken and not session.conn.closed:
             return session.conn
-        if session is not None:
-            # A lost one: given back (the pool drops it), and the pool's idle connections tried
-            # (a restarted server has cut them all) before borrowing again.
-            self._release()
-            self._pool.check()
-        conn = self._borrow()
-        session = _Session(conn, self.deadline)
-        session.end = weakref.finalize(
-            session,
-            _give_back,
-            pool=self._pool,
-            conn=conn,
-            sock=session.socket,
-            watchdog=session.watchdog,
-            sessions=self._sessions,
-            key=id(session),
-            pooled=getattr(conn, "_pool", None) is self._pool,
+        self._release()  # a lost one: given back (the pool drops it) before borrowing again
+        # An idle connection of the pool may be dead too (a restarted server cut them all): its
+        # first statement fails at once, and the next is borrowed. One that does not answer
+        # (the watchdog cut it) is the server's silence: raised, not tried again.
+        for _ in range(self.max_connections):
+            conn = self._borrow()
+            session = _Session(conn, self.deadline)
+            session.end = weakref.finalize(
+                session,
+                _give_back,
+                pool=self._pool,
+                conn=conn,
+                sock=session.socket,
+                watchdog=session.watchdog,
+                sessions=self._sessions,
+                key=id(session),
+                pooled=getattr(conn, "_pool", None) is self._pool,
+            )
+            self._sessions[id(session)] = session.end
+            self._local.session = session
+            try:
+                with self._errors(), self._answered(conn):
+                    conn.execute(
+                        "SELECT set_config('lock_timeout', %s, false), "
+                        "set_config('statement_timeout', %s, false)",
+                        (
+                            _milliseconds(_server_side(self.timeout)),
+                            _milliseconds(_server_side(self.statement_timeout)),
+                        ),
+                    )
+                    self._open(conn)
+            except StoreUnavailable:
+                self._release()
+                if session.watchdog.fired:
+                    raise
+                continue
+            except BaseException:
+                self._release()
+                raise
+            return conn
+        raise StoreUnavailable(
+            f"connection to the server lost: {self.max_connections} connections failed in a row",
+            path=self.name,
         )
-        self._sessions[id(session)] = session.end
-        self._local.session = session
-        try:
-            with self._errors(), self._answered(conn):
-                conn.execute(
-                    "SELECT set_config('lock_timeout', %s, false), "
-                    "set_config('statement_timeout', %s, false)",
-                    (
-                        _milliseconds(_server_side(self.timeout)),
-                        _milliseconds(_server_side(self.statement_timeout)),
-                    ),
-                )
-                self._open(conn)
-        except BaseException:
-            self._release()
-            raise
-        return conn
 
     def _borrow(self) -> psycopg.Connection[Any]:
         """A connection from the pool, within ``timeout``; else why there is none."""

@@ -496,17 +496,19 @@ def test_threads_borrow_connections_from_the_pool_and_give_them_back(
 ) -> None:
     stores.append(store := PostgresStore(dsn))
     backends: set[int] = set()
+    together = threading.Barrier(4, timeout=30)
 
     def use() -> None:
         store.append(history(1, 3)[threading.get_ident() % 3])
         backends.add(store._conn().info.backend_pid)
+        together.wait()  # all four hold their connections at once
 
     threads = [threading.Thread(target=use) for _ in range(4)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    assert len(backends) >= 2  # (threads at once, each its own connection)
+    assert len(backends) == 4  # each thread its own connection
     del thread, threads
     gc.collect()
     assert len(store._sessions) == 1  # the ended threads gave theirs back; the opener keeps its own

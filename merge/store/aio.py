@@ -14,6 +14,7 @@ import asyncio
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import suppress
 from os import PathLike
 from types import TracebackType
 from typing import Any, TypeVar
@@ -115,7 +116,9 @@ class AsyncEventStore:
                     result = outcome if isinstance(outcome, BaseException) else outcome[index]
                     by_loop.setdefault(loop, []).append((future, result))
                 for loop, settled in by_loop.items():
-                    loop.call_soon_threadsafe(_settle, settled)
+                    # A loop closed meanwhile has nobody awaiting: what was stored stays stored.
+                    with suppress(RuntimeError):
+                        loop.call_soon_threadsafe(_settle, settled)
 
     async def append_many(
         self, items: Iterable[Any], *, subject: str | None = None

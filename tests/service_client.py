@@ -58,13 +58,22 @@ def b32_of(subject: str) -> str:
     return subject.rpartition(":")[2]
 
 
+Answer = tuple[str, bytes, int, dict[str, Any]]
+
+
 def post_all(
-    url: str, log: list[tuple[str, bytes]], clients: int = 8, *, stop: threading.Event | None = None
-) -> list[tuple[str, bytes, int, dict[str, Any]]]:
+    url: str,
+    log: list[tuple[str, bytes]],
+    clients: int = 8,
+    *,
+    stop: threading.Event | None = None,
+    answers: list[Answer] | None = None,
+) -> list[Answer]:
     """Post every ``(b32, raw)`` of ``log`` (input ``i`` by client ``i % clients``); the answers
-    ``(b32, raw, status, document)``. A client whose connection fails (the server was killed)
-    stops; ``stop`` set: every client stops after its current request."""
-    answers: list[tuple[str, bytes, int, dict[str, Any]]] = []
+    ``(b32, raw, status, document)``, appended to ``answers`` as they come when it is given. A
+    client whose connection fails (the server was killed) stops; ``stop`` set: every client
+    stops after its current request."""
+    answers = [] if answers is None else answers
     lock = threading.Lock()
     barrier = threading.Barrier(clients)
 

@@ -37,6 +37,7 @@ and TCP to notice a dead peer (keepalives, ``tcp_user_timeout``): see :class:`Po
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import socket
@@ -72,7 +73,10 @@ READ_PAGE: Final = 1000
 SERVER_HEAD_START: Final = 1.0
 #: How many unanswered TCP keepalive probes end a connection (``keepalives_count``).
 KEEPALIVE_PROBES: Final = 3
-#: The most connections one store object holds (``max_connections``): one per thread using it.
+#: The name of every store's pool (:mod:`psycopg_pool`), as its log records say it.
+POOL_NAME: Final = "pith-merge store"
+#: The most connections a store's pool lends at once (``max_connections``): one per thread using it
+#: (beside the opening thread's own, made outside the pool).
 MAX_CONNECTIONS: Final = 16
 
 #: The schema, step by step: step ``n`` (1-based) turns format ``n - 1`` into format ``n``.
@@ -142,6 +146,15 @@ _QUERIES: Final = {
 }
 
 
+class _QuietPool(logging.Filter):
+    """Drops the pool's warnings of failed attempts to connect for a store: the store raises
+    :class:`~merge.store.StoreUnavailable` with the reason itself, in one line, and the pool's
+    attempts in the background would print one line each on a command's standard error."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return POOL_NAME not in record.getMessage()
+
+
 def _require_psycopg() -> None:
     try:
         import psycopg  # noqa: F401 (only whether it is there)
@@ -197,8 +210,10 @@ class PostgresStore(EventStore):
 
     One object may be shared by every thread of a process: each thread borrows its own
     connection from the store's pool (:mod:`psycopg_pool`) at its first call and keeps it while
-    it lives; at most ``max_connections`` at once (a thread beyond them waits up to ``timeout``
-    for one, then :class:`~merge.store.StoreUnavailable`).
+    it lives; the pool lends at most ``max_connections`` at once (a thread beyond them waits up
+    to ``timeout`` for one, then :class:`~merge.store.StoreUnavailable`). The thread that opens
+    the store connects on its own, outside the pool, so that an unreachable server says why at
+    once.
 
     ``timeout`` (seconds): the longest the store waits for the server at any one point: to
     connect, for the write lock, for the answer to a statement. A server that has not answered
@@ -252,6 +267,8 @@ class PostgresStore(EventStore):
         self.max_connections = max_connections
         from psycopg_pool import ConnectionPool
 
+        _quiet_pool_log()
+
         self._kwargs: dict[str, Any] = {
             "autocommit": True,  # reads are single statements: no transaction left open
             "application_name": "pith-merge",
@@ -260,18 +277,18 @@ class PostgresStore(EventStore):
         self._pool: psycopg_pool.ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
             self.dsn,
             kwargs=self._kwargs,
-            min_size=1,
+            min_size=0,  # (no connection kept for a store one thread uses: the opener has its own)
             max_size=max_connections,
             open=False,
             timeout=self.timeout,
-            name="pith-merge store",
+            name=POOL_NAME,
         )
         self._local = threading.local()  # .session: this thread's _Session
         self._sessions: dict[int, weakref.finalize[Any, _Session]] = {}
         self._closed = False
         try:
             self._pool.open(wait=False)
-            self._conn()
+            self._conn(first=True)
         except BaseException:
             self.close()
             raise
@@ -286,8 +303,13 @@ class PostgresStore(EventStore):
         session: _Session | None = getattr(self._local, "session", None)
         return session
 
-    def _conn(self) -> psycopg.Connection[Any]:
-        """This thread's connection, borrowed when it has none or its last one was lost."""
+    def _conn(self, *, first: bool = False) -> psycopg.Connection[Any]:
+        """This thread's connection, borrowed when it has none or its last one was lost.
+
+        ``first``: the opener's, made on its own thread outside the pool, so that a server that
+        cannot be reached says why at once (the pool would try again in the background until
+        ``timeout``); it serves the opening thread as any other.
+        """
         if self._closed:
             raise StoreError("the store is closed", path=self.name)
         session = self._session()
@@ -298,7 +320,7 @@ class PostgresStore(EventStore):
         # first statement fails at once, and the next is borrowed. One that does not answer
         # (the watchdog cut it) is the server's silence: raised, not tried again.
         for _ in range(self.max_connections):
-            conn = self._borrow()
+            conn = self._connect() if first else self._borrow()
             session = _Session(conn, self.deadline)
             session.end = weakref.finalize(
                 session,
@@ -340,7 +362,6 @@ class PostgresStore(EventStore):
 
     def _borrow(self) -> psycopg.Connection[Any]:
         """A connection from the pool, within ``timeout``; else why there is none."""
-        import psycopg
         from psycopg_pool import PoolClosed, PoolTimeout
 
         try:
@@ -351,15 +372,21 @@ class PostgresStore(EventStore):
             if self._pool.get_stats().get("pool_size", 0) < self.max_connections:
                 # Not all lent: the pool's own attempts failed (or wait out their back-off after a
                 # restart). A connection of this thread's own says why, or serves, outside the pool.
-                try:
-                    return psycopg.connect(self.dsn, **self._kwargs)
-                except psycopg.Error as why:
-                    raise StoreUnavailable(f"cannot connect: {_first_line(why)}", path=self.name) from exc
+                return self._connect()
             raise StoreUnavailable(
                 f"no connection free within {self.timeout:g} s: all {self.max_connections} "
                 "(max_connections) are held by other threads",
                 path=self.name,
             ) from exc
+
+    def _connect(self) -> psycopg.Connection[Any]:
+        """A connection of this thread's own, outside the pool (closed, not given back, at its end)."""
+        import psycopg
+
+        try:
+            return psycopg.connect(self.dsn, **self._kwargs)
+        except psycopg.Error as exc:
+            raise StoreUnavailable(f"cannot connect: {_first_line(exc)}", path=self.name) from exc
 
     def _release(self) -> None:
         """Give this thread's connection back to the pool, if it holds one (never while armed)."""
@@ -656,6 +683,16 @@ class PostgresStore(EventStore):
                     path=self.name,
                 ) from exc
             raise StoreError(_first_line(exc), path=self.name) from exc
+
+
+_QUIET = _QuietPool()
+
+
+def _quiet_pool_log() -> None:
+    """Put the filter on psycopg_pool's logger, once."""
+    pool_log = logging.getLogger("psycopg.pool")
+    if _QUIET not in pool_log.filters:
+        pool_log.addFilter(_QUIET)
 
 
 def _first_line(exc: BaseException) -> str:

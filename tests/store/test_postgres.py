@@ -520,8 +520,14 @@ def test_threads_borrow_connections_from_the_pool_and_give_them_back(
 def test_a_thread_beyond_max_connections_is_refused_with_store_unavailable(
     dsn: str, stores: list[PostgresStore]
 ) -> None:
-    stores.append(store := PostgresStore(dsn, max_connections=1, timeout=1))  # the opener holds it
+    stores.append(store := PostgresStore(dsn, max_connections=1, timeout=1))  # (the opener: its own)
+    holding, done = threading.Event(), threading.Event()
     caught: list[BaseException] = []
+
+    def hold() -> None:
+        store.head(S1)  # the pool's one connection, held while this thread lives
+        holding.set()
+        done.wait(30)
 
     def use() -> None:
         try:
@@ -529,10 +535,15 @@ def test_a_thread_beyond_max_connections_is_refused_with_store_unavailable(
         except BaseException as exc:  # collected for the assertions below
             caught.append(exc)
 
+    holder = threading.Thread(target=hold)
+    holder.start()
+    assert holding.wait(30)
     thread = threading.Thread(target=use)
     started = time.monotonic()
     thread.start()
     thread.join(30)
+    done.set()
+    holder.join(30)
     assert 0.9 < time.monotonic() - started < 10
     assert len(caught) == 1
     assert isinstance(caught[0], StoreUnavailable)

@@ -107,10 +107,13 @@ class Service:
             if not isinstance(learnt, str):
                 return learnt
             subject = learnt
+        # The engine first: loaded from the store before this input is in it (else a subject's
+        # first input would be loaded and then added again, and called a duplicate).
+        live = self.live(subject)
         stored = self.store.append(raw, subject=subject)
         if isinstance(stored, Refused):  # not admitted (§5): tell the sender why
             return _json(422, {"refused": stored.code, "detail": stored.detail})
-        status, digest = self.live(subject).add(raw)
+        status, digest = live.add(raw)
         if isinstance(status, Rejection):  # (the store admitted it: the engine does too)
             return _json(422, {"refused": str(status.code), "detail": status.detail})
         return _json(

@@ -208,6 +208,7 @@ class EventStore(ABC):
         self._waiting: list[_Request] = []
         self._leading = False
         self._appending = 0  # threads inside append_many (a list's), waiting or about to
+        self._last_group = 1  # how many appends the last commit served
 
     # -- storage primitives: what an adapter implements ------------------------------------
 
@@ -389,15 +390,18 @@ class EventStore(ABC):
                 self._group.wait()
             if not request.done:
                 self._leading = True
-                # Gather: the appends other threads have begun (admitting their inputs now)
-                # join this commit, if they are ready within GATHER_SECONDS. Without it, the
-                # callers of the last commit, back with their next append a moment after this
-                # leader took the list, would wait for the next commit: two cohorts of half
-                # the threads, taking turns. One thread alone never waits here.
+                # Gather: the appends other threads have begun (admitting their inputs now),
+                # and as many as the last commit served, join this commit if they come within
+                # GATHER_SECONDS. Without it, the callers of the last commit, back with their
+                # next append a moment after this leader took the list, would wait for the
+                # next commit: two cohorts of half the threads, taking turns. One thread alone
+                # never waits here; after a burst, one commit waits once.
                 deadline = time.monotonic() + GATHER_SECONDS
-                while len(self._waiting) < self._appending and (left := deadline - time.monotonic()) > 0:
+                wanted = max(self._appending, self._last_group)
+                while len(self._waiting) < wanted and (left := deadline - time.monotonic()) > 0:
                     self._group.wait(left)
                 group, self._waiting = self._waiting, []
+                self._last_group = len(group)
         if not request.done:
             try:
                 news = iter(self._store_rows([row for member in group for row in member.rows]))

@@ -73,6 +73,11 @@ def test_eight_clients_posting_a_shuffled_log_get_every_answer_and_folds_state(
         assert sorted(raw for raw, _ in refused) == sorted(fault for _, fault in log if fault in FAULTS)
         assert all(status in (200, 422) for _, _, status, _ in answers)
         assert all("refused" in document for _, document in refused)  # bad input is an answer
+        stored = [document for _, _, status, document in answers if status == 200]
+        # `duplicate` only where an earlier input had the event (never a subject's first input).
+        assert sum(document["duplicate"] for document in stored) == len(stored) - len(
+            {document["event_id"] for document in stored}
+        )
         for subject in SUBJECTS:
             state, digest = served_state(running.url, subject)
             assert state == expected_state(inputs[subject], subject)

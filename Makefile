@@ -34,8 +34,9 @@ $(VENV)/.installed: pyproject.toml $(VENV)/.installed-native | $(BIN)/python
 	$(call install,)
 	touch $@
 
-# Development install: dev tools, the optional Dask engine, PostgreSQL store and strategies (tested in CI).
-DEV_EXTRAS := [dev,dask,postgres,testing,monitor]
+# Development install: dev tools, the optional Dask engine, PostgreSQL store, strategies and the
+# example service's servers (tested in CI).
+DEV_EXTRAS := [dev,dask,postgres,testing,monitor,service]
 $(VENV)/.installed-dev: pyproject.toml $(VENV)/.installed-native | $(BIN)/python
 	$(call install,$(DEV_EXTRAS))
 	touch $@ $(VENV)/.installed
@@ -85,12 +86,14 @@ docs-api: $(VENV)/.installed-dev
 	$(BIN)/python docs/build_api.py out/api
 
 # The long fault tests (docs/security.md §5), never part of `make test`: store writers killed with
-# SIGKILL (`make stress STRESS_ARGS="--kills 1000 --seconds 1800"`); PostgreSQL backends stopped
+# SIGKILL (`make stress STRESS_ARGS="--kills 1000 --seconds 1800"`), and writers of 8 threads
+# sharing one store object and its commits, killed the same way; PostgreSQL backends stopped
 # with SIGSTOP under real store commands (`SILENT_ARGS="--rounds 10 --seconds 1800"`; skipped
 # without the PostgreSQL server binaries); a running monitor killed at random moments
 # (`MONITOR_STRESS_ARGS="--kills 500"`: about 9 minutes).
 stress: $(VENV)/.installed-dev
 	$(BIN)/python -m tests.store.soak $(STRESS_ARGS)
+	$(BIN)/python -m tests.store.soak --threads 8 $(STRESS_ARGS)
 	$(BIN)/python -m tests.store.silent_server $(SILENT_ARGS)
 	$(BIN)/python -m tests.monitor.soak $(MONITOR_STRESS_ARGS)
 

@@ -36,9 +36,12 @@ from .encoding import bench_encoding
 from .floor import bench_floor
 from .folding import bench_fold
 from .gil import bench_gil
+from .group_commit import bench_group_commit
 from .incremental import bench_merger
+from .loop_stall import bench_loop_stall
 from .measure import Result
 from .replaying import bench_replay
+from .service import bench_service
 from .stages import bench_native_stages, bench_stages
 from .startup import bench_startup
 from .storing import bench_store
@@ -63,6 +66,10 @@ class Sizes:
     big_subject: int = 50_000
     embedded_events: int = 4_000
     embedded_subjects: int = 500
+    group_commit_events: int = 1_200
+    loop_fold_events: int = 4_000
+    loop_appends: int = 1_000
+    service_subjects: int = 300
 
 
 FULL = Sizes(20_000, 1_000, 20, 10_000, 500, 1_000, 100, 5_000, 1.0)
@@ -81,6 +88,9 @@ QUICK = Sizes(
     bundle_events=40,
     embedded_events=40,
     embedded_subjects=10,
+    group_commit_events=40,
+    loop_fold_events=40,
+    loop_appends=20,
 )
 
 BENCHMARKS = (
@@ -97,6 +107,9 @@ BENCHMARKS = (
     "bundles",
     "startup",
     "embedded",
+    "group-commit",
+    "loop",
+    "service",
 )
 
 
@@ -178,6 +191,21 @@ def run(names: Sequence[str], sizes: Sizes, repeat: int, log: Callable[[str], No
         "embedded",
         "embedded: Merger.add, add + state_sha256 per event, the state after one more add, 8 threads",
         lambda: bench_embedded(sizes.embedded_events, sizes.embedded_subjects, repeat=repeat),
+    )
+    step(
+        "group-commit",
+        f"group commit: {sizes.group_commit_events} appends, one per call, 1 thread and 8 threads",
+        lambda: bench_group_commit(sizes.group_commit_events, repeat=max(repeat, 3), log=log),
+    )
+    step(
+        "loop",
+        f"asyncio: longest loop stall, a fold of {sizes.loop_fold_events}, {sizes.loop_appends} appends",
+        lambda: bench_loop_stall(sizes.loop_fold_events, sizes.loop_appends, repeat=max(repeat, 3)),
+    )
+    step(
+        "service",
+        f"service: {sizes.service_subjects * 4} events from 8 clients on waitress and uvicorn",
+        lambda: bench_service(sizes.service_subjects, repeat=max(repeat, 3)),
     )
     return results
 

@@ -95,6 +95,11 @@ def test_quick_run_measures_every_figure(tmp_path: Path) -> None:
         "store sqlite: fold after",
         "Merger.add in causal order",
         "8 threads adding to one Merger",
+        "group commit sqlite: 8 threads / 1 thread",
+        "asyncio: longest loop stall, afold_json",
+        "asyncio: longest loop stall, 20 appends",
+        "service on waitress / one fold_subjects",
+        "service on uvicorn / one fold_subjects",
     ]
     for needle in expected:
         assert needle in names

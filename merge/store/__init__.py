@@ -8,6 +8,7 @@ store of services with several instances (the ``[postgres]`` extra, imported onl
 package.
 """
 
+from .aio import AsyncEventStore
 from .base import (
     NO_SUBJECT,
     NOT_JSON_TEXT,
@@ -29,6 +30,7 @@ from .url import open_store
 __all__ = [
     "NOT_JSON_TEXT",
     "NO_SUBJECT",
+    "AsyncEventStore",
     "BackupRow",
     "Checkpoint",
     "EventStore",

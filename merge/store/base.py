@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import threading
+import time
 from abc import ABC, abstractmethod
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -64,6 +66,9 @@ LOAD_BATCH: Final = 1024
 #: How many bytes of appended inputs a store keeps admitted in memory, for the engines it holds
 #: to fold them without admitting them again (beyond it, a fold admits what it reads).
 ADMITTED_BYTES: Final = 32 * 1024 * 1024
+#: The longest a commit's leader waits for the appends under way in other threads to join it
+#: (seconds; see :meth:`EventStore._commit_together`).
+GATHER_SECONDS: Final = 0.005
 #: How many damaged rows :meth:`EventStore.verify_integrity` names in its error (it counts them all).
 SHOWN_PROBLEMS: Final = 5
 
@@ -154,6 +159,18 @@ class _Live(msgspec.Struct):
     seq: int
 
 
+class _Request:
+    """One caller's rows waiting for a shared commit (see :meth:`EventStore._commit_together`)."""
+
+    __slots__ = ("done", "error", "new", "rows")
+
+    def __init__(self, rows: list[PreparedInput]) -> None:
+        self.rows = rows
+        self.new: list[bool] = []
+        self.error: BaseException | None = None
+        self.done = False
+
+
 class EventStore(ABC):
     """Raw events per subject: append (idempotent), list subjects, fold, export.
 
@@ -163,7 +180,9 @@ class EventStore(ABC):
     built by the second fold that a checkpoint cannot answer (the first streams the inputs
     through :func:`merge.fold` on the compiled path and keeps none: see :meth:`fold`).
 
-    A store object is not thread-safe: use one per thread (they may share a database).
+    A store object may be shared by every thread of a process (docs/embedding.md, "What is safe
+    to share"): each thread gets its own database connection, folds take turns on the store's
+    engines, and appends from several threads at once share commits (:meth:`append_many`).
     """
 
     #: Where the store lives (a file path, a URL), as :class:`merge.store.StoreError` names it.
@@ -178,6 +197,18 @@ class EventStore(ABC):
         # bytes again (one decode per input, not two). At most ADMITTED_BYTES of inputs.
         self._admitted: dict[str, dict[bytes, Admitted]] = {}
         self._admitted_bytes = 0
+        self._admitted_lock = threading.Lock()
+        # The subjects an engine here folds, as one frozenset an append reads without a lock.
+        self._folded: frozenset[str] = frozenset()
+        # Folds take turns: they share the engines and the checkpoints of this object.
+        self._folding = threading.RLock()
+        # Group commit: appends of several threads at once wait here, and one of them (the
+        # leader) commits all that wait in one transaction (see _commit_together).
+        self._group = threading.Condition()
+        self._waiting: list[_Request] = []
+        self._leading = False
+        self._appending = 0  # threads inside append_many (a list's), waiting or about to
+        self._last_group = 1  # how many appends the last commit served
 
     # -- storage primitives: what an adapter implements ------------------------------------
 
@@ -288,37 +319,129 @@ class EventStore(ABC):
     def append_many(self, items: Iterable[Any], *, subject: str | None = None) -> list[Stored | Refused]:
         """Store many inputs in one transaction: all of them once this returns, or none.
 
-        ``items`` is consumed inside the transaction, which holds the database's write lock:
-        pass a list, not a slow generator. Results are in the order of ``items``.
+        Results are in the order of ``items``. A list or tuple is admitted first, then stored;
+        appends of other threads of this object at the same moment share its commit (group
+        commit: one durable commit for all of them; each call is still all or nothing, and
+        returns only once its inputs are committed). Any other iterable is consumed inside the
+        transaction, which holds the database's write lock: pass a list, not a slow generator.
         """
         if subject is not None:
             subject = require_subject(subject)
-        results: list[Stored | Refused] = []
-        folded = {name for name, _ in self._engines}  # the subjects an engine here folds
-        kept: list[tuple[str, Admitted]] = []
-        with self._transaction() as insert:
-            for index, item in enumerate(require_inputs(items)):
-                outcome = prepare(item, subject, index)
-                if isinstance(outcome, Refused):
-                    results.append(outcome)
-                    continue
-                prepared, copy = outcome
-                new = insert(prepared)
-                results.append(Stored(prepared.subject, prepared.event_id, new))
-                if new and copy is not None and prepared.subject in folded:
-                    kept.append((prepared.subject, copy))
+        inputs = enumerate(require_inputs(items))
+        if isinstance(items, list | tuple):
+            with self._group:
+                self._appending += 1
+            try:
+                outcomes = [prepare(item, subject, index) for index, item in inputs]
+                rows = [outcome[0] for outcome in outcomes if not isinstance(outcome, Refused)]
+                news = iter(self._commit_together(rows) if rows else [])
+            finally:
+                with self._group:
+                    self._appending -= 1
+                    self._group.notify_all()  # a leader gathering appends need not wait for this one
+            results, kept = self._settled(outcomes, lambda _: next(news))
+        else:  # consumed inside the transaction
+            with self._transaction() as insert:
+                results, kept = self._settled(
+                    (prepare(item, subject, index) for index, item in inputs), insert
+                )
         for stored_subject, copy in kept:  # committed: they are copies of stored inputs now
             self._keep_admitted(stored_subject, copy)
         return results
 
+    def _settled(
+        self,
+        outcomes: Iterable[tuple[PreparedInput, Admitted | None] | Refused],
+        new_of: Callable[[PreparedInput], bool],
+    ) -> tuple[list[Stored | Refused], list[tuple[str, Admitted]]]:
+        """The result of each input (``new_of`` stores a row, or says what storing it said), and
+        the admitted copies to keep for the engines here (of the subjects they fold)."""
+        results: list[Stored | Refused] = []
+        kept: list[tuple[str, Admitted]] = []
+        folded = self._folded
+        for outcome in outcomes:
+            if isinstance(outcome, Refused):
+                results.append(outcome)
+                continue
+            prepared, copy = outcome
+            new = new_of(prepared)
+            results.append(Stored(prepared.subject, prepared.event_id, new))
+            if new and copy is not None and prepared.subject in folded:
+                kept.append((prepared.subject, copy))
+        return results, kept
+
+    def _commit_together(self, rows: list[PreparedInput]) -> list[bool]:
+        """Store ``rows`` (``new`` of each) in a transaction shared with the threads waiting now.
+
+        Group commit: the first caller leads, committing its rows; callers that arrive while a
+        commit is under way wait, and when it ends one of them leads the next commit, for all
+        the rows that waited meanwhile (in arrival order, each caller's rows together), and for
+        the appends other threads are admitting at that moment (it waits for them up to
+        :data:`GATHER_SECONDS`). So a
+        durable commit (an ``fsync``, a server's WAL flush) serves many appends. If the shared
+        transaction fails, it fails for every caller in it (nothing of it is stored): each
+        raises a :class:`StoreError`.
+        """
+        request = _Request(rows)
+        with self._group:
+            self._waiting.append(request)
+            self._group.notify_all()  # (a leader gathering appends hears of this one)
+            while self._leading and not request.done:
+                self._group.wait()
+            if not request.done:
+                self._leading = True
+                # Gather: the appends other threads have begun (admitting their inputs now),
+                # and as many as the last commit served, join this commit if they come within
+                # GATHER_SECONDS. Without it, the callers of the last commit, back with their
+                # next append a moment after this leader took the list, would wait for the
+                # next commit: two cohorts of half the threads, taking turns. One thread alone
+                # never waits here; after a burst, one commit waits once.
+                deadline = time.monotonic() + GATHER_SECONDS
+                wanted = max(self._appending, self._last_group)
+                while len(self._waiting) < wanted and (left := deadline - time.monotonic()) > 0:
+                    self._group.wait(left)
+                group, self._waiting = self._waiting, []
+                self._last_group = len(group)
+        if not request.done:
+            try:
+                news = iter(self._store_rows([row for member in group for row in member.rows]))
+                for member in group:
+                    member.new = [next(news) for _ in member.rows]
+            except BaseException as exc:
+                for member in group:
+                    member.error = exc
+            finally:
+                with self._group:
+                    for member in group:
+                        member.done = True
+                    self._leading = False
+                    self._group.notify_all()
+            if request.error is not None:
+                raise request.error  # the leader's own: as raised
+        failure = request.error
+        if failure is not None:  # a commit another thread led failed
+            if isinstance(failure, StoreError):
+                raise type(failure)(failure.problem, path=failure.path) from failure
+            raise StoreError(
+                f"the commit this append shared failed: {failure!r}", path=self.location
+            ) from failure
+        return request.new
+
+    def _store_rows(self, rows: list[PreparedInput]) -> list[bool]:
+        """Store ``rows`` in one write transaction; ``new`` of each (an adapter may do it faster)."""
+        with self._transaction() as insert:
+            return [insert(row) for row in rows]
+
     def _keep_admitted(self, subject: str, copy: Admitted) -> None:
-        if self._admitted_bytes + len(copy.raw) <= ADMITTED_BYTES:
-            self._admitted.setdefault(subject, {})[copy.raw] = copy
-            self._admitted_bytes += len(copy.raw)
+        with self._admitted_lock:
+            if self._admitted_bytes + len(copy.raw) <= ADMITTED_BYTES:
+                self._admitted.setdefault(subject, {})[copy.raw] = copy
+                self._admitted_bytes += len(copy.raw)
 
     def _drop_admitted(self, subject: str) -> None:
-        dropped = self._admitted.pop(subject, {})
-        self._admitted_bytes -= sum(len(raw) for raw in dropped)
+        with self._admitted_lock:
+            dropped = self._admitted.pop(subject, {})
+            self._admitted_bytes -= sum(len(raw) for raw in dropped)
 
     def events(self, subject: str) -> Iterator[bytes]:
         """The subject's stored inputs, as received, in arrival order (streamed)."""
@@ -341,7 +464,8 @@ class EventStore(ABC):
     def merger(self, subject: str, *, keys: KeySet | Iterable[Mapping[str, Any]]) -> Merger:
         """A new :class:`merge.Merger` loaded with the subject's stored inputs (yours to keep)."""
         merger = Merger(subject=subject, keys=keys, threads=self.threads)
-        self._load(merger, 0)
+        with self._folding:  # (the admitted copies it may take are the folds')
+            self._load(merger, 0)
         return merger
 
     def fold(self, subject: str, *, keys: KeySet | Iterable[Mapping[str, Any]]) -> FoldResult:
@@ -361,6 +485,10 @@ class EventStore(ABC):
         subject = require_subject(subject)
         key_set = KeySet.parse(keys)
         context = fold_context(key_set)
+        with self._folding:  # folds of several threads take turns on this object's engines
+            return self._fold(subject, key_set, context)
+
+    def _fold(self, subject: str, key_set: KeySet, context: str) -> FoldResult:
         head = self.head(subject)
         live = self._engines.get((subject, context))
         if live is None or live.merger is None:
@@ -417,6 +545,7 @@ class EventStore(ABC):
             (evicted, _), _ = self._engines.popitem(last=False)
             if all(kept != evicted for kept, _ in self._engines):
                 self._drop_admitted(evicted)
+        self._folded = frozenset(name for name, _ in self._engines)
 
     def _stream(self, subject: str, keys: KeySet) -> tuple[EncodedFold, int]:
         """:func:`merge.fold` of the subject's inputs as they are read, on the compiled path, its

@@ -6,6 +6,7 @@ nothing survives the process: :meth:`MemoryStore.backup` is the way to keep what
 
 from __future__ import annotations
 
+import threading
 from bisect import bisect_right
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -26,7 +27,10 @@ class _Data(msgspec.Struct):
     by_subject: dict[str, list[BackupRow]] = msgspec.field(default_factory=dict)
     digests: set[tuple[str, bytes]] = msgspec.field(default_factory=set)
     checkpoints: dict[tuple[str, str], Checkpoint] = msgspec.field(default_factory=dict)
-    writing: bool = False  # a handle's write transaction is open (the databases' write lock)
+    # The databases' write lock: held by a handle's open write transaction; ``writer`` names the
+    # thread that holds it (the same thread asking again, from its batch's iterator, is refused).
+    lock: threading.Lock = msgspec.field(default_factory=threading.Lock)
+    writer: int | None = None
 
 
 class MemoryStore(EventStore):
@@ -51,7 +55,7 @@ class MemoryStore(EventStore):
     @contextmanager
     def _transaction(self) -> Iterator[Callable[[PreparedInput], bool]]:
         data = self._data()
-        if data.writing:  # a handle writing while another's batch is open, from that batch's iterator
+        if data.writer == threading.get_ident():  # a handle writing from another's open batch's iterator
             raise StoreError(
                 "the store is locked by another handle's open write transaction", path=self.location
             )
@@ -66,17 +70,18 @@ class MemoryStore(EventStore):
             pending.append(prepared)
             return True
 
-        data.writing = True
-        try:
-            yield insert  # nothing is visible, or kept, before the block ends normally
-        finally:
-            data.writing = False
-        for prepared in pending:
-            seq = data.rows[-1][0] + 1 if data.rows else 1
-            row = (seq, prepared.subject, prepared.event_id, prepared.digest, prepared.raw)
-            data.rows.append(row)
-            data.by_subject.setdefault(prepared.subject, []).append(row)
-        data.digests |= keys
+        with data.lock:  # other threads' transactions wait, as on a database's write lock
+            data.writer = threading.get_ident()
+            try:
+                yield insert  # nothing is visible, or kept, before the block ends normally
+            finally:
+                data.writer = None
+            for prepared in pending:
+                seq = data.rows[-1][0] + 1 if data.rows else 1
+                row = (seq, prepared.subject, prepared.event_id, prepared.digest, prepared.raw)
+                data.rows.append(row)
+                data.by_subject.setdefault(prepared.subject, []).append(row)
+            data.digests |= keys
 
     def subjects(self) -> list[str]:
         return sorted(self._data().by_subject)

@@ -10,6 +10,11 @@ numbered steps of :data:`MIGRATIONS`: opening a store of an older format applies
 steps (once, in one transaction, whoever opens first); a newer format, or a schema holding other
 tables, is refused with :class:`~merge.store.StoreError`, never misread.
 
+Threads: one store object serves every thread of a process, each on its own connection,
+borrowed from the store's pool (:mod:`psycopg_pool`) at its first call and kept while the thread
+lives, each with its own answer deadline. Appends of several threads at once share one
+transaction (group commit), sent in one round trip (a pipelined ``executemany``).
+
 Concurrency: write transactions take turns on a transaction-level advisory lock, so sequence
 numbers are handed out in commit order: a fold that has read up to ``seq`` never misses an
 input committed later with a smaller one. Reads (``read``, ``head``, folds) are single
@@ -32,9 +37,11 @@ and TCP to notice a dead peer (keepalives, ``tcp_user_timeout``): see :class:`Po
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import socket
+import threading
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -47,6 +54,7 @@ from .sqlite import APPLICATION_ID, write_backup
 
 if TYPE_CHECKING:
     import psycopg
+    import psycopg_pool
     from psycopg import sql
 
 __all__ = ["APPLICATION", "DEFAULT_SCHEMA", "FORMAT_VERSION", "INSTALL_HINT", "MIGRATIONS", "PostgresStore"]
@@ -65,6 +73,11 @@ READ_PAGE: Final = 1000
 SERVER_HEAD_START: Final = 1.0
 #: How many unanswered TCP keepalive probes end a connection (``keepalives_count``).
 KEEPALIVE_PROBES: Final = 3
+#: The name of every store's pool (:mod:`psycopg_pool`), as its log records say it.
+POOL_NAME: Final = "pith-merge store"
+#: The most connections a store's pool lends at once (``max_connections``): one per thread using it
+#: (beside the opening thread's own, made outside the pool).
+MAX_CONNECTIONS: Final = 16
 
 #: The schema, step by step: step ``n`` (1-based) turns format ``n - 1`` into format ``n``.
 #: A new format appends a step (never edits one): stores of every older format upgrade.
@@ -133,11 +146,59 @@ _QUERIES: Final = {
 }
 
 
+class _QuietPool(logging.Filter):
+    """Drops the pool's warnings of failed attempts to connect for a store: the store raises
+    :class:`~merge.store.StoreUnavailable` with the reason itself, in one line, and the pool's
+    attempts in the background would print one line each on a command's standard error."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return POOL_NAME not in record.getMessage()
+
+
 def _require_psycopg() -> None:
     try:
         import psycopg  # noqa: F401 (only whether it is there)
+        import psycopg_pool  # noqa: F401
     except ImportError as exc:
         raise StoreError(INSTALL_HINT) from exc
+
+
+class _Session:
+    """One thread's connection, borrowed from the store's pool for as long as the thread uses the
+    store, with the duplicate of its socket the thread's :class:`Watchdog` cuts off at a deadline.
+
+    ``end`` (a :func:`weakref.finalize`) gives the connection back and stops the watchdog: when
+    the thread ends (its locals go), when the connection is lost, or when the store closes.
+    """
+
+    __slots__ = ("__weakref__", "conn", "end", "socket", "watchdog")
+
+    def __init__(self, conn: psycopg.Connection[Any], deadline: float) -> None:
+        self.conn = conn
+        self.socket = socket.socket(fileno=os.dup(conn.fileno()))
+        self.watchdog = Watchdog(deadline)
+        self.end: weakref.finalize[Any, _Session] | None = None
+
+
+def _give_back(
+    *,
+    pool: psycopg_pool.ConnectionPool[psycopg.Connection[Any]],
+    conn: psycopg.Connection[Any],
+    sock: socket.socket,
+    watchdog: Watchdog,
+    sessions: dict[int, weakref.finalize[Any, _Session]],
+    key: int,
+    pooled: bool,
+) -> None:
+    """End a thread's session: its watchdog stopped, its socket copy closed, its connection back in
+    the pool (which drops a broken one, and rolls back one left in a transaction)."""
+    watchdog.stop()
+    sock.close()
+    sessions.pop(key, None)
+    if pooled and not pool.closed:
+        pool.putconn(conn)
+    else:  # (a thread's own connection, see PostgresStore._borrow; or the pool is closed)
+        conn.close()
 
 
 class PostgresStore(EventStore):
@@ -146,6 +207,13 @@ class PostgresStore(EventStore):
     ``dsn``: a libpq connection string or URL (``postgresql://user@host/db``,
     ``"host=/run/postgresql dbname=app"``). ``schema``: the PostgreSQL schema of the tables
     (created when missing). ``threads``, ``cache_size``: see :class:`~merge.store.EventStore`.
+
+    One object may be shared by every thread of a process: each thread borrows its own
+    connection from the store's pool (:mod:`psycopg_pool`) at its first call and keeps it while
+    it lives; the pool lends at most ``max_connections`` at once (a thread beyond them waits up
+    to ``timeout`` for one, then :class:`~merge.store.StoreUnavailable`). The thread that opens
+    the store connects on its own, outside the pool, so that an unreachable server says why at
+    once.
 
     ``timeout`` (seconds): the longest the store waits for the server at any one point: to
     connect, for the write lock, for the answer to a statement. A server that has not answered
@@ -177,6 +245,7 @@ class PostgresStore(EventStore):
         statement_timeout: float | None = None,
         threads: int | None = 1,
         cache_size: int = 8,
+        max_connections: int = MAX_CONNECTIONS,
     ) -> None:
         _require_psycopg()
         super().__init__(threads=threads, cache_size=cache_size)
@@ -193,14 +262,33 @@ class PostgresStore(EventStore):
         #: The deadline of every answer (seconds): the longer of the two.
         self.deadline = max(self.timeout, self.statement_timeout)
         self._sql: dict[str, sql.Composed] = {name: self._compose(text) for name, text in _QUERIES.items()}
-        self._connection: psycopg.Connection[Any] | None = None
-        self._socket: socket.socket | None = None  # the connection's, duplicated: what the watchdog cuts
-        self._watchdog = Watchdog(self.deadline)
-        # A store dropped without close() does not leave its watchdog's thread behind.
-        self._stop_watchdog = weakref.finalize(self, self._watchdog.stop)
+        if not (isinstance(max_connections, int) and max_connections >= 1):
+            raise StoreError(f"max_connections must be 1 or more, not {max_connections!r}", path=self.name)
+        self.max_connections = max_connections
+        from psycopg_pool import ConnectionPool
+
+        _quiet_pool_log()
+
+        self._kwargs: dict[str, Any] = {
+            "autocommit": True,  # reads are single statements: no transaction left open
+            "application_name": "pith-merge",
+            **_connection_defaults(self.dsn, self.timeout, self.deadline),
+        }
+        self._pool: psycopg_pool.ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
+            self.dsn,
+            kwargs=self._kwargs,
+            min_size=0,  # (no connection kept for a store one thread uses: the opener has its own)
+            max_size=max_connections,
+            open=False,
+            timeout=self.timeout,
+            name=POOL_NAME,
+        )
+        self._local = threading.local()  # .session: this thread's _Session
+        self._sessions: dict[int, weakref.finalize[Any, _Session]] = {}
         self._closed = False
         try:
-            self._conn()
+            self._pool.open(wait=False)
+            self._conn(first=True)
         except BaseException:
             self.close()
             raise
@@ -210,50 +298,102 @@ class PostgresStore(EventStore):
 
     # -- connecting and opening -----------------------------------------------------------
 
-    def _conn(self) -> psycopg.Connection[Any]:
-        """The connection, (re)connecting when there is none or the last one was lost."""
+    def _session(self) -> _Session | None:
+        """This thread's session, if it has one."""
+        session: _Session | None = getattr(self._local, "session", None)
+        return session
+
+    def _conn(self, *, first: bool = False) -> psycopg.Connection[Any]:
+        """This thread's connection, borrowed when it has none or its last one was lost.
+
+        ``first``: the opener's, made on its own thread outside the pool, so that a server that
+        cannot be reached says why at once (the pool would try again in the background until
+        ``timeout``); it serves the opening thread as any other.
+        """
         if self._closed:
             raise StoreError("the store is closed", path=self.name)
-        if self._connection is not None and not self._connection.broken and not self._connection.closed:
-            return self._connection
+        session = self._session()
+        if session is not None and not session.conn.broken and not session.conn.closed:
+            return session.conn
+        self._release()  # a lost one: given back (the pool drops it) before borrowing again
+        # An idle connection of the pool may be dead too (a restarted server cut them all): its
+        # first statement fails at once, and the next is borrowed. One that does not answer
+        # (the watchdog cut it) is the server's silence: raised, not tried again.
+        for _ in range(self.max_connections):
+            conn = self._connect() if first else self._borrow()
+            session = _Session(conn, self.deadline)
+            session.end = weakref.finalize(
+                session,
+                _give_back,
+                pool=self._pool,
+                conn=conn,
+                sock=session.socket,
+                watchdog=session.watchdog,
+                sessions=self._sessions,
+                key=id(session),
+                pooled=getattr(conn, "_pool", None) is self._pool,
+            )
+            self._sessions[id(session)] = session.end
+            self._local.session = session
+            try:
+                with self._errors(), self._answered(conn):
+                    conn.execute(
+                        "SELECT set_config('lock_timeout', %s, false), "
+                        "set_config('statement_timeout', %s, false)",
+                        (
+                            _milliseconds(_server_side(self.timeout)),
+                            _milliseconds(_server_side(self.statement_timeout)),
+                        ),
+                    )
+                    self._open(conn)
+            except StoreUnavailable:
+                self._release()
+                if session.watchdog.fired:
+                    raise
+                continue
+            except BaseException:
+                self._release()
+                raise
+            return conn
+        raise StoreUnavailable(
+            f"connection to the server lost: {self.max_connections} connections failed in a row",
+            path=self.name,
+        )
+
+    def _borrow(self) -> psycopg.Connection[Any]:
+        """A connection from the pool, within ``timeout``; else why there is none."""
+        from psycopg_pool import PoolClosed, PoolTimeout
+
+        try:
+            return self._pool.getconn(timeout=self.timeout)
+        except PoolClosed as exc:
+            raise StoreError("the store is closed", path=self.name) from exc
+        except PoolTimeout as exc:
+            if self._pool.get_stats().get("pool_size", 0) < self.max_connections:
+                # Not all lent: the pool's own attempts failed (or wait out their back-off after a
+                # restart). A connection of this thread's own says why, or serves, outside the pool.
+                return self._connect()
+            raise StoreUnavailable(
+                f"no connection free within {self.timeout:g} s: all {self.max_connections} "
+                "(max_connections) are held by other threads",
+                path=self.name,
+            ) from exc
+
+    def _connect(self) -> psycopg.Connection[Any]:
+        """A connection of this thread's own, outside the pool (closed, not given back, at its end)."""
         import psycopg
 
-        self._release()  # a lost one: released before connecting again
         try:
-            conn = psycopg.connect(
-                self.dsn,
-                autocommit=True,  # reads are single statements: no transaction left open
-                application_name="pith-merge",
-                **_connection_defaults(self.dsn, self.timeout, self.deadline),
-            )
+            return psycopg.connect(self.dsn, **self._kwargs)
         except psycopg.Error as exc:
             raise StoreUnavailable(f"cannot connect: {_first_line(exc)}", path=self.name) from exc
-        self._connection = conn
-        self._socket = socket.socket(fileno=os.dup(conn.fileno()))
-        try:
-            with self._errors(), self._answered(conn):
-                conn.execute(
-                    "SELECT set_config('lock_timeout', %s, false), "
-                    "set_config('statement_timeout', %s, false)",
-                    (
-                        _milliseconds(_server_side(self.timeout)),
-                        _milliseconds(_server_side(self.statement_timeout)),
-                    ),
-                )
-                self._open(conn)
-        except BaseException:
-            self._release()
-            raise
-        return conn
 
     def _release(self) -> None:
-        """Close the connection, if any, and the watchdog's copy of its socket (never while armed)."""
-        if self._connection is not None:
-            self._connection.close()
-            self._connection = None
-        if self._socket is not None:
-            self._socket.close()
-            self._socket = None
+        """Give this thread's connection back to the pool, if it holds one (never while armed)."""
+        session = self._session()
+        self._local.session = None
+        if session is not None and session.end is not None:
+            session.end()
 
     def _open(self, conn: psycopg.Connection[Any]) -> None:
         """Check the schema; create it when missing, upgrade it when older (under the lock)."""
@@ -348,6 +488,24 @@ class PostgresStore(EventStore):
 
             yield insert
 
+    def _store_rows(self, rows: list[PreparedInput]) -> list[bool]:
+        """The rows of a group commit in one round trip (psycopg's pipelined ``executemany``)."""
+        conn = self._conn()
+        with self._errors(), self._answered_transaction(conn):
+            with self._answered(conn):
+                self._lock(conn)
+            cursor = conn.cursor()
+            with self._answered(conn):
+                cursor.executemany(
+                    self._sql["insert"],
+                    [(row.subject, row.event_id, row.digest, row.raw) for row in rows],
+                    returning=True,
+                )
+                news = [cursor.fetchone() is not None]
+                while cursor.nextset():
+                    news.append(cursor.fetchone() is not None)
+        return news
+
     def subjects(self) -> list[str]:
         return [row[0] for row in self._all("subjects")]
 
@@ -434,9 +592,11 @@ class PostgresStore(EventStore):
                     cursor.close()
 
     def close(self) -> None:
+        """Close every connection and the pool; a later call raises :class:`~merge.store.StoreError`."""
         self._closed = True
-        self._release()
-        self._stop_watchdog()
+        for end in list(self._sessions.values()):
+            end()
+        self._pool.close()
 
     # -- helpers ----------------------------------------------------------------------------
 
@@ -458,7 +618,7 @@ class PostgresStore(EventStore):
         try:
             yield
         finally:
-            self._watchdog.disarm()
+            self._disarm()
 
     @contextmanager
     def _answered_transaction(self, conn: psycopg.Connection[Any]) -> Iterator[None]:
@@ -470,18 +630,24 @@ class PostgresStore(EventStore):
         self._arm(conn)  # BEGIN
         try:
             with conn.transaction():
-                self._watchdog.disarm()
+                self._disarm()
                 try:
                     yield
                 finally:
                     self._arm(conn)  # COMMIT, or ROLLBACK
         finally:
-            self._watchdog.disarm()
+            self._disarm()
 
     def _arm(self, conn: psycopg.Connection[Any]) -> None:
         # A broken connection sends nothing more (psycopg skips the ROLLBACK): nothing to watch.
-        if self._socket is not None and conn is self._connection and not conn.broken:
-            self._watchdog.arm(self._socket)
+        session = self._session()
+        if session is not None and conn is session.conn and not conn.broken:
+            session.watchdog.arm(session.socket)
+
+    def _disarm(self) -> None:
+        session = self._session()
+        if session is not None:
+            session.watchdog.disarm()
 
     @contextmanager
     def _errors(self) -> Iterator[None]:
@@ -502,20 +668,31 @@ class PostgresStore(EventStore):
                 path=self.name,
             ) from exc
         except psycopg.Error as exc:
-            if self._watchdog.fired:
+            session = self._session()
+            if session is not None and session.watchdog.fired:
                 raise StoreUnavailable(
                     f"the server did not answer within {self.deadline:g} s (stopped, hung, or a network "
                     "that drops packets); what was not committed is rolled back, and the next call "
                     "connects again",
                     path=self.name,
                 ) from exc
-            if self._connection is not None and self._connection.broken:  # _conn() connects again
+            if session is not None and session.conn.broken:  # _conn() connects again
                 raise StoreUnavailable(
                     "connection to the server lost (what was not committed is rolled back; "
                     f"the next call connects again): {_first_line(exc)}",
                     path=self.name,
                 ) from exc
             raise StoreError(_first_line(exc), path=self.name) from exc
+
+
+_QUIET = _QuietPool()
+
+
+def _quiet_pool_log() -> None:
+    """Put the filter on psycopg_pool's logger, once."""
+    pool_log = logging.getLogger("psycopg.pool")
+    if _QUIET not in pool_log.filters:
+        pool_log.addFilter(_QUIET)
 
 
 def _first_line(exc: BaseException) -> str:

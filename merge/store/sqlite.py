@@ -4,7 +4,8 @@ Durability: every write is one transaction, committed with ``synchronous=FULL`` 
 an append that returned survives the process being killed (and, as far as the disk honours
 ``fsync``, power loss); an interrupted transaction leaves nothing behind. Concurrency: WAL lets
 readers run beside the one writer; writers from any number of processes take turns
-(``BEGIN IMMEDIATE``, waiting up to ``timeout`` seconds for the lock).
+(``BEGIN IMMEDIATE``, waiting up to ``timeout`` seconds for the lock). One store object serves
+every thread of a process: each thread gets its own connection at its first call.
 
 The file is marked as a pith-merge store (``PRAGMA application_id``) with a format version
 (``PRAGMA user_version``): a file that is not SQLite, another program's database, a newer format
@@ -15,7 +16,9 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import threading
 import time
+import weakref
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
 from os import PathLike
@@ -83,7 +86,12 @@ class SQLiteStore(EventStore):
         #: a store on a read-only medium, where SQLite cannot make the ``-shm`` file that reading
         #: a WAL store otherwise needs. See :meth:`_connect_read_only`.
         self.immutable = False
-        self._connection: sqlite3.Connection | None = None
+        # Each thread its own connection (SQLite's connections are not to be shared by threads
+        # at once): made at its first call, closed when the thread ends or the store closes.
+        self._local = threading.local()
+        self._connections: dict[int, sqlite3.Connection] = {}
+        self._connections_lock = threading.Lock()
+        self._closed = False
         if self.path.is_dir():
             raise StoreError("is a directory, not an SQLite file", path=str(self.path))
         if read_only is None:
@@ -94,16 +102,19 @@ class SQLiteStore(EventStore):
                 "no store here, and cannot create a store in read-only mode", path=str(self.path)
             )
         try:
-            self._connection = (
+            first = (
                 self._connect_read_only()
                 if read_only
-                else sqlite3.connect(self.path, timeout=timeout, isolation_level=None)
+                else sqlite3.connect(
+                    self.path, timeout=timeout, isolation_level=None, check_same_thread=False
+                )
             )
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open: {exc}", path=str(self.path)) from exc
+        self._hold(first)
         try:
             with self._errors():
-                self._open(self._connection)
+                self._open(first)
         except BaseException:
             self.close()
             raise
@@ -124,7 +135,9 @@ class SQLiteStore(EventStore):
         read-only mount, a warning says that no other process may write the store meanwhile.
         """
         uri = self.path.absolute().as_uri()
-        conn = sqlite3.connect(f"{uri}?mode=ro", timeout=self.timeout, isolation_level=None, uri=True)
+        conn = sqlite3.connect(
+            f"{uri}?mode=ro", timeout=self.timeout, isolation_level=None, uri=True, check_same_thread=False
+        )
         try:
             conn.execute("PRAGMA schema_version")  # the first read: where the -shm file is wanted
             return conn
@@ -149,9 +162,22 @@ class SQLiteStore(EventStore):
                 self.path,
             )
         self.immutable = True
-        return sqlite3.connect(
-            f"{uri}?mode=ro&immutable=1", timeout=self.timeout, isolation_level=None, uri=True
+        return self._connect_again()
+
+    def _connect_again(self) -> sqlite3.Connection:
+        """Another connection like the first (a thread's own): the mode the store was opened in."""
+        uri = self.path.absolute().as_uri()
+        if self.immutable:
+            uri += "?mode=ro&immutable=1"
+        elif self.read_only:
+            uri += "?mode=ro"
+        conn = sqlite3.connect(
+            uri, timeout=self.timeout, isolation_level=None, uri=True, check_same_thread=False
         )
+        if not self.read_only:
+            # Per connection, as in _open: every commit of every thread is fsync'ed before it returns.
+            conn.execute("PRAGMA synchronous = FULL")
+        return conn
 
     def __repr__(self) -> str:
         return f"SQLiteStore({str(self.path)!r})"
@@ -372,16 +398,37 @@ class SQLiteStore(EventStore):
         return copied
 
     def close(self) -> None:
-        if self._connection is not None:
-            self._connection.close()
-            self._connection = None
+        """Close every thread's connection; any later call raises :class:`~merge.store.StoreError`."""
+        with self._connections_lock:
+            self._closed = True
+            connections = list(self._connections.values())
+            self._connections.clear()
+        for conn in connections:
+            conn.close()
 
     # -- helpers ---------------------------------------------------------------------------
 
     def _conn(self) -> sqlite3.Connection:
-        if self._connection is None:
+        """This thread's connection, made at its first call."""
+        if self._closed:
             raise StoreError("the store is closed", path=str(self.path))
-        return self._connection
+        held: _Held | None = getattr(self._local, "held", None)
+        if held is not None:
+            return held.conn
+        with self._errors():
+            return self._hold(self._connect_again())
+
+    def _hold(self, conn: sqlite3.Connection) -> sqlite3.Connection:
+        """Make ``conn`` this thread's; it is closed when the thread ends (its locals go) or at close()."""
+        held = _Held(conn)
+        with self._connections_lock:
+            if self._closed:
+                conn.close()
+                raise StoreError("the store is closed", path=str(self.path))
+            self._connections[id(held)] = conn
+        weakref.finalize(held, _forget, self._connections, self._connections_lock, id(held))
+        self._local.held = held
+        return conn
 
     @contextmanager
     def _errors(self) -> Iterator[None]:
@@ -390,6 +437,23 @@ class SQLiteStore(EventStore):
             yield
         except sqlite3.Error as exc:
             raise StoreError(_explain(exc, self.timeout), path=str(self.path)) from exc
+
+
+class _Held:
+    """One thread's connection, in that thread's locals: when the thread ends, it is collected."""
+
+    __slots__ = ("__weakref__", "conn")
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+
+def _forget(connections: dict[int, sqlite3.Connection], lock: threading.Lock, key: int) -> None:
+    """Close the connection of a thread that ended (unless the store closed it already)."""
+    with lock:
+        conn = connections.pop(key, None)
+    if conn is not None:
+        conn.close()
 
 
 def _writable(path: Path) -> bool:

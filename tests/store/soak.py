@@ -4,9 +4,11 @@ Round after round, a writer process (writer.py) appends a fresh subject's histor
 and is killed with SIGKILL at a random moment, most often inside a batch; after each kill the
 store is opened and checked (:meth:`~merge.store.EventStore.check`: pages, digests,
 checkpoints), every acknowledged input must be there, and what is there must be whole batches.
+With ``--threads 8``, the writer is 8 threads sharing one store object, appending one input
+per call (group commit, group_writer.py): every acknowledged input must be there.
 Prints the figures docs/security.md quotes; exits 1 at the first loss.
 
-    python -m tests.store.soak [--adapter sqlite] [--kills 250] [--seconds 600] [--seed 1]
+    python -m tests.store.soak [--adapter sqlite] [--kills 250] [--seconds 600] [--seed 1] [--threads 1]
 """
 
 from __future__ import annotations
@@ -29,19 +31,28 @@ ROOT = Path(__file__).resolve().parents[2]
 LENGTH, BATCH = 30, 3
 
 
-def one_round(adapter: str, location: str, number: int, work: Path, rng: random.Random) -> tuple[int, int]:
-    """Write subject ``number`` until killed; check the store. ``(acknowledged, stored)``."""
-    inputs = list(history(number, LENGTH))
+def _started(
+    module: str, adapter: str, location: str, inputs: list[bytes], work: Path, *args: str
+) -> subprocess.Popen[str]:
+    """A writer process (``module``) of ``inputs``, started: ready, and told to go."""
     path = work / "inputs.jsonl"
     path.write_bytes(b"\n".join(inputs) + b"\n")
-    command = [sys.executable, "-m", "tests.store.writer", adapter, location, str(path), str(BATCH)]
-    command += ["-1", "0"]  # never stop in a batch on its own, no pause: killed at random
+    command = [sys.executable, "-m", module, adapter, location, str(path), *args]
     writer = subprocess.Popen(command, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     assert writer.stdin is not None
     assert writer.stdout is not None
     assert writer.stdout.readline() == "ready\n"
     writer.stdin.write("go\n")
     writer.stdin.close()
+    return writer
+
+
+def one_round(adapter: str, location: str, number: int, work: Path, rng: random.Random) -> tuple[int, int]:
+    """Write subject ``number`` until killed; check the store. ``(acknowledged, stored)``."""
+    inputs = list(history(number, LENGTH))
+    # Never stop in a batch on its own, no pause: killed at random.
+    writer = _started("tests.store.writer", adapter, location, inputs, work, str(BATCH), "-1", "0")
+    assert writer.stdout is not None
     acked = 0
     wanted = rng.randrange(0, LENGTH // BATCH)  # kill after this many batches returned...
     while acked < wanted * BATCH:
@@ -67,12 +78,39 @@ def one_round(adapter: str, location: str, number: int, work: Path, rng: random.
     return acked, len(stored)
 
 
+def group_round(adapter: str, location: str, number: int, work: Path, kill_after: int, threads: int) -> int:
+    """Threads of one writer append subject ``number`` one input per call (sharing commits);
+    the writer is killed once ``kill_after`` appends have returned. Every acknowledged input
+    must be stored (raises SystemExit otherwise); returns how many were acknowledged."""
+    inputs = list(history(number, LENGTH))
+    writer = _started("tests.store.group_writer", adapter, location, inputs, work, str(threads))
+    assert writer.stdout is not None
+    acked: set[int] = set()
+    while len(acked) < kill_after:
+        line = writer.stdout.readline()
+        if not line.startswith("ack"):
+            break
+        acked.add(int(line.split()[1]))
+    os.kill(writer.pid, signal.SIGKILL)
+    writer.wait()
+    acked |= {int(line.split()[1]) for line in writer.stdout if line.startswith("ack")}
+    writer.stdout.close()
+    with open_store(adapter, location) as store:
+        store.verify_integrity()
+        stored = set(store.events(subject_of(number)))
+    lost = [index for index in sorted(acked) if inputs[index] not in stored]
+    if lost:
+        raise SystemExit(f"round {number}: LOST acknowledged inputs {lost} ({len(acked)} acknowledged)")
+    return len(acked)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--adapter", choices=ADAPTERS, default="sqlite")
     parser.add_argument("--kills", type=int, default=250, help="writers to SIGKILL (default 250)")
     parser.add_argument("--seconds", type=float, default=600, help="time budget (default 600)")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--threads", type=int, default=1, help="writer threads sharing one store")
     options = parser.parse_args()
     rng = random.Random(options.seed)
     start = time.monotonic()
@@ -84,17 +122,27 @@ def main() -> None:
             for number in range(1, options.kills + 1):
                 if time.monotonic() - start > options.seconds:
                     break
-                acked, kept = one_round(options.adapter, location, number, Path(work), rng)
+                if options.threads > 1:
+                    kill_after = rng.randrange(0, LENGTH)
+                    acked = kept = group_round(
+                        options.adapter, location, number, Path(work), kill_after, options.threads
+                    )
+                else:
+                    acked, kept = one_round(options.adapter, location, number, Path(work), rng)
                 kills += 1
                 acknowledged += acked
                 stored += kept
     finally:
         postgres_server.stop()  # the server --adapter postgres started, if any
     elapsed = time.monotonic() - start
+    kept = (
+        f"writers of {options.threads} threads sharing commits"
+        if options.threads > 1
+        else f"all {stored} stored inputs whole batches"
+    )
     print(
         f"{options.adapter}: {kills} writers killed with SIGKILL in {elapsed:.0f} s; "
-        f"{acknowledged} inputs acknowledged, all {stored} stored inputs whole batches, "
-        f"none acknowledged lost; store checked after every kill"
+        f"{acknowledged} inputs acknowledged, {kept}, none acknowledged lost; store checked after every kill"
     )
     if kills < options.kills:
         raise SystemExit(f"time budget spent after {kills} of {options.kills} kills")

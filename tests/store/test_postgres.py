@@ -6,6 +6,7 @@ database server has.
 
 from __future__ import annotations
 
+import gc
 import importlib
 import json
 import os
@@ -446,7 +447,9 @@ def test_tcp_keepalives_and_user_timeout_are_set_unless_the_dsn_sets_them(
     server: postgres_server.Server, stores: list[PostgresStore]
 ) -> None:
     def options(store: PostgresStore) -> tuple[int, ...]:
-        sock = store._socket
+        session = store._session()
+        assert session is not None
+        sock = session.socket
         assert sock is not None
         return (
             sock.getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE),
@@ -486,3 +489,65 @@ def test_a_closed_store_leaves_no_watchdog_thread(dsn: str) -> None:
     while watchdogs() > before and time.monotonic() < deadline:
         time.sleep(0.01)
     assert watchdogs() == before
+
+
+def test_threads_borrow_connections_from_the_pool_and_give_them_back(
+    dsn: str, stores: list[PostgresStore]
+) -> None:
+    stores.append(store := PostgresStore(dsn))
+    backends: set[int] = set()
+    together = threading.Barrier(4, timeout=30)
+
+    def use() -> None:
+        store.append(history(1, 3)[threading.get_ident() % 3])
+        backends.add(store._conn().info.backend_pid)
+        together.wait()  # all four hold their connections at once
+
+    threads = [threading.Thread(target=use) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(backends) == 4  # each thread its own connection
+    del thread, threads
+    gc.collect()
+    assert len(store._sessions) == 1  # the ended threads gave theirs back; the opener keeps its own
+    stats = store._pool.get_stats()
+    assert stats["pool_size"] <= store.max_connections
+    assert stats["pool_available"] >= 1
+
+
+def test_a_thread_beyond_max_connections_is_refused_with_store_unavailable(
+    dsn: str, stores: list[PostgresStore]
+) -> None:
+    stores.append(store := PostgresStore(dsn, max_connections=1, timeout=1))  # (the opener: its own)
+    holding, done = threading.Event(), threading.Event()
+    caught: list[BaseException] = []
+
+    def hold() -> None:
+        store.head(S1)  # the pool's one connection, held while this thread lives
+        holding.set()
+        done.wait(30)
+
+    def use() -> None:
+        try:
+            store.head(S1)
+        except BaseException as exc:  # collected for the assertions below
+            caught.append(exc)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    assert holding.wait(30)
+    thread = threading.Thread(target=use)
+    started = time.monotonic()
+    thread.start()
+    thread.join(30)
+    done.set()
+    holder.join(30)
+    assert 0.9 < time.monotonic() - started < 10
+    assert len(caught) == 1
+    assert isinstance(caught[0], StoreUnavailable)
+    assert "all 1 (max_connections) are held by other threads" in str(caught[0])
+    store.close()
+    with pytest.raises(StoreError, match="max_connections must be 1 or more"):
+        PostgresStore(dsn, max_connections=0)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import os
@@ -160,22 +161,28 @@ def test_a_locked_database_times_out_with_a_store_error(tmp_path: Path) -> None:
         other.close()
 
 
-def test_a_store_object_belongs_to_one_thread(tmp_path: Path) -> None:
-    errors: list[BaseException] = []
+def test_each_thread_has_its_own_connection_closed_when_the_thread_ends(tmp_path: Path) -> None:
+    # Before: a store object belonged to the thread that opened it (StoreError on any other).
+    seen: list[sqlite3.Connection] = []
     with SQLiteStore(tmp_path / "events.db") as store:
+        store.append(history(1, 1)[0])
 
         def use() -> None:
-            try:
-                store.subjects()
-            except BaseException as exc:  # collected for the assertion below
-                errors.append(exc)
+            assert store.count(subject_of(1)) == 1
+            seen.append(store._conn())
+            assert [row[0] for row in seen[-1].execute("PRAGMA synchronous")] == [2]  # FULL, too
 
-        thread = threading.Thread(target=use)
-        thread.start()
-        thread.join()
-    assert len(errors) == 1
-    assert isinstance(errors[0], StoreError)
-    assert "one thread" in str(errors[0])
+        threads = [threading.Thread(target=use) for _ in range(3)]
+        for thread in threads:
+            thread.start()
+            thread.join()
+        assert len({id(conn) for conn in seen}) == 3
+        assert store._conn() not in seen
+        del thread, threads
+        gc.collect()
+        assert len(store._connections) == 1  # the ended threads' connections are closed
+        with pytest.raises(sqlite3.ProgrammingError, match="closed"):
+            seen[0].execute("SELECT 1")
 
 
 def test_a_flipped_bit_in_the_file_inside_an_input_is_found_by_check(tmp_path: Path) -> None:

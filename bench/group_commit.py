@@ -1,0 +1,94 @@
+"""Group commit: durable appends of 8 threads sharing one store object, against one thread.
+
+Every append is one input (``store.append``), durable when it returns (SQLite: WAL,
+``synchronous=FULL``, an ``fsync`` per commit; PostgreSQL: the tests' server with ``fsync`` on,
+as in bench/storing.py). One thread appends the inputs one by one; then 8 threads append the
+same number of inputs (each its share), one by one, on one store object, where waiting appends
+share a commit (:meth:`merge.store.EventStore.append_many`). The issue's target: 8 threads
+reach at least 5x one thread's rate. Each run uses a new store; every input is checked stored.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from merge.store import EventStore, Stored
+
+from .measure import Result
+from .storing import _adapters
+from .workload import WorkloadSpec, generate
+
+__all__ = ["THREADS", "bench_group_commit"]
+
+THREADS = 8
+
+
+def _rate(store: EventStore, inputs: list[bytes], subject: str, threads: int) -> float:
+    """Inputs per second appended one per call by ``threads`` threads sharing ``store``."""
+    shares = [inputs[number::threads] for number in range(threads)]
+    barrier = threading.Barrier(threads + 1)
+    failures: list[object] = []
+
+    def work(share: list[bytes]) -> None:
+        store.head(subject)  # the thread's connection is made before the clock starts
+        barrier.wait()
+        for item in share:
+            result = store.append(item, subject=subject)
+            if not isinstance(result, Stored):
+                failures.append(result)
+
+    workers = [threading.Thread(target=work, args=(share,)) for share in shares]
+    for worker in workers:
+        worker.start()
+    barrier.wait()
+    start = time.perf_counter()
+    for worker in workers:
+        worker.join()
+    elapsed = time.perf_counter() - start
+    assert failures == [], failures[:3]
+    assert store.count(subject) == len(inputs)
+    return len(inputs) / elapsed
+
+
+def bench_group_commit(events: int, *, repeat: int, log: Callable[[str], None]) -> list[Result]:
+    """1 thread against 8 threads appending ``events`` inputs one per call, on every adapter."""
+    workload = generate(WorkloadSpec(subjects=1, events_per_subject=events, fault_rate=0.0, seed=5))
+    history = workload.histories[0]
+    inputs = list(dict.fromkeys(history.inputs))
+    results: list[Result] = []
+    with (
+        tempfile.TemporaryDirectory(prefix="pith-bench-group-") as folder,
+        _adapters(Path(folder), log) as adapters,
+    ):
+        for adapter, open_store in adapters.items():
+            ratios: list[float] = []
+            one: list[float] = []
+            many: list[float] = []
+            for run in range(repeat):  # in turn, so each ratio compares runs under the same load
+                with open_store(f"one{run}") as store:
+                    one.append(_rate(store, inputs, history.subject, 1))
+                with open_store(f"many{run}") as store:
+                    many.append(_rate(store, inputs, history.subject, THREADS))
+                ratios.append(many[-1] / one[-1])
+            results += [
+                Result(f"group commit {adapter}: 1 thread, one append per call", max(one), "inputs/s"),
+                Result(
+                    f"group commit {adapter}: {THREADS} threads, one append per call",
+                    max(many),
+                    "inputs/s",
+                    f"{len(inputs)} inputs, one store object",
+                ),
+                Result(
+                    f"group commit {adapter}: {THREADS} threads / 1 thread",
+                    min(ratios),
+                    "x",
+                    f"min-max of {repeat} runs: {min(ratios):.2f}-{max(ratios):.2f}",
+                    ">= 5x",
+                    min(ratios) >= 5,
+                ),
+            ]
+    return results

@@ -1,0 +1,98 @@
+"""Clients of the example service (examples/service/), for its tests and its benchmark.
+
+``start_service`` runs ``python -m examples.service`` as a process of its own (a real server on
+127.0.0.1, any free port); ``post_all`` posts ``(b32, raw)`` pairs from ``clients`` threads at
+once, each with its own HTTP connection (httpx, TCP_NODELAY), and returns every answer.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+NODELAY = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]
+
+
+class Running:
+    """A started service: its process and its base URL."""
+
+    def __init__(self, process: subprocess.Popen[str], url: str) -> None:
+        self.process = process
+        self.url = url
+
+
+@contextmanager
+def start_service(server: str, store: str, keys: Path, *, threads: int = 8) -> Iterator[Running]:
+    """Start the service; stopped (killed) when the block ends, unless it was killed already."""
+    command = [sys.executable, "-m", "examples.service", "--server", server, "--store", store]
+    command += ["--keys", str(keys), "--port", "0", "--threads", str(threads)]
+    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        assert line.startswith("listening on "), line
+        yield Running(process, line.split()[-1])
+    finally:
+        process.kill()
+        process.wait(30)
+        if process.stdout is not None:
+            process.stdout.close()
+
+
+def client(url: str) -> httpx.Client:
+    """One client: its own keep-alive connection, TCP_NODELAY set (a loopback timing must)."""
+    return httpx.Client(base_url=url, transport=httpx.HTTPTransport(socket_options=NODELAY), timeout=60)
+
+
+def b32_of(subject: str) -> str:
+    return subject.rpartition(":")[2]
+
+
+Answer = tuple[str, bytes, int, dict[str, Any]]
+
+
+def post_all(
+    url: str,
+    log: list[tuple[str, bytes]],
+    clients: int = 8,
+    *,
+    stop: threading.Event | None = None,
+    answers: list[Answer] | None = None,
+) -> list[Answer]:
+    """Post every ``(b32, raw)`` of ``log`` (input ``i`` by client ``i % clients``); the answers
+    ``(b32, raw, status, document)``, appended to ``answers`` as they come when it is given. A
+    client whose connection fails (the server was killed) stops; ``stop`` set: every client
+    stops after its current request."""
+    answers = [] if answers is None else answers
+    lock = threading.Lock()
+    barrier = threading.Barrier(clients)
+
+    def work(number: int) -> None:
+        with client(url) as http:
+            barrier.wait()
+            for b32, raw in log[number::clients]:
+                if stop is not None and stop.is_set():
+                    return
+                try:
+                    response = http.post(f"/pith/{b32}/events", content=raw)
+                except httpx.TransportError:
+                    return
+                with lock:
+                    answers.append((b32, raw, response.status_code, json.loads(response.content)))
+
+    threads = [threading.Thread(target=work, args=(number,)) for number in range(clients)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(300)
+    return answers

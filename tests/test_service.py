@@ -1,0 +1,127 @@
+"""The example service (examples/service/, docs/embedding.md "A service, end to end"), run for real.
+
+On a threaded WSGI server (waitress) and an ASGI server (uvicorn), each a process of its own,
+with 8 concurrent HTTP clients posting a shuffled log with faults (malformed JSON, a JSON
+array, duplicates, copies with a corrupted signature, forks): every request is answered (200,
+or 422 for what is not admitted), the state served is ``fold``'s, byte for byte; and after a
+SIGKILL of the server mid-load and a restart, every acknowledged event is in the store and the
+state served is the fold of the store.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from merge import canonical_json, fold
+from merge.store import SQLiteStore
+
+from .service_client import Answer, b32_of, client, post_all, start_service
+from .store.events import KEYS, history, subject_of
+
+pytest.importorskip("waitress")
+pytest.importorskip("uvicorn")
+
+SUBJECTS = [subject_of(number) for number in (1, 2, 3)]
+FAULTS = [b"{oops", b"[]", b"", json.dumps({"not": "an event"}).encode()]
+
+
+def shuffled_log(seed: int) -> tuple[list[tuple[str, bytes]], dict[str, list[bytes]]]:
+    """The posts ``(b32, raw)`` in a shuffled order, and each subject's inputs."""
+    inputs = {subject: list(history(number, 40)) for number, subject in zip((1, 2, 3), SUBJECTS, strict=True)}
+    log = [(b32_of(subject), raw) for subject, raws in inputs.items() for raw in raws]
+    log += [(b32_of(subject), raw) for subject, raws in inputs.items() for raw in raws[::7]]  # duplicates
+    log += [(b32_of(subject), fault) for subject in SUBJECTS for fault in FAULTS]
+    random.Random(seed).shuffle(log)
+    return log, inputs
+
+
+@pytest.fixture
+def keys(tmp_path: Path) -> Path:
+    path = tmp_path / "keys.json"
+    path.write_text(json.dumps(KEYS))
+    return path
+
+
+def expected_state(raws: list[bytes], subject: str) -> bytes:
+    return canonical_json(fold(raws, subject=subject, keys=KEYS).state)
+
+
+def served_state(url: str, subject: str) -> tuple[bytes, str]:
+    with client(url) as http:
+        state = http.get(f"/pith/{b32_of(subject)}/state")
+        digest = http.get(f"/pith/{b32_of(subject)}/state_sha256")
+    assert state.status_code == digest.status_code == 200
+    assert state.headers["etag"] == f'"{digest.json()["state_sha256"]}"'
+    return state.content, digest.json()["state_sha256"]
+
+
+@pytest.mark.parametrize("server", ["waitress", "uvicorn"])
+def test_eight_clients_posting_a_shuffled_log_get_every_answer_and_folds_state(
+    server: str, tmp_path: Path, keys: Path
+) -> None:
+    log, inputs = shuffled_log(seed=1)
+    with start_service(server, str(tmp_path / "events.db"), keys) as running:
+        answers = post_all(running.url, log)
+        assert len(answers) == len(log)  # every request answered
+        refused = [(raw, document) for _, raw, status, document in answers if status == 422]
+        assert sorted(raw for raw, _ in refused) == sorted(fault for _, fault in log if fault in FAULTS)
+        assert all(status in (200, 422) for _, _, status, _ in answers)
+        assert all("refused" in document for _, document in refused)  # bad input is an answer
+        stored = [document for _, _, status, document in answers if status == 200]
+        # `duplicate` only where an earlier input had the event (never a subject's first input).
+        assert sum(document["duplicate"] for document in stored) == len(stored) - len(
+            {document["event_id"] for document in stored}
+        )
+        for subject in SUBJECTS:
+            state, digest = served_state(running.url, subject)
+            assert state == expected_state(inputs[subject], subject)
+            assert digest == fold(inputs[subject], subject=subject, keys=KEYS).state_sha256
+        # A stray event of another subject, posted under this one's URL: stored, wrong_subject.
+        stray = inputs[SUBJECTS[1]][0]
+        with client(running.url) as http:
+            answer = http.post(f"/pith/{b32_of(SUBJECTS[0])}/events", content=stray).json()
+        assert answer["reason"] == "wrong_subject"
+        state, _ = served_state(running.url, SUBJECTS[0])
+        assert state == expected_state([*inputs[SUBJECTS[0]], stray], SUBJECTS[0])
+
+
+@pytest.mark.parametrize("server", ["waitress", "uvicorn"])
+def test_a_service_killed_mid_load_keeps_every_acknowledged_event(
+    server: str, tmp_path: Path, keys: Path
+) -> None:
+    log, inputs = shuffled_log(seed=2)
+    store = str(tmp_path / "events.db")
+    with start_service(server, store, keys) as running:
+        stop = threading.Event()
+        answers: list[Answer] = []
+        posting = threading.Thread(
+            target=post_all, args=(running.url, log), kwargs={"stop": stop, "answers": answers}
+        )
+        posting.start()
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and sum(status == 200 for _, _, status, _ in list(answers)) < 20:
+            time.sleep(0.001)
+        running.process.kill()  # SIGKILL, mid-load: 20 answered, the others under way
+        running.process.wait(30)
+        stop.set()
+        posting.join(120)
+    acknowledged = [(b32, raw) for b32, raw, status, _ in answers if status == 200]
+    assert len(acknowledged) >= 20
+    assert len(answers) < len(log)  # it was killed mid-load
+    with start_service(server, store, keys) as again:
+        with SQLiteStore(store, read_only=True) as opened:
+            stored = {subject: list(opened.events(subject)) for subject in opened.subjects()}
+        by_b32 = {b32_of(subject): raws for subject, raws in stored.items()}
+        missing = [raw for b32, raw in acknowledged if raw not in by_b32.get(b32, [])]
+        assert missing == []
+        for subject, raws in stored.items():  # the restarted service serves the store's fold
+            assert served_state(again.url, subject)[0] == expected_state(raws, subject)
+        post_all(again.url, log)  # everything again, after the restart: nothing lost, nothing twice
+        for subject in SUBJECTS:
+            assert served_state(again.url, subject)[0] == expected_state(inputs[subject], subject)

@@ -11,6 +11,7 @@ import click
 import msgspec
 
 from ..batch import fold
+from ..bundle import event_inputs
 from ..errors import InputError, MergeError
 from ..graph import DEFAULT_DEPTH, DEFAULT_MAX_NODES, event_values, log_graph, to_dot, to_mermaid
 from ..graph_render import dot_program, render
@@ -92,7 +93,7 @@ def _gather_inputs(
             keys = keys.union(carried, on_conflict="keep")
         except MergeError as exc:
             raise InputError(f"public_keys: {exc}", source=bundle_file) from exc
-        inputs.extend(bundle["events"])
+        inputs.extend(event_inputs(bundle["events"]))  # each a value, as §10 folds them
     if events_file is not None:
         if events_file.name == "<stdin>":
             common.claim_stdin()

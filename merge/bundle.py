@@ -17,13 +17,13 @@ import msgspec
 from .admission import JSON_TEXT_TYPES
 from .batch import fold, fold_matching
 from .canonical import (
-    FloatLiteral,
     canonical_json,
     decode_json,
     encode_canonical_unchecked,
     encode_json,
     hash_if_canonical,
     same_json,
+    string_value,
 )
 from .checks import signed_check
 from .errors import InputError, KeySetError, MergeError, require_threads
@@ -234,7 +234,7 @@ def _as_folded(members: Mapping[str, Any]) -> Mapping[str, Any]:
 
 def _is_string(event: Any) -> bool:
     # A FloatLiteral is a number kept as its text (merge.canonical): read as one, it stays one.
-    return isinstance(event, str) and not isinstance(event, FloatLiteral)
+    return string_value(event) is not None
 
 
 def _string_as_text(event: str) -> bytes:
@@ -339,7 +339,7 @@ def _check_record(bundle: Mapping[str, Any], record: Any) -> str | None:
     record(
         "source", same, "equals canonical_record.source" if same else "differs from canonical_record.source"
     )
-    return pith_number if isinstance(pith_number, str) else None
+    return string_value(pith_number)
 
 
 def _bundle_sha256(bundle: Mapping[str, Any], texts: _TextBundle | None) -> str | None:

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from merge import canonical_json, fold, verify_bundle
+from merge import InputError, canonical_json, fold, verify_bundle
 from merge.audit import audit, snapshot_of_bundle
 from merge.bundle import NOT_JSON, BundleReport, event_inputs
 from merge.canonical import FloatLiteral, decode_json
@@ -168,7 +168,9 @@ INSIDE = {
 
 
 @pytest.mark.parametrize(("where", "prefix"), INSIDE.values(), ids=INSIDE.keys())
-def test_a_duplicate_key_inside_an_event_or_the_state(each_path: str, where: int | None, prefix: bytes) -> None:
+def test_a_duplicate_key_inside_an_event_or_the_state(
+    each_path: str, where: int | None, prefix: bytes
+) -> None:
     bundle = decode_json(_good_text())
     parts = [json.dumps(item).encode() for item in bundle["events"]]
     if where is None:
@@ -182,3 +184,72 @@ def test_a_duplicate_key_inside_an_event_or_the_state(each_path: str, where: int
     report = verify_bundle(text, trusted_keys=TRUST)
     assert report.check("bundle_type").detail.startswith(NOT_JSON)
     assert report.result is None
+
+
+GOLDEN = Path(__file__).resolve().parent / "vectors" / "golden" / "pith-2303.04759.bundle.json"
+
+
+def _members(document: dict[str, Any]) -> list[tuple[Any, ...]]:
+    """The path of every member of the bundle, of its objects and of its first key's."""
+    paths: list[tuple[Any, ...]] = []
+    for key, value in document.items():
+        paths.append((key,))
+        if isinstance(value, dict):
+            paths += [(key, inner) for inner in value]
+        elif key == "public_keys":
+            paths += [(key, 0, inner) for inner in value[0]]
+    return paths
+
+
+def _as_number(document: dict[str, Any], path: tuple[Any, ...], literal: bytes) -> bytes:
+    changed = json.loads(json.dumps(document))
+    place = changed
+    for step in path[:-1]:
+        place = place[step]
+    place[path[-1]] = "@number@"
+    return json.dumps(changed).encode().replace(b'"@number@"', literal)
+
+
+@pytest.mark.parametrize("literal", [b"1.5", b"1e400"])
+def test_a_float_pith_number_is_a_failed_check(each_path: str, literal: bytes) -> None:
+    text = _as_number(json.loads(GOLDEN.read_bytes()), ("pith_number",), literal)
+    for given in (text, decode_json(text)):
+        report = verify_bundle(given)
+        assert {check.name for check in report.failed} == {
+            "bundle_sha256",  # a float is not canonical-able (§1)
+            "bundle_signature",
+            "pith_number",
+            "state",
+            "source_aliases",
+        }
+        assert report.check("state").detail == "cannot fold: pith_number is missing or wrong"
+        assert report.result is None
+
+
+def test_any_member_as_a_float_is_a_report_never_an_exception(each_path: str) -> None:
+    golden = json.loads(GOLDEN.read_bytes())
+    for path in _members(golden):
+        for literal in (b"1.5", b"1e400"):
+            text = _as_number(golden, path, literal)
+            report = verify_bundle(text)  # (bundle_signature.signed_at is not judged by §10)
+            assert report.checks == verify_bundle(decode_json(text)).checks, path
+
+
+def test_a_float_pith_number_in_the_commands(each_path: str, tmp_path: Path) -> None:
+    golden = json.loads(GOLDEN.read_bytes())
+    paths = []
+    for name, literal in (("a", b"1.5"), ("b", b"1e400")):
+        paths.append(tmp_path / f"{name}.json")
+        paths[-1].write_bytes(_as_number(golden, ("pith_number",), literal))
+    verified = run("verify", *paths)  # run(): never a traceback
+    assert verified.returncode == 1
+    assert out(verified).count("FAIL  pith_number: derived pith:2023:") == 2
+    audited = run("audit", "--json", *paths)
+    assert audited.returncode == 1
+    document = json.loads(out(audited))
+    assert "UNVERIFIED" in json.dumps(document) or "unverified" in json.dumps(document)
+
+
+def test_a_float_is_no_subject() -> None:
+    with pytest.raises(InputError, match="subject must be a string"):
+        fold([], subject=FloatLiteral("1.5"), keys=KEYS)

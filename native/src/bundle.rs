@@ -117,7 +117,7 @@ impl<'de> Deserialize<'de> for Members<'de> {
     }
 }
 
-/// What identifies an event's copy across snapshots (`merge.audit`), read off its canonical text.
+/// What makes copies of an event one copy across snapshots (`merge.audit.CopyIdentity`).
 pub struct Identity {
     pub event_id: String,
     /// SHA-256 of the canonical text: the copy's value (§5 judges values).
@@ -126,8 +126,23 @@ pub struct Identity {
     pub prev_event: Option<String>,
 }
 
-/// An event of a bundle written canonically (§1): its text, and its identity when §5 admits it
-/// (an object of at most 1 MiB with an `event_id` of its form, as `merge.audit` reads it).
+/// The audit's rule for "the same event copy" across snapshots, read off `text`, the canonical
+/// text (§1) of `value`: the twin of `merge.audit.snapshot_identity`, held equal to it on the
+/// same inputs by tests/test_audit.py. `None` unless §5 admits the text: an object of at most
+/// 1 MiB with an `event_id` of its form (a canonical text is UTF-8 without lone surrogates, and
+/// `value` nests within §1's bound, or it would not have been written).
+pub fn snapshot_identity(text: &[u8], value: &Json) -> Option<Identity> {
+    let string = |key: &str| value.get(key).and_then(Json::as_str);
+    let event_id = string("event_id").filter(|id| text.len() <= MAX_INPUT_BYTES && is_event_id(id))?;
+    Some(Identity {
+        event_id: event_id.to_owned(),
+        digest: Sha256::digest(text).into(),
+        prev_event: string("prev_event").map(str::to_owned),
+    })
+}
+
+/// An event of a bundle written canonically (§1): its text, and its [`snapshot_identity`] when
+/// asked for.
 pub struct Written {
     pub text: Vec<u8>,
     pub identity: Option<Identity>,
@@ -137,14 +152,11 @@ pub struct Written {
 /// this path does not write it (see `canonical::canonical_text`).
 pub fn write_event(raw: &[u8], identify: bool) -> Option<Written> {
     let (value, text) = canonical_value(raw, MAX_DEPTH)?;
-    let string = |key: &str| value.get(key).and_then(Json::as_str);
-    let identity = string("event_id")
-        .filter(|id| identify && text.len() <= MAX_INPUT_BYTES && is_event_id(id))
-        .map(|event_id| Identity {
-            event_id: event_id.to_owned(),
-            digest: Sha256::digest(&text).into(),
-            prev_event: string("prev_event").map(str::to_owned),
-        });
+    let identity = if identify {
+        snapshot_identity(&text, &value)
+    } else {
+        None
+    };
     Some(Written { text, identity })
 }
 

@@ -432,7 +432,7 @@ def snapshot_identity(copy: Admitted) -> CopyIdentity:
     each canonical text the compiled path writes of a bundle's events; tests/test_audit.py
     holds the two equal on the same inputs.
 
-    Value, not text (the fold's rule, :func:`merge.engine._text_identity_digest`): the audit asks
+    Value, not text (the fold's rule, :func:`merge.admission.copy_identity`): the audit asks
     whether NEW still holds what OLD held, and a registry that wrote a copy again with another
     key order or spacing dropped nothing. So the digest is of the canonical bytes when the copy
     is canonical-able; else of the text as :func:`merge.admission.copy_identity` has it.

@@ -11,9 +11,10 @@ use serde_json::value::RawValue;
 use sha2::{Digest, Sha256};
 
 use crate::admission::MAX_INPUT_BYTES;
-use crate::canonical::{canonical_value, write_str, MAX_DEPTH};
+use crate::canonical::{canonical_document, canonical_document_value, canonical_value, write_str, MAX_DEPTH};
 use crate::identifiers::is_event_id;
 use crate::json::{text_rules_hold, Json};
+use crate::pool::parallel_map;
 
 /// The member of a bundle that holds its events.
 pub const EVENTS: &str = "events";
@@ -158,6 +159,63 @@ pub fn write_event(raw: &[u8], identify: bool) -> Option<Written> {
         None
     };
     Some(Written { text, identity })
+}
+
+/// A split bundle's parts written canonically (§1), by [`write`].
+pub struct Parts {
+    /// `CJ` of each member of [`Split::members`], in order (`None` where this path does not write it).
+    pub members: Vec<Option<Vec<u8>>>,
+    /// Each event given to [`write`], in order, written (`None` where this path does not write it).
+    pub events: Vec<Option<Written>>,
+}
+
+/// The members of `split` and `events` (its events not written already) written canonically on
+/// `threads` threads, each event with its identity when `identify`. `size`: the length of the
+/// bundle's text. `None` when the member parsed as the text was split (the state) is not
+/// written: its text is not kept, so the pure path decodes the bundle, and says why.
+pub fn write(split: &Split<'_>, events: &[&[u8]], size: usize, threads: usize, identify: bool) -> Option<Parts> {
+    // The members first (the state, the one large one, among them), so that a thread takes it
+    // at once while the others share the events, rather than last, on one thread.
+    let jobs: Vec<(Option<&Part<'_>>, &[u8])> = split
+        .members
+        .iter()
+        .map(|(_, part)| (Some(part), &b""[..]))
+        .chain(events.iter().map(|raw| (None, *raw)))
+        .collect();
+    // A member's text is no longer than the text less its events'.
+    let room = size - split.events.iter().map(|event| event.len()).sum::<usize>();
+    let mut written = parallel_map(&jobs, threads, 16, |&(member, raw)| match member {
+        None => write_event(raw, identify).map(Job::Event),
+        Some(Part::Text(raw)) => canonical_document(raw).map(Job::Member),
+        Some(Part::Value(value)) => canonical_document_value(value, room).map(Job::Member),
+    });
+    let events = written.split_off(split.members.len());
+    let parsed_unwritten = split
+        .members
+        .iter()
+        .zip(&written)
+        .any(|((_, part), written)| matches!(part, Part::Value(_)) && written.is_none());
+    if parsed_unwritten {
+        return None;
+    }
+    let member = |job: Option<Job>| match job {
+        Some(Job::Member(text)) => Some(text),
+        _ => None,
+    };
+    let event = |job: Option<Job>| match job {
+        Some(Job::Event(written)) => Some(written),
+        _ => None,
+    };
+    Some(Parts {
+        members: written.into_iter().map(member).collect(),
+        events: events.into_iter().map(event).collect(),
+    })
+}
+
+/// What one job of [`write`] wrote.
+enum Job {
+    Member(Vec<u8>),
+    Event(Written),
 }
 
 /// `bundle_sha256`: the lower-case hex SHA-256 of `CJ` of the bundle without `bundle_signature`,

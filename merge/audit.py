@@ -36,7 +36,7 @@ from .canonical import canonical_json, decode_json, encode_canonical_unchecked, 
 from .errors import InputError, MergeError
 from .identifiers import EVENT_ID_PREFIX, event_body
 from .keys import KeySet
-from .native import BundleReader
+from .native.bundle import BundleReader
 from .reasons import CHECK_ORDER
 from .schema import Event
 from .signatures import SignatureVerifier
@@ -141,7 +141,7 @@ class _Base(NamedTuple):
 class _Run:
     """What the snapshots of one audit run share, so that what several hold is done once: the
     verifier (signatures, and each text's judgement: ``remember_judgements``), the canonical
-    text written of each event text and the bundles read ahead (:class:`merge.native.BundleReader`),
+    text written of each event text and the bundles read ahead (:class:`merge.native.bundle.BundleReader`),
     and each canonical text's identity as the compiled path read it (:func:`snapshot_identity`)."""
 
     __slots__ = (

@@ -22,7 +22,8 @@ from .canonical import encode_canonical_unchecked
 from .errors import InputError, require_threads
 from .identifiers import require_subject
 from .keys import KeySet
-from .native import fold_native, fold_native_many, fold_native_matching, native_available
+from .native import native_available
+from .native.fold import fold_native, fold_native_many, fold_native_matching
 from .signatures import SignatureVerifier
 
 __all__ = ["fold", "fold_matching", "fold_subjects", "gc_paused"]

@@ -34,7 +34,7 @@ from .identifiers import (
     short_pith_number,
 )
 from .keys import KeySet
-from .native import BundleReader, read_bundle
+from .native.bundle import BundleReader, read_bundle
 from .signatures import SignatureVerifier
 from .state import MERGE_VERSION, FoldResult
 
@@ -159,7 +159,7 @@ class Verified(msgspec.Struct, frozen=True):
     #: True when the ``bytes`` among ``members["events"]`` are canonical texts written so.
     canonical_events: bool = False
     #: Each event's identity as the compiled path read it off its canonical text (see
-    #: :attr:`merge.native.BundleRead.identities`), when it wrote them.
+    #: :attr:`merge.native.bundle.BundleRead.identities`), when it wrote them.
     identities: tuple[tuple[str, bytes, str | None] | None, ...] = ()
     #: ``public_keys``, parsed (``None`` when they are no key set, §3).
     keys: KeySet | None = None
@@ -175,7 +175,7 @@ def verify_bundle_parts(
 ) -> Verified:
     """:func:`verify_bundle`, with the bundle's members as it read them (:class:`Verified`).
 
-    ``reader``: shared by the verifications of one run (:class:`merge.native.BundleReader`): an
+    ``reader``: shared by the verifications of one run (:class:`merge.native.bundle.BundleReader`): an
     audit's snapshots hold the same events again and again, and each is written once a run.
     """
     trusted = KeySet.parse(trusted_keys)
@@ -385,7 +385,7 @@ class _TextBundle(msgspec.Struct, frozen=True):
     state: bytes | None
     #: ``bundle_sha256``, when the compiled path wrote every part of the bundle.
     bundle_sha256: str | None
-    #: Each event's identity (:attr:`merge.native.BundleRead.identities`).
+    #: Each event's identity (:attr:`merge.native.bundle.BundleRead.identities`).
     identities: tuple[tuple[str, bytes, str | None] | None, ...]
 
     def hash_events(self, digest: Any) -> None:
@@ -404,7 +404,7 @@ class _TextBundle(msgspec.Struct, frozen=True):
 
 
 def _read_text(document: Any, threads: int | None, reader: BundleReader | None) -> _TextBundle | None:
-    """A bundle given as a JSON text, read on the compiled path (:func:`merge.native.read_bundle`):
+    """A bundle given as a JSON text, read on the compiled path (:func:`merge.native.bundle.read_bundle`):
     its members split, its events and state written canonically for the fold, the bundle hash
     and the comparison of states, and the small members decoded here, in one call; an event it
     leaves is decoded alone.

@@ -34,14 +34,8 @@ from hypothesis import strategies as st
 import merge
 from merge import FoldResult, KeySet, NativeMismatchWarning, NativeStatus, canonical_json, fold, native_status
 from merge.canonical import canonical_text
-from merge.native import (
-    INTERFACE_VERSION,
-    PURE_ENVIRONMENT_VARIABLE,
-    fold_native_encoded,
-    key_table,
-    native_available,
-    native_module,
-)
+from merge.native import INTERFACE_VERSION, PURE_ENVIRONMENT_VARIABLE, native_available, native_module
+from merge.native.fold import fold_native_encoded, key_table
 from merge.reasons import CHECK_ORDER, Reason
 from merge.signatures import SignatureVerifier, verify_signature
 from merge.signing import signed_receipt
@@ -907,8 +901,8 @@ def test_a_stream_is_judged_in_parts(monkeypatch: pytest.MonkeyPatch, name: str)
             parts.append(sum(map(len, part)))
             return NATIVE.judge(part, *args)
 
-    monkeypatch.setattr(merge.native, "STREAM_PART_BYTES", 4000)
-    monkeypatch.setattr(merge.native, "_extension", Counting)
+    monkeypatch.setattr(merge.native.fold, "STREAM_PART_BYTES", 4000)
+    monkeypatch.setattr(merge.native.fold, "_extension", Counting)
     extend = NATIVE.Judgement.extend
 
     def counted_extend(judgement: Any, part: list[Any], *args: Any) -> Any:
@@ -952,7 +946,7 @@ def test_a_growing_list_is_judged_on_from_the_last_fold(monkeypatch: pytest.Monk
             judged.append(len(part))
             return judge(part, *args)
 
-    monkeypatch.setattr(merge.native, "_extension", Counting)
+    monkeypatch.setattr(merge.native.fold, "_extension", Counting)
     monkeypatch.setattr(NATIVE.Judgement, "extend", counted_extend)
     verifier = SignatureVerifier(2, remember_judgements=True)
 
@@ -998,13 +992,13 @@ def test_a_streamed_folds_texts_are_freed_once_judged(monkeypatch: pytest.Monkey
     # Two for the pure path: it words the rejections.
     texts = [to_text(value) for value in [record_event(), *chain]] + [b"[]", b'{"no": "id"}']
     alive_at_decode: list[int] = []
-    decode = merge.native.decode_state_unchecked
+    decode = merge.native.fold.decode_state_unchecked
 
     def decode_later(data: Any) -> Any:
         alive_at_decode.append(len(texts) - len(freed))
         return decode(data)
 
-    monkeypatch.setattr(merge.native, "decode_state_unchecked", decode_later)
+    monkeypatch.setattr(merge.native.fold, "decode_state_unchecked", decode_later)
     result = fold((Text(text) for text in texts), subject=SUBJECT, keys=KEYS)
     assert alive_at_decode == [0]
     assert result == both(texts, SUBJECT, KEYS)

@@ -9,7 +9,7 @@ import click
 import msgspec
 
 from ..canonical import canonical_json, canonical_text
-from ..native import canonical_texts
+from ..native.canonical import canonical_texts
 from ..replay import InputProblem, scan_corpus
 from ..store import Refused, StoreError, StoreUnavailable, open_store
 from . import common

@@ -35,7 +35,8 @@ from ..engine import Merger
 from ..errors import InputError, MergeError
 from ..identifiers import require_subject
 from ..keys import KeySet
-from ..native import EncodedFold, fold_native_encoded, native_available
+from ..native import native_available
+from ..native.fold import EncodedFold, fold_native_encoded
 from ..signatures import SignatureVerifier
 from ..state import MERGE_VERSION, FoldResult, State, decode_state, decode_state_unchecked, with_state_sha256
 
@@ -420,7 +421,7 @@ class EventStore(ABC):
 
     def _stream(self, subject: str, keys: KeySet) -> tuple[EncodedFold, int]:
         """:func:`merge.fold` of the subject's inputs as they are read, on the compiled path, its
-        state as canonical JSON (:func:`merge.native.fold_native_encoded`); the last seq read.
+        state as canonical JSON (:func:`merge.native.fold.fold_native_encoded`); the last seq read.
 
         A generator, not a list: on the compiled path the fold lets each text go once judged,
         so the store never holds the subject's inputs beside its judgement (issue 14 item 10).

@@ -18,6 +18,7 @@ from .admission import JSON_TEXT_TYPES
 from .batch import fold, fold_matching
 from .canonical import (
     canonical_json,
+    canonical_text,
     decode_json,
     encode_canonical_unchecked,
     encode_json,
@@ -35,6 +36,7 @@ from .identifiers import (
 )
 from .keys import KeySet
 from .native.bundle import BundleReader, read_bundle
+from .native.canonical import canonical_texts
 from .signatures import SignatureVerifier
 from .state import MERGE_VERSION, FoldResult
 
@@ -46,6 +48,7 @@ __all__ = [
     "Check",
     "CheckedReport",
     "event_inputs",
+    "event_texts",
     "verify_bundle",
 ]
 
@@ -242,6 +245,26 @@ def _string_as_text(event: str) -> bytes:
         return encode_json(str(event))
     except UnicodeEncodeError:
         return json.dumps(str(event)).encode()
+
+
+def event_texts(events: list[bytes]) -> list[bytes]:
+    """A bundle's events, each given as its text in the bundle, as inputs to store (``pith-merge
+    store import``): each its canonical text (§1), the value the bundle
+    holds written so (§5 judges a bundle's events as values: a text padded with whitespace, say
+    over 1 MiB, must get its value's verdict), on the compiled path where it serves; an event
+    that is not canonical-able (its verdict is non_canonical_json or a rejection either way)
+    with its whitespace stripped, and one that is no JSON text as it is (a rejection when folded)."""
+    written = canonical_texts(events, None)
+    if written is None:
+        written = [canonical_text(event) for event in events]
+    return [_stripped(event) if text is None else text for text, event in zip(written, events, strict=True)]
+
+
+def _stripped(text: bytes) -> bytes:
+    try:
+        return msgspec.json.format(text, indent=-1)
+    except msgspec.DecodeError:
+        return text
 
 
 def parse_document(document: Any) -> tuple[Any, str | None]:

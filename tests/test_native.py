@@ -9,6 +9,7 @@ compiled path equal PyNaCl's on every Wycheproof, CCTV and RFC 8032 case.
 
 from __future__ import annotations
 
+import ast
 import base64
 import hashlib
 import importlib
@@ -1003,3 +1004,54 @@ def test_a_streamed_folds_texts_are_freed_once_judged(monkeypatch: pytest.Monkey
     assert alive_at_decode == [0]
     assert result == both(texts, SUBJECT, KEYS)
     assert result.state.valid_event_count == len(chain) + 1
+
+
+#: The adapters (pyproject.toml's TID251 exceptions): they import the core, never the compiled door.
+ADAPTERS = [
+    "cli",
+    "store",
+    "replay",
+    "monitor",
+    "graph_render",
+    "dask_replay",
+    "demo",
+    "audit_store",
+    "durable",
+]
+
+
+def _imported(path: Path, package: str) -> set[str]:
+    """Every module ``path`` (a module of ``package``) imports, relative imports resolved."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            parts = package.split(".")
+            base = ".".join(parts[: len(parts) - node.level + 1]) if node.level else ""
+            module = ".".join(part for part in (base, node.module or "") if part)
+            found.add(module)
+            found.update(f"{module}.{alias.name}" for alias in node.names)
+    return found
+
+
+def test_no_adapter_imports_the_compiled_door() -> None:
+    """One place chooses the path of each service, in the core (``merge.batch`` the folds',
+    ``merge.bundle`` a bundle's reading and its events' texts): an adapter never imports
+    ``merge.native`` (issue 37), the wall beside ruff's, which cannot tell the core's imports of
+    it from an adapter's."""
+    root = Path(__file__).parents[1] / "merge"
+    checked = 0
+    for name in ADAPTERS:
+        paths = sorted((root / name).rglob("*.py")) if (root / name).is_dir() else [root / f"{name}.py"]
+        for path in paths:
+            package = ".".join(("merge", *path.relative_to(root).parent.parts))
+            imported = _imported(path, package)
+            doors = {
+                module
+                for module in imported
+                if module == "merge.native" or module.startswith("merge.native.")
+            }
+            assert not doors, f"{path.relative_to(root)} imports {sorted(doors)}"
+            checked += 1
+    assert checked > 30

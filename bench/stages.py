@@ -20,7 +20,8 @@ from merge.admission import Admitted, Rejection, admit, admit_batch
 from merge.batch import gc_paused
 from merge.chains import Node, classify, supersessions
 from merge.checks import Candidate, ValidEvent, judge_events, postcheck, precheck
-from merge.native import _handover, key_table, native_module
+from merge.native import native_module
+from merge.native.fold import _handover, key_table
 from merge.reasons import Reason
 from merge.signatures import SignatureVerifier, verify_signature
 from merge.state import assemble_state, decode_state_unchecked, with_state_sha256
@@ -152,9 +153,9 @@ def bench_native_stages(workload: Workload, *, repeat: int) -> list[Result]:
         def finish() -> Any:
             # finish() consumes its judgement: judge again outside the timed part for each run.
             # CPU time counts the hashing thread too (process time is every thread's).
-            unhashed, superseded, digest = judgements.pop().finish(invalid, valid)
-            digest.result()
-            return unhashed, superseded
+            finished = judgements.pop().finish(invalid, valid)
+            finished.digest.result()
+            return finished.state, finished.superseded
 
         judgements = [native.judge(inputs, subject, table, 1)[0] for _ in range(repeat)]
         timings["native: finish (§5 merging, §7, §9, state_sha256)"], (state_json, _) = cpu(finish, repeat)

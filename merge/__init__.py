@@ -11,15 +11,13 @@ The import name ``merge`` is generic (an unrelated ``merge`` on PyPI installs a 
 name); :mod:`pith_merge` is the same API under an unambiguous name.
 """
 
-#: This package's version (the only place it is written; pyproject.toml reads it from here).
-__version__ = "0.3.0"
-
 import sys
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from ._compat import old_module
 from ._lazy import lazy_attributes
+from ._version import __version__ as __version__  # the one place it is written
 from .errors import (
     InputError,
     KeySetError,

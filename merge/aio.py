@@ -22,12 +22,11 @@ from contextlib import AbstractContextManager
 from functools import partial
 from typing import Any, TypeVar
 
-from .batch import fold
+from .batch import fold, fold_stream_encoded
 from .canonical import canonical_json
 from .engine import AddResult, Merger
-from .errors import require_threads
 from .keys import KeySet
-from .native import EncodedFold, fold_native_encoded, native_available
+from .native.fold import EncodedFold
 from .signatures import SignatureVerifier
 from .state import FoldResult, State
 
@@ -81,8 +80,9 @@ def fold_json(
     :func:`afold_json`). On the pure path, ``canonical_json(fold(...).state)``: the same bytes.
     """
     key_set = KeySet.parse(keys)
-    if native_available():
-        return fold_native_encoded(inputs, subject, key_set, SignatureVerifier(require_threads(threads)))
+    encoded = fold_stream_encoded(inputs, subject=subject, keys=key_set, threads=threads)
+    if encoded is not None:  # the compiled path's own bytes (merge.batch chooses the path)
+        return encoded
     result = fold(inputs, subject=subject, keys=key_set, threads=threads)
     return EncodedFold(canonical_json(result.state), result.rejected, result.superseded or ())
 

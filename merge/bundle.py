@@ -8,6 +8,7 @@ default that is the Pith registry key :data:`REGISTRY_KEYS`.
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
@@ -15,7 +16,16 @@ import msgspec
 
 from .admission import JSON_TEXT_TYPES
 from .batch import fold, fold_matching
-from .canonical import canonical_json, decode_json, encode_canonical_unchecked, hash_if_canonical, same_json
+from .canonical import (
+    canonical_json,
+    canonical_text,
+    decode_json,
+    encode_canonical_unchecked,
+    encode_json,
+    hash_if_canonical,
+    same_json,
+    string_value,
+)
 from .checks import signed_check
 from .errors import InputError, KeySetError, MergeError, require_threads
 from .identifiers import (
@@ -25,7 +35,8 @@ from .identifiers import (
     short_pith_number,
 )
 from .keys import KeySet
-from .native import BundleReader, read_bundle
+from .native.bundle import BundleReader, read_bundle
+from .native.canonical import canonical_texts
 from .signatures import SignatureVerifier
 from .state import MERGE_VERSION, FoldResult
 from .witness.policy import Policy
@@ -40,6 +51,8 @@ __all__ = [
     "BundleReport",
     "Check",
     "CheckedReport",
+    "event_inputs",
+    "event_texts",
     "verify_bundle",
 ]
 
@@ -218,7 +231,7 @@ class Verified(msgspec.Struct, frozen=True):
     #: True when the ``bytes`` among ``members["events"]`` are canonical texts written so.
     canonical_events: bool = False
     #: Each event's identity as the compiled path read it off its canonical text (see
-    #: :attr:`merge.native.BundleRead.identities`), when it wrote them.
+    #: :attr:`merge.native.bundle.BundleRead.identities`), when it wrote them.
     identities: tuple[tuple[str, bytes, str | None] | None, ...] = ()
     #: ``public_keys``, parsed (``None`` when they are no key set, §3).
     keys: KeySet | None = None
@@ -234,7 +247,7 @@ def verify_bundle_parts(
 ) -> Verified:
     """:func:`verify_bundle`, with the bundle's members as it read them (:class:`Verified`).
 
-    ``reader``: shared by the verifications of one run (:class:`merge.native.BundleReader`): an
+    ``reader``: shared by the verifications of one run (:class:`merge.native.bundle.BundleReader`): an
     audit's snapshots hold the same events again and again, and each is written once a run.
     """
     trusted = KeySet.parse(trusted_keys)
@@ -266,7 +279,61 @@ def verify_bundle_parts(
     result = _check_state(members, subject, keys, threads, record, verifier, texts)
     identities = texts.identities if texts is not None else ()
     report = _finish(checks, result, trusted_key_id)
-    return Verified(report, members, texts is not None, identities, keys)
+    return Verified(report, _as_folded(members), texts is not None, identities, keys)
+
+
+def event_inputs(events: Iterable[Any]) -> list[Any]:
+    """A bundle's ``events`` as :func:`merge.fold` takes them: each item as a JSON value.
+
+    §10 folds the values of ``events``, and a string there is a string, not a text to parse:
+    its verdict is ``not_an_object`` (§5), whatever it holds. A fold reads a ``str`` as a JSON
+    text, so a string event goes to it as the JSON text whose value it is (``"..."``, as the
+    compiled path writes it canonically); one holding a lone surrogate (a parsed bundle only)
+    with that surrogate escaped, which §5 rejects as ``lone_surrogate``. Every other item goes
+    as it is: a parsed value, or a canonical text the compiled path wrote (``bytes``).
+    """
+    return [_string_as_text(event) if _is_string(event) else event for event in events]
+
+
+def _as_folded(members: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``members`` with ``events`` as folded (:func:`event_inputs`): a new mapping when a string
+    is among them (the caller's is never changed), else ``members`` itself."""
+    events = members.get("events")
+    if isinstance(events, list) and any(map(_is_string, events)):
+        return {**members, "events": event_inputs(events)}
+    return members
+
+
+def _is_string(event: Any) -> bool:
+    # A FloatLiteral is a number kept as its text (merge.canonical): read as one, it stays one.
+    return string_value(event) is not None
+
+
+def _string_as_text(event: str) -> bytes:
+    try:
+        return encode_json(str(event))
+    except UnicodeEncodeError:
+        return json.dumps(str(event)).encode()
+
+
+def event_texts(events: list[bytes]) -> list[bytes]:
+    """A bundle's events, each given as its text in the bundle, as inputs to store (``pith-merge
+    store import``): each its canonical text (§1), the value the bundle
+    holds written so (§5 judges a bundle's events as values: a text padded with whitespace, say
+    over 1 MiB, must get its value's verdict), on the compiled path where it serves; an event
+    that is not canonical-able (its verdict is non_canonical_json or a rejection either way)
+    with its whitespace stripped, and one that is no JSON text as it is (a rejection when folded)."""
+    written = canonical_texts(events, None)
+    if written is None:
+        written = [canonical_text(event) for event in events]
+    return [_stripped(event) if text is None else text for text, event in zip(written, events, strict=True)]
+
+
+def _stripped(text: bytes) -> bytes:
+    try:
+        return msgspec.json.format(text, indent=-1)
+    except msgspec.DecodeError:
+        return text
 
 
 def parse_document(document: Any) -> tuple[Any, str | None]:
@@ -364,7 +431,7 @@ def _check_record(bundle: Mapping[str, Any], record: Any) -> str | None:
     record(
         "source", same, "equals canonical_record.source" if same else "differs from canonical_record.source"
     )
-    return pith_number if isinstance(pith_number, str) else None
+    return string_value(pith_number)
 
 
 def _bundle_sha256(bundle: Mapping[str, Any], texts: _TextBundle | None) -> str | None:
@@ -410,7 +477,7 @@ class _TextBundle(msgspec.Struct, frozen=True):
     state: bytes | None
     #: ``bundle_sha256``, when the compiled path wrote every part of the bundle.
     bundle_sha256: str | None
-    #: Each event's identity (:attr:`merge.native.BundleRead.identities`).
+    #: Each event's identity (:attr:`merge.native.bundle.BundleRead.identities`).
     identities: tuple[tuple[str, bytes, str | None] | None, ...]
 
     def hash_events(self, digest: Any) -> None:
@@ -429,7 +496,7 @@ class _TextBundle(msgspec.Struct, frozen=True):
 
 
 def _read_text(document: Any, threads: int | None, reader: BundleReader | None) -> _TextBundle | None:
-    """A bundle given as a JSON text, read on the compiled path (:func:`merge.native.read_bundle`):
+    """A bundle given as a JSON text, read on the compiled path (:func:`merge.native.bundle.read_bundle`):
     its members split, its events and state written canonically for the fold, the bundle hash
     and the comparison of states, and the small members decoded here, in one call; an event it
     leaves is decoded alone.
@@ -496,6 +563,7 @@ def _check_state(  # noqa: PLR0917 (the facts of one bundle)
         record("state", False, f"cannot fold: {why} is missing or wrong")
         record("source_aliases", False, "cannot compare without a folded state")
         return None
+    events = event_inputs(events)
     if texts is not None and texts.state is not None:
         result, same = fold_matching(
             events, subject=subject, keys=keys, published=texts.state, threads=threads, verifier=verifier

@@ -204,14 +204,14 @@ def test_verify_reads_a_bundle_as_its_text(
         return verify_bundle(document, **options)
 
     left: list[int] = []
-    judge_leftovers = merge.native._judge_leftovers
+    judge_leftovers = merge.native.fold._judge_leftovers
 
     def counted(leftovers: list[Any], *args: Any) -> Any:
         left.append(len(leftovers))
         return judge_leftovers(leftovers, *args)
 
     monkeypatch.setattr(command, "verify_bundle", spied)
-    monkeypatch.setattr(merge.native, "_judge_leftovers", counted)
+    monkeypatch.setattr(merge.native.fold, "_judge_leftovers", counted)
     options = ["--trust-bundle-keys"] if carried else ["--trust", str(KEYS)]
     assert main(["verify", *options, str(EXAMPLE_BUNDLE)]) == 0
     assert given == [bytes]
@@ -757,6 +757,15 @@ def test_diff_bad_state(tmp_path: Path) -> None:
     result = run("diff", bad, bad)
     assert result.returncode == 2
     assert "not a merge-v1 state" in err(result)
+
+
+def test_diff_of_a_state_nested_too_deep_exits_2_with_one_line(tmp_path: Path) -> None:
+    deep = tmp_path / "deep.json"
+    deep.write_text('{"a":' * 2000 + "1" + "}" * 2000)
+    result = run("diff", deep, deep)  # run(): never a traceback
+    assert result.returncode == 2
+    assert err(result).count("\n") == 1
+    assert f"{deep}: not a merge-v1 state: maximum recursion depth" in err(result)
 
 
 # --- keys show --------------------------------------------------------------------------------

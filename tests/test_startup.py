@@ -41,9 +41,10 @@ HEAVY = (
     "sqlite3",
 )
 #: The modules of pith-merge that ``import merge.cli`` may load: merge, merge._compat,
-#: merge._lazy, merge.errors, merge.fold (the old name, a module without a file), merge.reasons
-#: (REASON_RULES), merge.cli and merge.cli.common. One more is a reason to look again.
-CLI_MODULE_BUDGET = 8
+#: merge._lazy, merge._version (the one place the version is written), merge.errors, merge.fold
+#: (the old name, a module without a file), merge.reasons (REASON_RULES), merge.cli and
+#: merge.cli.common. One more is a reason to look again.
+CLI_MODULE_BUDGET = 9
 #: The modules of merge.cli of the commands that are not ``verify``.
 OTHER_COMMANDS = ("audit", "fold", "inspection", "keys", "monitor", "replay", "store")
 

@@ -17,9 +17,9 @@ from typing import Final
 
 import msgspec
 
+from ..durable import write_durably
 from ..errors import InputError
 from .cursor import AlarmEntry
-from .durable import write_durably
 
 __all__ = ["Ack", "acknowledge", "find_alarm", "read_acks"]
 

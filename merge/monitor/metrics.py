@@ -28,8 +28,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from prometheus_client.registry import Collector
 
-from .. import __version__
-from ..native import native_status
+from .. import __version__, native_status
 from .evidence import AlarmKind
 from .fetching import FetchReason
 from .judging import VERDICTS

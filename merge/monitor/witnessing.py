@@ -8,7 +8,7 @@ can be tampered with or its kept bundles removed) is refused and reported, never
 statement is :class:`merge.witness.Statement`, the signature ``cosignature/v1`` at the round's
 time.
 
-Layout of ``DIR/witness/`` (each file written by :func:`merge.monitor.durable.write_durably`):
+Layout of ``DIR/witness/`` (each file written by :func:`merge.durable.write_durably`):
 
 - ``pith_YYYY_<B32>.checkpoint``: the last cosigned note of the subject, what
   ``--listen`` serves at ``/pith/<B32>/checkpoint``: the commit point of a cosignature;
@@ -31,10 +31,10 @@ from typing import Any, Final
 from ..audit import Snapshot, audit
 from ..audit_store import bundle_filename
 from ..canonical import decode_json
+from ..durable import remove_leftovers, write_durably
 from ..errors import InputError, NoteError
 from ..witness.note import Note, SignerKey, cosign, format_note, open_note
 from ..witness.statement import Statement, parse_statement
-from .durable import remove_leftovers, write_durably
 from .judging import Judge, Kept, Problem
 from .sources import b32_of
 

@@ -6,11 +6,12 @@
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyTuple};
 
+use super::fold::{key_map, Key};
+use super::{guarded, text_of};
 use crate::checks;
 use crate::engine::{self, Judged};
 use crate::maps::HashMap;
 use crate::pool::collect_exact;
-use crate::py::{guarded, key_map, text_of, Key};
 use crate::verify::{Verdicts, Verifier};
 
 /// The judge of one engine's inputs: one subject, one key set (§3), and the signature verdicts

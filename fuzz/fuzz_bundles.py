@@ -27,7 +27,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 INPUT_BYTES = 64
 
 
-def deterministic(seed: int, runs: int, seconds: float, artifacts: Path | None) -> dict[str, tuple[int, float]]:
+def deterministic(
+    seed: int, runs: int, seconds: float, artifacts: Path | None
+) -> dict[str, tuple[int, float]]:
     """Run ``runs`` seeded inputs (or until ``seconds`` have passed); return each kind of
     difference found, with the run and the seconds at which it was first found."""
     from fuzz.bundle_harness import Difference, check
@@ -50,7 +52,10 @@ def deterministic(seed: int, runs: int, seconds: float, artifacts: Path | None) 
             print(f"run {run}, {time.monotonic() - start:.1f} s: {difference.kind}\n{difference}", flush=True)
             if artifacts is not None:
                 (artifacts / f"difference-{len(found)}").write_bytes(data)
-    print(f"Done {done} runs in {time.monotonic() - start:.1f} s: {len(found)} kind(s) of difference", flush=True)
+    print(
+        f"Done {done} runs in {time.monotonic() - start:.1f} s: {len(found)} kind(s) of difference",
+        flush=True,
+    )
     return found
 
 

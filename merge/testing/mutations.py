@@ -89,8 +89,13 @@ class _Object(list[list[Any]]):
 
 
 def _parse(text: bytes | str) -> Any:
-    return json.loads(text, object_pairs_hook=lambda pairs: _Object([list(p) for p in pairs]),
-                      parse_int=_Number, parse_float=_Number, parse_constant=_Number)
+    return json.loads(
+        text,
+        object_pairs_hook=lambda pairs: _Object([list(p) for p in pairs]),
+        parse_int=_Number,
+        parse_float=_Number,
+        parse_constant=_Number,
+    )
 
 
 def _write(node: Any, space: str) -> str:
@@ -160,7 +165,19 @@ BAD_VALUES: Final = (
 #: Numbers in the forms a reader may take differently (§1: floats are not canonical-able).
 NUMBERS: Final = ("1.5", "1e400", "-0", "-0.0", "1.0", "1E2", "9007199254740993", "1e-400", "0", "-1", "2e0")
 #: Values of every JSON type, for a member replaced, added or overriding another.
-VALUES: Final = (None, True, False, "", "x", _Number("0"), _Number("1.5"), [], _Object(), ["x"], "\u00e9\U0001f600")
+VALUES: Final = (
+    None,
+    True,
+    False,
+    "",
+    "x",
+    _Number("0"),
+    _Number("1.5"),
+    [],
+    _Object(),
+    ["x"],
+    "\u00e9\U0001f600",
+)
 WHITESPACE: Final = (" ", "\n", "\t", "\r\n", " \t\n\r ")
 NOT_WHITESPACE: Final = ("\f", "\v", "\u00a0", "\u2028", "\x00")
 BAD_BYTES: Final = (b"\xff", b"\xc0\x80", b"\xed\xa0\x80", b"\xe2\x82", b"\x80", b"\xf4\x90\x80\x80")
@@ -189,7 +206,7 @@ def _events(tree: Any) -> list[Any] | None:
     return None
 
 
-def _mutate_tree(tree: Any, kind: Mutation, chooser: Chooser) -> bool:  # noqa: C901, PLR0911, PLR0912 (one case each)
+def _mutate_tree(tree: Any, kind: Mutation, chooser: Chooser) -> bool:
     """Apply ``kind`` to the tree in place; False when the tree has no place for it."""
     objects = [(node, depth + 1) for node, depth in _objects(tree) if node]
     events = _events(tree)
@@ -217,7 +234,12 @@ def _mutate_tree(tree: Any, kind: Mutation, chooser: Chooser) -> bool:  # noqa: 
             node.append(node.pop(chooser.below(len(node))))
             node.insert(0, node.pop(chooser.below(len(node))))
         return True
-    if kind in (Mutation.STRING_EVENT, Mutation.NON_OBJECT_EVENT, Mutation.DUPLICATE_EVENT, Mutation.LARGE_EVENT):
+    if kind in (
+        Mutation.STRING_EVENT,
+        Mutation.NON_OBJECT_EVENT,
+        Mutation.DUPLICATE_EVENT,
+        Mutation.LARGE_EVENT,
+    ):
         if not events:
             return False
         at = chooser.below(len(events))
@@ -261,10 +283,19 @@ def _mutate_tree(tree: Any, kind: Mutation, chooser: Chooser) -> bool:  # noqa: 
 
 
 #: The mutations of the tree, then those of the written bytes.
-_TREE: Final = tuple(m for m in Mutation if m not in {
-    Mutation.WHITESPACE, Mutation.BAD_WHITESPACE, Mutation.BOM, Mutation.BAD_UTF8,
-    Mutation.TRUNCATED, Mutation.STR_INPUT,
-})
+_TREE: Final = tuple(
+    m
+    for m in Mutation
+    if m
+    not in {
+        Mutation.WHITESPACE,
+        Mutation.BAD_WHITESPACE,
+        Mutation.BOM,
+        Mutation.BAD_UTF8,
+        Mutation.TRUNCATED,
+        Mutation.STR_INPUT,
+    }
+)
 
 
 def mutate_text(
@@ -302,4 +333,3 @@ def _bytes_mutated(data: bytes, done: list[Mutation], chooser: Chooser) -> bytes
         elif kind == Mutation.TRUNCATED:
             data = data[: chooser.below(len(data) + 1)]
     return data
-

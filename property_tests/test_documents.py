@@ -1,0 +1,88 @@
+"""The laws of the document strategies (merge.testing.documents, .mutations): a good bundle or
+record verifies, a faulted one fails exactly the check it names, a rewrite or a split view is
+what the audit finds, and a mutated bundle text gets one verdict on every path and form."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from fuzz.bundle_harness import verdict
+from merge import RECORD_CHECKS, audit, verify_bundle, verify_record
+from merge.native import native_module
+from merge.testing import (
+    BUNDLE_FAULT_CHECKS,
+    PRESERVING,
+    BundleText,
+    SignedBundle,
+    SignedRecord,
+    bundle_texts,
+    bundles,
+    records,
+)
+
+FAILING = [fault for fault, check in BUNDLE_FAULT_CHECKS.items() if check is not None]
+BETWEEN_TWO = [fault for fault, check in BUNDLE_FAULT_CHECKS.items() if check is None]
+
+
+def _failed(report: Any) -> set[str]:
+    return {check.name for check in report.failed}
+
+
+@given(bundles())
+def test_a_good_bundle_verifies_as_value_and_as_text(signed: SignedBundle) -> None:
+    for given_as in (signed.bundle, signed.text, signed.text.decode()):
+        report = verify_bundle(given_as, trusted_keys=signed.trusted_keys, threads=1)
+        assert report.ok, report.failed
+    assert signed.fault is None
+    assert signed.failed_check is None
+
+
+@given(st.sampled_from(FAILING).flatmap(bundles))
+def test_a_faulted_bundle_fails_exactly_the_named_check(signed: SignedBundle) -> None:
+    for given_as in (signed.bundle, signed.text):
+        report = verify_bundle(given_as, trusted_keys=signed.trusted_keys, threads=1)
+        assert _failed(report) == {signed.failed_check}, (signed.fault, report.failed)
+
+
+@given(st.sampled_from(BETWEEN_TWO).flatmap(bundles))
+def test_a_rewrite_or_split_view_verifies_and_the_audit_names_it(signed: SignedBundle) -> None:
+    assert signed.earlier is not None
+    for bundle in (signed.earlier, signed.bundle):
+        assert verify_bundle(bundle, trusted_keys=signed.trusted_keys, threads=1).ok
+    pair = audit(signed.earlier, signed.bundle, trusted_keys=signed.trusted_keys)
+    assert pair.verdict == signed.verdict == str(signed.fault)
+    assert pair.append_only is False
+
+
+@given(records())
+def test_a_good_record_verifies(signed: SignedRecord) -> None:
+    report = verify_record(signed.record, trusted_keys=signed.trusted_keys)
+    assert report.ok, report.failed
+
+
+@given(st.sampled_from(RECORD_CHECKS).flatmap(records))
+def test_a_faulted_record_fails_exactly_the_named_check(signed: SignedRecord) -> None:
+    report = verify_record(signed.record, trusted_keys=signed.trusted_keys)
+    assert _failed(report) == {signed.failed_check}, (signed.detail, report.failed)
+
+
+def test_records_refuses_a_check_that_is_not_one_of_section_11() -> None:
+    with pytest.raises(ValueError, match="no check of §11"):
+        records("state")
+
+
+@given(bundle_texts())
+def test_a_mutated_bundle_text_gets_one_verdict_on_every_path(mutated: BundleText) -> None:
+    """Never an exception; the compiled path's verdict is the pure path's (the reference, what
+    the bundle fuzzer compares: fuzz/bundle_harness.py); a mutation that keeps the text's value
+    keeps its verdict."""
+    pure = verdict(mutated.text, mutated.trusted_keys, pure=True)
+    assert pure[0] == "report", (mutated.mutations, pure)
+    if native_module() is not None:
+        assert verdict(mutated.text, mutated.trusted_keys, pure=False) == pure, mutated.mutations
+    if set(mutated.mutations) <= PRESERVING:
+        assert pure[1] is True, (mutated.mutations, pure)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from fuzz.bundle_harness import SEEDS, Difference, check, mutated, verdict
+from fuzz.bundle_harness import SEEDS, Difference, mutated, verdict
 from fuzz.fuzz_bundles import deterministic
 from merge.native import native_module
 from merge.signing import TestKey, sign_bundle

@@ -133,21 +133,20 @@ def _signed(record: dict[str, Any], events: list[Any], history: History, key: Te
     return make_bundle(key, record, events, public_keys=history.keys, built_at=SIGNED_AT)
 
 
-@st.composite
 def bundles(
-    draw: st.DrawFn,
-    fault: BundleFault | None = None,
-    *,
-    max_chains: int = 2,
-    max_chain_length: int = 3,
-    **switches: bool,
-) -> SignedBundle:
-    """Signed bundles (§10) of a history (:func:`histories` with ``switches``, and a record),
-    good (``fault=None``: every check passes with :attr:`SignedBundle.trusted_keys`) or with the
-    chosen :class:`BundleFault`."""
-    history = draw(
-        histories(max_chains=max_chains, max_chain_length=max_chain_length, record=True, **switches)
-    )
+    fault: BundleFault | None = None, *, max_chains: int = 2, max_chain_length: int = 3, **switches: bool
+) -> st.SearchStrategy[SignedBundle]:
+    """Signed bundles (§10) of a history (:func:`merge.testing.histories` with ``switches``, and a
+    record), good (``fault=None``: every check passes with :attr:`SignedBundle.trusted_keys`) or
+    with the chosen :class:`BundleFault`. The events are the history's inputs that a bundle can
+    hold (JSON texts whose value is canonical-able: not garbage that is no JSON, nor floats)."""
+    made = histories(max_chains=max_chains, max_chain_length=max_chain_length, record=True, **switches)
+    return _bundles(made, None if fault is None else BundleFault(fault))
+
+
+@st.composite
+def _bundles(draw: st.DrawFn, made: st.SearchStrategy[History], fault: BundleFault | None) -> SignedBundle:
+    history = draw(made)
     record = _canonical_record(history)
     events = _events(history)
     key = registry_key()
@@ -276,8 +275,9 @@ def _record(canonical_record: dict[str, Any], key: TestKey, created_at: str) -> 
 
 
 def records(failed_check: str | None = None) -> st.SearchStrategy[SignedRecord]:
-    """Pith number records (§11) of :func:`canonical_records`, good (``failed_check=None``) or
-    failing exactly the named check of :data:`merge.RECORD_CHECKS`, in one of a few ways.
+    """Pith number records (§11) of :func:`merge.testing.canonical_records`, good
+    (``failed_check=None``) or failing exactly the named check of :data:`merge.RECORD_CHECKS`, in
+    one of a few ways drawn (:attr:`SignedRecord.detail` says which).
     Raises :class:`ValueError` for a name that is no check of §11."""
     if failed_check is not None and failed_check not in RECORD_CHECKS:
         raise ValueError(f"{failed_check!r} is no check of §11: one of {', '.join(RECORD_CHECKS)}")

@@ -152,7 +152,7 @@ def _shallow(chooser: Chooser, places: list[Any], depth: Callable[[Any], int]) -
 
 
 #: Values of an overridden member that make the text no JSON (§5, 1.1: text-level rules hold there too).
-BAD_VALUES: Final = (
+BAD_VALUES: Final[tuple[Any, ...]] = (
     _Raw('"\\ud800"'),
     _Raw('["\\udc00"]'),
     _Raw("[" * 1000 + "]" * 1000),
@@ -165,7 +165,7 @@ BAD_VALUES: Final = (
 #: Numbers in the forms a reader may take differently (§1: floats are not canonical-able).
 NUMBERS: Final = ("1.5", "1e400", "-0", "-0.0", "1.0", "1E2", "9007199254740993", "1e-400", "0", "-1", "2e0")
 #: Values of every JSON type, for a member replaced, added or overriding another.
-VALUES: Final = (
+VALUES: Final[tuple[Any, ...]] = (
     None,
     True,
     False,
@@ -181,7 +181,7 @@ VALUES: Final = (
 WHITESPACE: Final = (" ", "\n", "\t", "\r\n", " \t\n\r ")
 NOT_WHITESPACE: Final = ("\f", "\v", "\u00a0", "\u2028", "\x00")
 BAD_BYTES: Final = (b"\xff", b"\xc0\x80", b"\xed\xa0\x80", b"\xe2\x82", b"\x80", b"\xf4\x90\x80\x80")
-NOT_OBJECTS: Final = (_Number("1"), None, True, [], "", "x", _Number("1.5"), [_Object()])
+NOT_OBJECTS: Final[tuple[Any, ...]] = (_Number("1"), None, True, [], "", "x", _Number("1.5"), [_Object()])
 
 
 def _depth(place: tuple[Any, ...]) -> int:

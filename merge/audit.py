@@ -32,7 +32,7 @@ import msgspec
 from .admission import MAX_INPUT_BYTES, Admitted, admit, copy_identity
 from .batch import fold, gc_paused
 from .bundle import REGISTRY_KEYS, verify_bundle_parts
-from .canonical import canonical_json, decode_json, encode_canonical_unchecked
+from .canonical import canonical_json, decode_json, encode_canonical_unchecked, string_value
 from .errors import InputError, MergeError
 from .identifiers import EVENT_ID_PATTERN, EVENT_ID_PREFIX, event_body
 from .keys import KeySet
@@ -244,7 +244,7 @@ def _bundle_snapshot(
 
     info = SnapshotInfo(
         label=label,
-        subject=subject if isinstance(subject, str) else None,
+        subject=string_value(subject),
         verified=report.ok,
         problems=tuple(f"{check.name}: {check.detail}" for check in report.failed),
         state_sha256=result.state_sha256 if result else None,

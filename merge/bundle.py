@@ -8,6 +8,7 @@ default that is the Pith registry key :data:`REGISTRY_KEYS`.
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
@@ -15,7 +16,15 @@ import msgspec
 
 from .admission import JSON_TEXT_TYPES
 from .batch import fold, fold_matching
-from .canonical import canonical_json, decode_json, encode_canonical_unchecked, hash_if_canonical, same_json
+from .canonical import (
+    canonical_json,
+    decode_json,
+    encode_canonical_unchecked,
+    encode_json,
+    hash_if_canonical,
+    same_json,
+    string_value,
+)
 from .checks import signed_check
 from .errors import InputError, KeySetError, MergeError, require_threads
 from .identifiers import (
@@ -36,6 +45,7 @@ __all__ = [
     "BundleReport",
     "Check",
     "CheckedReport",
+    "event_inputs",
     "verify_bundle",
 ]
 
@@ -197,7 +207,41 @@ def verify_bundle_parts(
     result = _check_state(members, subject, keys, threads, record, verifier, texts)
     identities = texts.identities if texts is not None else ()
     report = _finish(checks, result, trusted_key_id)
-    return Verified(report, members, texts is not None, identities, keys)
+    return Verified(report, _as_folded(members), texts is not None, identities, keys)
+
+
+def event_inputs(events: Iterable[Any]) -> list[Any]:
+    """A bundle's ``events`` as :func:`merge.fold` takes them: each item as a JSON value.
+
+    §10 folds the values of ``events``, and a string there is a string, not a text to parse:
+    its verdict is ``not_an_object`` (§5), whatever it holds. A fold reads a ``str`` as a JSON
+    text, so a string event goes to it as the JSON text whose value it is (``"..."``, as the
+    compiled path writes it canonically); one holding a lone surrogate (a parsed bundle only)
+    with that surrogate escaped, which §5 rejects as ``lone_surrogate``. Every other item goes
+    as it is: a parsed value, or a canonical text the compiled path wrote (``bytes``).
+    """
+    return [_string_as_text(event) if _is_string(event) else event for event in events]
+
+
+def _as_folded(members: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``members`` with ``events`` as folded (:func:`event_inputs`): a new mapping when a string
+    is among them (the caller's is never changed), else ``members`` itself."""
+    events = members.get("events")
+    if isinstance(events, list) and any(map(_is_string, events)):
+        return {**members, "events": event_inputs(events)}
+    return members
+
+
+def _is_string(event: Any) -> bool:
+    # A FloatLiteral is a number kept as its text (merge.canonical): read as one, it stays one.
+    return string_value(event) is not None
+
+
+def _string_as_text(event: str) -> bytes:
+    try:
+        return encode_json(str(event))
+    except UnicodeEncodeError:
+        return json.dumps(str(event)).encode()
 
 
 def parse_document(document: Any) -> tuple[Any, str | None]:
@@ -295,7 +339,7 @@ def _check_record(bundle: Mapping[str, Any], record: Any) -> str | None:
     record(
         "source", same, "equals canonical_record.source" if same else "differs from canonical_record.source"
     )
-    return pith_number if isinstance(pith_number, str) else None
+    return string_value(pith_number)
 
 
 def _bundle_sha256(bundle: Mapping[str, Any], texts: _TextBundle | None) -> str | None:
@@ -427,6 +471,7 @@ def _check_state(  # noqa: PLR0917 (the facts of one bundle)
         record("state", False, f"cannot fold: {why} is missing or wrong")
         record("source_aliases", False, "cannot compare without a folded state")
         return None
+    events = event_inputs(events)
     if texts is not None and texts.state is not None:
         result, same = fold_matching(
             events, subject=subject, keys=keys, published=texts.state, threads=threads, verifier=verifier

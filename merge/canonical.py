@@ -31,6 +31,7 @@ __all__ = [
     "hash_if_canonical",
     "same_json",
     "scan_json",
+    "string_value",
 ]
 
 #: Largest magnitude of an integer that is canonical-able (spec §1): 2^53 - 1.
@@ -53,6 +54,13 @@ class FloatLiteral(str):
     """
 
     __slots__ = ()
+
+
+def string_value(value: Any) -> str | None:
+    """``value`` when it is a JSON string, else ``None``: a number kept as its text
+    (:class:`FloatLiteral`, a ``str`` to Python) is no string, so a decoded ``1.5`` or
+    ``1e400`` where a document wants a string (a bundle's ``pith_number``) is never taken for one."""
+    return value if isinstance(value, str) and not isinstance(value, FloatLiteral) else None
 
 
 class CanonicalStruct(msgspec.Struct, frozen=True, kw_only=True):

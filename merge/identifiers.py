@@ -8,7 +8,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
-from .canonical import canonical_sha256_hex
+from .canonical import canonical_sha256_hex, string_value
 from .errors import InputError, RecordError
 
 __all__ = [
@@ -74,13 +74,14 @@ def require_subject(subject: object) -> str:
     encode as UTF-8 there. Any string is allowed otherwise (events of another subject are only
     ``wrong_subject``, §6 check 6).
     """
-    if not isinstance(subject, str):
+    text = string_value(subject)  # a decoded float (FloatLiteral) is a number, not a subject
+    if text is None:
         raise InputError(f"subject must be a string, not {type(subject).__name__}")
     try:
-        subject.encode("utf-8")
+        text.encode("utf-8")
     except UnicodeEncodeError as exc:
-        raise InputError(f"subject {subject!r} holds a lone surrogate at {exc.start}") from None
-    return subject
+        raise InputError(f"subject {text!r} holds a lone surrogate at {exc.start}") from None
+    return text
 
 
 def b32(hex_digest: str) -> str:

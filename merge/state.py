@@ -179,11 +179,12 @@ def decode_state(data: bytes | str) -> State:
     """Read a state from JSON (for example one printed by ``pith-merge fold``).
 
     Raises :class:`merge.state.StateDecodeError` (an :class:`merge.InputError`) when ``data`` is not a §9
-    state, with msgspec's account of where (``Expected `int`, got `str` - at `$.event_count```).
+    state, with msgspec's account of where (``Expected `int`, got `str` - at `$.event_count```),
+    also when it nests too deep for the decoder (``{"a":`` 2,000 times), which is no state either.
     """
     try:
         return _state_decoder.decode(data)
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as exc:
         raise StateDecodeError(f"not a merge-v1 state: {exc}") from None
 
 

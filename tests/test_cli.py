@@ -710,6 +710,15 @@ def test_diff_bad_state(tmp_path: Path) -> None:
     assert "not a merge-v1 state" in err(result)
 
 
+def test_diff_of_a_state_nested_too_deep_exits_2_with_one_line(tmp_path: Path) -> None:
+    deep = tmp_path / "deep.json"
+    deep.write_text('{"a":' * 2000 + "1" + "}" * 2000)
+    result = run("diff", deep, deep)  # run(): never a traceback
+    assert result.returncode == 2
+    assert err(result).count("\n") == 1
+    assert f"{deep}: not a merge-v1 state: maximum recursion depth" in err(result)
+
+
 # --- keys show --------------------------------------------------------------------------------
 
 

@@ -176,7 +176,9 @@ def test_one_signer_type_serves_the_event_and_its_entry(golden_bundle: dict[str,
         decode_state(json.dumps(state))
 
 
-@pytest.mark.parametrize("text", [b"", b"{", b"[]"])
+@pytest.mark.parametrize(
+    "text", [b"", b"{", b"[]", b'{"a":' * 2000 + b"1" + b"}" * 2000], ids=lambda text: repr(text)[:16]
+)
 def test_decode_state_refuses_non_states(text: bytes) -> None:
     with pytest.raises(InputError, match="not a merge-v1 state"):
         decode_state(text)

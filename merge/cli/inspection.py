@@ -11,6 +11,8 @@ import click
 import msgspec
 
 from ..batch import fold
+from ..bundle import event_inputs
+from ..canonical import string_value
 from ..errors import InputError, MergeError
 from ..graph import DEFAULT_DEPTH, DEFAULT_MAX_NODES, event_values, log_graph, to_dot, to_mermaid
 from ..graph_render import dot_program, render
@@ -83,16 +85,14 @@ def _gather_inputs(
         bundle = common.read_json(bundle_file, "the bundle")
         if not isinstance(bundle, dict) or not isinstance(bundle.get("events"), list):
             raise InputError("not a bundle: no events list", source=bundle_file)
-        subject = subject or (
-            bundle.get("pith_number") if isinstance(bundle.get("pith_number"), str) else None
-        )
+        subject = subject or string_value(bundle.get("pith_number"))
         try:
             # --keys first: a key id the bundle carries too keeps the key of --keys.
             carried = KeySet.parse(bundle.get("public_keys") or ()).values()
             keys = keys.union(carried, on_conflict="keep")
         except MergeError as exc:
             raise InputError(f"public_keys: {exc}", source=bundle_file) from exc
-        inputs.extend(bundle["events"])
+        inputs.extend(event_inputs(bundle["events"]))  # each a value, as §10 folds them
     if events_file is not None:
         if events_file.name == "<stdin>":
             common.claim_stdin()

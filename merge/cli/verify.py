@@ -9,6 +9,7 @@ import click
 import msgspec
 
 from ..bundle import BundleReport, CheckedReport, parse_document, verify_bundle
+from ..canonical import string_value
 from ..errors import MergeError
 from ..keys import Key, KeySet
 from ..record import RecordReport, document_kind, text_kind, verify_record
@@ -112,7 +113,7 @@ def _verify_document(
         "path": path,
         "kind": "record",
         "ok": report.ok,
-        "subject": subject if isinstance(subject, str) else None,
+        "subject": string_value(subject),
         "trusted_key_id": signer,
         "trust": trust,
         "title_note": report.title_note,

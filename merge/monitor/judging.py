@@ -20,7 +20,7 @@ import msgspec
 
 from ..audit import PairAudit, Snapshot, audit, snapshot_of_bundle
 from ..bundle import parse_document
-from ..canonical import decode_json
+from ..canonical import decode_json, string_value
 from ..keys import KeySet
 from ..record import document_kind, record_disagreement, text_kind, verify_record
 from .evidence import AlarmKind, Origin, sha256
@@ -220,7 +220,7 @@ class Judge:
         if unfit is not None:
             return unfit
         named = document.get("pith_number")
-        named = named if isinstance(named, str) else None
+        named = string_value(named)
         if subject is not None and named != subject:
             detail = f"served at the place of {subject}, the record is of {named}"
             return Outcome(

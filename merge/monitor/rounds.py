@@ -21,6 +21,7 @@ from pathlib import Path
 import msgspec
 
 from ..bundle import parse_document
+from ..canonical import string_value
 from ..errors import InputError
 from ..record import document_kind
 from ..replay import display_name, read_document
@@ -206,7 +207,7 @@ def _judge_document(round_: Gathered, judge: Judge, body: bytes, where: str) -> 
     document, _ = parse_document(body)
     kind = document_kind(document)
     named = document.get("pith_number") if kind is not None else None
-    subject = named if isinstance(named, str) else None
+    subject = string_value(named)
     kept = round_.kept.get(subject) if subject is not None else None
     if kind == "record":
         return judge.record(kept, body, origin="source", where=where, subject=None)

@@ -6,14 +6,14 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
+use serde::de::{Deserialize, Deserializer, Error, MapAccess, Visitor};
 use serde_json::value::RawValue;
 use sha2::{Digest, Sha256};
 
 use crate::admission::MAX_INPUT_BYTES;
 use crate::canonical::{canonical_value, write_str, MAX_DEPTH};
 use crate::identifiers::is_event_id;
-use crate::json::Json;
+use crate::json::{text_rules_hold, Json};
 
 /// The member of a bundle that holds its events.
 pub const EVENTS: &str = "events";
@@ -70,6 +70,18 @@ enum Member<'a> {
     Value(Json<'a>),
 }
 
+impl Member<'_> {
+    /// Whether the member's text keeps the text-level rules (see [`text_rules_hold`]): its value
+    /// was parsed whole already, its texts are judged here.
+    fn text_rules_hold(&self) -> bool {
+        match self {
+            Member::Text(raw) => text_rules_hold(raw.get()),
+            Member::Events(items) => items.iter().all(|raw| text_rules_hold(raw.get())),
+            Member::Value(_) => true,
+        }
+    }
+}
+
 /// The members of a bundle, by key: a key given twice keeps its last value, as Python's and
 /// msgspec's decoders do.
 struct Members<'a>(BTreeMap<String, Member<'a>>);
@@ -90,7 +102,13 @@ impl<'de> Deserialize<'de> for Members<'de> {
                         PARSED => Member::Value(map.next_value()?),
                         _ => Member::Text(map.next_value()?),
                     };
-                    members.insert(key, member);
+                    if let Some(overridden) = members.insert(key, member) {
+                        // §5 (1.1): the text-level rules hold for a value a later duplicate key
+                        // overrides; the kept one is judged whole when written, this one only here.
+                        if !overridden.text_rules_hold() {
+                            return Err(A::Error::custom("an overridden member breaks a text-level rule"));
+                        }
+                    }
                 }
                 Ok(Members(members))
             }
@@ -204,6 +222,9 @@ mod tests {
             b"{\"a\": 1}",
             b"{\"events\": []} x",
             b"{",
+            // An overridden member is held to the text rules too (§5, 1.1).
+            br#"{"built_at": "\ud800", "events": [], "built_at": 1}"#,
+            br#"{"events": ["\udc00"], "events": []}"#,
         ] {
             assert!(super::split(not_split).is_none());
         }

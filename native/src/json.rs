@@ -130,9 +130,65 @@ impl<'de> Visitor<'de> for JsonVisitor {
     }
 }
 
+/// Whether `text` is a JSON text that a parse into [`Json`] takes (no lone surrogate escape in
+/// any string, nesting within serde_json's bound), judged without building its value: for a
+/// value that a later duplicate key overrides, which spec §5 (1.1) still holds to the text-level
+/// rules although no one reads it.
+pub fn text_rules_hold(text: &str) -> bool {
+    serde_json::from_str::<Skipped>(text).is_ok()
+}
+
+/// A JSON value parsed as [`Json`] parses it (each string decoded, and so its escapes checked)
+/// and let go at once.
+struct Skipped;
+
+impl<'de> Deserialize<'de> for Skipped {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(SkippedVisitor)
+    }
+}
+
+struct SkippedVisitor;
+
+impl<'de> Visitor<'de> for SkippedVisitor {
+    type Value = Skipped;
+
+    fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
+        formatter.write_str("a JSON value")
+    }
+    fn visit_unit<E>(self) -> Result<Skipped, E> {
+        Ok(Skipped)
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Skipped, E> {
+        Ok(Skipped)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Skipped, E> {
+        Ok(Skipped)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Skipped, E> {
+        Ok(Skipped)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Skipped, E> {
+        Ok(Skipped)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Skipped, E> {
+        Ok(Skipped)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Skipped, A::Error> {
+        while seq.next_element::<Skipped>()?.is_some() {}
+        Ok(Skipped)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Skipped, A::Error> {
+        while map.next_key::<Skipped>()?.is_some() {
+            map.next_value::<Skipped>()?;
+        }
+        Ok(Skipped)
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::Json;
+    use super::{text_rules_hold, Json};
 
     #[test]
     fn the_last_duplicate_wins_and_keys_sort() {
@@ -151,5 +207,23 @@ mod tests {
         let Json::Array(items) = value else { panic!() };
         assert!(matches!(&items[0], Json::Str(std::borrow::Cow::Borrowed("plain é"))));
         assert!(matches!(&items[1], Json::Str(std::borrow::Cow::Owned(text)) if text == "esc\n"));
+    }
+
+    #[test]
+    fn text_rules_are_judged_without_a_value() {
+        for good in [r#"{"a":["\ud83d\ude00",1.5,-0,null,true]}"#, r#""\\ud800""#, "[[[]]]"] {
+            assert!(text_rules_hold(good), "{good}");
+        }
+        let deep = "[".repeat(1000) + &"]".repeat(1000);
+        for bad in [
+            r#""\ud800""#,
+            r#"{"a":{"b":["\udc00"]}}"#,
+            r#"{"\ud800":1}"#,
+            "[1,]",
+            deep.as_str(),
+        ] {
+            assert!(!text_rules_hold(bad), "{bad}");
+            assert!(serde_json::from_str::<Json>(bad).is_err(), "{bad}");
+        }
     }
 }

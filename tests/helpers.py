@@ -1,4 +1,5 @@
-"""Moves several tests make: an arrival order with repeats, and a count of the verifications.
+"""Moves several tests make: an arrival order with repeats, a count of the verifications, and a
+short run of a fuzzer under atheris.
 
 Imported by the property tests too (``from tests.helpers import ...``: the repository's root is
 on ``sys.path`` under pytest, as ``tests`` is a package).
@@ -7,14 +8,23 @@ on ``sys.path`` under pytest, as ``tests`` is a package).
 from __future__ import annotations
 
 import random
+import subprocess
+import sys
 from collections.abc import Iterable
+from pathlib import Path
 from typing import TypeVar
 
 import pytest
 
 import merge.signatures
 
-__all__ = ["THREADS_REFUSED", "Verification", "record_verifications", "shuffled_with_repeats"]
+__all__ = [
+    "THREADS_REFUSED",
+    "Verification",
+    "atheris_run",
+    "record_verifications",
+    "shuffled_with_repeats",
+]
 
 #: How a thread count that is not one is refused (:func:`merge.errors.require_threads`), on either path.
 THREADS_REFUSED = r"^threads must be None \(one per core\) or a whole number >= 0 \(0 and 1: no thread"
@@ -50,3 +60,21 @@ def record_verifications(monkeypatch: pytest.MonkeyPatch) -> list[Verification]:
 
     monkeypatch.setattr(merge.signatures, "verify_signature", counted)
     return calls
+
+
+def atheris_run(fuzzer: Path, tmp_path: Path, *flags: str, seconds: int) -> str:
+    """Run the atheris entry point ``fuzzer`` in ``tmp_path`` with libFuzzer's ``flags``, for at
+    most ``seconds`` (a guard for an overloaded machine, not the bound); assert that it ended
+    well, with no crash file, and return what it printed (libFuzzer writes to stderr)."""
+    pytest.importorskip("atheris", reason="atheris (dev extra, Linux) is not installed")
+    completed = subprocess.run(
+        [sys.executable, str(fuzzer), *flags, f"-max_total_time={seconds}", f"-artifact_prefix={tmp_path}/"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=seconds + 60,
+        cwd=tmp_path,
+    )
+    assert completed.returncode == 0, completed.stderr[-4000:]
+    assert not list(tmp_path.glob("crash-*"))
+    return completed.stderr

@@ -8,8 +8,6 @@ difference between the two paths that is tested.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,6 +16,8 @@ from fuzz.bundle_harness import SEEDS, Difference, mutated, verdict
 from fuzz.fuzz_bundles import deterministic
 from merge.native import native_module
 from merge.signing import TestKey, sign_bundle
+
+from .helpers import atheris_run
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -32,26 +32,10 @@ def test_deterministic_short_run_finds_no_difference(capsys: pytest.CaptureFixtu
 
 def test_atheris_short_run_finds_no_difference(tmp_path: Path) -> None:
     """A few hundred coverage-guided inputs (fixed seed) through the atheris entry point."""
-    pytest.importorskip("atheris", reason="atheris (dev extra, Linux) is not installed")
-    completed = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "fuzz" / "fuzz_bundles.py"),
-            "-runs=500",
-            "-seed=1",
-            "-max_total_time=120",
-            "-timeout=30",
-            f"-artifact_prefix={tmp_path}/",
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=180,
-        cwd=tmp_path,
+    stderr = atheris_run(
+        ROOT / "fuzz" / "fuzz_bundles.py", tmp_path, "-runs=500", "-seed=1", "-timeout=30", seconds=120
     )
-    assert completed.returncode == 0, completed.stderr[-4000:]
-    assert "Done 500 runs" in completed.stderr
-    assert not list(tmp_path.glob("crash-*"))
+    assert "Done 500 runs" in stderr
 
 
 def test_every_seed_verifies_on_both_paths_and_a_difference_is_reported() -> None:

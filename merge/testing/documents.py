@@ -21,7 +21,7 @@ from hypothesis import assume
 from hypothesis import strategies as st
 
 from ..admission import Admitted, admit
-from ..canonical import canonical_json, canonical_sha256_hex, decode_json
+from ..canonical import MAX_SAFE_INTEGER, canonical_json, canonical_sha256_hex, decode_json
 from ..errors import MergeError
 from ..identifiers import pith_number, short_pith_number, source_alias_pairs
 from ..record import RECORD_CHECKS, RECORD_TYPE
@@ -186,9 +186,10 @@ def _bundles(draw: st.DrawFn, made: st.SearchStrategy[History], fault: BundleFau
             state[how] += 1
         bundle = sign_bundle(key, bundle, signed_at=SIGNED_AT)
     elif fault is BundleFault.WRONG_BUNDLE_SHA256:
-        bundle["bundle_signature"]["bundle_sha256"] = canonical_sha256_hex(draw(st.integers(0, 2**53)))
+        claimed = bundle["bundle_signature"]["bundle_sha256"]
+        bundle["bundle_signature"]["bundle_sha256"] = _other_hex(draw, claimed)
     elif fault is BundleFault.WRONG_SIGNATURE:
-        other = canonical_sha256_hex(draw(st.integers(0, 2**53)))
+        other = _other_hex(draw, bundle["bundle_signature"]["bundle_sha256"])
         bundle["bundle_signature"]["signature_b64"] = key.sign_digest(other)
     elif fault is BundleFault.UNTRUSTED_SIGNATURE:
         bundle = sign_bundle(stranger_key(), bundle, signed_at=SIGNED_AT)
@@ -298,7 +299,8 @@ def _records(draw: st.DrawFn, failed_check: str | None) -> SignedRecord:
 
 
 def _other_hex(draw: st.DrawFn, not_this: str) -> str:
-    other = canonical_sha256_hex(draw(st.integers(0, 2**53)))
+    """A hex SHA-256 that is not ``not_this``."""
+    other = canonical_sha256_hex(draw(st.integers(0, MAX_SAFE_INTEGER)))
     return other if other != not_this else "0" * 64
 
 

@@ -99,7 +99,8 @@ def _parse(text: bytes | str) -> Any:
 
 
 def _write(node: Any, space: str) -> str:
-    """The tree's text, ``space`` between tokens (iterative: deep trees are raw text anyway)."""
+    """The tree's text, ``space`` between tokens (recursive: the tree is no deeper than the text it
+    was read from; the deep nesting a mutation adds is raw text)."""
     if isinstance(node, _Object):
         items = (f"{_write(key, space)}{space}:{space}{_write(value, space)}" for key, value in node)
         return "{" + space + f"{space},{space}".join(items) + space + "}"
@@ -301,8 +302,9 @@ _TREE: Final = tuple(
 def mutate_text(
     text: bytes | str, chooser: Chooser, *, max_mutations: int = 3
 ) -> tuple[bytes | str, tuple[Mutation, ...]]:
-    """``text`` (a JSON text) mutated by up to ``max_mutations`` :class:`Mutation` s chosen by
-    ``chooser``; returns the text, ``bytes`` or ``str``, and what was done to it, in order."""
+    """``text`` (a JSON text; :class:`ValueError` if it is none) mutated by up to
+    ``max_mutations`` :class:`Mutation` s chosen by ``chooser``; returns the text, ``bytes`` or
+    ``str``, and what was done to it, in order (a mutation with no place in the text is skipped)."""
     tree = _parse(text)
     done: list[Mutation] = []
     for _ in range(chooser.below(max_mutations + 1)):

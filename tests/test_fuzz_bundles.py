@@ -14,6 +14,7 @@ import pytest
 
 from fuzz.bundle_harness import SEEDS, Difference, mutated, verdict
 from fuzz.fuzz_bundles import deterministic
+from merge import MAX_INPUT_BYTES
 from merge.native import native_module
 from merge.signing import TestKey, sign_bundle
 
@@ -94,8 +95,25 @@ def _float_pith_number() -> bytes:
     return text.replace(b'"pith_number":"pith:2023:A2G3QVIG5OIYJVZB5MA4S6VDQP"', b'"pith_number":1.5', 1)
 
 
+def _large_array_event() -> bytes:
+    """events[0] an array of more than 1 MiB (seed 2, run 29,353, 381 s, after the fixes of
+    items 1-3: compiled too_large, pure not_an_object)."""
+    bundle = _golden()
+    events = bundle["events"]
+    assert isinstance(events, list)
+    events[0] = ["p" * MAX_INPUT_BYTES]
+    return _signed(bundle)
+
+
 @pytest.mark.parametrize(
-    "build", [_string_event, _overridden_lone_surrogate, _overridden_deep_nesting, _float_pith_number]
+    "build",
+    [
+        _string_event,
+        _overridden_lone_surrogate,
+        _overridden_deep_nesting,
+        _float_pith_number,
+        _large_array_event,
+    ],
 )
 @pytest.mark.parametrize("form", [bytes, str])
 def test_regression_one_verdict_on_both_paths(build: object, form: type) -> None:

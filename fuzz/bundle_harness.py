@@ -25,7 +25,7 @@ from merge import REGISTRY_KEYS, verify_bundle
 from merge.native import PURE_ENVIRONMENT_VARIABLE, native_available
 from merge.testing.mutations import Mutation, mutate_text
 
-__all__ = ["SEEDS", "Difference", "Seed", "check", "mutated", "verdict", "verdicts"]
+__all__ = ["SEEDS", "Difference", "Seed", "check", "mutated", "verdict"]
 
 ROOT: Final = Path(__file__).resolve().parent.parent
 
@@ -109,12 +109,6 @@ def mutated(data: bytes) -> tuple[Seed, bytes | str, tuple[Mutation, ...]]:
     seed = SEEDS[reader.below(len(SEEDS))]
     text, mutations = mutate_text(seed.text, reader, max_mutations=4)
     return seed, text, mutations
-
-
-def verdicts(data: bytes) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
-    """The compiled and the pure verdict on the text ``data`` chooses."""
-    seed, text, _ = mutated(data)
-    return verdict(text, seed.trusted_keys, pure=False), verdict(text, seed.trusted_keys, pure=True)
 
 
 def check(data: bytes) -> None:

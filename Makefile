@@ -55,9 +55,10 @@ typecheck: $(VENV)/.installed-dev
 	$(BIN)/mypy
 
 # The suite, with the coverage gate on the core ([tool.coverage] in pyproject.toml).
-# Where the compiled path is built, the suite runs on it (the default); then the fold's own
-# suites run again on the pure path, the reference (PITH_MERGE_PURE=1), so both stay tested.
-PURE_SUITES := tests/test_conformance.py tests/test_edge_vectors.py tests/test_batch.py tests/test_bundle.py tests/test_external_vectors.py property_tests
+# Where the compiled path is built, the suite runs on it (the default); then the fold's, the
+# bundles' and the audit's own suites run again on the pure path, the reference
+# (PITH_MERGE_PURE=1), so both stay tested.
+PURE_SUITES := tests/test_conformance.py tests/test_edge_vectors.py tests/test_batch.py tests/test_bundle.py tests/test_external_vectors.py tests/test_audit.py tests/test_audit_store.py property_tests
 test: lint typecheck
 	@# native/'s own unit tests (Rust), where cargo is.
 	@if command -v cargo >/dev/null 2>&1; then cd native && cargo test --quiet; fi

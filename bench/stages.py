@@ -152,9 +152,9 @@ def bench_native_stages(workload: Workload, *, repeat: int) -> list[Result]:
         def finish() -> Any:
             # finish() consumes its judgement: judge again outside the timed part for each run.
             # CPU time counts the hashing thread too (process time is every thread's).
-            unhashed, superseded, digest = judgements.pop().finish(invalid, valid)
-            digest.result()
-            return unhashed, superseded
+            finished = judgements.pop().finish(invalid, valid)
+            finished.digest.result()
+            return finished.state, finished.superseded
 
         judgements = [native.judge(inputs, subject, table, 1)[0] for _ in range(repeat)]
         timings["native: finish (§5 merging, §7, §9, state_sha256)"], (state_json, _) = cpu(finish, repeat)

@@ -29,15 +29,16 @@ from typing import Any, Final, Literal, NamedTuple
 
 import msgspec
 
-from .admission import MAX_INPUT_BYTES, Admitted, admit, copy_identity
+from .admission import Admitted, admit, copy_identity
 from .batch import fold, gc_paused
 from .bundle import REGISTRY_KEYS, verify_bundle_parts
 from .canonical import canonical_json, decode_json, encode_canonical_unchecked, string_value
 from .errors import InputError, MergeError
-from .identifiers import EVENT_ID_PATTERN, EVENT_ID_PREFIX, event_body
+from .identifiers import EVENT_ID_PREFIX, event_body
 from .keys import KeySet
 from .native import BundleReader
 from .reasons import CHECK_ORDER
+from .schema import Event
 from .signatures import SignatureVerifier
 from .state import FoldResult, State
 from .timestamps import parse_timestamp
@@ -47,6 +48,7 @@ __all__ = [
     "AddedEvent",
     "AuditReport",
     "Cause",
+    "CopyIdentity",
     "DroppedEvent",
     "FateChange",
     "KeyChanges",
@@ -59,6 +61,7 @@ __all__ = [
     "audit",
     "audit_history",
     "fates",
+    "snapshot_identity",
     "snapshot_of_bundle",
     "snapshot_of_events",
 ]
@@ -139,7 +142,7 @@ class _Run:
     """What the snapshots of one audit run share, so that what several hold is done once: the
     verifier (signatures, and each text's judgement: ``remember_judgements``), the canonical
     text written of each event text and the bundles read ahead (:class:`merge.native.BundleReader`),
-    and each canonical text's identity (:func:`_canonical_identity`)."""
+    and each canonical text's identity as the compiled path read it (:func:`snapshot_identity`)."""
 
     __slots__ = (
         "_base",
@@ -310,9 +313,10 @@ def _snapshot(
     canonical: bool = False,
 ) -> Snapshot:
     """The snapshot of ``events``. ``canonical``: each ``bytes`` among them is a canonical JSON
-    text (§1) the compiled path wrote, whose value identity is read off the text itself
-    (:func:`_canonical_identity`, kept in ``run``). With ``run``, a snapshot whose events begin
-    with those of the last one built starts from that one's copies (a history's snapshots grow)."""
+    text (§1) the compiled path wrote, whose :func:`snapshot_identity` that path read off the
+    text as it wrote it (kept in ``run``); any other event is admitted here. With ``run``, a
+    snapshot whose events begin with those of the last one built starts from that one's copies
+    (a history's snapshots grow)."""
     copies: dict[str, frozenset[bytes]] = {}
     held: dict[str, list[Admitted | tuple[int, bytes]]] = {}
     identities = run.identities if run is not None and canonical else None
@@ -323,11 +327,7 @@ def _snapshot(
             start, copies, held = len(base.snapshot.events), dict(base.snapshot.copies), dict(base.held)
         for index in range(start, len(events)):
             item = events[index]
-            found = None
-            if identities is not None and type(item) is bytes:
-                found = identities.get(item)
-                if found is None and item not in identities:
-                    found = identities[item] = _canonical_identity(item)
+            found = identities.get(item) if identities is not None and type(item) is bytes else None
             copy: Admitted | tuple[int, bytes]
             if found is not None:
                 event_id, digest, _ = found
@@ -336,7 +336,8 @@ def _snapshot(
                 outcome = admit(item, index)
                 if not isinstance(outcome, Admitted):
                     continue
-                event_id, digest, copy = outcome.event_id, _value_identity_digest(outcome), outcome
+                event_id, digest, _ = snapshot_identity(outcome)
+                copy = outcome
             known = copies.get(event_id)
             if known is None:
                 copies[event_id] = run.singleton(digest) if run is not None else frozenset((digest,))
@@ -350,37 +351,11 @@ def _snapshot(
     return snapshot
 
 
-class _EventIdOnly(msgspec.Struct):
-    event_id: Any = None
-    prev_event: Any = None
-
-
-_decode_event_id: Final = msgspec.json.Decoder(_EventIdOnly).decode
-
-
 class _PrevOnly(msgspec.Struct):
     prev_event: Any = None
 
 
 _decode_prev: Final = msgspec.json.Decoder(_PrevOnly).decode
-
-
-def _canonical_identity(item: Any) -> tuple[str, bytes, Any] | None:
-    """``(event_id, value identity digest, prev_event)`` of a canonical text that §5 admits;
-    ``None`` for anything else, which :func:`merge.admit` then judges.
-
-    A canonical text is valid UTF-8 without lone surrogates and nests at most 64 deep (the
-    compiled path writes no other, :func:`merge.native.read_bundle`), so it is admitted
-    when it fits the bound and is an object with a well-formed ``event_id``; its bytes are
-    ``CJ`` of its value, so their digest is :func:`_value_identity_digest`'s.
-    """
-    if type(item) is not bytes or len(item) > MAX_INPUT_BYTES or not item.startswith(b"{"):
-        return None
-    read = _decode_event_id(item)
-    event_id = read.event_id
-    if type(event_id) is not str or EVENT_ID_PATTERN.fullmatch(event_id) is None:
-        return None
-    return event_id, hashlib.sha256(item).digest(), read.prev_event
 
 
 class _AdmittedCopies(Mapping[str, tuple[Admitted, ...]]):
@@ -440,18 +415,36 @@ def _admitted_text(index: int, text: bytes) -> Admitted:
     return outcome
 
 
-def _value_identity_digest(copy: Admitted) -> bytes:
-    """What makes two copies one across snapshots: the same JSON value (§5 judges values).
+class CopyIdentity(NamedTuple):
+    """What makes copies of an event one copy across snapshots (:func:`snapshot_identity`)."""
 
-    Value, not text (the fold's rule, :func:`merge.engine._text_identity_digest`): the audit asks
+    event_id: str
+    #: SHA-256 of the copy's canonical JSON (§1); of its text, and a byte for its floats, when it
+    #: is not canonical-able.
+    digest: bytes
+    #: Its ``prev_event`` when that is a string, else ``None``.
+    prev_event: str | None
+
+
+def snapshot_identity(copy: Admitted) -> CopyIdentity:
+    """The audit's rule for "the same event copy" across snapshots: the same JSON value (§5
+    judges values). Its twin, ``snapshot_identity`` in ``native/src/bundle.rs``, reads it off
+    each canonical text the compiled path writes of a bundle's events; tests/test_audit.py
+    holds the two equal on the same inputs.
+
+    Value, not text (the fold's rule, :func:`merge.admission.copy_identity`): the audit asks
     whether NEW still holds what OLD held, and a registry that wrote a copy again with another
     key order or spacing dropped nothing. So the digest is of the canonical bytes when the copy
     is canonical-able; else of the text as :func:`merge.admission.copy_identity` has it.
     """
     if copy.non_canonical is None:
-        return hashlib.sha256(encode_canonical_unchecked(copy.decoded)).digest()
-    raw, non_canonical = copy_identity(copy)
-    return hashlib.sha256(raw).digest() + bytes([non_canonical])
+        digest = hashlib.sha256(encode_canonical_unchecked(copy.decoded)).digest()
+    else:
+        raw, non_canonical = copy_identity(copy)
+        digest = hashlib.sha256(raw).digest() + bytes([non_canonical])
+    decoded = copy.decoded
+    prev = decoded.prev_event if isinstance(decoded, Event) else decoded.get("prev_event")
+    return CopyIdentity(copy.event_id, digest, string_value(prev))
 
 
 #: What an audit takes as a snapshot: one, or a bundle (its text or parsed value).

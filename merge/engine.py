@@ -316,7 +316,7 @@ def _text_identity_digest(copy: Admitted) -> bytes:
     text, and whether it held a float), as a digest: which copies need not be judged again.
 
     Text, not value, as in the fold: a copy written with other spacing is judged once more, at
-    no cost to the verdict. (The audit's :func:`merge.audit._value_identity_digest` answers
+    no cost to the verdict. (The audit's :func:`merge.audit.snapshot_identity` answers
     another question, whether a snapshot still holds a copy, by value.) The engine lives for
     days, so it remembers 33 bytes per distinct copy of an invalid event, not the whole text."""
     raw, held_float = copy_identity(copy)

@@ -14,7 +14,7 @@ in as §5 says. ``PITH_MERGE_PURE=1`` in the environment forces the pure path.
 
 The extension is used only when it is the one this module was written for: its ``__version__``
 is pith-merge's own and its ``INTERFACE_VERSION`` is :data:`INTERFACE_VERSION` (the boundary,
-``native/src/py.rs``). Any other serves nothing: the pure path does, and the first fold says
+``native/src/py/``). Any other serves nothing: the pure path does, and the first fold says
 why in a :class:`NativeMismatchWarning`. :func:`native_status` says which path serves, and why.
 
 The differential tests (``tests/test_native.py``) hold both paths to the same bytes on every
@@ -71,9 +71,9 @@ __all__ = [
 #: Set to ``1`` to force the pure-Python path (for comparison, or to rule the accelerator out).
 PURE_ENVIRONMENT_VARIABLE: Final = "PITH_MERGE_PURE"
 #: The interface of ``pith_merge_native`` this module was written for: the extension's
-#: ``INTERFACE_VERSION`` (``native/src/py.rs``), raised on both sides with every change of a
+#: ``INTERFACE_VERSION`` (``native/src/py/mod.rs``), raised on both sides with every change of a
 #: function, an argument or a type of the boundary.
-INTERFACE_VERSION: Final = 4
+INTERFACE_VERSION: Final = 5
 #: The distribution to install for the compiled path; its version is always pith-merge's own.
 NATIVE_DISTRIBUTION: Final = "pith-merge-native"
 
@@ -256,13 +256,11 @@ def fold_native_encoded(
     with ``state_sha256`` put in its place, for a caller that keeps the bytes (a store's
     checkpoint) and would otherwise decode the state only to encode it again (time, and a
     state's size of memory beside its objects)."""
-    (unhashed, superseded, digest), rejected = _finished(
-        inputs, subject, keys, verifier, False, free_now=True
-    )
+    finished, rejected = _finished(inputs, subject, keys, verifier, False, free_now=True)
     return EncodedFold(
-        _with_state_sha256(unhashed, digest.result()),
+        _with_state_sha256(finished.state, finished.digest.result()),
         tuple(rejected),
-        _supersessions(superseded),
+        _supersessions(finished.superseded),
     )
 
 
@@ -307,12 +305,6 @@ def _state_sha256_place(unhashed: Any, state_sha256: str) -> tuple[memoryview, i
     return data, at + tail, b',"state_sha256":"' + state_sha256.encode() + b'"'
 
 
-#: A finished judgement as ``Judgement.finish`` returns it (see :func:`_result`).
-_Finished = tuple[
-    "pith_merge_native.StateBytes", list[tuple[str, list[str]]], "pith_merge_native.StateDigest"
-]
-
-
 #: Bytes of input a fold of a stream (an iterator: a store's rows, a replay's spill) judges at
 #: once: it holds one such part of its texts at a time beside its verdicts, never all of them
 #: (peak memory, issue 26).
@@ -327,7 +319,7 @@ def _finished(
     share_verdicts: bool,
     *,
     free_now: bool = False,
-) -> tuple[_Finished, list[Rejection]]:
+) -> tuple[pith_merge_native.Finished, list[Rejection]]:
     """The compiled path's fold of ``inputs``: its finished judgement and the rejections.
     ``free_now``: the events are freed, and their pages given back, before it returns
     (``Judgement.finish``): else a thread frees them while the caller decodes the state, and
@@ -470,24 +462,26 @@ def _judge_leftovers(
     return rejected, invalid, valid
 
 
-def _result(finished: _Finished, rejected: list[Rejection], published: bytes | None = None) -> FoldResult:
+def _result(
+    finished: pith_merge_native.Finished, rejected: list[Rejection], published: bytes | None = None
+) -> FoldResult:
     """The :class:`FoldResult` of a finished judgement; with ``published``, also whether that is
     ``CJ`` of its state (see :func:`fold_native_matching`)."""
     return _matched(finished, rejected, published)[0]
 
 
 def _matched(
-    finished: _Finished, rejected: list[Rejection], published: bytes | None
+    finished: pith_merge_native.Finished, rejected: list[Rejection], published: bytes | None
 ) -> tuple[FoldResult, bool]:
-    unhashed, superseded, digest = finished
+    unhashed = finished.state
     # The bytes come without state_sha256, whose hash a large state computes meanwhile, on a
     # thread of its own, while they are decoded here (§2: the hash of the state without it);
     # they are lent, not copied into a bytes (msgspec reads any buffer, which merge.state types bytes).
     decoded = decode_state_unchecked(unhashed)  # type: ignore[arg-type]
-    state_sha256 = digest.result()
+    state_sha256 = finished.digest.result()
     same = published is not None and _is_with_state_sha256(published, unhashed, state_sha256)
     state = msgspec.structs.replace(decoded, state_sha256=state_sha256)
-    return FoldResult(state, tuple(rejected), _supersessions(superseded)), same
+    return FoldResult(state, tuple(rejected), _supersessions(finished.superseded)), same
 
 
 def key_table(keys: KeySet) -> list[pith_merge_native.Key]:
@@ -599,7 +593,9 @@ def read_bundle(text: Any, threads: int | None, cache: Any = None) -> BundleRead
     if not native_available():
         return None
     read = _extension().read_bundle(text, signatures.thread_count(threads), cache)
-    return None if read is None else BundleRead(*read)
+    if read is None:
+        return None
+    return BundleRead(read.members, read.events, read.raw_events, read.identities, read.bundle_sha256)
 
 
 def canonical_texts(texts: list[Any], threads: int | None) -> list[bytes | None] | None:

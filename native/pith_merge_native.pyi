@@ -1,4 +1,4 @@
-"""Types of the compiled module (see src/py.rs and merge/native.py, its only caller)."""
+"""Types of the compiled module (see src/py/ and merge/native.py, its only caller)."""
 
 from collections.abc import Sequence
 from typing import Any, Final
@@ -86,6 +86,16 @@ class StateBytes:
 class StateDigest:
     def result(self) -> str: ...
 
+class Finished:
+    """A finished fold: its state's bytes without ``state_sha256``, who superseded whom, the digest."""
+
+    @property
+    def state(self) -> StateBytes: ...
+    @property
+    def superseded(self) -> list[tuple[str, list[str]]]: ...
+    @property
+    def digest(self) -> StateDigest: ...
+
 class Judgement:
     def fork(self) -> Judgement: ...
     def extend(
@@ -93,7 +103,7 @@ class Judgement:
     ) -> list[int]: ...
     def finish(
         self, invalid: Sequence[tuple[str, str]], valid: Sequence[ValidEvent], free_now: bool = False
-    ) -> tuple[StateBytes, list[tuple[str, list[str]]], StateDigest]: ...
+    ) -> Finished: ...
 
 def judge(
     inputs: list[Any],
@@ -110,7 +120,7 @@ def judge_many(
 ) -> list[tuple[Judgement, list[int]]]: ...
 def finish_many(
     jobs: Sequence[tuple[Judgement, Sequence[tuple[str, str]], Sequence[ValidEvent]]], threads: int
-) -> list[tuple[StateBytes, list[tuple[str, list[str]]], StateDigest]]: ...
+) -> list[Finished]: ...
 def release_memory(inputs: int) -> None: ...
 def verify_signatures(
     jobs: Sequence[tuple[bytes, bytes, bytes]], combs: bool | None = None
@@ -123,15 +133,18 @@ class BundleCache:
     def __init__(self) -> None: ...
     def __len__(self) -> int: ...
 
-def read_bundle(
-    text: Any, threads: int, cache: BundleCache | None = None
-) -> (
-    tuple[
-        list[tuple[str, bytes, bytes | None]],
-        list[bytes | None],
-        list[bytes | None],
-        list[tuple[str, bytes, str | None] | None],
-        str | None,
-    ]
-    | None
-): ...
+class BundleRead:
+    """A bundle's text as read_bundle read it (merge.native.BundleRead says what each part is)."""
+
+    @property
+    def members(self) -> list[tuple[str, bytes, bytes | None]]: ...
+    @property
+    def events(self) -> list[bytes | None]: ...
+    @property
+    def raw_events(self) -> list[bytes | None]: ...
+    @property
+    def identities(self) -> list[tuple[str, bytes, str | None] | None]: ...
+    @property
+    def bundle_sha256(self) -> str | None: ...
+
+def read_bundle(text: Any, threads: int, cache: BundleCache | None = None) -> BundleRead | None: ...

@@ -15,6 +15,7 @@ import msgspec
 import pytest
 
 from merge import InputError, canonical_json, native_available, verify_bundle
+from merge.admission import MAX_INPUT_BYTES, Admitted, admit
 from merge.audit import (
     ABSENT,
     Cause,
@@ -23,9 +24,11 @@ from merge.audit import (
     audit,
     audit_history,
     fates,
+    snapshot_identity,
     snapshot_of_bundle,
     snapshot_of_events,
 )
+from merge.native import native_module, read_bundle
 from merge.signing import make_bundle
 
 from .builders import KEY_A, KEY_B, KEYS, RECORD, SUBJECT, event, record_event, run
@@ -471,3 +474,53 @@ def test_a_history_verifies_each_signature_once_a_run(verifications: list[Any]) 
     verifications.clear()
     assert pair(v1, v2).append_only
     assert len(verifications) == len(set(verifications))
+
+
+# --- the copy rule on both sides --------------------------------------------------------------
+
+
+def _copy_rule_inputs() -> list[bytes]:
+    """Event texts of every kind the rule tells apart: canonical-able or not, admitted or not,
+    padded, escaped, with duplicate keys, at and over the size bound."""
+    texts = [json.dumps(e).encode() for e in (REC, G1, X1, Y, X2)]
+    x1 = json.dumps(X1).encode()
+    texts += [
+        json.dumps(X1, indent=3, ensure_ascii=True).encode(),  # the same value, written otherwise
+        b'{"event_id": "not an id", "prev_event": 7, ' + x1[1:],  # overridden by X1's own keys
+        b'{"x": 1.5, ' + x1[1:],  # a float: not canonical-able
+        b'{"x": -0, ' + x1[1:],
+        json.dumps({**X1, "prev_event": 7}).encode(),  # a prev_event that is no string
+        json.dumps({**X1, "prev_event": None}).encode(),
+        json.dumps({**X1, "event_id": X1["event_id"].upper()}).encode(),
+        json.dumps({k: v for k, v in X1.items() if k != "event_id"}).encode(),
+        b"[1]",
+        b'"x"',
+        b"7",
+        b'{"deep": ' + b"[" * 70 + b"]" * 70 + b", " + x1[1:],
+    ]
+    for extra in (0, 1):  # a canonical text of exactly 1 MiB, and one byte over
+        short = canonical_json({**X1, "pad": ""})
+        texts.append(canonical_json({**X1, "pad": "x" * (MAX_INPUT_BYTES - len(short) + extra)}))
+    return texts
+
+
+@pytest.mark.skipif(not native_available(), reason="the compiled path does not serve here")
+def test_the_copy_rule_is_the_same_on_both_sides() -> None:
+    """``merge.audit.snapshot_identity`` and its Rust twin (``bundle::snapshot_identity``, read off
+    each event the compiled bundle reader writes) agree on every input: where Rust writes a text,
+    its identity is the pure rule's of that text, and where it gives none, the text is not admitted."""
+    texts = _copy_rule_inputs()
+    bundle_text = b'{"events": [' + b", ".join(texts) + b"]}"
+    read = read_bundle(bundle_text, 1, native_module().BundleCache())
+    assert read is not None
+    assert len(read.identities) == len(texts)
+    compared = 0
+    for raw, written, twin in zip(texts, read.events, read.identities, strict=True):
+        if written is None:  # not written there (not canonical-able, too deep): the pure path decides
+            assert twin is None
+            continue
+        outcome = admit(written)
+        pure = snapshot_identity(outcome) if isinstance(outcome, Admitted) else None
+        assert twin == pure, raw[:80]
+        compared += twin is not None
+    assert compared >= 8

@@ -11,9 +11,10 @@ use serde_json::value::RawValue;
 use sha2::{Digest, Sha256};
 
 use crate::admission::MAX_INPUT_BYTES;
-use crate::canonical::{canonical_value, write_str, MAX_DEPTH};
+use crate::canonical::{canonical_document, canonical_document_value, canonical_value, write_str, MAX_DEPTH};
 use crate::identifiers::is_event_id;
 use crate::json::{text_rules_hold, Json};
+use crate::pool::parallel_map;
 
 /// The member of a bundle that holds its events.
 pub const EVENTS: &str = "events";
@@ -117,7 +118,7 @@ impl<'de> Deserialize<'de> for Members<'de> {
     }
 }
 
-/// What identifies an event's copy across snapshots (`merge.audit`), read off its canonical text.
+/// What makes copies of an event one copy across snapshots (`merge.audit.CopyIdentity`).
 pub struct Identity {
     pub event_id: String,
     /// SHA-256 of the canonical text: the copy's value (§5 judges values).
@@ -126,8 +127,23 @@ pub struct Identity {
     pub prev_event: Option<String>,
 }
 
-/// An event of a bundle written canonically (§1): its text, and its identity when §5 admits it
-/// (an object of at most 1 MiB with an `event_id` of its form, as `merge.audit` reads it).
+/// The audit's rule for "the same event copy" across snapshots, read off `text`, the canonical
+/// text (§1) of `value`: the twin of `merge.audit.snapshot_identity`, held equal to it on the
+/// same inputs by tests/test_audit.py. `None` unless §5 admits the text: an object of at most
+/// 1 MiB with an `event_id` of its form (a canonical text is UTF-8 without lone surrogates, and
+/// `value` nests within §1's bound, or it would not have been written).
+pub fn snapshot_identity(text: &[u8], value: &Json) -> Option<Identity> {
+    let string = |key: &str| value.get(key).and_then(Json::as_str);
+    let event_id = string("event_id").filter(|id| text.len() <= MAX_INPUT_BYTES && is_event_id(id))?;
+    Some(Identity {
+        event_id: event_id.to_owned(),
+        digest: Sha256::digest(text).into(),
+        prev_event: string("prev_event").map(str::to_owned),
+    })
+}
+
+/// An event of a bundle written canonically (§1): its text, and its [`snapshot_identity`] when
+/// asked for.
 pub struct Written {
     pub text: Vec<u8>,
     pub identity: Option<Identity>,
@@ -137,15 +153,69 @@ pub struct Written {
 /// this path does not write it (see `canonical::canonical_text`).
 pub fn write_event(raw: &[u8], identify: bool) -> Option<Written> {
     let (value, text) = canonical_value(raw, MAX_DEPTH)?;
-    let string = |key: &str| value.get(key).and_then(Json::as_str);
-    let identity = string("event_id")
-        .filter(|id| identify && text.len() <= MAX_INPUT_BYTES && is_event_id(id))
-        .map(|event_id| Identity {
-            event_id: event_id.to_owned(),
-            digest: Sha256::digest(&text).into(),
-            prev_event: string("prev_event").map(str::to_owned),
-        });
+    let identity = if identify {
+        snapshot_identity(&text, &value)
+    } else {
+        None
+    };
     Some(Written { text, identity })
+}
+
+/// A split bundle's parts written canonically (§1), by [`write`].
+pub struct Parts {
+    /// `CJ` of each member of [`Split::members`], in order (`None` where this path does not write it).
+    pub members: Vec<Option<Vec<u8>>>,
+    /// Each event given to [`write`], in order, written (`None` where this path does not write it).
+    pub events: Vec<Option<Written>>,
+}
+
+/// The members of `split` and `events` (its events not written already) written canonically on
+/// `threads` threads, each event with its identity when `identify`. `size`: the length of the
+/// bundle's text. `None` when the member parsed as the text was split (the state) is not
+/// written: its text is not kept, so the pure path decodes the bundle, and says why.
+pub fn write(split: &Split<'_>, events: &[&[u8]], size: usize, threads: usize, identify: bool) -> Option<Parts> {
+    // The members first (the state, the one large one, among them), so that a thread takes it
+    // at once while the others share the events, rather than last, on one thread.
+    let jobs: Vec<(Option<&Part<'_>>, &[u8])> = split
+        .members
+        .iter()
+        .map(|(_, part)| (Some(part), &b""[..]))
+        .chain(events.iter().map(|raw| (None, *raw)))
+        .collect();
+    // A member's text is no longer than the text less its events'.
+    let room = size - split.events.iter().map(|event| event.len()).sum::<usize>();
+    let mut written = parallel_map(&jobs, threads, 16, |&(member, raw)| match member {
+        None => write_event(raw, identify).map(Job::Event),
+        Some(Part::Text(raw)) => canonical_document(raw).map(Job::Member),
+        Some(Part::Value(value)) => canonical_document_value(value, room).map(Job::Member),
+    });
+    let events = written.split_off(split.members.len());
+    let parsed_unwritten = split
+        .members
+        .iter()
+        .zip(&written)
+        .any(|((_, part), written)| matches!(part, Part::Value(_)) && written.is_none());
+    if parsed_unwritten {
+        return None;
+    }
+    let member = |job: Option<Job>| match job {
+        Some(Job::Member(text)) => Some(text),
+        _ => None,
+    };
+    let event = |job: Option<Job>| match job {
+        Some(Job::Event(written)) => Some(written),
+        _ => None,
+    };
+    Some(Parts {
+        members: written.into_iter().map(member).collect(),
+        events: events.into_iter().map(event).collect(),
+    })
+}
+
+/// What one job of [`write`] wrote.
+enum Job {
+    Member(Vec<u8>),
+    Event(Written),
 }
 
 /// `bundle_sha256`: the lower-case hex SHA-256 of `CJ` of the bundle without `bundle_signature`,

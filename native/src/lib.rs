@@ -5,7 +5,7 @@
 //! [`timestamps`] (§4), [`identifiers`] (§2), [`verify`] (§2's Ed25519, with libsodium's
 //! verdicts), [`admission`] (§5), [`checks`] (§4, §6, §8), [`chains`] (§7), [`state`] (§9),
 //! [`batch`] (the fold of many inputs), [`bundle`] (§10: reading a bundle's text), and [`py`],
-//! the boundary with `merge.native`.
+//! the boundary with `merge.native`, one file per service.
 
 mod admission;
 mod batch;
@@ -31,20 +31,22 @@ use reasons::Reason;
 fn pith_merge_native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add("__version__", env!("CARGO_PKG_VERSION"))?;
     module.add("INTERFACE_VERSION", py::INTERFACE_VERSION)?;
-    module.add_function(wrap_pyfunction!(py::judge, module)?)?;
-    module.add_function(wrap_pyfunction!(py::judge_many, module)?)?;
-    module.add_function(wrap_pyfunction!(py::finish_many, module)?)?;
-    module.add_function(wrap_pyfunction!(py::release_memory, module)?)?;
-    module.add_function(wrap_pyfunction!(py::verify_signatures, module)?)?;
-    module.add_function(wrap_pyfunction!(py::canonical_texts, module)?)?;
-    module.add_function(wrap_pyfunction!(py::read_bundle, module)?)?;
-    module.add_class::<py::Key>()?;
-    module.add_class::<py::ValidEvent>()?;
-    module.add_class::<py::Judgement>()?;
-    module.add_class::<py::VerdictCache>()?;
-    module.add_class::<py::StateDigest>()?;
-    module.add_class::<py::StateBytes>()?;
-    module.add_class::<py::BundleCache>()?;
+    module.add_function(wrap_pyfunction!(py::fold::judge, module)?)?;
+    module.add_function(wrap_pyfunction!(py::fold::judge_many, module)?)?;
+    module.add_function(wrap_pyfunction!(py::fold::finish_many, module)?)?;
+    module.add_function(wrap_pyfunction!(py::fold::release_memory, module)?)?;
+    module.add_function(wrap_pyfunction!(py::verify::verify_signatures, module)?)?;
+    module.add_function(wrap_pyfunction!(py::canonical::canonical_texts, module)?)?;
+    module.add_function(wrap_pyfunction!(py::bundle::read_bundle, module)?)?;
+    module.add_class::<py::fold::Key>()?;
+    module.add_class::<py::fold::ValidEvent>()?;
+    module.add_class::<py::fold::Judgement>()?;
+    module.add_class::<py::fold::VerdictCache>()?;
+    module.add_class::<py::fold::StateDigest>()?;
+    module.add_class::<py::fold::StateBytes>()?;
+    module.add_class::<py::fold::Finished>()?;
+    module.add_class::<py::bundle::BundleCache>()?;
+    module.add_class::<py::bundle::BundleRead>()?;
     module.add("REASONS", py::codes(Reason::ALL))?;
     module.add("CHECK_ORDER", py::codes(Reason::CHECK_ORDER))?;
     module.add("EVENT_TYPES", checks::EVENT_TYPES.to_vec())?;

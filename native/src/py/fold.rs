@@ -1,80 +1,32 @@
-//! The boundary with Python (PyO3), `merge.native`'s only partner: what crosses it, typed
-//! ([`Key`], [`ValidEvent`], [`Judgement`], [`StateBytes`], [`StateDigest`], [`VerdictCache`]),
-//! and the functions it calls. Each takes its arguments from Python objects, gives up the GIL
-//! for the work (`batch`), and hands the results back; nothing here decides a verdict.
+//! The fold's door (`merge.native`'s folds, the twin of `batch`): what crosses it, typed
+//! ([`Key`], [`ValidEvent`], [`Judgement`], [`StateBytes`], [`StateDigest`], [`VerdictCache`]).
 //!
 //! A fold runs in two calls. [`judge`] admits and checks every distinct input on native threads
 //! without the GIL and hands back the indices of the inputs it does not decide (rejections and
 //! the uncommon cases: see `checks`); the pure path judges those, and [`Judgement::finish`]
 //! merges its verdicts with the native ones (§5), classifies (§7) and writes the state (§9).
-//!
-//! No panic crosses this boundary (issue 29): each entry point runs its body through
-//! [`guarded`], which makes whatever unwinds out of it a Python exception: a `MemoryError` for a
-//! buffer that could not be had (`pool::OutOfMemory`), else `merge.errors.NativeError`.
 
-use std::any::Any;
 use std::os::raw::c_int;
-use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use pyo3::exceptions::{PyMemoryError, PyRuntimeError, PyValueError};
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList, PyString, PyType};
+use pyo3::types::PyList;
 
+use super::{guarded, text_of};
 use crate::admission::{add_verdict, Input};
 use crate::batch::{self, Judgements};
-use crate::bundle::{self, Part};
-use crate::canonical::{canonical_document, canonical_document_value, canonical_text};
 use crate::checks::{self, Verdict};
 use crate::identifiers::state_sha256;
 use crate::maps::HashMap;
-use crate::pool::{
-    collect_exact, free_later, locked, parallel_map, trim_from, vec_with_capacity, Deferred, OutOfMemory,
-};
+use crate::pool::{collect_exact, free_later, locked, trim_from, vec_with_capacity, Deferred};
 use crate::reasons::Reason;
 use crate::state::Built;
-use crate::verify::{PublicKey, Route, Verdicts, Verifier};
-
-/// The version of this boundary: what `merge.native` was written against (its
-/// `INTERFACE_VERSION`, which must be this number). Raised with every change of a function, an
-/// argument or a type here; `merge.native` uses no extension of another interface.
-pub const INTERFACE_VERSION: u32 = 4; // 4: Judgement.fork; 3: verify_signatures(combs=), Judgement.extend, read_bundle
+use crate::verify::{PublicKey, Verdicts, Verifier};
 
 /// Bytes of state from which its hash is computed on a thread of its own (starting one costs
 /// about 20 µs; hashing 1 MiB, about 500).
 const THREADED_HASH_BYTES: usize = 1 << 20;
-
-/// `body`, with whatever unwinds out of it (a panic, an [`OutOfMemory`]) made a Python exception
-/// (see [`unwound`]): the body of every entry point of this boundary.
-fn guarded<T>(py: Python<'_>, body: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
-    // AssertUnwindSafe: what an unwound body leaves half-made is dropped, or (a judgement taken
-    // for finishing) refuses a second use; the locks are read through `pool::locked`.
-    catch_unwind(AssertUnwindSafe(body)).unwrap_or_else(|payload| Err(unwound(py, payload)))
-}
-
-/// The Python exception of what unwound: `MemoryError` for an [`OutOfMemory`]; else (a bug)
-/// `merge.errors.NativeError`, a `merge.MergeError`, with the panic's message.
-fn unwound(py: Python<'_>, payload: Box<dyn Any + Send>) -> PyErr {
-    if let Some(OutOfMemory { bytes }) = payload.downcast_ref::<OutOfMemory>() {
-        return PyMemoryError::new_err(format!(
-            "the compiled path could not reserve {bytes} bytes (a memory limit?)"
-        ));
-    }
-    let what = match (payload.downcast_ref::<&str>(), payload.downcast_ref::<String>()) {
-        (Some(text), _) => (*text).to_owned(),
-        (_, Some(text)) => text.clone(),
-        _ => "a panic".to_owned(),
-    };
-    let message = format!("the compiled path failed: {what} (a bug of pith-merge-native: please report it)");
-    let class = py
-        .import("merge.errors")
-        .and_then(|errors| errors.getattr("NativeError"))
-        .and_then(|class| Ok(class.downcast_into::<PyType>()?));
-    match class {
-        Ok(class) => PyErr::from_type(class, message),
-        Err(_) => PyRuntimeError::new_err(message), // merge itself cannot be imported
-    }
-}
 
 /// A key of the merge's key set (§3), as the checks take it (`merge.native.key_table`).
 #[pyclass(module = "pith_merge_native", frozen)]
@@ -244,9 +196,16 @@ impl ValidEvent {
 /// An event the pure path judged invalid: `(event_id, §6 reason)`.
 type Invalid = (String, String);
 
-/// A finished fold as Python takes it: the state's bytes without `state_sha256`, who superseded
-/// whom (`(superseded id, [ids of the events that superseded it])`), and the digest.
-type Finished<'py> = (StateBytes, Bound<'py, PyList>, StateDigest);
+/// A finished fold as Python takes it (`merge.native`'s `_matched`).
+#[pyclass(module = "pith_merge_native", frozen, get_all)]
+pub struct Finished {
+    /// The state's canonical bytes without `state_sha256` (§2: what its hash is taken over).
+    state: Py<StateBytes>,
+    /// Who superseded whom (§7): ``[(superseded id, [ids of the events that superseded it])]``.
+    superseded: Py<PyList>,
+    /// `state_sha256`, computed meanwhile for a large state.
+    digest: Py<StateDigest>,
+}
 
 /// Signature verdicts shared by folds (`merge.SignatureVerifier` keeps one): each distinct
 /// (key, digest, signature) is verified once, whichever fold meets it first. With
@@ -382,17 +341,17 @@ impl Judgement {
 }
 
 /// A built state, as Python takes it.
-fn finished<'py>(
-    py: Python<'py>,
-    built: Built,
-    digest: impl FnOnce(Arc<Vec<u8>>) -> StateDigest,
-) -> PyResult<Finished<'py>> {
+fn finished(py: Python<'_>, built: Built, digest: impl FnOnce(Arc<Vec<u8>>) -> StateDigest) -> PyResult<Finished> {
     let superseded = PyList::empty(py);
     for (id, by) in built.superseded.iter() {
         superseded.append((id, by))?;
     }
     let state = Arc::new(built.state);
-    Ok((StateBytes { bytes: state.clone() }, superseded, digest(state)))
+    Ok(Finished {
+        state: Py::new(py, StateBytes { bytes: state.clone() })?,
+        superseded: superseded.unbind(),
+        digest: Py::new(py, digest(state))?,
+    })
 }
 
 #[pymethods]
@@ -458,7 +417,7 @@ impl Judgement {
         invalid: Vec<Invalid>,
         valid: Vec<Bound<'py, ValidEvent>>,
         free_now: bool,
-    ) -> PyResult<Finished<'py>> {
+    ) -> PyResult<Finished> {
         guarded(py, || {
             let verdicts = self.merged(invalid, valid)?;
             let count = verdicts.len();
@@ -485,7 +444,7 @@ pub fn finish_many<'py>(
     py: Python<'py>,
     jobs: Vec<(Bound<'py, Judgement>, Vec<Invalid>, Vec<Bound<'py, ValidEvent>>)>,
     threads: usize,
-) -> PyResult<Vec<Finished<'py>>> {
+) -> PyResult<Vec<Finished>> {
     guarded(py, || {
         let mut merged = vec_with_capacity(jobs.len());
         for (judgement, invalid, valid) in jobs {
@@ -580,202 +539,6 @@ fn judged_lists(
     py.allow_threads(|| batch::judge(&inputs, subjects, &keys, verifier, threads, kept))
 }
 
-/// The JSON text of an input, borrowed, when it is exactly a `bytes` or a `str` with UTF-8; `None`
-/// for anything else, which the pure path admits or rejects (§5): a parsed value, a `str` with
-/// a lone surrogate (a rejection, for the pure path to word), and any subclass of the two,
-/// whose methods the pure path may call and this one would not (issue 29: both paths, one answer).
-fn text_of<'a>(item: &'a Bound<'_, PyAny>) -> Option<&'a [u8]> {
-    if let Ok(bytes) = item.downcast_exact::<PyBytes>() {
-        Some(bytes.as_bytes())
-    } else if let Ok(string) = item.downcast_exact::<PyString>() {
-        string.to_str().ok().map(str::as_bytes)
-    } else {
-        None
-    }
-}
-
-/// `CJ` (§1) of each JSON text of `texts` (exactly `bytes` or `str`), on `threads` native threads
-/// without the GIL: the canonical bytes, or `None` where this path does not decide (not a JSON
-/// text for serde_json, not canonical-able, nested deeper than 64, anything but a text), which
-/// the pure path then decides. `pith-merge store import` stores a bundle's events so.
-#[pyfunction]
-pub fn canonical_texts<'py>(
-    py: Python<'py>,
-    texts: Bound<'py, PyList>,
-    threads: usize,
-) -> PyResult<Vec<Option<Bound<'py, PyBytes>>>> {
-    guarded(py, || {
-        // As in `judge_many`: `held` keeps each text alive while the threads read it.
-        let held: Vec<Bound<'_, PyAny>> = collect_exact(texts.iter());
-        let borrowed: Vec<Option<&[u8]>> = collect_exact(held.iter().map(text_of));
-        // Texts of a few KB: 16 a hand-off keeps the threads' turns cheap beside the work.
-        let written = py.allow_threads(|| parallel_map(&borrowed, threads, 16, |text| text.and_then(canonical_text)));
-        Ok(collect_exact(
-            written
-                .into_iter()
-                .map(|bytes| bytes.map(|bytes| PyBytes::new(py, &bytes))),
-        ))
-    })
-}
-
-/// The canonical text (§1) of each event text read so far, with its identity, shared by the
-/// bundles an audit reads: its snapshots hold the same events again and again, each written
-/// once a run (and each the same Python object every time).
-#[pyclass(module = "pith_merge_native", frozen)]
-#[derive(Default)]
-pub struct BundleCache {
-    written: Mutex<HashMap<Box<[u8]>, WrittenEvent>>,
-}
-
-/// An event's canonical text and its identity, as [`read_bundle`] hands them over.
-type WrittenEvent = (Py<PyBytes>, PyObject);
-
-#[pymethods]
-impl BundleCache {
-    #[new]
-    fn new() -> Self {
-        BundleCache::default()
-    }
-
-    fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
-        guarded(py, || Ok(locked(&self.written).len()))
-    }
-}
-
-/// A bundle read as [`read_bundle`] returns it: its members but `events` (``[(key, raw text,
-/// canonical text or None)]``, in key order); each event's canonical text (``None`` where this
-/// path does not write one), the raw text of each event it does not write (else ``None``), and
-/// each event's identity (``(event_id, SHA-256 of the canonical text, prev_event or None)``, or
-/// ``None``: see `bundle::write_event`; only with a ``cache``); and ``bundle_sha256`` (``None``
-/// unless every member and
-/// event was written here).
-type ReadBundle<'py> = (
-    Vec<(String, Bound<'py, PyBytes>, Option<Bound<'py, PyBytes>>)>,
-    Vec<Option<Bound<'py, PyBytes>>>,
-    Vec<Option<Bound<'py, PyBytes>>>,
-    Vec<PyObject>,
-    Option<String>,
-);
-
-/// A bundle given as a JSON text (exactly `bytes` or `str`), read on ``threads`` native threads
-/// without the GIL (see `bundle`): ``None`` when it is no JSON object with an ``events`` array
-/// for serde_json (the pure path decodes it and says why). ``cache``: the canonical texts of the
-/// events of earlier bundles, taken where the same text comes again, and added to.
-#[pyfunction]
-#[pyo3(signature = (text, threads, cache=None))]
-pub fn read_bundle<'py>(
-    py: Python<'py>,
-    text: Bound<'py, PyAny>,
-    threads: usize,
-    cache: Option<&Bound<'py, BundleCache>>,
-) -> PyResult<Option<ReadBundle<'py>>> {
-    guarded(py, || {
-        // `text` keeps the borrowed bytes alive (and unchanged) until this function returns.
-        let Some(bytes) = text_of(&text) else { return Ok(None) };
-        let Some(split) = py.allow_threads(|| bundle::split(bytes)) else {
-            return Ok(None);
-        };
-        let known: Vec<Option<(Bound<'py, PyBytes>, PyObject)>> = match cache {
-            Some(cache) => {
-                let written = locked(&cache.get().written);
-                collect_exact(split.events.iter().map(|raw| {
-                    written
-                        .get(*raw)
-                        .map(|(text, identity)| (text.bind(py).clone(), identity.clone_ref(py)))
-                }))
-            }
-            None => collect_exact(split.events.iter().map(|_| None)),
-        };
-        // The members first (the state, the one large one, among them), so that a thread takes
-        // it at once while the others share the events, rather than last, on one thread.
-        let events_to_write = split.events.iter().zip(&known).filter(|(_, known)| known.is_none());
-        let jobs: Vec<(Option<&Part<'_>>, &[u8])> = split
-            .members
-            .iter()
-            .map(|(_, part)| (Some(part), &b""[..]))
-            .chain(events_to_write.map(|(raw, _)| (None, *raw)))
-            .collect();
-        // An event's identity is for an audit's snapshots, which share a cache.
-        let identify = cache.is_some();
-        // A member's text is no longer than the text less its events'.
-        let room = bytes.len() - split.events.iter().map(|event| event.len()).sum::<usize>();
-        let written = py.allow_threads(|| {
-            parallel_map(&jobs, threads, 16, |&(member, raw)| match member {
-                None => bundle::write_event(raw, identify).map(|written| (written.text, written.identity)),
-                Some(Part::Text(raw)) => canonical_document(raw).map(|text| (text, None)),
-                Some(Part::Value(value)) => canonical_document_value(value, room).map(|text| (text, None)),
-            })
-        });
-        let (members, events) = written.split_at(split.members.len());
-        let parsed_unwritten = split
-            .members
-            .iter()
-            .zip(members)
-            .any(|((_, part), written)| matches!(part, Part::Value(_)) && written.is_none());
-        if parsed_unwritten {
-            return Ok(None); // its text is not kept: the pure path decodes the bundle, and says why
-        }
-        let mut new = events.iter();
-        let count = split.events.len();
-        let (mut canonical, mut raw_events, mut identities) = (
-            vec_with_capacity(count),
-            vec_with_capacity(count),
-            vec_with_capacity(count),
-        );
-        for (raw, known) in split.events.iter().zip(known) {
-            let (text, identity) = match known {
-                Some((text, identity)) => (Some(text), identity),
-                None => match new.next().expect("a text written for each one not known") {
-                    Some((text, identity)) => {
-                        let text = PyBytes::new(py, text);
-                        let identity = identity_of(py, identity.as_ref())?;
-                        if let Some(cache) = cache {
-                            let kept = (text.clone().unbind(), identity.clone_ref(py));
-                            locked(&cache.get().written).insert((*raw).into(), kept);
-                        }
-                        (Some(text), identity)
-                    }
-                    None => (None, py.None()),
-                },
-            };
-            raw_events.push(text.is_none().then(|| PyBytes::new(py, raw)));
-            canonical.push(text);
-            identities.push(identity);
-        }
-        let digest = if members.iter().all(Option::is_some) && canonical.iter().all(Option::is_some) {
-            let members: Vec<(&str, &[u8])> =
-                collect_exact(split.members.iter().zip(members).map(|((key, _), written)| {
-                    let (text, _) = written.as_ref().expect("all written");
-                    (key.as_str(), text.as_slice())
-                }));
-            let events: Vec<&[u8]> = canonical.iter().flatten().map(|text| text.as_bytes()).collect();
-            Some(py.allow_threads(|| bundle::bundle_sha256(members, &events)))
-        } else {
-            None
-        };
-        let raw_members = collect_exact(split.members.iter().zip(members).map(|((key, part), written)| {
-            let text = written.as_ref().map(|(text, _)| PyBytes::new(py, text));
-            let raw = match (part, &text) {
-                (Part::Text(raw), _) => PyBytes::new(py, raw),
-                // A parsed member's text is its canonical text (written, or this returned early).
-                (Part::Value(_), text) => text.clone().expect("a parsed member is written"),
-            };
-            (key.clone(), raw, text)
-        }));
-        Ok(Some((raw_members, canonical, raw_events, identities, digest)))
-    })
-}
-
-/// An event's identity as Python takes it: ``(event_id, digest, prev_event or None)``, or ``None``.
-fn identity_of(py: Python<'_>, identity: Option<&bundle::Identity>) -> PyResult<PyObject> {
-    let Some(identity) = identity else { return Ok(py.None()) };
-    let digest = PyBytes::new(py, &identity.digest);
-    Ok((identity.event_id.as_str(), digest, identity.prev_event.as_deref())
-        .into_pyobject(py)?
-        .into_any()
-        .unbind())
-}
-
 /// Give back the pages freed since a fold of `inputs` inputs began judging (see `pool`): the
 /// parse trees the judging threads freed and, for a fold of a stream, the texts themselves,
 /// which Python frees once [`judge`] returns (`merge.native` calls this then). A small fold
@@ -786,45 +549,4 @@ pub fn release_memory(py: Python<'_>, inputs: usize) -> PyResult<()> {
         py.allow_threads(|| trim_from(inputs));
         Ok(())
     })
-}
-
-/// The verdict on each `(public key, message, signature)` of the verification the fold uses,
-/// on this thread, each distinct key decoded once as in a fold: for the tests that hold it to
-/// PyNaCl's libsodium on every Wycheproof, CCTV, RFC 8032 and PyNaCl case, and for the
-/// benchmarks' bound of the compiled path. ``combs``: ``None`` verifies as a fold does (a key's
-/// comb once it has verified enough signatures in the process); ``True`` always by the combs,
-/// ``False`` always by the double-base multiplication (`verify`).
-#[pyfunction]
-#[pyo3(signature = (jobs, combs=None))]
-pub fn verify_signatures(
-    py: Python<'_>,
-    jobs: Vec<(Vec<u8>, Vec<u8>, Vec<u8>)>,
-    combs: Option<bool>,
-) -> PyResult<Vec<bool>> {
-    guarded(py, || {
-        let route = match combs {
-            None => Route::AsAFold,
-            Some(true) => Route::Combs,
-            Some(false) => Route::DoubleBase,
-        };
-        let mut keys: HashMap<[u8; 32], PublicKey> = HashMap::default();
-        Ok(collect_exact(jobs.iter().map(|(public_key, message, signature)| {
-            // As merge.signatures.verify_signature: wrong lengths never verify.
-            match (
-                <[u8; 32]>::try_from(public_key.as_slice()),
-                <&[u8; 64]>::try_from(signature.as_slice()),
-            ) {
-                (Ok(public_key), Ok(signature)) => keys
-                    .entry(public_key)
-                    .or_insert_with(|| PublicKey::new(public_key))
-                    .verifies_by(message, signature, route),
-                _ => false,
-            }
-        })))
-    })
-}
-
-/// The spec strings of `reasons`, in order.
-pub fn codes(reasons: &[Reason]) -> Vec<&'static str> {
-    reasons.iter().map(|reason| reason.code()).collect()
 }

@@ -1,0 +1,162 @@
+//! The bundle reader's door (`merge.native.read_bundle`, the twin of `bundle`).
+
+use std::sync::Mutex;
+
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyList};
+
+use super::{guarded, text_of};
+use crate::bundle::{self, Part};
+use crate::maps::HashMap;
+use crate::pool::{collect_exact, locked, vec_with_capacity};
+
+/// The canonical text (§1) of each event text read so far, with its identity, shared by the
+/// bundles an audit reads: its snapshots hold the same events again and again, each written
+/// once a run (and each the same Python object every time).
+#[pyclass(module = "pith_merge_native", frozen)]
+#[derive(Default)]
+pub struct BundleCache {
+    written: Mutex<HashMap<Box<[u8]>, WrittenEvent>>,
+}
+
+/// An event's canonical text and its identity, as [`read_bundle`] hands them over.
+type WrittenEvent = (Py<PyBytes>, PyObject);
+
+#[pymethods]
+impl BundleCache {
+    #[new]
+    fn new() -> Self {
+        BundleCache::default()
+    }
+
+    fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
+        guarded(py, || Ok(locked(&self.written).len()))
+    }
+}
+
+/// A bundle as [`read_bundle`] read it (`merge.native.BundleRead`).
+#[pyclass(module = "pith_merge_native", frozen, get_all)]
+pub struct BundleRead {
+    /// Its members but ``events``, in key order: ``[(key, raw text, canonical text or None)]``.
+    members: Py<PyList>,
+    /// Each event's canonical text (``None`` where this path does not write one).
+    events: Py<PyList>,
+    /// The raw text of each event it does not write (else ``None``).
+    raw_events: Py<PyList>,
+    /// Each event's identity (``(event_id, SHA-256 of the canonical text, prev_event or None)``,
+    /// or ``None``: see `bundle::snapshot_identity`; only with a ``cache``).
+    identities: Py<PyList>,
+    /// ``bundle_sha256``: ``None`` unless every member and event was written here.
+    bundle_sha256: Option<String>,
+}
+
+/// A bundle given as a JSON text (exactly `bytes` or `str`), read on ``threads`` native threads
+/// without the GIL (see `bundle`): ``None`` when it is no JSON object with an ``events`` array
+/// for serde_json (the pure path decodes it and says why). ``cache``: the canonical texts of the
+/// events of earlier bundles, taken where the same text comes again, and added to.
+#[pyfunction]
+#[pyo3(signature = (text, threads, cache=None))]
+pub fn read_bundle<'py>(
+    py: Python<'py>,
+    text: Bound<'py, PyAny>,
+    threads: usize,
+    cache: Option<&Bound<'py, BundleCache>>,
+) -> PyResult<Option<BundleRead>> {
+    guarded(py, || {
+        // `text` keeps the borrowed bytes alive (and unchanged) until this function returns.
+        let Some(bytes) = text_of(&text) else { return Ok(None) };
+        let Some(split) = py.allow_threads(|| bundle::split(bytes)) else {
+            return Ok(None);
+        };
+        let known: Vec<Option<(Bound<'py, PyBytes>, PyObject)>> = match cache {
+            Some(cache) => {
+                let written = locked(&cache.get().written);
+                collect_exact(split.events.iter().map(|raw| {
+                    written
+                        .get(*raw)
+                        .map(|(text, identity)| (text.bind(py).clone(), identity.clone_ref(py)))
+                }))
+            }
+            None => collect_exact(split.events.iter().map(|_| None)),
+        };
+        let unknown: Vec<&[u8]> = split
+            .events
+            .iter()
+            .zip(&known)
+            .filter(|(_, known)| known.is_none())
+            .map(|(raw, _)| *raw)
+            .collect();
+        // An event's identity is for an audit's snapshots, which share a cache.
+        let identify = cache.is_some();
+        let Some(parts) = py.allow_threads(|| bundle::write(&split, &unknown, bytes.len(), threads, identify)) else {
+            return Ok(None); // the pure path decodes the bundle, and says why
+        };
+        let mut new = parts.events.into_iter();
+        let count = split.events.len();
+        let (mut canonical, mut raw_events, mut identities) = (
+            vec_with_capacity(count),
+            vec_with_capacity(count),
+            vec_with_capacity(count),
+        );
+        for (raw, known) in split.events.iter().zip(known) {
+            let (text, identity) = match known {
+                Some((text, identity)) => (Some(text), identity),
+                None => match new.next().expect("a text written for each one not known") {
+                    Some(written) => {
+                        let text = PyBytes::new(py, &written.text);
+                        let identity = identity_of(py, written.identity.as_ref())?;
+                        if let Some(cache) = cache {
+                            let kept = (text.clone().unbind(), identity.clone_ref(py));
+                            locked(&cache.get().written).insert((*raw).into(), kept);
+                        }
+                        (Some(text), identity)
+                    }
+                    None => (None, py.None()),
+                },
+            };
+            raw_events.push(text.is_none().then(|| PyBytes::new(py, raw)));
+            canonical.push(text);
+            identities.push(identity);
+        }
+        let members = &parts.members;
+        let digest = if members.iter().all(Option::is_some) && canonical.iter().all(Option::is_some) {
+            let members: Vec<(&str, &[u8])> = collect_exact(
+                split
+                    .members
+                    .iter()
+                    .zip(members)
+                    .map(|((key, _), written)| (key.as_str(), written.as_deref().expect("all written"))),
+            );
+            let events: Vec<&[u8]> = canonical.iter().flatten().map(|text| text.as_bytes()).collect();
+            Some(py.allow_threads(|| bundle::bundle_sha256(members, &events)))
+        } else {
+            None
+        };
+        let raw_members = collect_exact(split.members.iter().zip(members).map(|((key, part), written)| {
+            let text = written.as_ref().map(|text| PyBytes::new(py, text));
+            let raw = match (part, &text) {
+                (Part::Text(raw), _) => PyBytes::new(py, raw),
+                // A parsed member's text is its canonical text (written, or this returned early).
+                (Part::Value(_), text) => text.clone().expect("a parsed member is written"),
+            };
+            (key.clone(), raw, text)
+        }));
+        Ok(Some(BundleRead {
+            members: PyList::new(py, raw_members)?.unbind(),
+            events: PyList::new(py, canonical)?.unbind(),
+            raw_events: PyList::new(py, raw_events)?.unbind(),
+            identities: PyList::new(py, identities)?.unbind(),
+            bundle_sha256: digest,
+        }))
+    })
+}
+
+/// An event's identity as Python takes it: ``(event_id, digest, prev_event or None)``, or ``None``.
+fn identity_of(py: Python<'_>, identity: Option<&bundle::Identity>) -> PyResult<PyObject> {
+    let Some(identity) = identity else { return Ok(py.None()) };
+    let digest = PyBytes::new(py, &identity.digest);
+    Ok((identity.event_id.as_str(), digest, identity.prev_event.as_deref())
+        .into_pyobject(py)?
+        .into_any()
+        .unbind())
+}

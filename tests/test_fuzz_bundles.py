@@ -26,8 +26,10 @@ pytestmark = pytest.mark.skipif(native_module() is None, reason="the compiled pa
 
 
 def test_deterministic_short_run_finds_no_difference(capsys: pytest.CaptureFixture[str]) -> None:
-    """3,000 mutated bundle texts (seed 1; about 12 s): the two paths give each the same verdict."""
-    found = deterministic(seed=1, runs=3000, seconds=120, artifacts=None)
+    """1,000 mutated bundle texts (seed 4; about 6 s, 16 s under coverage): the two paths give each
+    the same verdict. Before issue 36's fixes this very run found its three classes, at runs 53,
+    130 and 434 (fuzz/README.md)."""
+    found = deterministic(seed=4, runs=1000, seconds=120, artifacts=None)
     assert not found, capsys.readouterr().out[-6000:]
 
 

@@ -16,6 +16,7 @@ from merge.native import native_module
 from merge.testing import (
     BUNDLE_FAULT_CHECKS,
     PRESERVING,
+    BundleFault,
     BundleText,
     SignedBundle,
     SignedRecord,
@@ -41,8 +42,10 @@ def test_a_good_bundle_verifies_as_value_and_as_text(signed: SignedBundle) -> No
     assert signed.failed_check is None
 
 
-@given(st.sampled_from(FAILING).flatmap(bundles))
-def test_a_faulted_bundle_fails_exactly_the_named_check(signed: SignedBundle) -> None:
+@pytest.mark.parametrize("fault", FAILING)
+@given(data=st.data())
+def test_a_faulted_bundle_fails_exactly_the_named_check(fault: BundleFault, data: st.DataObject) -> None:
+    signed = data.draw(bundles(fault))
     for given_as in (signed.bundle, signed.text):
         report = verify_bundle(given_as, trusted_keys=signed.trusted_keys, threads=1)
         assert _failed(report) == {signed.failed_check}, (signed.fault, report.failed)
@@ -64,10 +67,12 @@ def test_a_good_record_verifies(signed: SignedRecord) -> None:
     assert report.ok, report.failed
 
 
-@given(st.sampled_from(RECORD_CHECKS).flatmap(records))
-def test_a_faulted_record_fails_exactly_the_named_check(signed: SignedRecord) -> None:
+@pytest.mark.parametrize("check", RECORD_CHECKS)
+@given(data=st.data())
+def test_a_faulted_record_fails_exactly_the_named_check(check: str, data: st.DataObject) -> None:
+    signed = data.draw(records(check))
     report = verify_record(signed.record, trusted_keys=signed.trusted_keys)
-    assert _failed(report) == {signed.failed_check}, (signed.detail, report.failed)
+    assert _failed(report) == {check} == {signed.failed_check}, (signed.detail, report.failed)
 
 
 def test_records_refuses_a_check_that_is_not_one_of_section_11() -> None:

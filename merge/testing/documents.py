@@ -11,7 +11,7 @@ text and mutates it (:mod:`merge.testing.mutations`, the bundle fuzzer's own mut
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import cache
@@ -227,14 +227,20 @@ class _DrawChooser:
 
 @st.composite
 def bundle_texts(
-    draw: st.DrawFn, base: st.SearchStrategy[SignedBundle] | None = None, *, max_mutations: int = 3
+    draw: st.DrawFn,
+    base: st.SearchStrategy[SignedBundle] | None = None,
+    *,
+    kinds: Iterable[Mutation] = tuple(Mutation),
+    max_mutations: int = 3,
 ) -> BundleText:
-    """Texts of good bundles (``base``, default :func:`bundles`), with up to ``max_mutations``
-    mutations: duplicate keys at every level (overridden members that are no JSON), escapes,
-    numbers, whitespace, a BOM, nesting, bad UTF-8, events that are no object or a JSON string,
-    missing and reordered members, events of about 1 MiB, a cut, ``str`` instead of ``bytes``."""
+    """Texts of good bundles (``base``, default :func:`bundles`), with 1 to ``max_mutations``
+    mutations of ``kinds`` (default: all): duplicate keys at every level (overridden members
+    that are no JSON), escapes, numbers, whitespace, a BOM, nesting, bad UTF-8, events that are
+    no object or a JSON string, missing and reordered members, events of about 1 MiB, a cut,
+    ``str`` instead of ``bytes``."""
     signed = draw(base if base is not None else bundles())
-    text, mutations = mutate_text(signed.text, _DrawChooser(draw), max_mutations=max_mutations)
+    chosen = draw(st.lists(st.sampled_from(tuple(kinds)), min_size=1, max_size=max(1, max_mutations)))
+    text, mutations = mutate_text(signed.text, _DrawChooser(draw), kinds=chosen)
     return BundleText(text, mutations, signed)
 
 

@@ -300,15 +300,24 @@ _TREE: Final = tuple(
 
 
 def mutate_text(
-    text: bytes | str, chooser: Chooser, *, max_mutations: int = 3
+    text: bytes | str,
+    chooser: Chooser,
+    *,
+    min_mutations: int = 0,
+    max_mutations: int = 3,
+    kinds: Sequence[Mutation] | None = None,
 ) -> tuple[bytes | str, tuple[Mutation, ...]]:
-    """``text`` (a JSON text; :class:`ValueError` if it is none) mutated by up to
-    ``max_mutations`` :class:`Mutation` s chosen by ``chooser``; returns the text, ``bytes`` or
-    ``str``, and what was done to it, in order (a mutation with no place in the text is skipped)."""
+    """``text`` (a JSON text; :class:`ValueError` if it is none) mutated by ``min_mutations`` to
+    ``max_mutations`` :class:`Mutation` s chosen by ``chooser`` (``kinds``: these, in this
+    order, instead); returns the text, ``bytes`` or ``str``, and what was done to it, in order
+    (a mutation with no place in the text is skipped). ``chooser`` chooses where and how."""
     tree = _parse(text)
+    if kinds is None:
+        count = min_mutations + chooser.below(max_mutations - min_mutations + 1)
     done: list[Mutation] = []
-    for _ in range(chooser.below(max_mutations + 1)):
-        kind = _pick(chooser, tuple(Mutation))
+    for position in range(len(kinds) if kinds is not None else count):
+        # Each kind chosen just before it is done (one sequence of choices is one text).
+        kind = kinds[position] if kinds is not None else _pick(chooser, tuple(Mutation))
         if kind in _TREE and not _mutate_tree(tree, kind, chooser):
             continue
         done.append(kind)  # (the others are done once the tree is written, below)

@@ -110,7 +110,7 @@ stress: $(VENV)/.installed-dev
 # the tag manylinux_2_17_x86_64 is true (a plain build links against this box's glibc and is
 # tagged for it), and auditwheel shows that it agrees. Needs cargo; tests/test_wheels.py runs it.
 DIST ?= dist
-VERSION := $(shell sed -n 's/^__version__ = "\(.*\)"$$/\1/p' merge/__init__.py)
+VERSION := $(shell sed -n 's/^__version__ = "\(.*\)"$$/\1/p' merge/_version.py)
 wheels: $(VENV)/.installed-dev
 	PITH_MERGE_RELEASE=1 $(BIN)/python -m build --outdir $(DIST) .
 	cd native && PATH="$(abspath $(BIN)):$$PATH" maturin build --release --zig --compatibility manylinux2014 --out $(abspath $(DIST))

@@ -20,7 +20,8 @@ from merge.admission import Admitted, Rejection, admit, admit_batch
 from merge.batch import gc_paused
 from merge.chains import Node, classify, supersessions
 from merge.checks import Candidate, ValidEvent, judge_events, postcheck, precheck
-from merge.native import _handover, key_table, native_module
+from merge.native import native_module
+from merge.native.fold import _handover, key_table
 from merge.reasons import Reason
 from merge.signatures import SignatureVerifier, verify_signature
 from merge.state import assemble_state, decode_state_unchecked, with_state_sha256

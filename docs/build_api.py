@@ -69,8 +69,8 @@ ANNOTATION_WARNING = re.compile(r"Error parsing type annotation .* for ([\w.]+?)
 KNOWN_PROBLEMS = frozenset(
     {
         "merge.canonical.scan_json: the cross-reference JsonScan links to nothing in the reference",
-        "merge.native.fold_native: the cross-reference admit_batch links to nothing in the reference",
-        "merge.native.fold_native: the cross-reference judge_events links to nothing in the reference",
+        "merge.native.fold.fold_native: the cross-reference admit_batch links to nothing in the reference",
+        "merge.native.fold.fold_native: the cross-reference judge_events links to nothing in the reference",
     }
 )
 

@@ -11,12 +11,10 @@ The import name ``merge`` is generic (an unrelated ``merge`` on PyPI installs a 
 name); :mod:`pith_merge` is the same API under an unambiguous name.
 """
 
-#: This package's version (the only place it is written; pyproject.toml reads it from here).
-__version__ = "0.3.0"
-
 import sys
 
 from ._compat import old_module
+from ._version import __version__ as __version__  # the one place it is written
 from .admission import MAX_INPUT_BYTES, RejectCode, Rejection
 from .audit import (
     AuditReport,

@@ -17,11 +17,12 @@ import msgspec
 
 from .audit import PairAudit, Snapshot, audit, snapshot_of_bundle
 from .bundle import REGISTRY_KEYS
+from .durable import write_durably
 from .keys import KeySet
 from .replay import state_filename
 from .signatures import SignatureVerifier
 
-__all__ = ["Download", "LastBundles", "bundle_filename"]
+__all__ = ["Download", "LastBundles", "bundle_filename", "keep_bundle"]
 
 
 def bundle_filename(subject: str) -> str:
@@ -31,6 +32,16 @@ def bundle_filename(subject: str) -> str:
     untrusted string, so anything but a pith number is named by its hash, never a path.
     """
     return state_filename(subject).removesuffix(".state.json") + ".bundle.json"
+
+
+def keep_bundle(directory: Path, subject: str, data: bytes) -> Path:
+    """Make ``data`` the bundle kept for ``subject`` in ``directory``, atomically and durably (a
+    crash never leaves half a bundle as the reference, nor loses one said to be kept): the one
+    home of kept bundles, for ``pith-merge audit --state-dir`` and the monitor alike."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / bundle_filename(subject)
+    write_durably(path, data)
+    return path
 
 
 class Download(msgspec.Struct, frozen=True):
@@ -69,7 +80,7 @@ class LastBundles:
             return Download(new, None, kept=False)
         path = self.path(subject)
         if not path.exists():
-            self._keep(path, data)
+            keep_bundle(self.directory, subject, data)
             return Download(new, None, kept=True)
         old = snapshot_of_bundle(path.read_bytes(), label=str(path), trusted_keys=trusted, verifier=verifier)
         pair = audit(old, new)
@@ -77,11 +88,5 @@ class LastBundles:
         # reference (and the evidence), so the next download is still compared with it.
         keep = pair.append_only is True and not pair.identical
         if keep:
-            self._keep(path, data)
+            keep_bundle(self.directory, subject, data)
         return Download(new, pair, kept=keep)
-
-    def _keep(self, path: Path, data: bytes) -> None:
-        self.directory.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_name(path.name + ".tmp")
-        temporary.write_bytes(data)
-        temporary.replace(path)  # atomic: a crash never leaves half a bundle as the reference

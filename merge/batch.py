@@ -22,10 +22,11 @@ from .canonical import encode_canonical_unchecked
 from .errors import InputError, require_threads
 from .identifiers import require_subject
 from .keys import KeySet
-from .native import fold_native, fold_native_many, fold_native_matching, native_available
+from .native import native_available
+from .native.fold import EncodedFold, fold_native, fold_native_encoded, fold_native_many, fold_native_matching
 from .signatures import SignatureVerifier
 
-__all__ = ["fold", "fold_matching", "fold_subjects", "gc_paused"]
+__all__ = ["EncodedFold", "fold", "fold_matching", "fold_stream_encoded", "fold_subjects", "gc_paused"]
 
 # FoldResult, the state's assembly, copy_identity and judge_events moved to merge.state,
 # merge.admission and merge.checks (issue 17: one room per rule): merge.batch's old names until
@@ -99,6 +100,21 @@ def fold_matching(
             return fold_native_matching(inputs, subject, keys, verifier, published, share_verdicts=shared)
     result = fold(inputs, subject=subject, keys=keys, verifier=verifier)
     return result, published == encode_canonical_unchecked(result.state)
+
+
+def fold_stream_encoded(
+    inputs: Iterable[Any], *, subject: str, keys: KeySet, threads: int | None = None
+) -> EncodedFold | None:
+    """:func:`fold` of a stream (a store's rows, read once), with the state as its canonical JSON,
+    where the compiled path serves: its own bytes with ``state_sha256`` put in its place, never
+    decoded to be encoded again, each text let go once judged. ``None``, and ``inputs`` not read,
+    on the pure path, whose fold of a stream peaks no lower than an engine (a store then builds
+    one: :meth:`merge.store.EventStore.fold`). The one place a store's fold learns which path
+    serves."""
+    if not native_available():
+        return None
+    subject, threads = require_subject(subject), require_threads(threads)
+    return fold_native_encoded(inputs, subject, keys, SignatureVerifier(threads))
 
 
 def fold_subjects(

@@ -18,6 +18,7 @@ from .admission import JSON_TEXT_TYPES
 from .batch import fold, fold_matching
 from .canonical import (
     canonical_json,
+    canonical_text,
     decode_json,
     encode_canonical_unchecked,
     encode_json,
@@ -34,7 +35,8 @@ from .identifiers import (
     short_pith_number,
 )
 from .keys import KeySet
-from .native import BundleReader, read_bundle
+from .native.bundle import BundleReader, read_bundle
+from .native.canonical import canonical_texts
 from .signatures import SignatureVerifier
 from .state import MERGE_VERSION, FoldResult
 
@@ -46,6 +48,7 @@ __all__ = [
     "Check",
     "CheckedReport",
     "event_inputs",
+    "event_texts",
     "verify_bundle",
 ]
 
@@ -159,7 +162,7 @@ class Verified(msgspec.Struct, frozen=True):
     #: True when the ``bytes`` among ``members["events"]`` are canonical texts written so.
     canonical_events: bool = False
     #: Each event's identity as the compiled path read it off its canonical text (see
-    #: :attr:`merge.native.BundleRead.identities`), when it wrote them.
+    #: :attr:`merge.native.bundle.BundleRead.identities`), when it wrote them.
     identities: tuple[tuple[str, bytes, str | None] | None, ...] = ()
     #: ``public_keys``, parsed (``None`` when they are no key set, §3).
     keys: KeySet | None = None
@@ -175,7 +178,7 @@ def verify_bundle_parts(
 ) -> Verified:
     """:func:`verify_bundle`, with the bundle's members as it read them (:class:`Verified`).
 
-    ``reader``: shared by the verifications of one run (:class:`merge.native.BundleReader`): an
+    ``reader``: shared by the verifications of one run (:class:`merge.native.bundle.BundleReader`): an
     audit's snapshots hold the same events again and again, and each is written once a run.
     """
     trusted = KeySet.parse(trusted_keys)
@@ -242,6 +245,26 @@ def _string_as_text(event: str) -> bytes:
         return encode_json(str(event))
     except UnicodeEncodeError:
         return json.dumps(str(event)).encode()
+
+
+def event_texts(events: list[bytes]) -> list[bytes]:
+    """A bundle's events, each given as its text in the bundle, as inputs to store (``pith-merge
+    store import``): each its canonical text (§1), the value the bundle
+    holds written so (§5 judges a bundle's events as values: a text padded with whitespace, say
+    over 1 MiB, must get its value's verdict), on the compiled path where it serves; an event
+    that is not canonical-able (its verdict is non_canonical_json or a rejection either way)
+    with its whitespace stripped, and one that is no JSON text as it is (a rejection when folded)."""
+    written = canonical_texts(events, None)
+    if written is None:
+        written = [canonical_text(event) for event in events]
+    return [_stripped(event) if text is None else text for text, event in zip(written, events, strict=True)]
+
+
+def _stripped(text: bytes) -> bytes:
+    try:
+        return msgspec.json.format(text, indent=-1)
+    except msgspec.DecodeError:
+        return text
 
 
 def parse_document(document: Any) -> tuple[Any, str | None]:
@@ -385,7 +408,7 @@ class _TextBundle(msgspec.Struct, frozen=True):
     state: bytes | None
     #: ``bundle_sha256``, when the compiled path wrote every part of the bundle.
     bundle_sha256: str | None
-    #: Each event's identity (:attr:`merge.native.BundleRead.identities`).
+    #: Each event's identity (:attr:`merge.native.bundle.BundleRead.identities`).
     identities: tuple[tuple[str, bytes, str | None] | None, ...]
 
     def hash_events(self, digest: Any) -> None:
@@ -404,7 +427,7 @@ class _TextBundle(msgspec.Struct, frozen=True):
 
 
 def _read_text(document: Any, threads: int | None, reader: BundleReader | None) -> _TextBundle | None:
-    """A bundle given as a JSON text, read on the compiled path (:func:`merge.native.read_bundle`):
+    """A bundle given as a JSON text, read on the compiled path (:func:`merge.native.bundle.read_bundle`):
     its members split, its events and state written canonically for the fold, the bundle hash
     and the comparison of states, and the small members decoded here, in one call; an event it
     leaves is decoded alone.

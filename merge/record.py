@@ -35,6 +35,7 @@ __all__ = [
     "document_kind",
     "record_agrees",
     "record_disagreement",
+    "text_heading",
     "text_kind",
     "verify_record",
 ]
@@ -84,20 +85,33 @@ def text_kind(text: bytes | bytearray | memoryview | str) -> Literal["bundle", "
     alone (everything else is skipped, not built): None when the text is not JSON, not an object
     or neither. So a bundle can then be verified as its text, on the compiled path
     (:func:`merge.verify_bundle`), its events never decoded into Python values."""
+    return text_heading(text)[0]
+
+
+def text_heading(
+    text: bytes | bytearray | memoryview | str,
+) -> tuple[Literal["bundle", "record"] | None, Any]:
+    """:func:`text_kind` of a document given as its JSON text, and its ``pith_number`` (any JSON
+    value; ``None`` when absent, or when the text is no JSON object): what a reader of many
+    documents needs to file each under its subject, read as :func:`text_kind` reads, the rest
+    skipped, not built."""
     try:
         keys = _decode_type_keys(text if isinstance(text, str) else bytes(text))
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError, UnicodeEncodeError):
-        return None  # (UnicodeEncodeError: a str with a lone surrogate is no JSON text, §5)
+        return None, None  # (UnicodeEncodeError: a str with a lone surrogate is no JSON text, §5)
     if keys.bundle_type is not msgspec.UNSET:
-        return "bundle"
-    return "record" if keys.record_type is not msgspec.UNSET else None
+        kind: Literal["bundle", "record"] | None = "bundle"
+    else:
+        kind = "record" if keys.record_type is not msgspec.UNSET else None
+    return kind, keys.pith_number
 
 
 class _TypeKeys(msgspec.Struct):
-    """The two keys that say what a registry document is; UNSET where absent."""
+    """The two keys that say what a registry document is (UNSET where absent), and its subject."""
 
     bundle_type: Any = msgspec.UNSET
     record_type: Any = msgspec.UNSET
+    pith_number: Any = None
 
 
 _decode_type_keys: Final = msgspec.json.Decoder(_TypeKeys).decode

@@ -41,7 +41,9 @@ __all__ = [
     "assemble_state",
     "build_state",
     "decode_state",
+    "is_spliced_state",
     "source_aliases",
+    "splice_state_sha256",
     "supersession_list",
     "with_state_sha256",
 ]
@@ -243,6 +245,44 @@ def with_state_sha256(state: State) -> State:
     body = msgspec.structs.replace(state, state_sha256="")
     digest = hashlib.sha256(encode_canonical_unchecked(body)).hexdigest()
     return msgspec.structs.replace(state, state_sha256=digest)
+
+
+#: The top-level key after ``state_sha256`` in a state's canonical JSON (§1 orders keys): only
+#: scalars follow it (``state_version``, ``valid_event_count``), so its last occurrence is
+#: the top level's.
+_AFTER_STATE_SHA256: Final = b',"state_type":'
+
+
+def splice_state_sha256(unhashed: Any, state_sha256: str) -> bytes:
+    """The canonical JSON of a state from that of the state without ``state_sha256`` (the bytes
+    its hash is taken over, §2): the key and its value put in their sorted place (§1, §9), with
+    no decode and no encode (the compiled path writes the state without its hash, which it
+    computes meanwhile: :mod:`merge.native.fold`)."""
+    data, at, field = _state_sha256_place(unhashed, state_sha256)
+    return b"".join((data[:at], field, data[at:]))
+
+
+def is_spliced_state(document: bytes, unhashed: Any, state_sha256: str) -> bool:
+    """Whether ``document`` is :func:`splice_state_sha256` of ``unhashed``, compared in place."""
+    data, at, field = _state_sha256_place(unhashed, state_sha256)
+    # bytes' own methods compare buffers with memcmp (a memoryview's == compares item by item).
+    return (
+        len(document) == len(data) + len(field)
+        and document.startswith(data[:at])
+        and document.startswith(field, at)
+        and document.endswith(data[at:])
+    )
+
+
+def _state_sha256_place(unhashed: Any, state_sha256: str) -> tuple[memoryview, int, bytes]:
+    """The bytes of a state without ``state_sha256``, where that key goes in them, and the key
+    with its value as it goes there."""
+    data = memoryview(unhashed)
+    tail = len(data) - 256 if len(data) > 256 else 0
+    at = bytes(data[tail:]).rfind(_AFTER_STATE_SHA256)
+    if at < 0:  # never, for a state the compiled path wrote
+        raise AssertionError("a state's canonical JSON without its state_type key")
+    return data, at + tail, b',"state_sha256":"' + state_sha256.encode() + b'"'
 
 
 _STATE_TYPE: Final = "pith_open_graph_state"

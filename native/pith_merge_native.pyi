@@ -1,10 +1,10 @@
-"""Types of the compiled module (see src/py/ and merge/native.py, its only caller)."""
+"""Types of the compiled module (see src/py/ and merge/native/, its only caller)."""
 
 from collections.abc import Sequence
 from typing import Any, Final
 
 __version__: Final[str]
-#: The version of the boundary with merge/native.py (its INTERFACE_VERSION must be this).
+#: The version of the boundary with merge/native/ (its INTERFACE_VERSION must be this).
 INTERFACE_VERSION: Final[int]
 #: Every reason code (spec §6, §7), in merge.reasons.Reason's order.
 REASONS: Final[list[str]]

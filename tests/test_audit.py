@@ -28,7 +28,8 @@ from merge.audit import (
     snapshot_of_bundle,
     snapshot_of_events,
 )
-from merge.native import native_module, read_bundle
+from merge.native import native_module
+from merge.native.bundle import read_bundle
 from merge.signing import make_bundle
 
 from .builders import KEY_A, KEY_B, KEYS, RECORD, SUBJECT, event, record_event, run

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+import merge.durable
 from merge import canonical_json
 from merge.audit_store import LastBundles, bundle_filename
+from merge.monitor.cursor import StateDir
 
 from .builders import KEY_B, SUBJECT
 from .test_audit import BASE, T1, T2, TRUST, X2, bundle
@@ -58,3 +62,28 @@ def test_an_unverified_download_is_never_kept(tmp_path: Path) -> None:
     assert (download.pair, download.kept) == (None, False)
     assert not download.snapshot.info.verified
     assert not store.path(SUBJECT).exists()
+
+
+def test_audit_state_dir_and_the_monitor_keep_bundles_in_one_home(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One home for kept bundles (merge.audit_store.keep_bundle): ``audit --state-dir`` writes
+    them as durably as the monitor does (flushed, renamed, the directory flushed), to the same
+    file, so either reads what the other kept."""
+    synced: list[Path] = []
+    real = merge.durable.fsync_directory
+
+    def counted(directory: Path) -> None:
+        synced.append(directory)
+        real(directory)
+
+    monkeypatch.setattr(merge.durable, "fsync_directory", counted)
+    data = canonical_json(bundle(BASE, T1))
+    store = LastBundles(tmp_path / "audit")
+    assert store.audit_download(data, label="v1", trusted_keys=TRUST).kept
+    assert synced == [store.directory]
+    monitor = StateDir(tmp_path / "monitor")
+    monitor.keep(SUBJECT, data)
+    assert synced == [store.directory, monitor.path]
+    assert monitor.bundle_path(SUBJECT).read_bytes() == store.path(SUBJECT).read_bytes() == data
+    assert monitor.bundle_path(SUBJECT).name == store.path(SUBJECT).name

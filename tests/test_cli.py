@@ -204,14 +204,14 @@ def test_verify_reads_a_bundle_as_its_text(
         return verify_bundle(document, **options)
 
     left: list[int] = []
-    judge_leftovers = merge.native._judge_leftovers
+    judge_leftovers = merge.native.fold._judge_leftovers
 
     def counted(leftovers: list[Any], *args: Any) -> Any:
         left.append(len(leftovers))
         return judge_leftovers(leftovers, *args)
 
     monkeypatch.setattr(command, "verify_bundle", spied)
-    monkeypatch.setattr(merge.native, "_judge_leftovers", counted)
+    monkeypatch.setattr(merge.native.fold, "_judge_leftovers", counted)
     options = ["--trust-bundle-keys"] if carried else ["--trust", str(KEYS)]
     assert main(["verify", *options, str(EXAMPLE_BUNDLE)]) == 0
     assert given == [bytes]

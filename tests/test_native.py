@@ -9,6 +9,7 @@ compiled path equal PyNaCl's on every Wycheproof, CCTV and RFC 8032 case.
 
 from __future__ import annotations
 
+import ast
 import base64
 import hashlib
 import importlib
@@ -34,14 +35,8 @@ from hypothesis import strategies as st
 import merge
 from merge import FoldResult, KeySet, NativeMismatchWarning, NativeStatus, canonical_json, fold, native_status
 from merge.canonical import canonical_text
-from merge.native import (
-    INTERFACE_VERSION,
-    PURE_ENVIRONMENT_VARIABLE,
-    fold_native_encoded,
-    key_table,
-    native_available,
-    native_module,
-)
+from merge.native import INTERFACE_VERSION, PURE_ENVIRONMENT_VARIABLE, native_available, native_module
+from merge.native.fold import fold_native_encoded, key_table
 from merge.reasons import CHECK_ORDER, Reason
 from merge.signatures import SignatureVerifier, verify_signature
 from merge.signing import signed_receipt
@@ -907,8 +902,8 @@ def test_a_stream_is_judged_in_parts(monkeypatch: pytest.MonkeyPatch, name: str)
             parts.append(sum(map(len, part)))
             return NATIVE.judge(part, *args)
 
-    monkeypatch.setattr(merge.native, "STREAM_PART_BYTES", 4000)
-    monkeypatch.setattr(merge.native, "_extension", Counting)
+    monkeypatch.setattr(merge.native.fold, "STREAM_PART_BYTES", 4000)
+    monkeypatch.setattr(merge.native.fold, "_extension", Counting)
     extend = NATIVE.Judgement.extend
 
     def counted_extend(judgement: Any, part: list[Any], *args: Any) -> Any:
@@ -952,7 +947,7 @@ def test_a_growing_list_is_judged_on_from_the_last_fold(monkeypatch: pytest.Monk
             judged.append(len(part))
             return judge(part, *args)
 
-    monkeypatch.setattr(merge.native, "_extension", Counting)
+    monkeypatch.setattr(merge.native.fold, "_extension", Counting)
     monkeypatch.setattr(NATIVE.Judgement, "extend", counted_extend)
     verifier = SignatureVerifier(2, remember_judgements=True)
 
@@ -998,14 +993,65 @@ def test_a_streamed_folds_texts_are_freed_once_judged(monkeypatch: pytest.Monkey
     # Two for the pure path: it words the rejections.
     texts = [to_text(value) for value in [record_event(), *chain]] + [b"[]", b'{"no": "id"}']
     alive_at_decode: list[int] = []
-    decode = merge.native.decode_state_unchecked
+    decode = merge.native.fold.decode_state_unchecked
 
     def decode_later(data: Any) -> Any:
         alive_at_decode.append(len(texts) - len(freed))
         return decode(data)
 
-    monkeypatch.setattr(merge.native, "decode_state_unchecked", decode_later)
+    monkeypatch.setattr(merge.native.fold, "decode_state_unchecked", decode_later)
     result = fold((Text(text) for text in texts), subject=SUBJECT, keys=KEYS)
     assert alive_at_decode == [0]
     assert result == both(texts, SUBJECT, KEYS)
     assert result.state.valid_event_count == len(chain) + 1
+
+
+#: The adapters (pyproject.toml's TID251 exceptions): they import the core, never the compiled door.
+ADAPTERS = [
+    "cli",
+    "store",
+    "replay",
+    "monitor",
+    "graph_render",
+    "dask_replay",
+    "demo",
+    "audit_store",
+    "durable",
+]
+
+
+def _imported(path: Path, package: str) -> set[str]:
+    """Every module ``path`` (a module of ``package``) imports, relative imports resolved."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            parts = package.split(".")
+            base = ".".join(parts[: len(parts) - node.level + 1]) if node.level else ""
+            module = ".".join(part for part in (base, node.module or "") if part)
+            found.add(module)
+            found.update(f"{module}.{alias.name}" for alias in node.names)
+    return found
+
+
+def test_no_adapter_imports_the_compiled_door() -> None:
+    """One place chooses the path of each service, in the core (``merge.batch`` the folds',
+    ``merge.bundle`` a bundle's reading and its events' texts): an adapter never imports
+    ``merge.native`` (issue 37), the wall beside ruff's, which cannot tell the core's imports of
+    it from an adapter's."""
+    root = Path(__file__).parents[1] / "merge"
+    checked = 0
+    for name in ADAPTERS:
+        paths = sorted((root / name).rglob("*.py")) if (root / name).is_dir() else [root / f"{name}.py"]
+        for path in paths:
+            package = ".".join(("merge", *path.relative_to(root).parent.parts))
+            imported = _imported(path, package)
+            doors = {
+                module
+                for module in imported
+                if module == "merge.native" or module.startswith("merge.native.")
+            }
+            assert not doors, f"{path.relative_to(root)} imports {sorted(doors)}"
+            checked += 1
+    assert checked > 30

@@ -181,7 +181,7 @@ WHEEL_PLATFORM = {
 def test_pith_merge_requires_its_own_version_of_the_native_package_where_its_wheel_is_built(
     platform: dict[str, str], required: bool
 ) -> None:
-    """merge/native.py calls only the extension of its own release: the pin is ``==`` this very
+    """merge/native/ calls only the extension of its own release: the pin is ``==`` this very
     version, under the markers of the platform its wheel is built for, and nowhere else."""
     project = _toml("pyproject.toml")["project"]
     native = Requirement(_toml("pyproject.toml")["tool"]["hatch"]["metadata"]["hooks"]["custom"]["native"])

@@ -28,7 +28,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import merge.native
+import merge.native.fold
 import merge.replay
 import merge.replay.corpus
 import merge.replay.progress
@@ -378,13 +378,13 @@ def test_a_subject_s_texts_are_freed_before_its_state_is_decoded(monkeypatch: py
         return copy
 
     alive_at_decode: list[int] = []
-    decode = merge.native.decode_state_unchecked
+    decode = merge.native.fold.decode_state_unchecked
 
     def decode_later(data: Any) -> Any:
         alive_at_decode.append(len(alive))
         return decode(data)
 
-    monkeypatch.setattr(merge.native, "decode_state_unchecked", decode_later)
+    monkeypatch.setattr(merge.native.fold, "decode_state_unchecked", decode_later)
     items = (CorpusItem(subject, f"log:{n}", "event", tracked(text)) for n, text in enumerate(texts, 1))
     outcome = fold_subject(subject, items, KeySet.parse(EXAMPLE_KEYS))
     assert alive_at_decode == [0]

@@ -27,7 +27,7 @@ from merge import (
 )
 from merge.checks import CURRENT_KEYS
 from merge.schema import Event
-from merge.state import with_state_sha256
+from merge.state import is_spliced_state, splice_state_sha256, with_state_sha256
 
 from .conftest import CONFORMANCE, load_vector
 
@@ -75,6 +75,22 @@ def test_state_sha256_is_the_hash_of_the_rest(name: str) -> None:
     assert state.state_sha256 == as_json["state_sha256"] == state_sha256(as_json)
     rest = canonical_json({k: v for k, v in as_json.items() if k != "state_sha256"})
     assert state.state_sha256 == hashlib.sha256(rest).hexdigest()
+
+
+@pytest.mark.parametrize("name", ["golden_events", "every_reason", "non_ascii"])
+def test_state_sha256_spliced_into_the_bytes_without_it_is_the_state(name: str) -> None:
+    """§9's layout: ``state_sha256`` put in its sorted place in ``CJ`` of the rest is ``CJ`` of the
+    state, with no decode (the compiled path writes the rest, and hashes it meanwhile)."""
+    state = folded(name)
+    whole = canonical_json(state)
+    rest = json.loads(whole)
+    del rest["state_sha256"]
+    unhashed = canonical_json(rest)
+    assert hashlib.sha256(unhashed).hexdigest() == state.state_sha256
+    assert splice_state_sha256(unhashed, state.state_sha256) == whole
+    assert is_spliced_state(whole, unhashed, state.state_sha256)
+    assert not is_spliced_state(whole, unhashed, "0" * 64)
+    assert not is_spliced_state(whole + b" ", unhashed, state.state_sha256)
 
 
 def test_with_state_sha256_recomputes_and_ignores_an_old_hash() -> None:

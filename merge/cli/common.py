@@ -47,8 +47,7 @@ def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> 
     """``--version``: the release, the rules' revision and which path folds, and why (issue 27)."""
     if not value or ctx.resilient_parsing:
         return
-    from .. import __version__
-    from ..native import native_status
+    from .. import __version__, native_status
 
     click.echo(f"pith-merge {__version__} (merge-v1 rev {SPEC_REVISION}; {native_status()})")
     ctx.exit()

@@ -8,8 +8,8 @@ from typing import IO, Final
 import click
 import msgspec
 
-from ..canonical import canonical_json, canonical_text
-from ..native import canonical_texts
+from ..bundle import event_texts
+from ..canonical import canonical_json
 from ..replay import InputProblem, scan_corpus
 from ..store import Refused, StoreError, StoreUnavailable, open_store
 from . import common
@@ -130,32 +130,13 @@ def _import_inputs(
             except (msgspec.DecodeError, msgspec.ValidationError) as exc:
                 problems.append(InputProblem(item.source, "not_a_bundle", f"no list of events: {exc}"))
                 continue
-            for index, text in enumerate(_as_inputs([bytes(event) for event in events])):
+            for index, text in enumerate(event_texts([bytes(event) for event in events])):
                 yield item.subject, f"{item.source}#events[{index}]", text
     for url in sources:
         with open_store(url) as source:
             for subject in source.subjects():
                 for seq, raw in source.read(subject):
                     yield subject, f"{url}#{seq}", raw
-
-
-def _as_inputs(events: list[bytes]) -> list[bytes]:
-    """A bundle's events as stored inputs: each its canonical text (§1), the value the bundle
-    holds written so (§5 judges a bundle's events as values: a text padded with whitespace, say
-    over 1 MiB, must get its value's verdict), on the compiled path where it serves; an event
-    that is not canonical-able (its verdict is non_canonical_json or a rejection either way)
-    with its whitespace stripped, and one that is no JSON text as it is (a rejection when folded)."""
-    written = canonical_texts(events, None)
-    if written is None:
-        written = [canonical_text(event) for event in events]
-    return [_stripped(event) if text is None else text for text, event in zip(written, events, strict=True)]
-
-
-def _stripped(text: bytes) -> bytes:
-    try:
-        return msgspec.json.format(text, indent=-1)
-    except msgspec.DecodeError:
-        return text
 
 
 @store.command(name="fold")

@@ -11,7 +11,7 @@ the command over both (docs/monitor.md).
 The rooms: :mod:`~merge.monitor.sources` (where to look), :mod:`~merge.monitor.fetching` (the HTTP
 client), :mod:`~merge.monitor.judging` (verdicts), :mod:`~merge.monitor.evidence` (alarms),
 :mod:`~merge.monitor.rounds` (a round, in memory), :mod:`~merge.monitor.cursor` (the state
-directory: lock, cursor, kept bundles), :mod:`~merge.monitor.durable` (crash-safe files),
+directory: lock, cursor, kept bundles), :mod:`~merge.durable` (crash-safe files),
 :mod:`~merge.monitor.metrics`, :mod:`~merge.monitor.endpoint` and :mod:`~merge.monitor.monitor`
 (the round's writes, in order); the click command is :mod:`merge.cli.monitor`.
 

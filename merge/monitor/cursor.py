@@ -22,9 +22,9 @@ from typing import Final
 
 import msgspec
 
-from ..audit_store import bundle_filename
+from ..audit_store import bundle_filename, keep_bundle
+from ..durable import remove_leftovers, write_durably
 from ..errors import InputError
-from .durable import remove_leftovers, write_durably
 
 __all__ = ["AlarmEntry", "StateDir", "StateDirLocked", "Status", "SubjectStatus"]
 
@@ -140,5 +140,5 @@ class StateDir:
         return sorted(path for path in found if path.is_file() and not path.name.startswith("."))
 
     def keep(self, subject: str, data: bytes) -> None:
-        """Make ``data`` the subject's kept bundle (atomic, durable)."""
-        write_durably(self.bundle_path(subject), data)
+        """Make ``data`` the subject's kept bundle (atomic, durable), as ``audit --state-dir`` keeps it."""
+        keep_bundle(self.path, subject, data)

@@ -1,7 +1,7 @@
 """Alarms and their evidence: what a monitor saw, kept so that anyone can check it again.
 
 Each alarm is one directory ``DIR/evidence/<kind>-<B32>-<id>/``, written whole before anything
-else of the round changes (:func:`merge.monitor.durable.write_directory_durably`):
+else of the round changes (:func:`merge.durable.write_directory_durably`):
 
 - ``report.json``: the alarm (:class:`Alarm`) and the audit report (``merge.audit``'s
   :class:`merge.audit.PairAudit`) or the failed checks;
@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from .durable import write_directory_durably
+from ..durable import write_directory_durably
 from .sources import b32_of
 
 __all__ = ["Alarm", "AlarmKind", "Origin", "alarm_id", "evidence_name", "sha256", "write_evidence"]

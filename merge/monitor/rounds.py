@@ -20,10 +20,9 @@ from pathlib import Path
 
 import msgspec
 
-from ..bundle import parse_document
 from ..canonical import string_value
 from ..errors import InputError
-from ..record import document_kind
+from ..record import text_heading
 from ..replay import display_name, read_document
 from .evidence import Alarm, Origin
 from .fetching import Fetched, Fetcher
@@ -203,11 +202,10 @@ def _read_regular_file(path: Path, where: str, max_bytes: int) -> bytes:
 
 
 def _judge_document(round_: Gathered, judge: Judge, body: bytes, where: str) -> Outcome:
-    """A directory's document: a bundle or a record of whatever subject it names."""
-    document, _ = parse_document(body)
-    kind = document_kind(document)
-    named = document.get("pith_number") if kind is not None else None
-    subject = string_value(named)
+    """A directory's document: a bundle or a record of whatever subject it names (read for its
+    type keys and its subject alone, as judging reads a bundle: it is verified as its text)."""
+    kind, named = text_heading(body)
+    subject = string_value(named) if kind is not None else None
     kept = round_.kept.get(subject) if subject is not None else None
     if kind == "record":
         return judge.record(kept, body, origin="source", where=where, subject=None)

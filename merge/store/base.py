@@ -30,13 +30,12 @@ import msgspec
 from .. import __version__
 from .._compat import OldMethodName
 from ..admission import JSON_TEXT_TYPES, Admitted, Rejection, admit, require_inputs
+from ..batch import EncodedFold, fold_stream_encoded
 from ..canonical import canonical_sha256_hex
 from ..engine import Merger
 from ..errors import InputError, MergeError
 from ..identifiers import require_subject
 from ..keys import KeySet
-from ..native import EncodedFold, fold_native_encoded, native_available
-from ..signatures import SignatureVerifier
 from ..state import MERGE_VERSION, FoldResult, State, decode_state, decode_state_unchecked, with_state_sha256
 
 __all__ = [
@@ -367,11 +366,12 @@ class EventStore(ABC):
             served = self._served(subject, context, head)
             if served is not None:
                 return served
-        if live is None and native_available():
-            # The compiled fold of a stream peaks lower than an engine (2.7-2.8x the input bytes
-            # against 4.2x, bench/big_subject.py); on the pure path an engine peaks lower than
-            # the pure fold of a stream (4.2x against 4.9x) and is then ready: built at once.
-            (encoded, rejected, superseded), seq = self._stream(subject, key_set)
+        # The compiled fold of a stream peaks lower than an engine (2.7-2.8x the input bytes
+        # against 4.2x, bench/big_subject.py); on the pure path an engine peaks lower than the
+        # pure fold of a stream (4.2x against 4.9x) and is then ready: built at once.
+        streamed = self._stream(subject, key_set) if live is None else None
+        if streamed is not None:
+            (encoded, rejected, superseded), seq = streamed
             self._remember(subject, context, _Live(None, seq))
             # The state returned is decoded from the checkpoint's bytes once they are saved, not
             # kept beside them while they are: the save copies them (SQLite about twice), and
@@ -418,9 +418,10 @@ class EventStore(ABC):
             if all(kept != evicted for kept, _ in self._engines):
                 self._drop_admitted(evicted)
 
-    def _stream(self, subject: str, keys: KeySet) -> tuple[EncodedFold, int]:
+    def _stream(self, subject: str, keys: KeySet) -> tuple[EncodedFold, int] | None:
         """:func:`merge.fold` of the subject's inputs as they are read, on the compiled path, its
-        state as canonical JSON (:func:`merge.native.fold_native_encoded`); the last seq read.
+        state as canonical JSON (:func:`merge.batch.fold_stream_encoded`), and the last seq read;
+        ``None`` on the pure path (nothing read).
 
         A generator, not a list: on the compiled path the fold lets each text go once judged,
         so the store never holds the subject's inputs beside its judgement (issue 14 item 10).
@@ -433,7 +434,8 @@ class EventStore(ABC):
                 last = seq
                 yield raw
 
-        return fold_native_encoded(rows(), subject, keys, SignatureVerifier(self.threads)), last
+        folded = fold_stream_encoded(rows(), subject=subject, keys=keys, threads=self.threads)
+        return None if folded is None else (folded, last)
 
     def _keep_checkpoint(self, subject: str, context: str, checkpoint: Checkpoint) -> None:
         """Save a checkpoint if the store can: one that cannot be written is only a lost shortcut.

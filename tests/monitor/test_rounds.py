@@ -7,10 +7,12 @@ import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from merge import InputError, KeySet
+import merge.bundle
+from merge import InputError, KeySet, native_available
 from merge.monitor import FetchPolicy, Monitor, StateDirLocked
 
 from .history import LETTERS, SUBJECT, record, snapshot, tampered, with_mirrors, without_record_created
@@ -239,6 +241,31 @@ def test_a_directory_source(make_monitor: MakeMonitor, tmp_path: Path) -> None:
     assert verdicts(later) == [("source", "identical"), ("source", "extension"), ("source", "split_view")]
     [alarm] = later.alarms
     assert (alarm.kind, Path(alarm.where).name) == ("split_view", "c.json")
+
+
+def test_a_directory_bundle_is_read_for_its_kind_as_judging_reads_it(
+    make_monitor: MakeMonitor, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On the compiled path a directory's bundle is never decoded whole in Python: its kind and
+    subject are read off its type keys (merge.record.text_heading), and it is verified as its text."""
+    if not native_available():
+        pytest.skip("the compiled path does not serve here (the pure path decodes every bundle)")
+    mirror = tmp_path / "mirror"
+    mirror.mkdir()
+    body = snapshot("v1")
+    (mirror / "a.json").write_bytes(body)
+    decoded: list[int] = []
+    real = merge.bundle.decode_json
+
+    def counted(data: Any) -> Any:
+        decoded.append(len(data))
+        return real(data)
+
+    monkeypatch.setattr(merge.bundle, "decode_json", counted)
+    report = make_monitor(str(mirror)).run_round()
+    assert verdicts(report) == [("source", "first_seen")]
+    assert decoded
+    assert all(size < len(body) // 2 for size in decoded), (decoded, len(body))
 
 
 def test_a_fifo_in_a_directory_source_is_not_read(make_monitor: MakeMonitor, tmp_path: Path) -> None:

@@ -30,7 +30,7 @@ import pytest
 
 import merge
 import merge.admission
-import merge.native
+import merge.native.fold
 import merge.store.base
 from merge import MergeError, Merger, Reason, RejectCode, canonical_json, fold
 from merge.admission import MAX_INPUT_BYTES
@@ -335,7 +335,7 @@ def test_a_first_fold_streams_the_inputs_and_builds_no_engine(
 
     monkeypatch.setattr(store, "read", texts)
     monkeypatch.setattr(merge.store.base, "decode_state_unchecked", decode_later)
-    monkeypatch.setattr(merge.native, "decode_state_unchecked", decode_later)
+    monkeypatch.setattr(merge.native.fold, "decode_state_unchecked", decode_later)
     monkeypatch.setattr(merge.store.base, "Merger", no_engine)
     assert store.fold(S1, keys=KEYS) == expected
     assert alive_at_decode == [0]

@@ -1,4 +1,6 @@
-"""Files that survive a crash: written whole or not at all, and on disk before we go on.
+"""Files that survive a crash: written whole or not at all, and on disk before we go on (an
+adapter: the monitor's state directory and evidence, and the bundles ``audit --state-dir`` and
+the monitor keep, :func:`merge.audit_store.keep_bundle`).
 
 A monitor may be killed at any moment (SIGKILL, power loss). Every file it writes goes to a
 hidden temporary name first, is flushed to disk (``fsync``), then renamed over its final name,

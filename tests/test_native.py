@@ -47,6 +47,7 @@ from .conftest import CONFORMANCE, EDGES, load_vector
 
 NATIVE = native_module()
 needs_native = pytest.mark.skipif(NATIVE is None, reason="the compiled path is not built (no cargo)")
+ROOT = Path(__file__).resolve().parent.parent
 VECTORS = Path(__file__).parent / "vectors"
 EXTERNAL = VECTORS / "external"
 
@@ -284,7 +285,7 @@ def test_an_extension_of_another_version_is_never_called(
     with pytest.warns(NativeMismatchWarning, match=f"^pure path: {reason}") as told:
         assert _fold_golden() == reference
     assert len(told) == 1  # the first fold says it, the second does not
-    assert f"pith-merge-native=={merge.__version__}" in str(told[0].message)
+    assert f"for the compiled path of pith-merge {merge.__version__}: " in str(told[0].message)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert _fold_golden() == reference
@@ -307,18 +308,35 @@ def test_an_extension_of_another_interface_is_never_called(extension: Any) -> No
         assert _fold_golden() == reference
 
 
-def test_without_the_extension_the_pure_path_says_how_to_get_it(extension: Any) -> None:
+#: What a checkout (this one) advises, with cargo on the PATH and without.
+CHECKOUT_ADVICE = {
+    True: "pip install ./native: this checkout's, built with cargo",
+    False: "install Rust's cargo (https://rustup.rs), then pip install ./native",
+}
+
+
+def _path_with_cargo(tmp_path: Path, cargo: bool) -> str:
+    """A PATH that holds a program named cargo (a stand-in: only its presence is read), or none."""
+    directory = tmp_path / ("with-cargo" if cargo else "without-cargo")
+    directory.mkdir()
+    if cargo:
+        (directory / "cargo").write_text("#!/bin/sh\n")
+        (directory / "cargo").chmod(0o755)
+    return str(directory)
+
+
+def test_without_the_extension_the_pure_path_says_how_to_get_it(
+    extension: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     with pure_path():
         reference = _fold_golden()
     extension(None)
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setenv("PATH", _path_with_cargo(tmp_path, cargo=True))
     assert not native_available()
     assert native_status() == NativeStatus(
-        "pure",
-        f"pith-merge-native is not installed (pip install pith-merge-native=={merge.__version__},"
-        " or a checkout with cargo: make demo)",
-        None,
+        "pure", f"pith-merge-native is not installed ({CHECKOUT_ADVICE[True]})", None
     )
-    assert str(native_status()).startswith("pure path: pith-merge-native is not installed (pip install")
     assert _fold_golden() == reference  # and no warning: a pure install is nothing wrong
 
 

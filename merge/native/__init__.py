@@ -144,8 +144,9 @@ def _status() -> tuple[NativeStatus, bool]:
     if os.environ.get(PURE_ENVIRONMENT_VARIABLE) == "1":
         return NativeStatus("pure", f"forced by {PURE_ENVIRONMENT_VARIABLE}", version), False
     if not _found.installed:
-        how = f"pip install {NATIVE_DISTRIBUTION}=={__version__}, or a checkout with cargo: make demo"
-        return NativeStatus("pure", f"{NATIVE_DISTRIBUTION} is not installed ({how})", None), False
+        return NativeStatus(
+            "pure", f"{NATIVE_DISTRIBUTION} is not installed ({_install_advice()})", None
+        ), False
     if _found.mismatch is not None:
         return NativeStatus("pure", _found.mismatch, version), True
     if signatures.verify_signature is not _VERIFY_SIGNATURE:
@@ -153,6 +154,30 @@ def _status() -> tuple[NativeStatus, bool]:
         return NativeStatus("pure", why, version), False
     reason = f"{NATIVE_DISTRIBUTION} {version} is installed, of interface {INTERFACE_VERSION}"
     return NativeStatus("compiled", reason, version), False
+
+
+def _install_advice() -> str:
+    """How to get the compiled path from where this pith-merge runs (issue 36 item 7: the advice
+    must work). From a checkout (``native/`` beside the package: an editable install, or the
+    source tree on the path), its own ``native/``, which pip builds with cargo; from an installed
+    release, the extra ``native`` (a wheel of :data:`NATIVE_DISTRIBUTION` for Linux x86_64
+    CPython, built from its sdist elsewhere) or the release's wheel, with a checkout's way beside.
+    Read where the pure path says why, never on the compiled path (nor at import: a start-up)."""
+    import shutil
+    from pathlib import Path
+
+    native = Path(__file__).resolve().parent.parent.parent / "native"
+    if not (native / "Cargo.toml").is_file():
+        return (
+            f"pip install 'pith-merge[native]=={__version__}', or the release's "
+            f"{NATIVE_DISTRIBUTION.replace('-', '_')}-{__version__} wheel; from a checkout with cargo: "
+            "pip install ./native"
+        )
+    shown = os.path.relpath(native)
+    shown = f"./{shown}" if not shown.startswith("..") else str(native)
+    if shutil.which("cargo") is None:
+        return f"install Rust's cargo (https://rustup.rs), then pip install {shown}"
+    return f"pip install {shown}: this checkout's, built with cargo"
 
 
 def native_status() -> NativeStatus:
@@ -178,7 +203,7 @@ def native_available() -> bool:
     status, mismatched = _status()
     if mismatched and status.reason not in _told:
         _told.add(status.reason)
-        advice = f"for the compiled path, install {NATIVE_DISTRIBUTION}=={__version__} (a checkout: make)"
+        advice = f"for the compiled path of pith-merge {__version__}: {_install_advice()}"
         warnings.warn(NativeMismatchWarning(f"{status} ({advice})"), stacklevel=3)
     return status.path == "compiled"
 

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable
-from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 from .. import signatures
 from . import _extension, native_available
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future, ThreadPoolExecutor  # (imported where a reader starts one)
+
     import pith_merge_native
 
 __all__ = ["READ_AHEAD", "BundleRead", "BundleReader", "read_bundle"]
@@ -51,7 +52,11 @@ class BundleReader:
         self.cache: pith_merge_native.BundleCache | None = _extension().BundleCache() if serving else None
         self._texts = deque(text for text in ahead if type(text) in (bytes, str)) if serving else deque()
         self._pending: deque[tuple[Any, Future[BundleRead | None]]] = deque()
-        self._thread = ThreadPoolExecutor(1, thread_name_prefix="pith-merge-read") if self._texts else None
+        self._thread: ThreadPoolExecutor | None = None
+        if self._texts:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._thread = ThreadPoolExecutor(1, thread_name_prefix="pith-merge-read")
         self._fill()
 
     def __enter__(self) -> BundleReader:

@@ -91,12 +91,21 @@ docs-api: $(VENV)/.installed-dev
 # sharing one store object and its commits, killed the same way; PostgreSQL backends stopped
 # with SIGSTOP under real store commands (`SILENT_ARGS="--rounds 10 --seconds 1800"`; skipped
 # without the PostgreSQL server binaries); a running monitor killed at random moments
-# (`MONITOR_STRESS_ARGS="--kills 500"`: about 9 minutes).
+# (`MONITOR_STRESS_ARGS="--kills 500"`: about 9 minutes); and bundle texts fuzzed against both
+# paths (fuzz/fuzz_bundles.py, fuzz/README.md): coverage-guided with atheris for
+# `BUNDLE_FUZZ_ARGS` (default 10 minutes, corpus kept in fuzz/bundle-corpus/), a seeded run of
+# 50,000 texts where atheris is not installed.
+BUNDLE_FUZZ_ARGS ?= -max_total_time=600 -timeout=60 -artifact_prefix=fuzz/ fuzz/bundle-corpus
 stress: $(VENV)/.installed-dev
 	$(BIN)/python -m tests.store.soak $(STRESS_ARGS)
 	$(BIN)/python -m tests.store.soak --threads 8 $(STRESS_ARGS)
 	$(BIN)/python -m tests.store.silent_server $(SILENT_ARGS)
 	$(BIN)/python -m tests.monitor.soak $(MONITOR_STRESS_ARGS)
+	@if $(BIN)/python -c "import atheris" 2>/dev/null; then \
+		mkdir -p fuzz/bundle-corpus && $(BIN)/python fuzz/fuzz_bundles.py $(BUNDLE_FUZZ_ARGS); \
+	else \
+		$(BIN)/python fuzz/fuzz_bundles.py --seed 2 --runs 50000 --artifacts fuzz; \
+	fi
 
 # The packages of a release, into $(DIST) (docs/performance.md, "Installing the compiled path"):
 # pith-merge's sdist and pure wheel (python -m build, hatchling), and pith-merge-native's sdist

@@ -253,14 +253,17 @@ def _admit_value(item: Any, index: int) -> Admitted | Rejection:
     scan = scan_json(item)
     if scan.not_json is not None:
         return _reject_scan(index, scan.not_json_code, scan.not_json)
-    if not isinstance(item, dict):
-        return Rejection(index, RejectCode.NOT_AN_OBJECT, f"{_json_kind(item)}, not an object")
+    # The size first, as for a text (§5: too_large is check 1, not_an_object check 6): an array
+    # of more than 1 MiB is too large, whether it comes as a text or as a value (issue 36: the
+    # bundle fuzzer found an array event too_large on the compiled path, not_an_object here).
     # encode_json: a caller's value too large for memory is a MemoryError, not msgspec's crash.
     data = encode_json(item, _FLOAT_LITERAL_ENCODER)
     if len(data) > MAX_INPUT_BYTES:
         return Rejection(
             index, RejectCode.TOO_LARGE, f"{len(data)} bytes as JSON, more than {MAX_INPUT_BYTES}"
         )
+    if not isinstance(item, dict):
+        return Rejection(index, RejectCode.NOT_AN_OBJECT, f"{_json_kind(item)}, not an object")
     # Our own copy, decoded as a JSON text would be; the scan of the caller's value keeps the
     # verdict on floats (a NaN encodes as null, yet it was a float).
     return _admit_object(decode_json(data), data, index, scan.not_canonical)

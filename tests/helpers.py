@@ -1,4 +1,5 @@
-"""Moves several tests make: an arrival order with repeats, and a count of the verifications.
+"""Moves several tests make: an arrival order with repeats, a count of the verifications, and a
+short run of a fuzzer under atheris.
 
 Imported by the property tests too (``from tests.helpers import ...``: the repository's root is
 on ``sys.path`` under pytest, as ``tests`` is a package).
@@ -8,7 +9,10 @@ from __future__ import annotations
 
 import os
 import random
+import subprocess
+import sys
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
@@ -21,6 +25,7 @@ __all__ = [
     "PATHS",
     "THREADS_REFUSED",
     "Verification",
+    "atheris_run",
     "merger_on",
     "record_verifications",
     "shuffled_with_repeats",
@@ -82,3 +87,21 @@ def merger_on(path: str, **options: Any) -> Merger:
             os.environ[PURE_ENVIRONMENT_VARIABLE] = saved
     assert merger.path == path
     return merger
+
+
+def atheris_run(fuzzer: Path, tmp_path: Path, *flags: str, seconds: int) -> str:
+    """Run the atheris entry point ``fuzzer`` in ``tmp_path`` with libFuzzer's ``flags``, for at
+    most ``seconds`` (a guard for an overloaded machine, not the bound); assert that it ended
+    well, with no crash file, and return what it printed (libFuzzer writes to stderr)."""
+    pytest.importorskip("atheris", reason="atheris (dev extra, Linux) is not installed")
+    completed = subprocess.run(
+        [sys.executable, str(fuzzer), *flags, f"-max_total_time={seconds}", f"-artifact_prefix={tmp_path}/"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=seconds + 60,
+        cwd=tmp_path,
+    )
+    assert completed.returncode == 0, completed.stderr[-4000:]
+    assert not list(tmp_path.glob("crash-*"))
+    return completed.stderr

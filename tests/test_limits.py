@@ -99,6 +99,20 @@ def test_parsed_value_over_one_mib_is_rejected() -> None:
     assert rejection.code is RejectCode.TOO_LARGE
 
 
+@pytest.mark.parametrize("value", [["p" * MAX_INPUT_BYTES], [["p" * MAX_INPUT_BYTES]], [1] * 600_000])
+def test_a_parsed_value_over_one_mib_that_is_no_object_is_too_large_as_its_text_is(value: Any) -> None:
+    """§5 checks the size first (too_large, 1) and the kind later (not_an_object, 6), for a
+    parsed value as for its text (found by fuzz/fuzz_bundles.py, seed 2, run 29,353: an array
+    event of a bundle was too_large on the compiled path, not_an_object on the pure one)."""
+    text = json.dumps(value, separators=(",", ":")).encode()
+    assert len(text) > MAX_INPUT_BYTES
+    for given in (value, text):
+        rejection = admit(given)
+        assert isinstance(rejection, Rejection)
+        assert rejection.code is RejectCode.TOO_LARGE, (type(given), rejection)
+    assert [r.code for r in run([value]).rejected] == [RejectCode.TOO_LARGE]
+
+
 # --- §1/§5: depth at most 64 ----------------------------------------------------------------
 
 

@@ -18,7 +18,10 @@ events that a valid ``supersedes`` removes from ``current``.
 
 The modules: :mod:`~merge.testing.values` (keys, JSON values, timestamps, records),
 :mod:`~merge.testing.events` (single events, garbage), :mod:`~merge.testing.faults` (the fault
-kinds, and the table of how each §6 fault breaks an event), :mod:`~merge.testing.histories`.
+kinds, and the table of how each §6 fault breaks an event), :mod:`~merge.testing.histories`,
+:mod:`~merge.testing.documents` (signed bundles of histories, §10, and records, §11, good or
+failing a chosen check) and :mod:`~merge.testing.mutations` (the mutations of a document's text
+that the bundle fuzzer, ``fuzz/fuzz_bundles.py``, applies too).
 """
 
 # ruff: noqa: E402  (the strategies are imported after the check that Hypothesis is there)
@@ -46,9 +49,21 @@ try:
 except ImportError as exc:
     raise HypothesisUnavailableError(exc.name or "hypothesis") from exc
 
+from .documents import (
+    BUNDLE_FAULT_CHECKS,
+    BundleFault,
+    BundleText,
+    SignedBundle,
+    SignedRecord,
+    bundle_texts,
+    bundles,
+    records,
+    registry_key,
+)
 from .events import events, garbage_inputs
 from .faults import CHAIN_FAULTS, Fault, FaultKind
 from .histories import SWITCHES, History, histories
+from .mutations import PRESERVING, Chooser, Mutation, mutate_text
 from .values import (
     EXPIRING_KEY_ROTATES_AT,
     KEY_POOL_SIZE,
@@ -64,15 +79,25 @@ from .values import (
 )
 
 __all__ = [
+    "BUNDLE_FAULT_CHECKS",
     "CHAIN_FAULTS",
     "EXPIRING_KEY_ROTATES_AT",
     "INSTALL_HINT",
     "KEY_POOL_SIZE",
+    "PRESERVING",
     "SWITCHES",
+    "BundleFault",
+    "BundleText",
+    "Chooser",
     "Fault",
     "FaultKind",
     "History",
     "HypothesisUnavailableError",
+    "Mutation",
+    "SignedBundle",
+    "SignedRecord",
+    "bundle_texts",
+    "bundles",
     "canonical_records",
     "canonical_values",
     "events",
@@ -81,7 +106,10 @@ __all__ = [
     "histories",
     "json_values",
     "key_object",
+    "mutate_text",
     "pool_key",
+    "records",
+    "registry_key",
     "render_timestamp",
     "stranger_key",
     "test_keys",

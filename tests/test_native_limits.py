@@ -111,6 +111,7 @@ def test_a_fold_short_of_memory_is_a_memory_error_not_an_abort(each_path: str) -
 # its pool (merge/signatures.py). On 2 and 3 threads, a fold that cannot start them folds on
 # the caller's thread: the same state, no panic, no traceback.
 UNDER_A_THREAD_LIMIT = """
+from concurrent.futures import ThreadPoolExecutor  # imported where a pool starts: after the switch
 import os, resource, sys, threading
 import merge
 from merge.signatures import SignatureVerifier

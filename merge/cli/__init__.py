@@ -26,6 +26,7 @@ Invalid events never change the exit code: they are the merge's ordinary busines
 
 from __future__ import annotations
 
+import errno
 from collections.abc import Mapping, Sequence
 from typing import Final
 
@@ -105,6 +106,11 @@ COMMANDS: Final[Mapping[str, tuple[str, str]]] = {
 cli.add_lazy_commands(__name__, COMMANDS)
 
 
+def _out_of_memory(why: str) -> int:
+    echo_err(f"pith-merge: out of memory: {why}" if why else "pith-merge: out of memory (a memory limit?)")
+    return EXIT_USAGE
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code (the console script exits with it)."""
     try:
@@ -124,8 +130,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except MemoryError as exc:
         # A memory limit (RLIMIT_AS, ulimit -v) the input does not fit in: what failed is freed
         # by now, so one line can be printed (issue 29 item 3; docs/security.md §5).
-        echo_err(
-            f"pith-merge: out of memory: {exc}" if str(exc) else "pith-merge: out of memory (a memory limit?)"
-        )
-        return EXIT_USAGE
+        return _out_of_memory(str(exc))
+    except OSError as exc:
+        # The same limit met by a system call (a command's modules are imported when it runs,
+        # and reading a directory of them can fail so): ENOMEM is no other error.
+        if exc.errno != errno.ENOMEM:
+            raise
+        return _out_of_memory(exc.strerror or "")
     return code if isinstance(code, int) else EXIT_OK

@@ -477,9 +477,9 @@ def read_parts(document: Any, threads: int | None, reader: BundleReader | None =
     except MergeError:
         written = None  # not canonical-able: the fold's state is never the published one
     digest = hash_if_canonical({key: value for key, value in members.items() if key != "bundle_signature"})
-    record = members.get("canonical_record")
-    record_sha256 = hash_if_canonical(record) if isinstance(record, Mapping) else None
-    return BundleParts(_as_folded(members), None, written, digest, record_sha256=record_sha256)
+    return BundleParts(
+        _as_folded(members), state=written, bundle_sha256=digest, record_sha256=_record_sha256(members, None)
+    )
 
 
 def _read_compiled(document: Any, threads: int | None, reader: BundleReader | None) -> BundleParts | None:
@@ -514,15 +514,24 @@ def _read_compiled(document: Any, threads: int | None, reader: BundleReader | No
     except _NOT_READ:
         return None
     digest = read.bundle_sha256 if read.bundle_sha256 is not None else _hash_written(members, state)
-    record, record_text = members.get("canonical_record"), written.get("canonical_record")
+    return BundleParts(
+        _as_folded(members),
+        state=state,
+        bundle_sha256=digest,
+        canonical_events=True,
+        identities=tuple(read.identities),
+        record_sha256=_record_sha256(members, written.get("canonical_record")),
+    )
+
+
+def _record_sha256(members: Mapping[str, Any], written: bytes | None) -> str | None:
+    """H of ``canonical_record``, from ``written``, its canonical text where the compiled path
+    wrote it (not encoded again), else encoded here; ``None`` when it is no object or not
+    canonical-able."""
+    record = members.get("canonical_record")
     if not isinstance(record, Mapping):
-        record_sha256 = None
-    elif record_text is not None:  # as the compiled path wrote it, not encoded again
-        record_sha256 = hashlib.sha256(record_text).hexdigest()
-    else:
-        record_sha256 = hash_if_canonical(record)
-    folded = _as_folded(members)
-    return BundleParts(folded, None, state, digest, True, tuple(read.identities), record_sha256)
+        return None
+    return hashlib.sha256(written).hexdigest() if written is not None else hash_if_canonical(record)
 
 
 def _hash_written(members: Mapping[str, Any], state: bytes | None) -> str | None:
@@ -540,9 +549,8 @@ def _hash_written(members: Mapping[str, Any], state: bytes | None) -> str | None
             if key == "events":
                 digest.update(b"[")
                 for index, event in enumerate(members["events"]):
-                    digest.update(
-                        (b"," if index else b"") + (event if type(event) is bytes else canonical_json(event))
-                    )
+                    text = event if type(event) is bytes else canonical_json(event)
+                    digest.update(b"," + text if index else text)
                 digest.update(b"]")
             elif key == "state" and state is not None:
                 digest.update(state)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Mapping
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 import msgspec
 
@@ -466,23 +466,45 @@ def read_parts(document: Any, threads: int | None, reader: BundleReader | None =
     (:func:`_read_compiled`), else decoded whole (:func:`parse_document`), or a parsed value
     taken as it is; the same parts either way."""
     read = _read_compiled(document, threads, reader)
-    if read is not None:
-        return read
-    members, not_json = parse_document(document)
-    if not isinstance(members, Mapping):
-        return BundleParts(members, not_json)
-    state = members.get("state")
-    try:
-        written = None if state is None else canonical_json(state)
-    except MergeError:
-        written = None  # not canonical-able: the fold's state is never the published one
-    digest = hash_if_canonical({key: value for key, value in members.items() if key != "bundle_signature"})
+    if read is None:
+        members, not_json = parse_document(document)
+        if not isinstance(members, Mapping):
+            return BundleParts(members, not_json)
+        unsigned = {key: value for key, value in members.items() if key != "bundle_signature"}
+        written = {"state": _canonical_or_none(members.get("state"))}
+        read = _Read(members, written, hash_if_canonical(unsigned))
     return BundleParts(
-        _as_folded(members), state=written, bundle_sha256=digest, record_sha256=_record_sha256(members, None)
+        _as_folded(read.members),
+        state=read.written.get("state"),
+        bundle_sha256=read.bundle_sha256,
+        canonical_events=read.canonical_events,
+        identities=read.identities,
+        record_sha256=_record_sha256(read.members, read.written.get("canonical_record")),
     )
 
 
-def _read_compiled(document: Any, threads: int | None, reader: BundleReader | None) -> BundleParts | None:
+class _Read(NamedTuple):
+    """What a reader read of a bundle object, before :func:`read_parts` makes its parts."""
+
+    members: Mapping[str, Any]
+    #: ``CJ`` of the members the reader wrote (``None`` where it did not write one).
+    written: Mapping[str, bytes | None]
+    bundle_sha256: str | None
+    #: As :class:`BundleParts`' (the compiled path's only).
+    canonical_events: bool = False
+    identities: tuple[tuple[str, bytes, str | None] | None, ...] = ()
+
+
+def _canonical_or_none(value: Any) -> bytes | None:
+    """``CJ(value)``, ``None`` for ``None`` (no member) and for a value not canonical-able (the
+    fold's state is never such a published one)."""
+    try:
+        return None if value is None else canonical_json(value)
+    except MergeError:
+        return None
+
+
+def _read_compiled(document: Any, threads: int | None, reader: BundleReader | None) -> _Read | None:
     """A bundle given as a JSON text, read on the compiled path (:func:`merge.native.bundle.read_bundle`):
     its members split, its events and state written canonically for the fold, the bundle hash
     and the comparison of states, and the small members decoded here, in one call; an event it
@@ -503,7 +525,6 @@ def _read_compiled(document: Any, threads: int | None, reader: BundleReader | No
     # The state as the compiled path wrote it (it reads no bundle whose state it cannot write);
     # the other members decoded together, as the object of their texts (one call, not one each).
     written = {key: canonical for key, _, canonical in read.members}
-    state = written.get("state")
     small = b",".join(_encode_key(key) + b":" + raw for key, raw, _ in read.members if key != "state")
     try:
         members: dict[str, Any] = decode_json(b"{" + small + b"}")
@@ -513,15 +534,10 @@ def _read_compiled(document: Any, threads: int | None, reader: BundleReader | No
         ]
     except _NOT_READ:
         return None
-    digest = read.bundle_sha256 if read.bundle_sha256 is not None else _hash_written(members, state)
-    return BundleParts(
-        _as_folded(members),
-        state=state,
-        bundle_sha256=digest,
-        canonical_events=True,
-        identities=tuple(read.identities),
-        record_sha256=_record_sha256(members, written.get("canonical_record")),
-    )
+    digest = read.bundle_sha256
+    if digest is None:
+        digest = _hash_written(members, written.get("state"))
+    return _Read(members, written, digest, True, tuple(read.identities))
 
 
 def _record_sha256(members: Mapping[str, Any], written: bytes | None) -> str | None:

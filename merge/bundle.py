@@ -470,8 +470,12 @@ def read_parts(document: Any, threads: int | None, reader: BundleReader | None =
         members, not_json = parse_document(document)
         if not isinstance(members, Mapping):
             return BundleParts(members, not_json)
+        state = members.get("state")
+        try:
+            written = {"state": None if state is None else canonical_json(state)}
+        except MergeError:  # not canonical-able: the fold's state is never the published one
+            written = {"state": None}
         unsigned = {key: value for key, value in members.items() if key != "bundle_signature"}
-        written = {"state": _canonical_or_none(members.get("state"))}
         read = _Read(members, written, hash_if_canonical(unsigned))
     return BundleParts(
         _as_folded(read.members),
@@ -493,15 +497,6 @@ class _Read(NamedTuple):
     #: As :class:`BundleParts`' (the compiled path's only).
     canonical_events: bool = False
     identities: tuple[tuple[str, bytes, str | None] | None, ...] = ()
-
-
-def _canonical_or_none(value: Any) -> bytes | None:
-    """``CJ(value)``, ``None`` for ``None`` (no member) and for a value not canonical-able (the
-    fold's state is never such a published one)."""
-    try:
-        return None if value is None else canonical_json(value)
-    except MergeError:
-        return None
 
 
 def _read_compiled(document: Any, threads: int | None, reader: BundleReader | None) -> _Read | None:

@@ -10,12 +10,12 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Mapping
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 import msgspec
 
 from .admission import JSON_TEXT_TYPES
-from .batch import fold, fold_matching
+from .batch import fold_matching
 from .canonical import (
     canonical_json,
     canonical_text,
@@ -252,34 +252,26 @@ def verify_bundle_parts(
     """
     trusted = KeySet.parse(trusted_keys)
     threads = require_threads(threads)  # also when the bundle fails before its fold
+    parts = read_parts(bundle, threads, reader)
+    members = parts.members
+    if not isinstance(members, Mapping):
+        why = parts.not_json or "a bundle is a JSON object"
+        return Verified(_finish({"bundle_type": Check("bundle_type", False, why)}, None, None), members)
     checks: dict[str, Check] = {}
 
     def record(name: str, ok: bool, detail: str) -> None:
         checks[name] = Check(name, ok, detail)
 
-    texts = _read_text(bundle, threads, reader)
-    if texts is not None:
-        members: Any = texts.members
-    else:
-        members, not_json = parse_document(bundle)
-        if not_json is not None:
-            record("bundle_type", False, not_json)
-        if not isinstance(members, Mapping):
-            if "bundle_type" not in checks:
-                record("bundle_type", False, "a bundle is a JSON object")
-            return Verified(_finish(checks, None, None), members)
-
     kind = members.get("bundle_type")
     record("bundle_type", kind == "pith_open_graph_bundle", f"bundle_type is {kind!r}")
-    trusted_key_id = _check_signature(members, trusted, record, texts)
-    subject = _check_record(members, record)
+    trusted_key_id = _check_signature(parts, trusted, record)
+    subject = _check_record(parts, record)
     merge_version = members.get("merge_version")
     record("merge_version", merge_version == MERGE_VERSION, f"merge_version is {merge_version!r}")
     keys = _check_keys(members, record)
-    result = _check_state(members, subject, keys, threads, record, verifier, texts)
-    identities = texts.identities if texts is not None else ()
+    result = _check_state(parts, subject, keys, threads, record, verifier)
     report = _finish(checks, result, trusted_key_id)
-    return Verified(report, _as_folded(members), texts is not None, identities, keys)
+    return Verified(report, members, parts.canonical_events, parts.identities, keys)
 
 
 def event_inputs(events: Iterable[Any]) -> list[Any]:
@@ -377,11 +369,9 @@ def _finish(checks: dict[str, Check], result: FoldResult | None, trusted_key_id:
     return BundleReport(ordered, result, trusted_key_id)
 
 
-def _check_signature(
-    bundle: Mapping[str, Any], trusted: KeySet, record: Any, texts: _TextBundle | None
-) -> str | None:
-    signature = bundle.get("bundle_signature")
-    computed = _bundle_sha256(bundle, texts)
+def _check_signature(parts: BundleParts, trusted: KeySet, record: Any) -> str | None:
+    signature = parts.members.get("bundle_signature")
+    computed = parts.bundle_sha256
     if not isinstance(signature, Mapping):
         record("bundle_sha256", False, "bundle_signature is missing or not an object")
         record("bundle_signature", False, "bundle_signature is missing or not an object")
@@ -405,10 +395,10 @@ def _check_signature(
     return verdict.key.key_id
 
 
-def _check_record(bundle: Mapping[str, Any], record: Any) -> str | None:
+def _check_record(parts: BundleParts, record: Any) -> str | None:
     """canonical_sha256, pith_number, short_pith_number and source; returns the subject."""
+    bundle, digest = parts.members, parts.record_sha256
     canonical_record = bundle.get("canonical_record")
-    digest = hash_if_canonical(canonical_record) if isinstance(canonical_record, Mapping) else None
     claimed = bundle.get("canonical_sha256")
     if digest is None:
         record("canonical_sha256", False, "canonical_record is missing or not canonical-able")
@@ -434,68 +424,82 @@ def _check_record(bundle: Mapping[str, Any], record: Any) -> str | None:
     return string_value(pith_number)
 
 
-def _bundle_sha256(bundle: Mapping[str, Any], texts: _TextBundle | None) -> str | None:
-    """``bundle_sha256``: H of the bundle without ``bundle_signature`` (§10), or ``None`` when it
-    is not canonical-able. The compiled path computed it where it wrote every part; else ``CJ``
-    of an object is its members' in key order, so the parts it wrote (events, the state) are
-    fed as written, the others encoded here."""
-    if texts is not None and texts.bundle_sha256 is not None:
-        return texts.bundle_sha256
-    members = {key: value for key, value in bundle.items() if key != "bundle_signature"}
-    if texts is None:
-        return hash_if_canonical(members)
-    if texts.state is not None:
-        members["state"] = None  # a member still: fed as written, below
-    # Fed piece by piece: the bundle's canonical bytes are never joined (12 MB for 4,000 events).
-    digest = hashlib.sha256(b"{")
-    try:
-        for position, key in enumerate(sorted(members)):  # code point order (§1), as the encoder sorts
-            digest.update((b"," if position else b"") + encode_canonical_unchecked(key) + b":")
-            if key == "events":
-                texts.hash_events(digest)
-            elif key == "state" and texts.state is not None:
-                digest.update(texts.state)
-            else:
-                digest.update(canonical_json(members[key]))
-    except MergeError:  # not canonical-able: no hash (as hash_if_canonical)
-        return None
-    digest.update(b"}")
-    return digest.hexdigest()
-
-
 _NOT_READ: Final = (msgspec.DecodeError, msgspec.ValidationError, RecursionError, UnicodeEncodeError)
 _encode_key: Final = msgspec.json.Encoder().encode
 
 
-class _TextBundle(msgspec.Struct, frozen=True):
-    """A bundle given as a JSON text, read on the compiled path (:func:`_read_text`)."""
+class BundleParts(msgspec.Struct, frozen=True):
+    """A bundle as its one reader read it (:func:`read_parts`), on either path the same parts:
+    what §10's checks run over, so that none of them asks how the bundle was given."""
 
-    #: Its members but ``state``, decoded; ``events`` as the fold's inputs.
-    members: dict[str, Any]
-    #: ``CJ`` of the published state (the compiled path writes it, or reads no bundle), when
-    #: the bundle has one.
-    state: bytes | None
-    #: ``bundle_sha256``, when the compiled path wrote every part of the bundle.
+    #: The bundle's value: its members (a new mapping where the reader changed any), ``events``
+    #: as folded (:func:`event_inputs`) and, read as a text on the compiled path, no ``state``
+    #: (its canonical text was compared, never decoded); or what it is when no object
+    #: (``None``: no JSON text).
+    members: Any
+    #: Why the document is no JSON text (the check ``bundle_type``'s detail), else ``None``.
+    not_json: str | None = None
+    #: ``CJ`` of the published state, ``None`` when the bundle has none or it is not canonical-able.
+    state: bytes | None = None
+    #: ``bundle_sha256``: H of the bundle without ``bundle_signature`` (§10), ``None`` when it is
+    #: not canonical-able.
+    bundle_sha256: str | None = None
+    #: True when the ``bytes`` among the ``events`` are canonical texts the compiled path wrote.
+    canonical_events: bool = False
+    #: Each event's identity as the compiled path read it off its canonical text (see
+    #: :attr:`merge.native.bundle.BundleRead.identities`), when it wrote them.
+    identities: tuple[tuple[str, bytes, str | None] | None, ...] = ()
+    #: H of ``canonical_record`` (§10's ``canonical_sha256``), ``None`` when it is no object or
+    #: not canonical-able.
+    record_sha256: str | None = None
+
+    def published(self) -> Any:
+        """The published state, parsed (decoded from :attr:`state` where the reader kept only
+        that; ``None`` when the bundle has none)."""
+        if "state" in self.members or self.state is None:
+            return self.members.get("state")
+        return decode_json(self.state)
+
+
+def read_parts(document: Any, threads: int | None, reader: BundleReader | None = None) -> BundleParts:
+    """The bundle's one reader: a JSON text read on the compiled path where it serves and can
+    (:func:`_read_compiled`), else decoded whole (:func:`parse_document`), or a parsed value
+    taken as it is; the same parts either way."""
+    read = _read_compiled(document, threads, reader)
+    if read is None:
+        members, not_json = parse_document(document)
+        if not isinstance(members, Mapping):
+            return BundleParts(members, not_json)
+        state = members.get("state")
+        try:
+            written = {"state": None if state is None else canonical_json(state)}
+        except MergeError:  # not canonical-able: the fold's state is never the published one
+            written = {"state": None}
+        unsigned = {key: value for key, value in members.items() if key != "bundle_signature"}
+        read = _Read(members, written, hash_if_canonical(unsigned))
+    return BundleParts(
+        _as_folded(read.members),
+        state=read.written.get("state"),
+        bundle_sha256=read.bundle_sha256,
+        canonical_events=read.canonical_events,
+        identities=read.identities,
+        record_sha256=_record_sha256(read.members, read.written.get("canonical_record")),
+    )
+
+
+class _Read(NamedTuple):
+    """What a reader read of a bundle object, before :func:`read_parts` makes its parts."""
+
+    members: Mapping[str, Any]
+    #: ``CJ`` of the members the reader wrote (``None`` where it did not write one).
+    written: Mapping[str, bytes | None]
     bundle_sha256: str | None
-    #: Each event's identity (:attr:`merge.native.bundle.BundleRead.identities`).
-    identities: tuple[tuple[str, bytes, str | None] | None, ...]
-
-    def hash_events(self, digest: Any) -> None:
-        """Feed ``CJ`` of the ``events`` array to ``digest``: the canonical texts as written, the
-        other events encoded (:class:`merge.NotCanonicalError` when one is not canonical-able)."""
-        digest.update(b"[")
-        for position, event in enumerate(self.members["events"]):
-            if position:
-                digest.update(b",")
-            digest.update(event if type(event) is bytes else canonical_json(event))
-        digest.update(b"]")
-
-    def state_value(self) -> Any:
-        """The published state, parsed (``None`` when the bundle has none)."""
-        return None if self.state is None else decode_json(self.state)
+    #: As :class:`BundleParts`' (the compiled path's only).
+    canonical_events: bool = False
+    identities: tuple[tuple[str, bytes, str | None] | None, ...] = ()
 
 
-def _read_text(document: Any, threads: int | None, reader: BundleReader | None) -> _TextBundle | None:
+def _read_compiled(document: Any, threads: int | None, reader: BundleReader | None) -> _Read | None:
     """A bundle given as a JSON text, read on the compiled path (:func:`merge.native.bundle.read_bundle`):
     its members split, its events and state written canonically for the fold, the bundle hash
     and the comparison of states, and the small members decoded here, in one call; an event it
@@ -515,7 +519,7 @@ def _read_text(document: Any, threads: int | None, reader: BundleReader | None) 
         return None
     # The state as the compiled path wrote it (it reads no bundle whose state it cannot write);
     # the other members decoded together, as the object of their texts (one call, not one each).
-    state = next((canonical for key, _, canonical in read.members if key == "state"), None)
+    written = {key: canonical for key, _, canonical in read.members}
     small = b",".join(_encode_key(key) + b":" + raw for key, raw, _ in read.members if key != "state")
     try:
         members: dict[str, Any] = decode_json(b"{" + small + b"}")
@@ -525,7 +529,48 @@ def _read_text(document: Any, threads: int | None, reader: BundleReader | None) 
         ]
     except _NOT_READ:
         return None
-    return _TextBundle(members, state, read.bundle_sha256, tuple(read.identities))
+    digest = read.bundle_sha256
+    if digest is None:
+        digest = _hash_written(members, written.get("state"))
+    return _Read(members, written, digest, True, tuple(read.identities))
+
+
+def _record_sha256(members: Mapping[str, Any], written: bytes | None) -> str | None:
+    """H of ``canonical_record``, from ``written``, its canonical text where the compiled path
+    wrote it (not encoded again), else encoded here; ``None`` when it is no object or not
+    canonical-able."""
+    record = members.get("canonical_record")
+    if not isinstance(record, Mapping):
+        return None
+    return hashlib.sha256(written).hexdigest() if written is not None else hash_if_canonical(record)
+
+
+def _hash_written(members: Mapping[str, Any], state: bytes | None) -> str | None:
+    """``bundle_sha256`` of a bundle whose parts the compiled path did not all write: ``CJ`` of
+    an object is its members' in key order, so the parts it wrote (the events' canonical texts,
+    the state) are fed as written, the others encoded here; ``None`` when not canonical-able."""
+    members = {key: value for key, value in members.items() if key != "bundle_signature"}
+    if state is not None:
+        members["state"] = None  # a member still: fed as written, below
+    # Fed piece by piece: the bundle's canonical bytes are never joined (12 MB for 4,000 events).
+    digest = hashlib.sha256(b"{")
+    try:
+        for position, key in enumerate(sorted(members)):  # code point order (§1), as the encoder sorts
+            digest.update((b"," if position else b"") + encode_canonical_unchecked(key) + b":")
+            if key == "events":
+                digest.update(b"[")
+                for index, event in enumerate(members["events"]):
+                    text = event if type(event) is bytes else canonical_json(event)
+                    digest.update(b"," + text if index else text)
+                digest.update(b"]")
+            elif key == "state" and state is not None:
+                digest.update(state)
+            else:
+                digest.update(canonical_json(members[key]))
+    except MergeError:  # not canonical-able: no hash (as hash_if_canonical)
+        return None
+    digest.update(b"}")
+    return digest.hexdigest()
 
 
 def _check_keys(bundle: Mapping[str, Any], record: Any) -> KeySet | None:
@@ -540,44 +585,36 @@ def _check_keys(bundle: Mapping[str, Any], record: Any) -> KeySet | None:
 
 
 def _check_state(  # noqa: PLR0917 (the facts of one bundle)
-    bundle: Mapping[str, Any],
+    parts: BundleParts,
     subject: str | None,
     keys: KeySet | None,
     threads: int | None,
     record: Any,
     verifier: SignatureVerifier | None,
-    texts: _TextBundle | None,
 ) -> FoldResult | None:
     """§10's ``state`` and ``source_aliases``: the fold of the events, with ``public_keys``.
 
     §5 judges a bundle's events as parsed values, and ``CJ(v)`` gets ``v``'s verdict as a text:
     it is valid UTF-8 with no lone surrogate, its value is ``v``, and its length is the compact
     encoding's, which is the size of a parsed value. So a text read on the compiled path folds
-    its events as their canonical texts where written (:func:`_read_text`): the fold then takes
-    the compiled path, and meets the same event in a log, or in another snapshot, as an
-    identical text.
+    its events as their canonical texts where written (:func:`_read_compiled`): the fold then
+    takes the compiled path, and meets the same event in a log, or in another snapshot, as an
+    identical text. The published state is compared by its canonical text with the fold's own
+    bytes (:func:`merge.batch.fold_matching`), decoded only to say why it differs.
     """
+    bundle = parts.members
     events = bundle.get("events")
     if keys is None or subject is None or not isinstance(events, list):
         why = "public_keys" if keys is None else "pith_number" if subject is None else "events"
         record("state", False, f"cannot fold: {why} is missing or wrong")
         record("source_aliases", False, "cannot compare without a folded state")
         return None
-    events = event_inputs(events)
-    if texts is not None and texts.state is not None:
-        result, same = fold_matching(
-            events, subject=subject, keys=keys, published=texts.state, threads=threads, verifier=verifier
-        )
-        published: Any = texts.state_value() if not same else None  # decoded to say why only
-    else:
-        result = fold(events, subject=subject, keys=keys, threads=threads, verifier=verifier)
-        published = texts.state_value() if texts is not None else bundle.get("state")
-        try:
-            same = published is not None and canonical_json(published) == encode_canonical_unchecked(
-                result.state
-            )
-        except MergeError:
-            same = False
+    # No published state (or none canonical-able) is no CJ: b"" never equals a state's.
+    published_text = parts.state if parts.state is not None else b""
+    result, same = fold_matching(
+        events, subject=subject, keys=keys, published=published_text, threads=threads, verifier=verifier
+    )
+    published = None if same else parts.published()  # decoded to say why only
     detail = f"folded state_sha256 {result.state_sha256}"
     if result.rejected:
         detail += f"; {len(result.rejected)} event(s) not admitted"

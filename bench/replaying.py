@@ -31,7 +31,7 @@ from .bound import signature_jobs, verify_serial
 from .measure import Result
 from .workload import Workload, WorkloadSpec, bench_keys, generate, write_corpus
 
-__all__ = ["bench_replay", "run_replay"]
+__all__ = ["bench_replay", "run_replay", "write_bundle_corpus"]
 
 SPEED_UP_TARGET = 1.7
 #: Issue 26: replay on 2 workers >= 1.7 x the single-thread verify bound (events/s over verify/s),
@@ -179,17 +179,11 @@ def _bench_bundle_corpus(spec: WorkloadSpec, root: Path, keys_path: Path, *, rep
     trusted_path = root / "trusted.json"
     trusted_path.write_text(json.dumps([signer.key_object()]))
     corpus = root / "bundles"
-    corpus.mkdir()
-    texts = []
-    for number, history in enumerate(bundles.histories):
-        events = [decode_json(text) for text in history.inputs]
-        created = next(event for event in events if event["event_type"] == "record_created")
-        record = created["payload"]["canonical_record"]
-        bundle = make_bundle(
-            signer, record, events, public_keys=bundles.keys, built_at="2026-06-01T00:00:00Z"
-        )
-        texts += [json.dumps(event).encode() for event in events]
-        (corpus / f"{number:05d}.bundle.json").write_text(json.dumps(bundle, ensure_ascii=False))
+    texts = [
+        json.dumps(event).encode()
+        for bundle in write_bundle_corpus(bundles, corpus)
+        for event in bundle["events"]
+    ]
     jobs = signature_jobs(texts, bundles.keys)
     runs: dict[int, list[dict[str, Any]]] = {1: [], 2: []}
     bounds = []
@@ -221,6 +215,25 @@ def _bench_bundle_corpus(spec: WorkloadSpec, root: Path, keys_path: Path, *, rep
             met=over_bound >= BOUND_TARGET,
         ),
     ]
+
+
+def write_bundle_corpus(workload: Workload, corpus: Path) -> list[dict[str, Any]]:
+    """Write one bundle a subject of ``workload`` to the new directory ``corpus``
+    (``NNNNN.bundle.json``), each signed by the first bench key over the events its subject
+    holds, with ``workload``'s keys as its ``public_keys``; return the bundles."""
+    signer = bench_keys()[0]
+    corpus.mkdir()
+    written = []
+    for number, history in enumerate(workload.histories):
+        events = [decode_json(text) for text in history.inputs]
+        created = next(event for event in events if event["event_type"] == "record_created")
+        record = created["payload"]["canonical_record"]
+        bundle = make_bundle(
+            signer, record, events, public_keys=workload.keys, built_at="2026-06-01T00:00:00Z"
+        )
+        (corpus / f"{number:05d}.bundle.json").write_text(json.dumps(bundle, ensure_ascii=False))
+        written.append(bundle)
+    return written
 
 
 def _child(keys_path: str, workers: int, corpus: list[str]) -> dict[str, Any]:

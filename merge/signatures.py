@@ -134,7 +134,8 @@ class SignatureVerifier:
             # that yield the jobs, each verification would push the checks' data out of the CPU
             # caches and the other way round (about 4 µs per event; docs/performance.md).
             pending = list(dict.fromkeys(job for job in jobs if job not in self._cache))
-            self._cache.update(zip(pending, _verify_all(pending), strict=True))
+            if pending:  # none, often: a compiled fold's leftovers (one call a bundle saved)
+                self._cache.update(zip(pending, _verify_all(pending), strict=True))
             return
         pool: ThreadPoolExecutor | None = None
         submitted: list[tuple[list[SignatureJob], Future[list[bool]]]] = []

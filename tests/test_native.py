@@ -46,6 +46,7 @@ from merge.testing import histories
 
 from .builders import KEY_A, KEYS, SUBJECT, event, record_event, record_payload, to_text
 from .conftest import CONFORMANCE, EDGES, load_vector
+from .helpers import libsodium_calls
 
 NATIVE = native_module()
 needs_native = pytest.mark.skipif(NATIVE is None, reason="the compiled path is not built (no cargo)")
@@ -728,14 +729,7 @@ def test_verify_signature_is_the_compiled_verifier_where_it_serves(monkeypatch: 
     record) go to the compiled verifier where the compiled path serves, one at a time and in a
     batch, with libsodium's verdicts on every known case; the pure path calls libsodium."""
     monkeypatch.delenv(PURE_ENVIRONMENT_VARIABLE, raising=False)  # whatever the run's path: both are held
-    calls: list[bytes] = []
-    real = merge.signatures.crypto_sign_open
-
-    def counting(signed: bytes, public_key: bytes) -> bytes:
-        calls.append(signed[:64])
-        return real(signed, public_key)
-
-    monkeypatch.setattr(merge.signatures, "crypto_sign_open", counting)
+    calls = libsodium_calls(monkeypatch)
     cases = [case[1:] for case in _verify_cases()]
     expected = [libsodium_verify(*case) for case in cases]
     calls.clear()

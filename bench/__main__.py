@@ -5,6 +5,7 @@
     python -m bench --only fold --only merger --repeat 5 --json results.json
     python -m bench --only big-subject     # peak memory of one big subject per input byte
     python -m bench --only startup --repeat 10   # pith-merge verify of a small bundle vs python
+    python -m bench --only small-bundles         # replay of 10,000 two-event bundles vs libsodium
 
 Each figure is the best of ``--repeat`` runs; rivals are measured in turn in one loop, so
 ratios compare runs made under the same load (see docs/performance.md).
@@ -42,6 +43,7 @@ from .loop_stall import bench_loop_stall
 from .measure import Result
 from .replaying import bench_replay
 from .service import bench_service
+from .small_bundles import bench_small_bundles
 from .stages import bench_native_stages, bench_stages
 from .startup import bench_startup
 from .storing import bench_store
@@ -70,6 +72,7 @@ class Sizes:
     loop_fold_events: int = 4_000
     loop_appends: int = 1_000
     service_subjects: int = 300
+    small_bundles: int = 10_000
 
 
 FULL = Sizes(20_000, 1_000, 20, 10_000, 500, 1_000, 100, 5_000, 1.0)
@@ -91,6 +94,7 @@ QUICK = Sizes(
     group_commit_events=40,
     loop_fold_events=40,
     loop_appends=20,
+    small_bundles=20,
 )
 
 BENCHMARKS = (
@@ -100,6 +104,7 @@ BENCHMARKS = (
     "gil",
     "merger",
     "replay",
+    "small-bundles",
     "dask",
     "encoding",
     "big-subject",
@@ -160,6 +165,11 @@ def run(names: Sequence[str], sizes: Sizes, repeat: int, log: Callable[[str], No
         "replay",
         f"replay: {sizes.replay_subjects} subjects x {sizes.replay_events} events (child processes)",
         lambda: bench_replay(corpus, sizes.replay_big_subject, repeat=min(repeat, 2)),
+    )
+    step(
+        "small-bundles",
+        f"small bundles: replay --workers 2 of {sizes.small_bundles} two-event bundles, 1-thread libsodium",
+        lambda: bench_small_bundles(sizes.small_bundles, repeat=repeat),
     )
     step(
         "dask",

@@ -31,7 +31,7 @@ from .bound import signature_jobs, verify_serial
 from .measure import Result
 from .workload import Workload, WorkloadSpec, bench_keys, generate, write_corpus
 
-__all__ = ["bench_replay", "run_replay"]
+__all__ = ["bench_replay", "run_replay", "write_bundle_corpus"]
 
 SPEED_UP_TARGET = 1.7
 #: Issue 26: replay on 2 workers >= 1.7 x the single-thread verify bound (events/s over verify/s),
@@ -179,17 +179,11 @@ def _bench_bundle_corpus(spec: WorkloadSpec, root: Path, keys_path: Path, *, rep
     trusted_path = root / "trusted.json"
     trusted_path.write_text(json.dumps([signer.key_object()]))
     corpus = root / "bundles"
-    corpus.mkdir()
-    texts = []
-    for number, history in enumerate(bundles.histories):
-        events = [decode_json(text) for text in history.inputs]
-        created = next(event for event in events if event["event_type"] == "record_created")
-        record = created["payload"]["canonical_record"]
-        bundle = make_bundle(
-            signer, record, events, public_keys=bundles.keys, built_at="2026-06-01T00:00:00Z"
-        )
-        texts += [json.dumps(event).encode() for event in events]
-        (corpus / f"{number:05d}.bundle.json").write_text(json.dumps(bundle, ensure_ascii=False))
+    texts = [
+        json.dumps(event).encode()
+        for bundle in write_bundle_corpus(bundles, corpus)
+        for event in bundle["events"]
+    ]
     jobs = signature_jobs(texts, bundles.keys)
     runs: dict[int, list[dict[str, Any]]] = {1: [], 2: []}
     bounds = []
@@ -223,6 +217,25 @@ def _bench_bundle_corpus(spec: WorkloadSpec, root: Path, keys_path: Path, *, rep
     ]
 
 
+def write_bundle_corpus(workload: Workload, corpus: Path) -> list[dict[str, Any]]:
+    """Write one bundle a subject of ``workload`` to the new directory ``corpus``
+    (``NNNNN.bundle.json``), each signed by the first bench key over the events its subject
+    holds, with ``workload``'s keys as its ``public_keys``; return the bundles."""
+    signer = bench_keys()[0]
+    corpus.mkdir()
+    written = []
+    for number, history in enumerate(workload.histories):
+        events = [decode_json(text) for text in history.inputs]
+        created = next(event for event in events if event["event_type"] == "record_created")
+        record = created["payload"]["canonical_record"]
+        bundle = make_bundle(
+            signer, record, events, public_keys=workload.keys, built_at="2026-06-01T00:00:00Z"
+        )
+        (corpus / f"{number:05d}.bundle.json").write_text(json.dumps(bundle, ensure_ascii=False))
+        written.append(bundle)
+    return written
+
+
 def _child(keys_path: str, workers: int, corpus: list[str]) -> dict[str, Any]:
     """Replay in this (fresh) process and measure it; runs under ``python -m bench.replaying``."""
     import merge.replay.progress
@@ -242,6 +255,7 @@ def _child(keys_path: str, workers: int, corpus: list[str]) -> dict[str, Any]:
         start_fold(self, total)
 
     merge.replay.progress._Progress.start_fold = timed_start_fold  # type: ignore[method-assign]
+    cpu_before = _cpu_seconds(resource.RUSAGE_SELF)
     start = time.perf_counter()
     report = replay(corpus, keys=keys, trusted_keys=trusted, workers=workers)
     seconds = time.perf_counter() - start
@@ -250,8 +264,12 @@ def _child(keys_path: str, workers: int, corpus: list[str]) -> dict[str, Any]:
     # carries over exec. The workers' peak: RUSAGE_CHILDREN, the largest joined child (KiB).
     own = _vm_hwm_kib() / 1024
     children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    # The CPU time of the replay and of its workers (all joined by now), less this process's
+    # before the replay (its imports): on a shared box, the fairer measure of the work done.
+    cpu = sum(_cpu_seconds(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)) - cpu_before
     return {
         "seconds": seconds,
+        "cpu_seconds": cpu,
         "scan_seconds": scanned[0] - start,
         "events": sum(summary.event_count for summary in report.subjects),
         "subjects": len(report.subjects),
@@ -260,6 +278,11 @@ def _child(keys_path: str, workers: int, corpus: list[str]) -> dict[str, Any]:
         "children_mb": children,
         "peak_mb": max(own, children),
     }
+
+
+def _cpu_seconds(who: int) -> float:
+    used = resource.getrusage(who)
+    return used.ru_utime + used.ru_stime
 
 
 def _vm_hwm_kib() -> float:

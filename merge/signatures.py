@@ -1,8 +1,13 @@
 """Ed25519 verification with a cache, optionally spread over a thread pool.
 
-libsodium (through PyNaCl) is the judge of every signature (spec §2): it rejects
-non-canonical ``S`` and small-order keys. Its verify releases the GIL, so a thread pool
-gives real parallelism without changing any verdict. A thread that cannot be started (a
+libsodium's verdicts are the judge of every signature (spec §2): it rejects non-canonical
+``S`` and small-order keys. On the pure path libsodium itself judges, through PyNaCl
+(:func:`libsodium_verify`); where the compiled path serves (:func:`merge.native.native_available`),
+:func:`verify_signature` is its verifier, which gives libsodium's verdicts on every known case
+(``tests/test_native.py``) at a third of the cost: so the signatures a fold does not verify in
+Rust (a bundle's signature, a record's receipt, a witness's note) are not a bound of their own
+(issue 39 item 2). This module is the one place that chooses. libsodium's verify releases the
+GIL, so a thread pool gives real parallelism without changing any verdict. A thread that cannot be started (a
 thread limit: ``RLIMIT_NPROC``, a container's pids limit) leaves its work to the caller's
 thread (issue 29 item 3).
 """
@@ -21,7 +26,7 @@ from .errors import require_threads
 if TYPE_CHECKING:  # imported where a pool starts: most runs never start one (a command's start-up)
     from concurrent.futures import Future, ThreadPoolExecutor
 
-__all__ = ["SignatureVerifier", "verify_signature"]
+__all__ = ["SignatureVerifier", "libsodium_verify", "verify_signature"]
 
 #: The machine's cores, read once: a fold of a small subject would otherwise spend as long asking.
 _CORES: Final = os.cpu_count() or 1
@@ -31,7 +36,19 @@ PARALLEL_THRESHOLD: Final = 64
 
 
 def verify_signature(public_key: bytes, message: bytes, signature: bytes) -> bool:
-    """True when ``signature`` is a valid Ed25519 signature of ``message`` by ``public_key``."""
+    """True when ``signature`` is a valid Ed25519 signature of ``message`` by ``public_key``:
+    libsodium's verdict, by the compiled verifier where the compiled path serves, else by
+    libsodium (:func:`libsodium_verify`)."""
+    native = _compiled()
+    if native is None:
+        return libsodium_verify(public_key, message, signature)
+    verdicts: list[bool] = native.verify_signatures([(public_key, message, signature)])
+    return verdicts[0]
+
+
+def libsodium_verify(public_key: bytes, message: bytes, signature: bytes) -> bool:
+    """:func:`verify_signature` by libsodium itself (PyNaCl), whichever path serves: the pure
+    path's verification, and the reference the compiled verifier is held to."""
     if len(signature) != 64 or len(public_key) != 32:
         return False
     try:
@@ -41,6 +58,14 @@ def verify_signature(public_key: bytes, message: bytes, signature: bytes) -> boo
     except BadSignatureError:
         return False
     return True
+
+
+def _compiled() -> Any:
+    """The compiled module when the compiled path serves (read at each call, as
+    :func:`merge.native.native_available` is), else ``None``."""
+    from .native import native_available, native_module  # here: merge.native imports this module
+
+    return native_module() if native_available() else None
 
 
 SignatureJob = tuple[bytes, bytes, bytes]
@@ -109,7 +134,8 @@ class SignatureVerifier:
             # that yield the jobs, each verification would push the checks' data out of the CPU
             # caches and the other way round (about 4 µs per event; docs/performance.md).
             pending = list(dict.fromkeys(job for job in jobs if job not in self._cache))
-            self._cache.update(zip(pending, _verify_all(pending), strict=True))
+            if pending:  # none, often: a compiled fold's leftovers (one call a bundle saved)
+                self._cache.update(zip(pending, _verify_all(pending), strict=True))
             return
         pool: ThreadPoolExecutor | None = None
         submitted: list[tuple[list[SignatureJob], Future[list[bool]]]] = []
@@ -161,4 +187,11 @@ def _submitted(pool: ThreadPoolExecutor, jobs: list[SignatureJob]) -> Future[lis
 
 
 def _verify_all(jobs: list[SignatureJob]) -> list[bool]:
-    return [verify_signature(*job) for job in jobs]
+    """The verdicts of ``jobs``: on the compiled verifier in one call where it serves (one
+    crossing of the boundary for all of them), else each by :func:`verify_signature` (libsodium,
+    or what a caller put in its place: then the compiled path does not serve)."""
+    native = _compiled()
+    if native is None:
+        return [verify_signature(*job) for job in jobs]
+    verdicts: list[bool] = native.verify_signatures(jobs)
+    return verdicts

@@ -67,6 +67,21 @@ def record_verifications(monkeypatch: pytest.MonkeyPatch) -> list[Verification]:
     return calls
 
 
+def libsodium_calls(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
+    """The signature of every verification libsodium makes from now on (until ``monkeypatch``
+    undoes it), in order: :func:`merge.signatures.libsodium_verify`'s calls of PyNaCl. Unlike
+    :func:`record_verifications`, it leaves the path a fold takes as it was."""
+    calls: list[bytes] = []
+    real = merge.signatures.crypto_sign_open
+
+    def counting(signed: bytes, public_key: bytes) -> bytes:
+        calls.append(signed[:64])
+        return real(signed, public_key)
+
+    monkeypatch.setattr(merge.signatures, "crypto_sign_open", counting)
+    return calls
+
+
 #: The two paths a Merger may take (merge.engine: bound when it is made).
 PATHS = ("compiled", "pure")
 

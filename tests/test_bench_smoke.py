@@ -89,6 +89,7 @@ def test_quick_run_measures_every_figure(tmp_path: Path) -> None:
         "merger: add / verify",
         "replay: speed-up",
         "replay: peak memory",
+        "small bundles: replay --workers 2 / 1-thread libsodium",
         "canonical_json",
         "state_sha256",
         "store sqlite: appends/s",

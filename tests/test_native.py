@@ -40,12 +40,13 @@ from merge.canonical import canonical_text
 from merge.native import INTERFACE_VERSION, PURE_ENVIRONMENT_VARIABLE, native_available, native_module
 from merge.native.fold import fold_native_encoded, key_table
 from merge.reasons import CHECK_ORDER, Reason
-from merge.signatures import SignatureVerifier, verify_signature
+from merge.signatures import SignatureVerifier, libsodium_verify, verify_signature
 from merge.signing import signed_receipt
 from merge.testing import histories
 
 from .builders import KEY_A, KEYS, SUBJECT, event, record_event, record_payload, to_text
 from .conftest import CONFORMANCE, EDGES, load_vector
+from .helpers import libsodium_calls
 
 NATIVE = native_module()
 needs_native = pytest.mark.skipif(NATIVE is None, reason="the compiled path is not built (no cargo)")
@@ -717,9 +718,29 @@ def test_verdicts_are_libsodiums_on_every_known_case(combs: bool | None) -> None
     cases = list(_verify_cases())
     assert len(cases) > 1000
     verdicts = NATIVE.verify_signatures([case[1:] for case in cases], combs)
-    expected = [verify_signature(*case[1:]) for case in cases]
+    expected = [libsodium_verify(*case[1:]) for case in cases]
     assert [name for (name, *_), a, b in zip(cases, verdicts, expected, strict=True) if a is not b] == []
     assert 0 < sum(expected) < len(cases)
+
+
+@needs_native
+def test_verify_signature_is_the_compiled_verifier_where_it_serves(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 39 item 2: the signatures a fold does not verify in Rust (a bundle's, a receipt of a
+    record) go to the compiled verifier where the compiled path serves, one at a time and in a
+    batch, with libsodium's verdicts on every known case; the pure path calls libsodium."""
+    monkeypatch.delenv(PURE_ENVIRONMENT_VARIABLE, raising=False)  # whatever the run's path: both are held
+    calls = libsodium_calls(monkeypatch)
+    cases = [case[1:] for case in _verify_cases()]
+    expected = [libsodium_verify(*case) for case in cases]
+    calls.clear()
+    assert [verify_signature(*case) for case in cases] == expected
+    verifier = SignatureVerifier(1)
+    verifier.prefetch(cases)
+    assert [verifier.verify(*case) for case in cases] == expected
+    assert calls == []
+    monkeypatch.setenv(PURE_ENVIRONMENT_VARIABLE, "1")
+    assert verify_signature(*cases[0]) == expected[0]
+    assert len(calls) == 1
 
 
 #: p = 2^255 - 19, the field's prime, and L, the order of the group (RFC 8032 §5.1).
@@ -749,7 +770,7 @@ def _signed(seed: int, message: bytes) -> tuple[bytes, bytes]:
 
 def _same_verdict(public_key: bytes, message: bytes, signature: bytes) -> bool:
     assert NATIVE is not None
-    expected = verify_signature(public_key, message, signature)
+    expected = libsodium_verify(public_key, message, signature)
     for combs in ROUTES:
         assert NATIVE.verify_signatures([(public_key, message, signature)], combs) == [expected], combs
     return expected

@@ -64,7 +64,7 @@ from . import replay_faults
 from .builders import KEY_A, KEYS, record_of_bundle
 from .builders import event as signed_event
 from .conftest import CONFORMANCE, GOLDEN_BUNDLE, GOLDEN_RECORD, VECTORS, load_vector
-from .helpers import shuffled_with_repeats
+from .helpers import libsodium_calls, shuffled_with_repeats
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 EXAMPLE_BUNDLE = EXAMPLES / "example.bundle.json"
@@ -239,14 +239,7 @@ def test_each_distinct_signature_is_verified_once_per_subject(monkeypatch: pytes
     the bundle's events, as canonical texts, in Rust).
     """
     monkeypatch.setenv("PITH_MERGE_PURE", "1")
-    calls: list[bytes] = []
-    verify = merge.signatures.crypto_sign_open
-
-    def counting(signed: bytes, public_key: bytes) -> bytes:
-        calls.append(signed[:64])
-        return verify(signed, public_key)
-
-    monkeypatch.setattr(merge.signatures, "crypto_sign_open", counting)
+    calls = libsodium_calls(monkeypatch)
     bundle = json.loads(GOLDEN_BUNDLE.read_bytes())
     line = msgspec.json.encode(bundle["events"][1])
     keys = KeySet.parse(bundle["public_keys"])

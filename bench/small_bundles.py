@@ -1,0 +1,130 @@
+"""``replay --workers 2`` of many small bundles against 1-thread libsodium (issue 39 item 2).
+
+    python -m bench.small_bundles                      # 10,000 bundles of 2 events, 3 runs
+    python -m bench.small_bundles --bundles 500 --repeat 1
+
+A corpus of two-event bundles (one a subject, each signed by a trusted bench key, no faults) is
+replayed on 2 worker processes (a child process each run, :func:`bench.replaying.run_replay`:
+the replay's own wall time, from the call to the report, the interpreter's start excluded), in
+turn with the bare 1-thread libsodium verification (PyNaCl) of the same signatures: each
+bundle's events, the receipt of its ``record_created`` and its bundle signature, 4 a bundle.
+The ratio is verifications a second of the replay over libsodium's, one per run (min–max
+printed), with the load average the runs saw: on a shared machine a ratio compares runs made
+under the same load. Beside it, the same in CPU time (the replay's parent and workers, shared by
+2 cores, against libsodium's): what a box with a core free for each worker would give at best.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import os
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from .bound import Job, signature_jobs, verify_serial
+from .measure import Result
+from .replaying import run_replay, write_bundle_corpus
+from .workload import WorkloadSpec, bench_keys, generate
+
+__all__ = ["bench_small_bundles", "bundle_jobs"]
+
+#: Issue 39 item 2: replay --workers 2 >= 1.5 x 1-thread libsodium over the same verifications.
+TARGET = 1.5
+WORKERS = 2
+
+
+def bundle_jobs(bundles: Sequence[dict[str, Any]], keys: Sequence[dict[str, Any]]) -> list[Job]:
+    """The verifications a replay of ``bundles`` makes: each distinct event's signature, each
+    receipt of a ``record_created`` (over ``canonical_sha256``) and each bundle signature (over
+    ``bundle_sha256``), with the keys of ``keys`` and the bench signer."""
+    public = {key["key_id"]: base64.b64decode(key["public_key_b64"]) for key in keys}
+    signer = bench_keys()[0].key_object()
+    public[signer["key_id"]] = base64.b64decode(signer["public_key_b64"])
+    texts = [json.dumps(event).encode() for bundle in bundles for event in bundle["events"]]
+    jobs = signature_jobs(texts, keys)
+    for bundle in bundles:
+        signed = [(bundle["bundle_signature"], "bundle_sha256")]
+        signed += [
+            (event["payload"]["receipt"], "canonical_sha256")
+            for event in bundle["events"]
+            if event["event_type"] == "record_created"
+        ]
+        for signature, digest in signed:
+            message = bytes.fromhex(signature[digest])
+            jobs.append((public[signature["key_id"]], message, base64.b64decode(signature["signature_b64"])))
+    return jobs
+
+
+def bench_small_bundles(bundles: int, *, repeat: int, events: int = 2) -> list[Result]:
+    """Replay ``bundles`` bundles of ``events`` events on :data:`WORKERS` workers ``repeat``
+    times, each run beside 1-thread libsodium over the same verifications."""
+    workload = generate(WorkloadSpec(bundles, events, fault_rate=0.0, seed=11))
+    signer = bench_keys()[0]
+    with tempfile.TemporaryDirectory(prefix="pith-merge-bench-") as scratch:
+        root = Path(scratch)
+        keys_path, trusted_path = root / "keys.json", root / "trusted.json"
+        keys_path.write_text(json.dumps(workload.keys))
+        trusted_path.write_text(json.dumps([signer.key_object()]))
+        jobs = bundle_jobs(write_bundle_corpus(workload, root / "bundles"), workload.keys)
+        if verify_serial(jobs) != len(jobs):
+            raise AssertionError("a bench signature does not verify")
+        ratios, cpu_ratios, replays, bounds, loads, digests = [], [], [], [], [], set()
+        for _ in range(repeat):
+            started, started_cpu = time.perf_counter(), time.process_time()
+            verify_serial(jobs)
+            bound, bound_cpu = time.perf_counter() - started, time.process_time() - started_cpu
+            run = run_replay([root / "bundles"], keys_path, WORKERS, trusted_path)
+            loads.append(os.getloadavg()[0])
+            digests.add(run["report_sha256"])
+            if run["subjects"] != bundles:
+                raise AssertionError(f"{run['subjects']} subjects replayed of {bundles}")
+            ratios.append(bound / run["seconds"])
+            # As if each of the 2 workers had a core of its own: libsodium's CPU time over the
+            # replay's (parent and workers) shared by 2 cores; what an idle box would give at
+            # best (the parent's serial share and the workers' start-up left as they are).
+            cpu_ratios.append(bound_cpu / (run["cpu_seconds"] / WORKERS))
+            replays.append(run["seconds"])
+            bounds.append(bound)
+    if len(digests) != 1:
+        raise AssertionError("the replay's reports differ between runs")
+    spread = f"min-max of {repeat} runs {min(ratios):.2f}-{max(ratios):.2f}"
+    cpu_spread = f"min-max {min(cpu_ratios):.2f}-{max(cpu_ratios):.2f}"
+    load = f"load average {min(loads):.1f}-{max(loads):.1f} on {os.cpu_count()} cores"
+    corpus = f"{bundles} bundles of {events} events, {len(jobs)} verifications"
+    return [
+        Result(f"small bundles: replay --workers {WORKERS}", min(replays), "s", corpus),
+        Result("small bundles: 1-thread libsodium, the same verifications", min(bounds), "s", load),
+        Result(
+            f"small bundles: replay --workers {WORKERS} / 1-thread libsodium",
+            max(ratios),
+            "ratio",
+            f"verifications a second over libsodium's; {spread}",
+            target=f">= {TARGET}",
+            met=max(ratios) >= TARGET,
+        ),
+        Result(
+            f"small bundles: libsodium's CPU time / the replay's over {WORKERS} cores",
+            max(cpu_ratios),
+            "ratio",
+            f"parent and workers' CPU time, as if each worker had a core; {cpu_spread}",
+        ),
+    ]
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.small_bundles", description=__doc__)
+    parser.add_argument("--bundles", type=int, default=10_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args(argv)
+    for result in bench_small_bundles(args.bundles, repeat=args.repeat):
+        target = f"  target {result.target}: {'met' if result.met else 'NOT met'}" if result.target else ""
+        print(f"{result.name}: {result.value:.3f} {result.unit} ({result.detail}){target}")
+
+
+if __name__ == "__main__":
+    main()

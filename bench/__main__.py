@@ -5,6 +5,7 @@
     python -m bench --only fold --only merger --repeat 5 --json results.json
     python -m bench --only big-subject     # peak memory of one big subject per input byte
     python -m bench --only startup --repeat 10   # pith-merge verify of a small bundle vs python
+    python -m bench --only monitor               # monitor --once rounds over 10,000 subjects
 
 Each figure is the best of ``--repeat`` runs; rivals are measured in turn in one loop, so
 ratios compare runs made under the same load (see docs/performance.md).
@@ -37,6 +38,7 @@ from .folding import bench_fold
 from .gil import bench_gil
 from .incremental import bench_merger
 from .measure import Result
+from .monitoring import bench_monitor
 from .replaying import bench_replay
 from .stages import bench_native_stages, bench_stages
 from .startup import bench_startup
@@ -60,10 +62,25 @@ class Sizes:
     store_events: int = 5_000
     bundle_events: int = 4_000
     big_subject: int = 50_000
+    monitor_subjects: int = 10_000
 
 
 FULL = Sizes(20_000, 1_000, 20, 10_000, 500, 1_000, 100, 5_000, 1.0)
-QUICK = Sizes(200, 10, 20, 100, 10, 10, 20, 60, 0.1, store_events=40, big_subject=300, bundle_events=40)
+QUICK = Sizes(
+    200,
+    10,
+    20,
+    100,
+    10,
+    10,
+    20,
+    60,
+    0.1,
+    store_events=40,
+    big_subject=300,
+    bundle_events=40,
+    monitor_subjects=50,
+)
 
 BENCHMARKS = (
     "stages",
@@ -78,6 +95,7 @@ BENCHMARKS = (
     "store",
     "bundles",
     "startup",
+    "monitor",
 )
 
 
@@ -154,6 +172,11 @@ def run(names: Sequence[str], sizes: Sizes, repeat: int, log: Callable[[str], No
         "startup",
         "startup: pith-merge verify of one small bundle against python -c pass (processes)",
         lambda: bench_startup(repeat=repeat),
+    )
+    step(
+        "monitor",
+        f"monitor: --once rounds over {sizes.monitor_subjects} subjects on a counting loopback registry",
+        lambda: bench_monitor(sizes.monitor_subjects, repeat=repeat, log=log),
     )
     return results
 

@@ -13,6 +13,7 @@ import pytest
 from merge import InputError, KeySet
 from merge.monitor import FetchPolicy, Monitor, StateDirLocked
 
+from .conftest import QUICK
 from .history import LETTERS, SUBJECT, record, snapshot, tampered, with_mirrors, without_record_created
 from .registry import Registry
 
@@ -300,3 +301,58 @@ def test_a_file_past_the_cap_in_a_directory_source_is_not_read(
     report = make_monitor(str(mirror), policy=small).run_round()
     assert [(p.reason, p.detail) for p in report.problems] == [("too_large", "larger than 1000 bytes")]
     assert report.bundles == ()
+
+
+def test_validators_outlive_the_process_so_an_unchanged_round_is_answered_304(
+    registry: Registry, make_monitor: MakeMonitor, tmp_path: Path
+) -> None:
+    """``--once`` from cron: each run a new process; the second asks conditionally (issue 40 item 3)."""
+    registry.publish(BUNDLE, snapshot("v2"))
+    registry.publish(RECORD, record("v2"))
+    first = make_monitor(registry.url, subjects=[SUBJECT])
+    assert verdicts(first.run_round()) == [("source", "first_seen")]
+    first.close()
+    asked = len(registry.requests)
+    again = make_monitor(registry.url, subjects=[SUBJECT])
+    report = again.run_round()
+    assert (verdicts(report), report.alarms, report.problems) == ([("source", "identical")], (), ())
+    sent = [request.headers.get("If-None-Match") for request in registry.requests[asked:]]
+    assert len(sent) == 2
+    assert all(tag is not None for tag in sent)  # the bundle's and the record's: both 304
+    registry.publish(RECORD, record("v2", aliases=[]))  # changed under its validator: fetched whole
+    [failed] = again.run_round().alarms
+    assert failed.kind == "record_failed"
+
+
+def test_a_validator_that_names_another_body_than_the_kept_one_is_not_sent(
+    registry: Registry, make_monitor: MakeMonitor, tmp_path: Path
+) -> None:
+    """A validator is sent only when its digest is the kept bundle's: a stale row (the kept bundle
+    replaced behind it) costs a whole GET, never a 304 taken for the wrong body."""
+    registry.publish(BUNDLE, snapshot("v1"))
+    first = make_monitor(registry.url, subjects=[SUBJECT])
+    first.run_round()
+    first.close()
+    kept = tmp_path / "state" / f"pith_2024_{LETTERS}.bundle.json"
+    kept.write_bytes(snapshot("v2"))  # the row still names v1, the server still serves v1
+    asked = len(registry.requests)
+    report = make_monitor(registry.url, subjects=[SUBJECT]).run_round()
+    assert "If-None-Match" not in registry.requests[asked].headers
+    assert verdicts(report) == [("source", "rewrite")]  # v1 lacks v2's last event: not "identical"
+
+
+def test_a_record_is_fetched_on_its_own_schedule_or_when_its_bundle_changed(
+    registry: Registry, make_monitor: MakeMonitor
+) -> None:
+    registry.publish(BUNDLE, snapshot("v1"))
+    registry.publish(RECORD, record("v1"))
+    slow = FetchPolicy(**{**QUICK.__dict__, "record_interval": 3600.0})
+    monitor = make_monitor(registry.url, subjects=[SUBJECT], policy=slow)
+    monitor.run_round()
+    assert [r.path for r in registry.requests] == [BUNDLE, RECORD]
+    monitor.run_round()  # nothing changed, the record was judged a moment ago: only the bundle
+    assert [r.path for r in registry.requests[2:]] == [BUNDLE]
+    registry.publish(BUNDLE, snapshot("v2"))
+    registry.publish(RECORD, record("v2"))
+    assert verdicts(monitor.run_round()) == [("source", "extension")]
+    assert [r.path for r in registry.requests[3:]] == [BUNDLE, RECORD]

@@ -106,7 +106,7 @@ def _env(name: str) -> str:
     required=True,
     type=click.Path(file_okay=False),
     envvar=_env("STATE_DIR"),
-    help="The monitor's own directory: its lock, cursor (status.json), kept bundles and evidence/.",
+    help="The monitor's own directory: its lock, cursor (monitor.sqlite), kept bundles and evidence/.",
 )
 @click.option(
     "--subject",

@@ -5,7 +5,7 @@
 
 A round (:func:`merge.monitor.rounds.gather`) reads and judges; then, in this order, the round's
 evidence is written (each new alarm's directory, fsync'd), the bundles to keep are kept (atomic,
-fsync'd), and only then the cursor (``status.json``). Killed at any moment, the monitor started
+fsync'd), and only then the cursor (``DIR/monitor.sqlite``). Killed at any moment, the monitor started
 again finds every evidence written so far, no bundle kept that was not audited, and the cursor of
 the last round done: it does the round it was in again, and an alarm whose evidence was written
 but whose round was not done is reported again (at least once, never lost).
@@ -341,8 +341,8 @@ class Monitor:
                 self._uncosigned(self._witness), started, gathered.notes
             )
         finished = self._clock()
-        self._status = self._next_status(gathered, alarms, read, finished)
-        self._state.write_status(self._status)
+        before, self._status = self._status, self._next_status(gathered, alarms, read, finished)
+        self._state.write_status(self._status, before)
         self._index()
         report = RoundReport(
             round=number,

@@ -16,8 +16,7 @@ bundle changed or its ``record_interval`` has passed.
 The rows are advisory, never evidence: a validator names the body by its digest, and a 304 is
 taken for the kept bundle only when that digest is the kept bundle's (a stale or lost row costs
 a whole GET, never a wrong verdict). Rows are written after the round's cursor, in one
-transaction (SQLite's journal makes it whole or absent after a SIGKILL); a database that cannot be
-read is set aside and started afresh (it only costs the next round its conditional requests).
+transaction (SQLite's journal makes it whole or absent after a SIGKILL).
 """
 
 from __future__ import annotations
@@ -31,6 +30,7 @@ from typing import Final
 
 import msgspec
 
+from ..errors import InputError
 from .fetching import Validator
 
 __all__ = ["KeptRow", "MonitorStore", "Remembered"]
@@ -84,10 +84,8 @@ class MonitorStore:
         self._lock = threading.Lock()
         try:
             self._db = self._connect()
-        except sqlite3.DatabaseError:
-            # Not a database (a torn copy, another file): it held only hints; keep it aside.
-            path.replace(path.with_name(path.name + ".corrupt"))
-            self._db = self._connect()
+        except sqlite3.DatabaseError as exc:
+            raise InputError(f"not a monitor's database: {exc}", source=str(path)) from None
 
     def _connect(self) -> sqlite3.Connection:
         db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
@@ -13,7 +14,7 @@ import pytest
 from merge import InputError, KeySet
 from merge.monitor import FetchPolicy, Monitor, StateDirLocked
 
-from .conftest import QUICK
+from .conftest import QUICK, cursor
 from .history import LETTERS, SUBJECT, record, snapshot, tampered, with_mirrors, without_record_created
 from .registry import Registry
 
@@ -60,7 +61,7 @@ def test_first_seen_then_extension_then_rewrite(
     assert report["report"]["audit"]["verdict"] == "rewrite"
     # The rewrite is not kept: the kept bundle stays the reference.
     assert (state / f"pith_2024_{LETTERS}.bundle.json").read_bytes() == snapshot("v2")
-    status = json.loads((state / "status.json").read_bytes())
+    status = cursor(state)
     assert status["rounds"] == 3
     assert [entry["id"] for entry in status["alarms"]] == [alarm.id]
     assert (
@@ -161,7 +162,7 @@ def test_nothing_read_is_a_failed_round(
     monitor = make_monitor(registry.url, subjects=[SUBJECT])
     report = monitor.run_round()
     assert (report.read, report.ok) == (False, False)
-    status = json.loads((tmp_path / "state" / "status.json").read_bytes())
+    status = cursor(tmp_path / "state")
     assert (status["rounds"], status["last_success_at"]) == (1, None)
 
 
@@ -356,3 +357,46 @@ def test_a_record_is_fetched_on_its_own_schedule_or_when_its_bundle_changed(
     registry.publish(RECORD, record("v2"))
     assert verdicts(monitor.run_round()) == [("source", "extension")]
     assert [r.path for r in registry.requests[3:]] == [BUNDLE, RECORD]
+
+
+def test_a_state_directory_of_before_migrates_on_first_start(
+    registry: Registry, make_monitor: MakeMonitor, tmp_path: Path
+) -> None:
+    """``status.json`` and kept bundles, no database: the cursor goes on from it, into SQLite."""
+    state = tmp_path / "state"
+    registry.publish(BUNDLE, snapshot("v1"))
+    first = make_monitor(registry.url, subjects=[SUBJECT])
+    first.run_round()
+    first.close()
+    before = cursor(state)
+    # The directory as a monitor of before left it: the cursor in status.json, no database.
+    (state / "status.json").write_text(json.dumps(before))
+    (state / "monitor.sqlite").unlink()
+    registry.publish(BUNDLE, snapshot("v2"))
+    report = make_monitor(registry.url).run_round()  # the subject: from the kept bundles
+    assert (report.round, verdicts(report)) == (2, [("source", "extension")])
+    assert not (state / "status.json").exists()
+    after = cursor(state)
+    assert after["rounds"] == 2
+    assert after["subjects"][SUBJECT]["kept_at"] != before["subjects"][SUBJECT]["kept_at"]
+
+
+def test_an_unchanged_round_rewrites_no_subject_row(
+    registry: Registry, make_monitor: MakeMonitor, tmp_path: Path
+) -> None:
+    """A subject checked in the last round is stored so: its row names the cursor's last round."""
+    registry.publish(BUNDLE, snapshot("v1"))
+    monitor = make_monitor(registry.url, subjects=[SUBJECT])
+    monitor.run_round()
+    database = sqlite3.connect(tmp_path / "state" / "monitor.sqlite")
+    stored = database.execute("SELECT * FROM subjects").fetchall()
+    writer = monitor._state._db  # the cursor's connection: what it wrote, row by row
+    assert writer is not None
+    written = writer.total_changes
+    monitor.run_round()
+    assert writer.total_changes - written == 1  # the cursor's counts, no subject row
+    assert database.execute("SELECT * FROM subjects").fetchall() == stored
+    assert stored[0][4] == "last_round"
+    status = cursor(tmp_path / "state")
+    assert status["subjects"][SUBJECT]["checked_at"] == status["last_round_at"]
+    database.close()

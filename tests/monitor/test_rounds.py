@@ -13,6 +13,7 @@ import pytest
 
 from merge import InputError, KeySet
 from merge.monitor import FetchPolicy, Monitor, StateDirLocked
+from merge.monitor.judging import Judge
 
 from .conftest import QUICK, cursor
 from .history import LETTERS, SUBJECT, record, snapshot, tampered, with_mirrors, without_record_created
@@ -400,3 +401,28 @@ def test_an_unchanged_round_rewrites_no_subject_row(
     status = cursor(tmp_path / "state")
     assert status["subjects"][SUBJECT]["checked_at"] == status["last_round_at"]
     database.close()
+
+
+def test_a_kept_bundle_is_verified_once_not_at_every_start(
+    registry: Registry, make_monitor: MakeMonitor, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The index records a kept file verified (its digest, size and time): a start verifies only
+    the files it does not know so; an unchanged round verifies nothing (issue 40 item 1)."""
+    registry.publish(BUNDLE, snapshot("v1"))
+    make_monitor(registry.url, subjects=[SUBJECT]).close()  # nothing kept yet
+    first = make_monitor(registry.url, subjects=[SUBJECT])
+    first.run_round()
+    first.close()
+    verified: list[str] = []
+    real = Judge.verified
+    monkeypatch.setattr(
+        Judge, "verified", lambda judge, data, label: verified.append(label) or real(judge, data, label)
+    )
+    again = make_monitor(registry.url)
+    assert verdicts(again.run_round()) == [("source", "identical")]
+    again.close()
+    assert verified == []
+    kept = tmp_path / "state" / f"pith_2024_{LETTERS}.bundle.json"
+    os.utime(kept, ns=(0, 0))  # not the file the index knows: verified again
+    make_monitor(registry.url).close()
+    assert verified == [str(kept)]

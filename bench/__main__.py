@@ -6,6 +6,7 @@
     python -m bench --only big-subject     # peak memory of one big subject per input byte
     python -m bench --only startup --repeat 10   # pith-merge verify of a small bundle vs python
     python -m bench --only small-bundles         # replay of 10,000 two-event bundles vs libsodium
+    python -m bench --only monitor               # monitor --once rounds over 10,000 subjects
 
 Each figure is the best of ``--repeat`` runs; rivals are measured in turn in one loop, so
 ratios compare runs made under the same load (see docs/performance.md).
@@ -41,6 +42,7 @@ from .group_commit import bench_group_commit
 from .incremental import bench_merger
 from .loop_stall import bench_loop_stall
 from .measure import Result
+from .monitoring import bench_monitor
 from .replaying import bench_replay
 from .service import bench_service
 from .small_bundles import bench_small_bundles
@@ -73,6 +75,7 @@ class Sizes:
     loop_appends: int = 1_000
     service_subjects: int = 300
     small_bundles: int = 10_000
+    monitor_subjects: int = 10_000
 
 
 FULL = Sizes(20_000, 1_000, 20, 10_000, 500, 1_000, 100, 5_000, 1.0)
@@ -95,6 +98,7 @@ QUICK = Sizes(
     loop_fold_events=40,
     loop_appends=20,
     small_bundles=20,
+    monitor_subjects=50,
 )
 
 BENCHMARKS = (
@@ -115,6 +119,7 @@ BENCHMARKS = (
     "group-commit",
     "loop",
     "service",
+    "monitor",
 )
 
 
@@ -216,6 +221,11 @@ def run(names: Sequence[str], sizes: Sizes, repeat: int, log: Callable[[str], No
         "service",
         f"service: {sizes.service_subjects * 4} events from 8 clients on waitress and uvicorn",
         lambda: bench_service(sizes.service_subjects, repeat=max(repeat, 3)),
+    )
+    step(
+        "monitor",
+        f"monitor: --once rounds over {sizes.monitor_subjects} subjects on a counting loopback registry",
+        lambda: bench_monitor(sizes.monitor_subjects, repeat=repeat, log=log),
     )
     return results
 

@@ -101,6 +101,7 @@ def test_quick_run_measures_every_figure(tmp_path: Path) -> None:
         "asyncio: longest loop stall, 20 appends",
         "service on waitress / one fold_subjects",
         "service on uvicorn / one fold_subjects",
+        "unchanged round conditional bundle fetches",
     ]
     for needle in expected:
         assert needle in names

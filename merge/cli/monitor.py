@@ -106,7 +106,7 @@ def _env(name: str) -> str:
     required=True,
     type=click.Path(file_okay=False),
     envvar=_env("STATE_DIR"),
-    help="The monitor's own directory: its lock, cursor (status.json), kept bundles and evidence/.",
+    help="The monitor's own directory: its lock, cursor (monitor.sqlite), kept bundles and evidence/.",
 )
 @click.option(
     "--subject",
@@ -189,6 +189,14 @@ def _env(name: str) -> str:
     help="Bytes of one document, at most.",
 )
 @click.option(
+    "--record-interval",
+    type=click.FloatRange(min=0),
+    default=_DEFAULTS.record_interval,
+    metavar="SECONDS",
+    show_default=True,
+    help="Seconds before a record judged against the kept bundle is asked for again (0: every round).",
+)
+@click.option(
     "--on-alarm",
     metavar="COMMAND",
     envvar=_env("ON_ALARM"),
@@ -241,6 +249,7 @@ def monitor_command(  # noqa: PLR0917 (click passes every option positionally)
     concurrency: int,
     timeout: float,
     max_bytes: int,
+    record_interval: float,
     on_alarm: str | None,
     hook_timeout: float,
     webhooks: tuple[str, ...],
@@ -274,7 +283,13 @@ def monitor_command(  # noqa: PLR0917 (click passes every option positionally)
     anchors = _anchors(trust_files)
     followed = _followed(subjects, subjects_file)
     address = parse_listen(listen) if listen is not None else None
-    policy = FetchPolicy(timeout=timeout, concurrency=concurrency, rate=rate, max_bytes=max_bytes)
+    policy = FetchPolicy(
+        timeout=timeout,
+        concurrency=concurrency,
+        rate=rate,
+        max_bytes=max_bytes,
+        record_interval=record_interval,
+    )
     hooks: list[AlarmHook] = [WebhookHook(url, policy=policy) for url in webhooks]
     if on_alarm is not None:
         hooks.insert(0, CommandHook(on_alarm, timeout=hook_timeout))

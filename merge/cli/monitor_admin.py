@@ -24,8 +24,8 @@ STATE_DIR = click.Path(exists=True, file_okay=False)
 
 def _status(state_dir: str) -> Status:
     state = StateDir(state_dir)
-    if not state.status_path.exists():
-        raise click.BadParameter(f"{state_dir}: no status.json: not a monitor's state directory")
+    if not state.has_status():
+        raise click.BadParameter(f"{state_dir}: no cursor: not a monitor's state directory")
     return state.read_status()
 
 
@@ -38,7 +38,7 @@ def _status(state_dir: str) -> Status:
 def ack_command(state_dir: str, alarm: str, by: str | None, note: str) -> None:
     """Mark an alarm handled: it leaves pith_monitor_open_alarms and the page's open alarms.
 
-    ALARM-ID is its id (status.json, the ALARM line's evidence directory) or a unique prefix of
+    ALARM-ID is its id (the cursor, the ALARM line's evidence directory) or a unique prefix of
     it, 8 hex digits at least. Recorded with who and when in DIR/acks/<id>.json; its evidence
     stays. Safe while a monitor runs on DIR.
     """

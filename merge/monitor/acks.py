@@ -4,7 +4,7 @@ An alarm stays *open* (``pith_monitor_open_alarms{kind}``, the status page) from
 raises it until someone marks it handled: ``pith-merge monitor ack DIR ALARM-ID`` or the status
 page. The acknowledgement records who and when (and why, if said), and is a file of its own,
 written durably, so that it can be made while a monitor holds the directory's lock: the monitor
-never writes ``acks/``, it only reads it; the cursor (``status.json``) stays the monitor's alone.
+never writes ``acks/``, it only reads it; the cursor (``monitor.sqlite``) stays the monitor's alone.
 An acknowledged alarm keeps its evidence and its entry in the cursor: nothing is forgotten.
 """
 

@@ -1,10 +1,14 @@
-"""The state directory of a monitor: its lock, its cursor (``status.json``) and its kept bundles.
+"""The state directory of a monitor: its lock, its cursor and its kept bundles.
 
 Layout of ``DIR``:
 
 - ``lock``: held (``flock``) by the one monitor working on ``DIR``; it holds that monitor's pid;
-- ``status.json``: the cursor (:class:`Status`), replaced atomically and fsync'd, written only
-  once the round's evidence and kept bundles are on disk;
+- ``monitor.sqlite``: the cursor (:class:`Status`), written in one SQLite transaction (durable:
+  ``synchronous=FULL``) only once the round's evidence and kept bundles are on disk; beside it
+  the index of the kept bundles and the fetch validators (:mod:`merge.monitor.store`). A
+  subject's row is written only when it changed (issue 40 item 2: an unchanged round writes the
+  round's counts, not a line a subject; ``status.json`` was rewritten whole every round). A
+  state directory of before (``status.json``) is read once and migrated by the next write;
 - ``pith_YYYY_<B32>.bundle.json``: the last verified bundle of each subject, named and kept as
   ``pith-merge audit --state-dir DIR`` keeps them (:func:`merge.audit_store.bundle_filename`);
 - ``evidence/``: one directory per alarm (:mod:`merge.monitor.evidence`).
@@ -17,6 +21,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Final
@@ -24,12 +29,28 @@ from typing import Final
 import msgspec
 
 from ..audit_store import bundle_filename, keep_bundle
-from ..durable import remove_leftovers, write_durably
+from ..durable import fsync_directory, remove_leftovers
 from ..errors import InputError
 
 __all__ = ["AlarmEntry", "StateDir", "StateDirLocked", "Status", "SubjectStatus", "seconds_of", "timestamp"]
 
 STATUS_VERSION: Final = 1
+#: The database of a state directory (the cursor, and :mod:`merge.monitor.store`'s tables).
+DATABASE: Final = "monitor.sqlite"
+_CURSOR_SCHEMA: Final = """
+CREATE TABLE IF NOT EXISTS cursor (name TEXT PRIMARY KEY, value BLOB NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS subjects (
+    subject TEXT PRIMARY KEY,
+    bundle_sha256 TEXT,
+    signed_at TEXT,
+    event_count INTEGER,
+    checked_at TEXT,
+    kept_at TEXT
+) WITHOUT ROWID
+"""
+#: ``subjects.checked_at`` of a subject a source answered for in the last round: its time is the
+#: cursor's ``last_round_at`` (so that an unchanged round rewrites no row).
+_LAST_ROUND: Final = "last_round"
 
 
 def timestamp(seconds: float) -> str:
@@ -72,7 +93,7 @@ class AlarmEntry(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Status(msgspec.Struct, frozen=True, kw_only=True):
-    """The cursor: ``DIR/status.json``."""
+    """The cursor (``DIR/monitor.sqlite``; ``DIR/status.json`` before)."""
 
     version: int = STATUS_VERSION
     #: Rounds done (a round that was abandoned or killed is not counted: it is done again).
@@ -93,7 +114,11 @@ class StateDir:
         self.path = Path(path)
         self.evidence = self.path / "evidence"
         self.status_path = self.path / "status.json"
+        self.database = self.path / DATABASE
         self._lock: int | None = None
+        self._db: sqlite3.Connection | None = None
+        #: The database holds the cursor last read or written (else the next write writes all).
+        self._stored_cursor = False
 
     def lock(self) -> None:
         """Take the directory for this process, or raise :class:`StateDirLocked`; then remove
@@ -117,29 +142,104 @@ class StateDir:
 
     def unlock(self) -> None:
         """Let the directory go (closing the file releases the ``flock``)."""
+        if self._db is not None:
+            self._db.close()
+            self._db = None
         if self._lock is not None:
             os.close(self._lock)
             self._lock = None
 
+    def has_status(self) -> bool:
+        """A monitor wrote a cursor here (in the database, or the ``status.json`` of before)."""
+        return self.status_path.exists() or self._stored() is not None
+
+    def _connect(self, *, write: bool) -> sqlite3.Connection:
+        if write:
+            db = sqlite3.connect(self.database, isolation_level=None, check_same_thread=False, timeout=30)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=FULL")
+            db.executescript(_CURSOR_SCHEMA)
+            return db
+        return sqlite3.connect(f"{self.database.resolve().as_uri()}?mode=ro", uri=True, timeout=30)
+
+    def _stored(self) -> Status | None:
+        """The cursor of the database, None when there is none."""
+        if not self.database.exists():
+            return None
+        db = self._db if self._db is not None else self._connect(write=False)
+        try:
+            row = db.execute("SELECT value FROM cursor WHERE name = 'status'").fetchone()
+            if row is None:
+                return None
+            status = self._decoded(row[0], str(self.database))
+            subjects = {}
+            for subject, digest, signed, events, checked, kept in db.execute("SELECT * FROM subjects"):
+                subjects[subject] = SubjectStatus(
+                    bundle_sha256=digest,
+                    signed_at=signed,
+                    event_count=events,
+                    checked_at=status.last_round_at if checked == _LAST_ROUND else checked,
+                    kept_at=kept,
+                )
+        except sqlite3.Error as exc:
+            if "no such table" in str(exc):
+                return None
+            raise InputError(f"not a monitor's database: {exc}", source=str(self.database)) from None
+        finally:
+            if db is not self._db:
+                db.close()
+        return msgspec.structs.replace(status, subjects=dict(sorted(subjects.items())))
+
     def read_status(self) -> Status:
         """The cursor, or a fresh one when there is none yet."""
+        stored = self._stored()
+        self._stored_cursor = stored is not None
+        if stored is not None:
+            return stored
         try:
             data = self.status_path.read_bytes()
         except FileNotFoundError:
             return Status()
+        return self._decoded(data, str(self.status_path))
+
+    @staticmethod
+    def _decoded(data: bytes, source: str) -> Status:
         try:
             status = msgspec.json.decode(data, type=Status)
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-            raise InputError(f"not a monitor's status: {exc}", source=str(self.status_path)) from None
+            raise InputError(f"not a monitor's status: {exc}", source=source) from None
         if status.version != STATUS_VERSION:
-            raise InputError(
-                f"status version {status.version} is not {STATUS_VERSION}", source=str(self.status_path)
-            )
+            raise InputError(f"status version {status.version} is not {STATUS_VERSION}", source=source)
         return status
 
-    def write_status(self, status: Status) -> None:
-        """Replace the cursor (atomic, durable)."""
-        write_durably(self.status_path, msgspec.json.format(msgspec.json.encode(status), indent=2) + b"\n")
+    def write_status(self, status: Status, before: Status) -> None:
+        """Replace the cursor ``before`` (as read or written last) by ``status``, atomically and
+        durably: the rows of the subjects that changed, in one transaction (all of them the first
+        time, which migrates a ``status.json`` of before)."""
+        if self._db is None:
+            self._db = self._connect(write=True)
+        db = self._db
+        old = _rows(before) if self._stored_cursor else {}
+        new = _rows(status)
+        counts = msgspec.json.encode(msgspec.structs.replace(status, subjects={}))
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            db.execute("INSERT OR REPLACE INTO cursor VALUES ('status', ?)", (counts,))
+            if not self._stored_cursor:
+                db.execute("DELETE FROM subjects")
+            db.executemany("DELETE FROM subjects WHERE subject = ?", [(s,) for s in old if s not in new])
+            db.executemany(
+                "INSERT OR REPLACE INTO subjects VALUES (?, ?, ?, ?, ?, ?)",
+                [row for subject, row in new.items() if old.get(subject) != row],
+            )
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
+        self._stored_cursor = True
+        if self.status_path.exists():  # migrated: the database is the cursor now
+            self.status_path.unlink()
+            fsync_directory(self.path)
 
     def bundle_path(self, subject: str) -> Path:
         """Where the subject's kept bundle is, as ``audit --state-dir`` keeps it."""
@@ -153,3 +253,21 @@ class StateDir:
     def keep(self, subject: str, data: bytes) -> None:
         """Make ``data`` the subject's kept bundle (atomic, durable), as ``audit --state-dir`` keeps it."""
         keep_bundle(self.path, subject, data)
+
+
+def _rows(
+    status: Status,
+) -> dict[str, tuple[str, str | None, str | None, int | None, str | None, str | None]]:
+    """The ``subjects`` rows of a cursor (``checked_at`` of the last round stored as a mark)."""
+    last = status.last_round_at
+    return {
+        subject: (
+            subject,
+            entry.bundle_sha256,
+            entry.signed_at,
+            entry.event_count,
+            _LAST_ROUND if last is not None and entry.checked_at == last else entry.checked_at,
+            entry.kept_at,
+        )
+        for subject, entry in status.subjects.items()
+    }

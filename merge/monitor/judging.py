@@ -12,7 +12,7 @@ Everything here is pure but for a cache of verdicts: the same two documents are 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
@@ -21,6 +21,7 @@ import msgspec
 from ..audit import PairAudit, Snapshot, audit, snapshot_of_bundle
 from ..bundle import parse_document
 from ..canonical import decode_json, string_value
+from ..errors import InputError
 from ..keys import KeySet
 from ..record import document_kind, record_disagreement, text_kind, verify_record
 from .evidence import AlarmKind, Origin, sha256
@@ -42,27 +43,81 @@ VERDICTS: Final[tuple[Verdict, ...]] = (
 _CACHE_LIMIT: Final = 4096
 
 
-@dataclass(frozen=True)
 class Kept:
-    """A subject's kept bundle in memory: its bytes, their hash, its verified snapshot."""
+    """A subject's kept bundle: its hash and ``bundle_sha256`` at once, its bytes, verified snapshot
+    and document when asked for (issue 40 item 1: a round holds the kept bundles it needs, read
+    from disk and verified then, never all of them).
 
-    subject: str
-    data: bytes
-    sha256: str
-    snapshot: Snapshot
-    document: Mapping[str, Any]
+    ``read`` gives the bytes (the kept file); ``verify`` their snapshot. Bytes that are not those
+    of ``sha256``, or that do not verify, raise :class:`merge.InputError` when they are read: the
+    kept bundle changed under the monitor, or ``--trust`` changed.
+    """
 
-    @property
-    def bundle_sha256(self) -> str | None:
-        """``bundle_signature.bundle_sha256``."""
-        return self.snapshot.info.bundle_sha256
+    __slots__ = ("_data", "_document", "_read", "_snapshot", "_verify", "bundle_sha256", "sha256", "subject")
+
+    def __init__(
+        self,
+        subject: str,
+        sha256: str,
+        bundle_sha256: str | None,
+        *,
+        data: bytes | None = None,
+        snapshot: Snapshot | None = None,
+        read: Callable[[], bytes] | None = None,
+        verify: Callable[[bytes], Snapshot] | None = None,
+    ) -> None:
+        self.subject, self.sha256, self.bundle_sha256 = subject, sha256, bundle_sha256
+        self._data, self._snapshot = data, snapshot
+        self._document: Mapping[str, Any] | None = None
+        self._read, self._verify = read, verify
 
     @classmethod
     def of(cls, data: bytes, snapshot: Snapshot) -> Kept:
         """A verified bundle as the kept one of its subject."""
         assert snapshot.info.subject is not None
-        document = decode_json(data)
-        return cls(snapshot.info.subject, data, sha256(data), snapshot, document)
+        return cls(
+            snapshot.info.subject, sha256(data), snapshot.info.bundle_sha256, data=data, snapshot=snapshot
+        )
+
+    @property
+    def loaded(self) -> bool:
+        """Its bytes are in memory."""
+        return self._data is not None
+
+    @property
+    def data(self) -> bytes:
+        """The kept bundle's exact bytes."""
+        if self._data is None:
+            assert self._read is not None
+            data = self._read()
+            if sha256(data) != self.sha256:
+                raise InputError(
+                    f"the kept bundle of {self.subject} changed under the monitor (not {self.sha256})"
+                )
+            self._data = data
+        return self._data
+
+    @property
+    def snapshot(self) -> Snapshot:
+        """The kept bundle verified with the trust anchors."""
+        if self._snapshot is None:
+            assert self._verify is not None
+            snapshot = self._verify(self.data)
+            if snapshot.result is None or snapshot.info.subject != self.subject:
+                raise InputError(
+                    f"the kept bundle of {self.subject} does not verify with the trusted keys "
+                    f"({'; '.join(snapshot.info.problems)}): was --trust changed?"
+                )
+            self._snapshot = snapshot
+        return self._snapshot
+
+    @property
+    def document(self) -> Mapping[str, Any]:
+        """The kept bundle as JSON."""
+        document = self._document
+        if document is None:
+            document = self._document = decode_json(self.data)
+        return document
 
 
 class Judgement(msgspec.Struct, frozen=True, kw_only=True):
@@ -134,7 +189,7 @@ class Judge:
             return unfit
         digest = sha256(body)
         if kept is not None and digest == kept.sha256:
-            return self._outcome(kept, kept.snapshot, "identical", None, origin, where)
+            return self.identical(kept, origin=origin, where=where)
         key = (kept.sha256 if kept else None, digest, origin == "source")
         cached = self._verdicts.get(key)
         if cached is not None:
@@ -168,6 +223,10 @@ class Judge:
                 keep=Kept.of(body, snapshot),
             )
         return self._remember(key, kept, snapshot, judged, pair, origin, where, body, subject)
+
+    def identical(self, kept: Kept, *, origin: Origin, where: str) -> Outcome:
+        """The kept bundle served again (its bytes, or a 304 to its validator): nothing to verify."""
+        return Outcome(judgement=_judged(kept.subject, origin, where, "identical", False, kept.bundle_sha256))
 
     def _remember(  # noqa: PLR0917 (the facts of one verdict)
         self,

@@ -5,7 +5,7 @@
 
 A round (:func:`merge.monitor.rounds.gather`) reads and judges; then, in this order, the round's
 evidence is written (each new alarm's directory, fsync'd), the bundles to keep are kept (atomic,
-fsync'd), and only then the cursor (``status.json``). Killed at any moment, the monitor started
+fsync'd), and only then the cursor (``DIR/monitor.sqlite``). Killed at any moment, the monitor started
 again finds every evidence written so far, no bundle kept that was not audited, and the cursor of
 the last round done: it does the round it was in again, and an alarm whose evidence was written
 but whose round was not done is reported again (at least once, never lost).
@@ -33,10 +33,12 @@ from .evidence import Alarm, alarm_id, evidence_name, sha256, write_evidence
 from .fetching import Fetcher
 from .hooks import AlarmHook
 from .judging import Finding, Judge, Judgement, Kept, Problem
+from .kept import KeptIndex
 from .metrics import HOOK_REASON, Metrics
 from .policy import FetchPolicy
-from .rounds import Gathered, RoundReport, gather
+from .rounds import Gathered, Recall, RoundReport, gather
 from .sources import RegistrySource, Source, b32_of, parse_source, parse_subject
+from .store import MonitorStore
 from .witnessing import WitnessBook
 
 __all__ = ["Monitor"]
@@ -97,7 +99,8 @@ class Monitor:
         #: Each subject's last verdict from a source (this process's rounds only).
         self.verdicts: dict[str, Judgement] = {}
         self._fetcher: Fetcher | None = None
-        self._kept: dict[str, Kept] = {}
+        self._store: MonitorStore | None = None
+        self._kept: KeptIndex | None = None
         self._status = Status()
         self._letters: dict[str, str] = {}
         self._witness = (
@@ -118,7 +121,9 @@ class Monitor:
         self._state.lock()
         try:
             self._status = self._state.read_status()
-            self._kept = self._load_kept()
+            self._store = MonitorStore(self._state.path / "monitor.sqlite")
+            self._kept = KeptIndex(self._state, self._store, self._judge)
+            self._kept.use(self._kept.load(), self._judge)
             if self._witness is not None:
                 self._witness.open()
             if not self._followed() and all(isinstance(s, RegistrySource) for s in self.sources):
@@ -127,6 +132,9 @@ class Monitor:
                     "and those kept in the state directory, and there are none"
                 )
         except BaseException:
+            if self._store is not None:
+                self._store.close()
+                self._store = None
             self._state.unlock()
             raise
         self._index()
@@ -141,6 +149,9 @@ class Monitor:
         if self._fetcher is not None:
             self._fetcher.close()
             self._fetcher = None
+        if self._store is not None:
+            self._store.close()
+            self._store = None
         self._state.unlock()
 
     def __enter__(self) -> Monitor:
@@ -201,14 +212,11 @@ class Monitor:
         followed = sorted({parse_subject(subject) for subject in subjects})
         peer_sources = [self._peer(url) for url in peers]
         judge = Judge(KeySet.parse(trusted_keys))
-        kept = self._load_kept(judge)
-        self.sources, self.subjects, self.peers, self._judge, self._kept = (
-            parsed,
-            followed,
-            peer_sources,
-            judge,
-            kept,
-        )
+        if self._kept is None:
+            raise InputError("the monitor is not open (use it as a context manager, or call open())")
+        rows = self._kept.load(judge)  # streamed: verified again only if the anchors changed
+        self._kept.use(rows, judge)
+        self.sources, self.subjects, self.peers, self._judge = parsed, followed, peer_sources, judge
         self._index()
 
     # --- what others read -----------------------------------------------------------------
@@ -262,8 +270,8 @@ class Monitor:
         return self._letters.get(letters)
 
     def kept(self, subject: str) -> Kept | None:
-        """The subject's kept bundle in memory (its bytes and verified snapshot), else None."""
-        return self._kept.get(subject)
+        """The subject's kept bundle (its bytes and verified snapshot read when asked for), else None."""
+        return self._kept.get(subject) if self._kept is not None else None
 
     def kept_bundle(self, letters: str) -> bytes | None:
         """The exact bytes of the bundle kept for the subject whose pith number ends in ``letters``."""
@@ -283,10 +291,26 @@ class Monitor:
 
     def run_round(self) -> RoundReport:
         """One round: gather, then write evidence, kept bundles and the cursor, in that order."""
-        if self._fetcher is None:
+        if self._fetcher is None or self._store is None or self._kept is None:
             raise InputError("the monitor is not open (use it as a context manager, or call open())")
         started, start = self._clock(), time.monotonic()
         number = self._status.rounds + 1
+        store = self._store
+        alarms: list[Alarm] = []
+        standing = 0
+
+        def flush(round_: Gathered) -> None:
+            """A batch's evidence first, then its kept bundles, then its fetch rows (a row names
+            a kept bundle by its digest); the cursor only at the round's end."""
+            nonlocal standing
+            raised, seen = self._raise(round_.findings, started, round_.problems, alarms)
+            alarms.extend(raised)
+            standing += seen
+            round_.findings.clear()
+            round_.changed.update(round_.kept.settle())
+            store.remember(round_.fetched.items())
+            round_.fetched.clear()
+
         gathered = gather(
             self.sources,
             self._followed(),
@@ -297,6 +321,8 @@ class Monitor:
             peers=self.peers,
             max_bytes=self.policy.max_bytes,
             stop=self._stop,
+            recall=Recall(store.recall, started, self.policy.record_interval),
+            flush=flush,
         )
         read = any(source.read for source in gathered.sources)
         if gathered.abandoned:
@@ -309,15 +335,14 @@ class Monitor:
                 read=read,
                 abandoned=True,
             )
-        alarms, standing = self._raise(gathered.findings, started, gathered.problems)
-        for subject in sorted(gathered.changed):
-            self._state.keep(subject, gathered.kept[subject].data)
+        flush(gathered)  # what the directories gave
         if self._witness is not None:  # every kept subject: a round killed before this is made good
-            gathered.problems += self._witness.cosign(gathered.kept, started, gathered.notes)
+            gathered.problems += self._witness.cosign(
+                self._uncosigned(self._witness), started, gathered.notes
+            )
         finished = self._clock()
-        self._status = self._next_status(gathered, alarms, read, finished)
-        self._state.write_status(self._status)
-        self._kept = gathered.kept
+        before, self._status = self._status, self._next_status(gathered, alarms, read, finished)
+        self._state.write_status(self._status, before)
         self._index()
         report = RoundReport(
             round=number,
@@ -343,11 +368,11 @@ class Monitor:
         return report
 
     def _raise(
-        self, findings: Sequence[Finding], now: float, hook_problems: list[Problem]
+        self, findings: Sequence[Finding], now: float, hook_problems: list[Problem], raised: Sequence[Alarm]
     ) -> tuple[list[Alarm], int]:
-        """Each new alarm's evidence, written (durably) before anything else of the round; then
-        its hooks, whose failures go to ``hook_problems``."""
-        known = {entry.id for entry in self._status.alarms}
+        """Each new alarm's evidence, written (durably) before anything else of its batch; then
+        its hooks, whose failures go to ``hook_problems``. ``raised``: the round's alarms so far."""
+        known = {entry.id for entry in self._status.alarms} | {alarm.id for alarm in raised}
         alarms: list[Alarm] = []
         standing = 0
         for finding in findings:
@@ -392,13 +417,15 @@ class Monitor:
     def _next_status(self, gathered: Gathered, alarms: Sequence[Alarm], read: bool, now: float) -> Status:
         old, when = self._status, timestamp(now)
         subjects = {}
-        for subject, kept in sorted(gathered.kept.items()):
+        assert self._kept is not None
+        for subject in sorted(self._kept):
             before = old.subjects.get(subject)
-            info = kept.snapshot.info
+            row = self._kept.row(subject)
+            assert row is not None
             subjects[subject] = SubjectStatus(
-                bundle_sha256=info.bundle_sha256,
-                signed_at=info.signed_at,
-                event_count=info.event_count,
+                bundle_sha256=row.bundle_sha256,
+                signed_at=row.signed_at,
+                event_count=row.event_count,
                 checked_at=when if subject in gathered.checked else before.checked_at if before else None,
                 kept_at=when if subject in gathered.changed or before is None else before.kept_at,
             )
@@ -420,25 +447,20 @@ class Monitor:
     # --- helpers --------------------------------------------------------------------------
 
     def _followed(self) -> list[str]:
-        return sorted(set(self.subjects) | {s for s in self._kept if b32_of(s) is not None})
+        kept = self._kept if self._kept is not None else ()
+        return sorted(set(self.subjects) | {s for s in kept if b32_of(s) is not None})
 
     def _index(self) -> None:
-        self._letters = {letters: s for s in self._kept if (letters := b32_of(s)) is not None}
+        kept = self._kept if self._kept is not None else ()
+        self._letters = {letters: s for s in kept if (letters := b32_of(s)) is not None}
 
-    def _load_kept(self, judge: Judge | None = None) -> dict[str, Kept]:
-        judge = judge if judge is not None else self._judge
-        kept: dict[str, Kept] = {}
-        for path in self._state.kept_paths():
-            data = path.read_bytes()
-            snapshot = judge.verified(data, str(path))
-            subject = snapshot.info.subject
-            if snapshot.result is None or subject is None:
-                raise InputError(
-                    "a kept bundle does not verify with the trusted keys "
-                    f"({'; '.join(snapshot.info.problems)}): was --trust changed?",
-                    source=str(path),
-                )
-            if self._state.bundle_path(subject) != path:
-                raise InputError(f"a kept bundle of {subject} under another subject's name", source=str(path))
-            kept[subject] = Kept.of(data, snapshot)
-        return kept
+    def _uncosigned(self, witness: WitnessBook) -> dict[str, Kept]:
+        """The kept bundles the witness has not cosigned (read from disk when it cosigns them)."""
+        assert self._kept is not None
+        found = {}
+        for subject in self._kept:
+            row = self._kept.row(subject)
+            kept = self._kept.get(subject)
+            if row is not None and kept is not None and witness.cosigned(subject) != row.bundle_sha256:
+                found[subject] = kept
+        return found

@@ -28,3 +28,7 @@ class FetchPolicy:
     max_bytes: int = 64 * 1024 * 1024
     #: Redirects followed for one request.
     max_redirects: int = 5
+    #: Seconds before a record judged against the kept bundle as it stands is asked for again
+    #: (0: every round, conditionally). Whatever it is, a record is asked for in the round its
+    #: subject's kept bundle changed.
+    record_interval: float = 0.0

@@ -7,6 +7,11 @@ then (``--follow-mirrors``) every place the kept bundles name, then each ``--pee
 every kept subject. Its result is what :class:`merge.monitor.Monitor` then writes, evidence
 first. Fetches run concurrently (:class:`merge.monitor.fetching.Fetcher`); judging is in order,
 so the same documents always give the same report.
+
+Fetches are conditional where a validator from an earlier round (:mod:`merge.monitor.store`)
+names the subject's kept bundle by its digest: a bundle, mirror or peer answering 304 serves the
+kept bundle (``identical``); a record answering 304 is the one judged clean against it. A record
+judged so is not fetched again before ``record_interval`` seconds, unless the kept bundle changed.
 """
 
 from __future__ import annotations
@@ -14,9 +19,10 @@ from __future__ import annotations
 import os
 import stat
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Final
 
 import msgspec
 
@@ -25,11 +31,13 @@ from ..errors import InputError
 from ..record import text_heading
 from ..replay import display_name, read_document
 from .evidence import Alarm, Origin
-from .fetching import Fetched, Fetcher
+from .fetching import Fetched, Fetcher, Validator
 from .judging import Finding, Judge, Judgement, Kept, Outcome, Problem
+from .kept import KeptIndex, RoundKept
 from .sources import DirectorySource, RegistrySource, Source, mirror_urls, web_url_problem
+from .store import Remembered
 
-__all__ = ["Gathered", "RoundReport", "SourceRead", "gather"]
+__all__ = ["BATCH", "Gathered", "Recall", "RoundReport", "SourceRead", "gather"]
 
 
 class SourceRead(msgspec.Struct, frozen=True, kw_only=True):
@@ -85,9 +93,11 @@ class RoundReport(msgspec.Struct, frozen=True, kw_only=True):
 
 @dataclass
 class Gathered:
-    """A round's findings, in memory: the kept bundles as they stand after it, what changed."""
+    """A round's findings, in memory: the kept bundles as they stand (those kept in the round and
+    not yet written among them), what changed. A batch's findings, kept bundles and fetch rows
+    are taken away (written) by the round's ``flush``; the judgements, problems and notes stay."""
 
-    kept: dict[str, Kept]
+    kept: RoundKept
     changed: set[str] = field(default_factory=set)
     checked: set[str] = field(default_factory=set)
     sources: list[SourceRead] = field(default_factory=list)
@@ -96,6 +106,8 @@ class Gathered:
     problems: list[Problem] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     abandoned: bool = False
+    #: What to remember of the URLs fetched (:mod:`merge.monitor.store`), changed rows only.
+    fetched: dict[str, Remembered] = field(default_factory=dict)
 
     def take(self, outcome: Outcome) -> None:
         """Add one document's outcome; a bundle to keep becomes the subject's reference now."""
@@ -117,10 +129,28 @@ def _failure(fetched: Fetched, subject: str | None) -> Problem:
     return Problem(where=fetched.url, subject=subject, reason=reason, detail=fetched.detail)
 
 
+@dataclass(frozen=True)
+class Recall:
+    """What a round knows of earlier fetches: the rows of URLs (:meth:`merge.monitor.store.
+    FetchMemory.recall`), the time now, and the seconds between two fetches of a record."""
+
+    rows: Callable[[Sequence[str]], dict[str, Remembered]] = lambda urls: {}
+    now: float = 0.0
+    record_interval: float = 0.0
+
+
+#: Subjects a batch: what a round holds of kept bundles and answers at once (issue 40 item 1).
+BATCH: Final = 512
+
+
+class _Stopped(Exception):
+    pass
+
+
 def gather(
     sources: Sequence[Source],
     followed: Sequence[str],
-    kept: Mapping[str, Kept],
+    kept: KeptIndex,
     judge: Judge,
     fetcher: Fetcher,
     *,
@@ -128,24 +158,78 @@ def gather(
     peers: Sequence[RegistrySource],
     max_bytes: int,
     stop: threading.Event,
+    recall: Recall | None = None,
+    flush: Callable[[Gathered], None] = lambda round_: None,
 ) -> Gathered:
-    """Read and judge everything of one round; write nothing."""
-    round_ = Gathered(dict(kept))
-    fetched_bundle_urls: set[str] = set()
-    for source in sources:
-        if isinstance(source, DirectorySource):
-            _read_directory(round_, source, judge, max_bytes)
-        else:
-            fetched_bundle_urls |= _read_registry(round_, source, followed, judge, fetcher)
+    """Read and judge everything of one round, :data:`BATCH` subjects at a time; after each batch
+    of a URL, a mirror or a peer, ``flush`` writes what it found (evidence, kept bundles, fetch
+    rows). Stopped (``stop``), the batch under way is not flushed and the round is abandoned."""
+    round_ = Gathered(RoundKept(kept))
+    memory = recall if recall is not None else Recall()
+
+    def done() -> None:
         if stop.is_set():
-            round_.abandoned = True
-            return round_
-    if follow_mirrors:
-        _read_mirrors(round_, judge, fetcher, fetched_bundle_urls)
-    for peer in peers:
-        _read_peer(round_, peer, judge, fetcher)
+            raise _Stopped
+        flush(round_)
+
+    fetched_bundle_urls: set[str] = set()
+    try:
+        for source in sources:
+            if isinstance(source, DirectorySource):
+                _read_directory(round_, source, judge, max_bytes)
+            else:
+                fetched_bundle_urls |= _read_registry(round_, source, followed, judge, fetcher, memory, done)
+            if stop.is_set():
+                raise _Stopped
+        if follow_mirrors:
+            _read_mirrors(round_, judge, fetcher, fetched_bundle_urls, memory, done)
+        for peer in peers:
+            _read_peer(round_, peer, judge, fetcher, memory, done)
+    except _Stopped:
+        round_.abandoned = True
+        return round_
     round_.abandoned = stop.is_set()
     return round_
+
+
+def _batches(subjects: Sequence[str]) -> Iterator[Sequence[str]]:
+    for start in range(0, len(subjects), BATCH):
+        yield subjects[start : start + BATCH]
+
+
+def _judge_answer(
+    round_: Gathered, judge: Judge, subject: str, answer: Fetched, origin: Origin
+) -> Outcome | None:
+    """A bundle answer judged against the subject's kept bundle (a 304 to its validator: the
+    kept bundle itself, nothing read); None when there is no bundle in it."""
+    kept = round_.kept.get(subject)
+    if answer.status != "ok":
+        return None
+    if not answer.fresh:
+        if kept is None or answer.sha256 != kept.sha256:
+            return None
+        return judge.identical(kept, origin=origin, where=answer.url)
+    if answer.body is None:
+        return None
+    return judge.bundle(kept, answer.body, origin=origin, where=answer.url, subject=subject)
+
+
+def _naming(row: Remembered | None, kept: Kept | None) -> Validator | None:
+    """The row's validator when it names the subject's kept bundle as it stands (else None: a
+    stale validator costs a whole GET, never a wrong verdict)."""
+    if row is None or row[0] is None or kept is None or row[0].sha256 != kept.sha256:
+        return None
+    return row[0]
+
+
+def _remember(
+    round_: Gathered, url: str, row: Remembered | None, validator: Validator | None, now: float
+) -> None:
+    """Keep ``validator`` for ``url`` (None: forget it) when it is not what the row says already."""
+    if validator is None and (row is None or row[0] is None):
+        return
+    if row is None or row[0] != validator:
+        round_.fetched[url] = (validator, now)
 
 
 def _read_directory(round_: Gathered, source: DirectorySource, judge: Judge, max_bytes: int) -> None:
@@ -217,72 +301,156 @@ def _judge_document(round_: Gathered, judge: Judge, body: bytes, where: str) -> 
     return Outcome(problem=problem)
 
 
-def _read_registry(
-    round_: Gathered, source: RegistrySource, followed: Sequence[str], judge: Judge, fetcher: Fetcher
+def _read_registry(  # noqa: PLR0917 (a round's parts)
+    round_: Gathered,
+    source: RegistrySource,
+    followed: Sequence[str],
+    judge: Judge,
+    fetcher: Fetcher,
+    memory: Recall,
+    done: Callable[[], None],
 ) -> set[str]:
-    bundle_urls = [source.bundle_url(subject) for subject in followed]
-    record_urls = [source.record_url(subject) for subject in followed]
-    answers = fetcher.get_many([*bundle_urls, *record_urls])
-    bundles, records = answers[: len(followed)], answers[len(followed) :]
     read = problems = 0
-    for subject, bundle in zip(followed, bundles, strict=True):
-        if bundle.status != "ok" or bundle.body is None:
-            round_.problems.append(_failure(bundle, subject))
-            problems += 1
-            continue
-        read += 1
-        round_.checked.add(subject)
-        outcome = judge.bundle(
-            round_.kept.get(subject), bundle.body, origin="source", where=bundle.url, subject=subject
+    for batch in _batches(followed):
+        bundle_urls = [source.bundle_url(subject) for subject in batch]
+        rows = memory.rows(bundle_urls)
+        bundles = fetcher.get_many(
+            [
+                (url, _naming(rows.get(url), round_.kept.get(subject)))
+                for subject, url in zip(batch, bundle_urls, strict=True)
+            ]
         )
-        problems += outcome.problem is not None
-        round_.take(outcome)
-    for subject, record in zip(followed, records, strict=True):
-        if record.status == "missing":
-            round_.notes.append(f"{record.url}: no record of {subject} ({record.detail})")
-        elif record.status != "ok" or record.body is None:
-            round_.problems.append(_failure(record, subject))
-            problems += 1
-        else:
+        for subject, bundle in zip(batch, bundles, strict=True):
+            outcome = _judge_answer(round_, judge, subject, bundle, "source")
+            if outcome is None:
+                round_.problems.append(_failure(bundle, subject))
+                problems += 1
+                continue
             read += 1
-            outcome = judge.record(
-                round_.kept.get(subject), record.body, origin="source", where=record.url, subject=subject
-            )
+            round_.checked.add(subject)
             problems += outcome.problem is not None
             round_.take(outcome)
+            kept = round_.kept.get(subject)
+            named = bundle.validator if kept is not None and bundle.sha256 == kept.sha256 else None
+            _remember(round_, bundle.url, rows.get(bundle.url), named, memory.now)
+        documents, record_problems = _read_records(round_, source, batch, judge, fetcher, memory)
+        read += documents
+        problems += record_problems
+        done()
     round_.sources.append(SourceRead(source=source.label, read=read > 0, documents=read, problems=problems))
-    return set(bundle_urls)
+    return {source.bundle_url(subject) for subject in followed}
 
 
-def _read_mirrors(round_: Gathered, judge: Judge, fetcher: Fetcher, fetched: set[str]) -> None:
+def _read_records(  # noqa: PLR0917 (a round's parts)
+    round_: Gathered,
+    source: RegistrySource,
+    followed: Sequence[str],
+    judge: Judge,
+    fetcher: Fetcher,
+    memory: Recall,
+) -> tuple[int, int]:
+    """Each subject's record, unless it was judged against the kept bundle as it stands less than
+    ``record_interval`` seconds ago (then it is not asked for); conditional when it was judged
+    clean against it. Its row names the kept bundle it was judged against, not the record."""
+    urls = {subject: source.record_url(subject) for subject in followed}
+    rows = memory.rows(list(urls.values()))
+    wanted: list[tuple[str, str, Validator | None]] = []
+    for subject, url in urls.items():
+        row = rows.get(url)
+        named = _naming(row, round_.kept.get(subject))
+        if named is not None and row is not None and memory.now - row[1] < memory.record_interval:
+            continue  # judged against this kept bundle lately: on its own, slower schedule
+        wanted.append((subject, url, named))
+    answers = fetcher.get_many([(url, named) for _, url, named in wanted])
+    read = problems = 0
+    for (subject, url, named), record in zip(wanted, answers, strict=True):
+        kept = round_.kept.get(subject)
+        judged = Validator(None, None, kept.sha256) if kept is not None else None
+        if record.status == "missing":
+            round_.notes.append(f"{record.url}: no record of {subject} ({record.detail})")
+        elif record.status != "ok" or (record.fresh and record.body is None):
+            round_.problems.append(_failure(record, subject))
+            problems += 1
+            judged = None
+        elif not record.fresh:
+            read += 1  # 304: still the record judged clean against this kept bundle
+            judged = named
+        else:
+            assert record.body is not None
+            read += 1
+            outcome = judge.record(kept, record.body, origin="source", where=record.url, subject=subject)
+            problems += outcome.problem is not None
+            round_.take(outcome)
+            clean = outcome.problem is None and outcome.finding is None and kept is not None
+            if clean and kept is not None and record.validator is not None:
+                judged = Validator(record.validator.etag, record.validator.last_modified, kept.sha256)
+            elif not clean:
+                judged = None
+        if memory.record_interval > 0:  # its time counts
+            round_.fetched[url] = (judged, memory.now)
+        else:
+            _remember(round_, url, rows.get(url), judged, memory.now)
+    return read, problems
+
+
+def _read_mirrors(  # noqa: PLR0917 (a round's parts)
+    round_: Gathered,
+    judge: Judge,
+    fetcher: Fetcher,
+    fetched: set[str],
+    memory: Recall,
+    done: Callable[[], None],
+) -> None:
     """Every place a kept bundle names for its copies, audited against it as a pair."""
-    wanted: list[tuple[str, str]] = []
-    for subject in sorted(round_.kept):
-        for url in mirror_urls(round_.kept[subject].document):
-            if url in fetched:
-                continue  # a source already served it this round
-            problem = web_url_problem(url)
-            if problem is not None:
-                round_.problems.append(Problem(where=url, subject=subject, reason="scheme", detail=problem))
-            else:
-                wanted.append((subject, url))
-    _judge_fetched(round_, judge, fetcher, wanted, "mirror")
+    for batch in _batches(list(round_.kept)):
+        wanted: list[tuple[str, str]] = []
+        for subject in batch:
+            for url in mirror_urls(round_.kept[subject].document):
+                if url in fetched:
+                    continue  # a source already served it this round
+                problem = web_url_problem(url)
+                if problem is not None:
+                    round_.problems.append(
+                        Problem(where=url, subject=subject, reason="scheme", detail=problem)
+                    )
+                else:
+                    wanted.append((subject, url))
+        _judge_fetched(round_, judge, fetcher, wanted, "mirror", memory)
+        done()
 
 
-def _read_peer(round_: Gathered, peer: RegistrySource, judge: Judge, fetcher: Fetcher) -> None:
+def _read_peer(  # noqa: PLR0917 (a round's parts)
+    round_: Gathered,
+    peer: RegistrySource,
+    judge: Judge,
+    fetcher: Fetcher,
+    memory: Recall,
+    done: Callable[[], None],
+) -> None:
     """The peer's bundle of each subject kept here, audited against the own one."""
-    _judge_fetched(round_, judge, fetcher, [(s, peer.bundle_url(s)) for s in sorted(round_.kept)], "peer")
+    for batch in _batches(list(round_.kept)):
+        _judge_fetched(round_, judge, fetcher, [(s, peer.bundle_url(s)) for s in batch], "peer", memory)
+        done()
 
 
-def _judge_fetched(
-    round_: Gathered, judge: Judge, fetcher: Fetcher, wanted: Iterable[tuple[str, str]], origin: Origin
+def _judge_fetched(  # noqa: PLR0917 (a round's parts)
+    round_: Gathered,
+    judge: Judge,
+    fetcher: Fetcher,
+    wanted: Iterable[tuple[str, str]],
+    origin: Origin,
+    memory: Recall,
 ) -> None:
     pairs = list(wanted)
-    for (subject, _), answer in zip(pairs, fetcher.get_many([url for _, url in pairs]), strict=True):
+    rows = memory.rows([url for _, url in pairs])
+    requests = [(url, _naming(rows.get(url), round_.kept[subject])) for subject, url in pairs]
+    for (subject, url), answer in zip(pairs, fetcher.get_many(requests), strict=True):
+        outcome = _judge_answer(round_, judge, subject, answer, origin)
         if answer.status == "missing" and origin == "peer":
             round_.notes.append(f"{answer.url}: the peer has no bundle of {subject}")
-        elif answer.status != "ok" or answer.body is None:
+        elif outcome is None:
             round_.problems.append(_failure(answer, subject))
         else:
-            kept = round_.kept[subject]
-            round_.take(judge.bundle(kept, answer.body, origin=origin, where=answer.url, subject=subject))
+            round_.take(outcome)
+            named = answer.validator if answer.sha256 == round_.kept[subject].sha256 else None
+            _remember(round_, url, rows.get(url), named, memory.now)

@@ -110,6 +110,11 @@ class WitnessBook:
         subject = self._letters.get(letters)
         return self._cosigned[subject].note if subject is not None else None
 
+    def cosigned(self, subject: str) -> str | None:
+        """``bundle_sha256`` of the subject's bundle cosigned last, else None."""
+        last = self._cosigned.get(subject)
+        return last.statement.bundle_sha256 if last is not None else None
+
     def cosign(self, kept: Mapping[str, Kept], now: float, notes: list[str]) -> list[Problem]:
         """Cosign each kept bundle that is first seen or extends the last cosigned one (durably,
         one subject after another), each cosignature a line of ``notes``; the refusals as

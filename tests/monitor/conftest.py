@@ -7,16 +7,24 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from merge import KeySet
 from merge.monitor import FetchPolicy, Monitor
+from merge.monitor.cursor import StateDir
 
 from .history import KEYS
 from .registry import Registry, registry_at
 
 #: Quick to give up, so that a misbehaving server costs a test a second, not minutes.
 QUICK = FetchPolicy(timeout=1.0, retries=1, backoff=0.01, max_backoff=0.05, rate=0, concurrency=4)
+
+
+def cursor(state: Path) -> dict[str, Any]:
+    """The cursor of a state directory as JSON (what ``monitor status`` reads)."""
+    document: dict[str, Any] = msgspec.to_builtins(StateDir(state).read_status())
+    return document
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ a path (:attr:`Registry.misbehave`): ``404``, ``500``, ``flaky`` (503 twice, the
 a ``file:`` URL), ``delay`` (0.3 s before the answer). Every loop is bounded: it ends when the
 client goes away, after 20 s, or when the server closes. ETags are sent (and If-None-Match
 answered with 304) unless :attr:`Registry.etags` is False. Each request is logged
-(:attr:`Registry.requests`).
+(:attr:`Registry.requests`), and each TCP connection counted (:attr:`Registry.connections`).
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ class Registry:
         self.requests: list[Request] = []
         self.in_flight = 0
         self.most_in_flight = 0
+        self.connections = 0
         self.closing = threading.Event()
         self._lock = threading.Lock()
         self._flaky: dict[str, int] = {}
@@ -92,6 +93,11 @@ class _Server(ThreadingHTTPServer):
 def _handler(registry: Registry) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+
+        def setup(self) -> None:
+            super().setup()
+            with registry._lock:
+                registry.connections += 1
 
         def log_message(self, format: str, *args: Any) -> None:
             pass

@@ -7,7 +7,7 @@ monitor runs rounds back to back (``--interval 0.01 --follow-mirrors``) and is k
 SIGKILL at a random moment, most often inside a round (writing evidence, kept bundles, the
 cursor), then started again. After each kill:
 
-- ``status.json`` is whole (or not written yet); the rounds it counts never go back;
+- the cursor (``monitor.sqlite``) is whole (or not written yet); the rounds it counts never go back;
 - every evidence directory is whole (its report, and the documents whose hashes it names), and
   none written before is gone; every alarm the cursor lists, and every one the killed monitor
   printed, has its evidence;
@@ -34,10 +34,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import msgspec
-
 from merge import KeySet, audit
 from merge.monitor import Status
+from merge.monitor.cursor import StateDir
 
 from .command import Running, command
 from .history import KEYS, LETTERS, SUBJECT, snapshot, tampered, with_mirrors
@@ -112,9 +111,7 @@ def soak(kills: int, seed: int, work: Path, *, say: bool = False) -> Seen:
 
 def check(state: Path, log: Path | None, seen: Seen, trusted: KeySet) -> None:
     """The promises of docs/monitor.md, after a kill."""
-    status = Status()
-    if (state / "status.json").exists():
-        status = msgspec.json.decode((state / "status.json").read_bytes(), type=Status)
+    status = StateDir(state).read_status() if state.exists() else Status()
     assert status.rounds >= seen.rounds, (status.rounds, seen.rounds)
     evidence_dir = state / "evidence"
     folders = evidence_dir.iterdir() if evidence_dir.exists() else ()  # killed before it was made

@@ -14,6 +14,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from ..json_documents import validated
 from .command import Running, run, untimed
+from .conftest import cursor
 from .history import KEYS, LETTERS, ROOT, SUBJECT, snapshot
 from .registry import Registry
 
@@ -112,7 +113,7 @@ def test_sigint_stops_a_running_monitor_cleanly(registry: Registry, tmp_path: Pa
     assert running.stop(signal.SIGINT) == 0
     assert "Traceback" not in (tmp_path / "log").read_text()
     assert not [p for p in (tmp_path / "s").iterdir() if p.name.startswith(".tmp-")]
-    assert json.loads((tmp_path / "s" / "status.json").read_bytes())["rounds"] >= 2
+    assert cursor(tmp_path / "s")["rounds"] >= 2
 
 
 def test_a_second_monitor_on_a_state_dir_in_use_exits_2(registry: Registry, tmp_path: Path) -> None:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import hashlib
 import threading
 import time
 
+import httpx
 import pytest
 
 from merge.monitor import Fetcher, FetchPolicy
+from merge.monitor.fetching import Validator, retry_after, strong_last_modified
 
 from .conftest import QUICK
 from .history import LETTERS, snapshot
@@ -110,16 +113,64 @@ def test_a_refused_connection_is_tried_again_then_fails(fetcher: Fetcher, served
     assert (answer.status, answer.reason, answer.attempts) == ("failed", "connect", QUICK.retries + 1)
 
 
-def test_a_conditional_get_reuses_the_body_on_304(fetcher: Fetcher, served: Registry) -> None:
+def test_a_conditional_get_names_the_body_it_had_on_304(fetcher: Fetcher, served: Registry) -> None:
     first = fetcher.get(served.url + PATH)
-    second = fetcher.get(served.url + PATH)
-    assert (second.status, second.body, second.fresh) == ("ok", first.body, False)
+    assert first.validator is not None
+    assert first.sha256 == hashlib.sha256(snapshot("v1")).hexdigest() == first.validator.sha256
+    second = fetcher.get(served.url + PATH, first.validator)
+    assert (second.status, second.body, second.fresh, second.sha256) == ("ok", None, False, first.sha256)
     etag = served.requests[1].headers.get("If-None-Match")
     assert etag is not None
+    assert etag == first.validator.etag
     assert etag.startswith('"')
     served.publish(PATH, snapshot("v2"))  # changed: a new ETag, a new body
-    third = fetcher.get(served.url + PATH)
+    third = fetcher.get(served.url + PATH, first.validator)
     assert (third.body, third.fresh) == (snapshot("v2"), True)
+    unconditional = fetcher.get(served.url + PATH)
+    assert "If-None-Match" not in served.requests[-1].headers
+    assert unconditional.body == snapshot("v2")
+
+
+def test_a_last_modified_is_sent_back_as_if_modified_since(fetcher: Fetcher, served: Registry) -> None:
+    known = Validator(None, "Wed, 21 Oct 2026 07:28:00 GMT", "0" * 64)
+    fetcher.get(served.url + PATH, known)
+    assert served.requests[-1].headers.get("If-Modified-Since") == known.last_modified
+
+
+def test_a_last_modified_is_a_validator_only_a_minute_before_the_answer() -> None:
+    """A date has a resolution of a second: a body changed within the second of an answer would
+    be taken for the old one on If-Modified-Since (python -m http.server answers so)."""
+
+    def strong(modified: str, date: str) -> str | None:
+        return strong_last_modified(httpx.Headers({"Last-Modified": modified, "Date": date}))
+
+    assert strong("Sun, 09 Sep 2001 01:46:40 GMT", "Sun, 09 Sep 2001 01:47:40 GMT") is not None
+    assert strong("Sun, 09 Sep 2001 01:46:40 GMT", "Sun, 09 Sep 2001 01:47:39 GMT") is None
+    assert strong("Sun, 09 Sep 2001 01:46:40 GMT", "") is None
+    assert strong("never", "Sun, 09 Sep 2001 01:47:40 GMT") is None
+
+
+def test_connections_are_reused_even_after_404s(served: Registry) -> None:
+    """Every body is read to its end (a 404's too), so a connection goes back to the pool: as
+    many connections as requests in flight, not one a request (issue 40 item 3)."""
+    pooled = Fetcher(FetchPolicy(rate=0, concurrency=2, retries=0))
+    try:
+        urls = [served.url + f"/pith/{index}.json" for index in range(30)]  # nothing there: 404
+        answers = pooled.get_many([(url, None) for url in [*urls, served.url + PATH]])
+    finally:
+        pooled.close()
+    assert [answer.status for answer in answers] == ["missing"] * 30 + ["ok"]
+    assert served.connections <= 2
+
+
+def test_retry_after_is_read_in_seconds_and_as_an_http_date() -> None:
+    def asked(value: str) -> float:
+        return retry_after(httpx.Response(429, headers={"Retry-After": value}), now=1_000_000_000.0)
+
+    assert asked("7") == 7.0
+    assert asked("Sun, 09 Sep 2001 01:46:50 GMT") == 10.0  # 1_000_000_010
+    assert asked("Sun, 09 Sep 2001 01:46:30 GMT") == 0.0  # past: no wait
+    assert asked("soon") == 0.0
 
 
 def test_requests_are_spaced_by_the_rate(served: Registry) -> None:

@@ -24,6 +24,7 @@ from merge.cli.monitor import monitor_command
 from merge.cli.monitor_config import config_keys, load_config
 
 from .command import PITH_MERGE, Running, run
+from .conftest import cursor
 from .history import LETTERS, ROOT, SUBJECT, snapshot
 from .registry import registry_at
 
@@ -166,7 +167,7 @@ def test_a_real_prometheus_loads_the_rules_and_an_open_alarm_fires_until_acknowl
 
     [alert] = prometheus.until("the alarm's alert", firing)
     assert alert["labels"]["kind"] == "rewrite"
-    [entry] = json.loads((state / "status.json").read_bytes())["alarms"]
+    [entry] = cursor(state)["alarms"]
     acked = subprocess.run(
         [PITH_MERGE, "monitor", "ack", str(state), entry["id"], "--by", "ops"],
         capture_output=True,

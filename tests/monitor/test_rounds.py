@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,9 @@ import pytest
 import merge.bundle
 from merge import InputError, KeySet, native_available
 from merge.monitor import FetchPolicy, Monitor, StateDirLocked
+from merge.monitor.judging import Judge
 
+from .conftest import QUICK, cursor
 from .history import LETTERS, SUBJECT, record, snapshot, tampered, with_mirrors, without_record_created
 from .registry import Registry
 
@@ -61,7 +64,7 @@ def test_first_seen_then_extension_then_rewrite(
     assert report["report"]["audit"]["verdict"] == "rewrite"
     # The rewrite is not kept: the kept bundle stays the reference.
     assert (state / f"pith_2024_{LETTERS}.bundle.json").read_bytes() == snapshot("v2")
-    status = json.loads((state / "status.json").read_bytes())
+    status = cursor(state)
     assert status["rounds"] == 3
     assert [entry["id"] for entry in status["alarms"]] == [alarm.id]
     assert (
@@ -162,7 +165,7 @@ def test_nothing_read_is_a_failed_round(
     monitor = make_monitor(registry.url, subjects=[SUBJECT])
     report = monitor.run_round()
     assert (report.read, report.ok) == (False, False)
-    status = json.loads((tmp_path / "state" / "status.json").read_bytes())
+    status = cursor(tmp_path / "state")
     assert (status["rounds"], status["last_success_at"]) == (1, None)
 
 
@@ -327,3 +330,126 @@ def test_a_file_past_the_cap_in_a_directory_source_is_not_read(
     report = make_monitor(str(mirror), policy=small).run_round()
     assert [(p.reason, p.detail) for p in report.problems] == [("too_large", "larger than 1000 bytes")]
     assert report.bundles == ()
+
+
+def test_validators_outlive_the_process_so_an_unchanged_round_is_answered_304(
+    registry: Registry, make_monitor: MakeMonitor, tmp_path: Path
+) -> None:
+    """``--once`` from cron: each run a new process; the second asks conditionally (issue 40 item 3)."""
+    registry.publish(BUNDLE, snapshot("v2"))
+    registry.publish(RECORD, record("v2"))
+    first = make_monitor(registry.url, subjects=[SUBJECT])
+    assert verdicts(first.run_round()) == [("source", "first_seen")]
+    first.close()
+    asked = len(registry.requests)
+    again = make_monitor(registry.url, subjects=[SUBJECT])
+    report = again.run_round()
+    assert (verdicts(report), report.alarms, report.problems) == ([("source", "identical")], (), ())
+    sent = [request.headers.get("If-None-Match") for request in registry.requests[asked:]]
+    assert len(sent) == 2
+    assert all(tag is not None for tag in sent)  # the bundle's and the record's: both 304
+    registry.publish(RECORD, record("v2", aliases=[]))  # changed under its validator: fetched whole
+    [failed] = again.run_round().alarms
+    assert failed.kind == "record_failed"
+
+
+def test_a_validator_that_names_another_body_than_the_kept_one_is_not_sent(
+    registry: Registry, make_monitor: MakeMonitor, tmp_path: Path
+) -> None:
+    """A validator is sent only when its digest is the kept bundle's: a stale row (the kept bundle
+    replaced behind it) costs a whole GET, never a 304 taken for the wrong body."""
+    registry.publish(BUNDLE, snapshot("v1"))
+    first = make_monitor(registry.url, subjects=[SUBJECT])
+    first.run_round()
+    first.close()
+    kept = tmp_path / "state" / f"pith_2024_{LETTERS}.bundle.json"
+    kept.write_bytes(snapshot("v2"))  # the row still names v1, the server still serves v1
+    asked = len(registry.requests)
+    report = make_monitor(registry.url, subjects=[SUBJECT]).run_round()
+    assert "If-None-Match" not in registry.requests[asked].headers
+    assert verdicts(report) == [("source", "rewrite")]  # v1 lacks v2's last event: not "identical"
+
+
+def test_a_record_is_fetched_on_its_own_schedule_or_when_its_bundle_changed(
+    registry: Registry, make_monitor: MakeMonitor
+) -> None:
+    registry.publish(BUNDLE, snapshot("v1"))
+    registry.publish(RECORD, record("v1"))
+    slow = FetchPolicy(**{**QUICK.__dict__, "record_interval": 3600.0})
+    monitor = make_monitor(registry.url, subjects=[SUBJECT], policy=slow)
+    monitor.run_round()
+    assert [r.path for r in registry.requests] == [BUNDLE, RECORD]
+    monitor.run_round()  # nothing changed, the record was judged a moment ago: only the bundle
+    assert [r.path for r in registry.requests[2:]] == [BUNDLE]
+    registry.publish(BUNDLE, snapshot("v2"))
+    registry.publish(RECORD, record("v2"))
+    assert verdicts(monitor.run_round()) == [("source", "extension")]
+    assert [r.path for r in registry.requests[3:]] == [BUNDLE, RECORD]
+
+
+def test_a_state_directory_of_before_migrates_on_first_start(
+    registry: Registry, make_monitor: MakeMonitor, tmp_path: Path
+) -> None:
+    """``status.json`` and kept bundles, no database: the cursor goes on from it, into SQLite."""
+    state = tmp_path / "state"
+    registry.publish(BUNDLE, snapshot("v1"))
+    first = make_monitor(registry.url, subjects=[SUBJECT])
+    first.run_round()
+    first.close()
+    before = cursor(state)
+    # The directory as a monitor of before left it: the cursor in status.json, no database.
+    (state / "status.json").write_text(json.dumps(before))
+    (state / "monitor.sqlite").unlink()
+    registry.publish(BUNDLE, snapshot("v2"))
+    report = make_monitor(registry.url).run_round()  # the subject: from the kept bundles
+    assert (report.round, verdicts(report)) == (2, [("source", "extension")])
+    assert not (state / "status.json").exists()
+    after = cursor(state)
+    assert after["rounds"] == 2
+    assert after["subjects"][SUBJECT]["kept_at"] != before["subjects"][SUBJECT]["kept_at"]
+
+
+def test_an_unchanged_round_rewrites_no_subject_row(
+    registry: Registry, make_monitor: MakeMonitor, tmp_path: Path
+) -> None:
+    """A subject checked in the last round is stored so: its row names the cursor's last round."""
+    registry.publish(BUNDLE, snapshot("v1"))
+    monitor = make_monitor(registry.url, subjects=[SUBJECT])
+    monitor.run_round()
+    database = sqlite3.connect(tmp_path / "state" / "monitor.sqlite")
+    stored = database.execute("SELECT * FROM subjects").fetchall()
+    writer = monitor._state._db  # the cursor's connection: what it wrote, row by row
+    assert writer is not None
+    written = writer.total_changes
+    monitor.run_round()
+    assert writer.total_changes - written == 1  # the cursor's counts, no subject row
+    assert database.execute("SELECT * FROM subjects").fetchall() == stored
+    assert stored[0][4] == "last_round"
+    status = cursor(tmp_path / "state")
+    assert status["subjects"][SUBJECT]["checked_at"] == status["last_round_at"]
+    database.close()
+
+
+def test_a_kept_bundle_is_verified_once_not_at_every_start(
+    registry: Registry, make_monitor: MakeMonitor, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The index records a kept file verified (its digest, size and time): a start verifies only
+    the files it does not know so; an unchanged round verifies nothing (issue 40 item 1)."""
+    registry.publish(BUNDLE, snapshot("v1"))
+    make_monitor(registry.url, subjects=[SUBJECT]).close()  # nothing kept yet
+    first = make_monitor(registry.url, subjects=[SUBJECT])
+    first.run_round()
+    first.close()
+    verified: list[str] = []
+    real = Judge.verified
+    monkeypatch.setattr(
+        Judge, "verified", lambda judge, data, label: verified.append(label) or real(judge, data, label)
+    )
+    again = make_monitor(registry.url)
+    assert verdicts(again.run_round()) == [("source", "identical")]
+    again.close()
+    assert verified == []
+    kept = tmp_path / "state" / f"pith_2024_{LETTERS}.bundle.json"
+    os.utime(kept, ns=(0, 0))  # not the file the index knows: verified again
+    make_monitor(registry.url).close()
+    assert verified == [str(kept)]

@@ -68,15 +68,23 @@ def fold(
         if native_available():
             # The compiled path (merge.native): the same bytes, the common case in Rust.
             return fold_native(inputs, subject, key_set, verifier, share_verdicts=shared)
-        # A list is judged as one snapshot of it (8 bytes an input), as on the compiled path:
-        # another thread changing it meanwhile changes nothing this fold sees (issue 29 item 4).
-        rejected, copies = admit_batch(enumerate(inputs.copy() if isinstance(inputs, list) else inputs))
-        verdicts = checks.judge_events(copies, subject, key_set, verifier)
-        copies.clear()
-        folded, superseded = state.build_state(subject, verdicts)
-        # Free the decoded copies now, by reference counting: the collector resumes at the end
-        # of the block and would otherwise walk all of them once before they go.
-        del verdicts
+        return _fold_pure(inputs, subject, key_set, verifier)
+
+
+def _fold_pure(
+    inputs: Iterable[Any], subject: str, keys: KeySet, verifier: SignatureVerifier
+) -> state.FoldResult:
+    """The pure path's fold of checked arguments (§5 → §6 → §7 → §9), under :func:`gc_paused`:
+    the steps of each section's module, one after the other."""
+    # A list is judged as one snapshot of it (8 bytes an input), as on the compiled path:
+    # another thread changing it meanwhile changes nothing this fold sees (issue 29 item 4).
+    rejected, copies = admit_batch(enumerate(inputs.copy() if isinstance(inputs, list) else inputs))
+    verdicts = checks.judge_events(copies, subject, keys, verifier)
+    copies.clear()
+    folded, superseded = state.build_state(subject, verdicts)
+    # Free the decoded copies now, by reference counting, before the caller's block ends and the
+    # collector resumes (it would otherwise walk all of them once before they go).
+    del verdicts
     return state.FoldResult(folded, tuple(rejected), superseded)
 
 
@@ -92,13 +100,13 @@ def fold_matching(
     """:func:`fold`, and whether ``published`` is the canonical JSON of its state (§1): on the
     compiled path compared with the bytes it wrote, never encoded again (a bundle's state, §10)."""
     threads = require_threads(threads)
+    subject, inputs = require_subject(subject), require_inputs(inputs)
     shared = verifier is not None
     verifier = verifier or SignatureVerifier(threads)
-    if native_available():
-        subject, inputs = require_subject(subject), require_inputs(inputs)
-        with gc_paused():
+    with gc_paused():
+        if native_available():
             return fold_native_matching(inputs, subject, keys, verifier, published, share_verdicts=shared)
-    result = fold(inputs, subject=subject, keys=keys, verifier=verifier)
+        result = _fold_pure(inputs, subject, keys, verifier)
     return result, published == encode_canonical_unchecked(result.state)
 
 
@@ -144,13 +152,10 @@ def fold_subjects(
     threads = require_threads(threads)
     shared = verifier is not None
     verifier = verifier or SignatureVerifier(threads)
-    if not native_available():
-        # The pure path: a fold per subject, with one verifier (its verdicts are shared).
-        return {
-            subject: fold(inputs, subject=subject, keys=key_set, verifier=verifier)
-            for subject, inputs in groups
-        }
     with gc_paused():
+        if not native_available():
+            # The pure path: a fold per subject, with one verifier (its verdicts are shared).
+            return {subject: _fold_pure(inputs, subject, key_set, verifier) for subject, inputs in groups}
         results = fold_native_many(groups, key_set, verifier, share_verdicts=shared)
     return dict(zip((subject for subject, _ in groups), results, strict=True))
 

@@ -16,7 +16,15 @@ from typing import Any, Final, TypeVar
 
 import msgspec
 
-from .canonical import MAX_DEPTH, MAX_SAFE_INTEGER, FloatLiteral, decode_json, encode_json, scan_json
+from .canonical import (
+    MAX_DEPTH,
+    MAX_SAFE_INTEGER,
+    FloatLiteral,
+    decode_json,
+    encode_json,
+    refusal_code,
+    scan_json,
+)
 from .errors import InputError, MergeError
 from .identifiers import EVENT_ID_PATTERN
 from .identifiers import event_id as body_event_id
@@ -40,8 +48,6 @@ __all__ = [
 MAX_INPUT_BYTES: Final = 1_048_576
 #: What an input is when it is a JSON text (§5); any other input is a parsed JSON value.
 JSON_TEXT_TYPES: Final = (bytes, bytearray, memoryview, str)
-
-_SURROGATE_ESCAPE: Final = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 
 # Fast-path screen of a JSON text (see _surely_shallow_and_safe): digits become "0", the two
 # openers become "{", everything else a space. bytes.translate runs in C, far faster than a
@@ -242,7 +248,7 @@ def _admit_text(data: bytes, index: int) -> Admitted | Rejection:
     except RecursionError:
         return Rejection(index, RejectCode.TOO_DEEP, "nesting deeper than 64")
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-        return Rejection(index, _diagnose(data), str(exc))
+        return Rejection(index, RejectCode(refusal_code(data)), str(exc))
     scan = scan_json(value, check_strings=False)
     if scan.not_json is not None:
         return _reject_scan(index, scan.not_json_code, scan.not_json)
@@ -266,7 +272,8 @@ def _admit_value(item: Any, index: int) -> Admitted | Rejection:
         return Rejection(index, RejectCode.NOT_AN_OBJECT, f"{_json_kind(item)}, not an object")
     # Our own copy, decoded as a JSON text would be; the scan of the caller's value keeps the
     # verdict on floats (a NaN encodes as null, yet it was a float).
-    return _admit_object(decode_json(data), data, index, scan.not_canonical)
+    value = decode_json(data)
+    return _admit_object(value, data, index, scan.not_canonical)
 
 
 _JSON_NUMBER: Final = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
@@ -313,22 +320,6 @@ def _bad_event_id(event_id: Any, index: int) -> Rejection:
 def _reject_scan(index: int, code: str, found: tuple[str, str]) -> Rejection:
     path, problem = found
     return Rejection(index, RejectCode(code), f"{problem} at {path or '/'}")
-
-
-def _diagnose(data: bytes) -> RejectCode:
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
-        return RejectCode.NOT_UTF8
-    if _SURROGATE_ESCAPE.search(data):
-        # msgspec refuses a lone surrogate escape; a well-paired one decodes fine, so a text
-        # that failed and holds one is (almost surely) failing for that reason.
-        try:
-            decode_json(_SURROGATE_ESCAPE.sub(b"x", data))
-        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
-            return RejectCode.NOT_JSON
-        return RejectCode.LONE_SURROGATE
-    return RejectCode.NOT_JSON
 
 
 def _json_kind(value: Any) -> str:

@@ -21,6 +21,7 @@ __all__ = [
     "MAX_SAFE_INTEGER",
     "CanonicalStruct",
     "FloatLiteral",
+    "canonical_if_able",
     "canonical_json",
     "canonical_problem",
     "canonical_sha256_hex",
@@ -104,6 +105,27 @@ def decode_json(data: bytes | str) -> Any:
         if str(exc).startswith(_OUT_OF_RANGE):
             return _decode_long_integers(data, exc)
         raise
+
+
+_SURROGATE_ESCAPE: Final = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def refusal_code(data: bytes) -> str:
+    """Why :func:`decode_json` refused the text ``data``, as §5 names it: ``"not_utf8"``,
+    ``"lone_surrogate"`` (an escape of one, which the decoder refuses) or ``"not_json"``."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return "not_utf8"
+    if _SURROGATE_ESCAPE.search(data):
+        # msgspec refuses a lone surrogate escape; a well-paired one decodes fine, so a text
+        # that failed and holds one is (almost surely) failing for that reason.
+        try:
+            decode_json(_SURROGATE_ESCAPE.sub(b"x", data))
+        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+            return "not_json"
+        return "lone_surrogate"
+    return "not_json"
 
 
 # msgspec refuses an integer literal of more than 4,300 *characters*, counting the minus sign,

@@ -17,6 +17,7 @@ import msgspec
 from .admission import JSON_TEXT_TYPES
 from .batch import fold_matching
 from .canonical import (
+    canonical_if_able,
     canonical_json,
     canonical_text,
     decode_json,
@@ -224,8 +225,8 @@ class Verified(msgspec.Struct, frozen=True):
 
     report: BundleReport
     #: The bundle's members (``None`` when it is no JSON object), ``events`` as folded: each
-    #: event as its canonical JSON text where the compiled path wrote one (§1), else its parsed
-    #: value. A bundle read as a text on the compiled path has no ``state`` here: its
+    #: event as its canonical JSON text where the compiled path read the bundle (§1), else its
+    #: parsed value. A bundle read as a text on the compiled path has no ``state`` here: its
     #: canonical text was compared, never decoded.
     members: Any
     #: True when the ``bytes`` among ``members["events"]`` are canonical texts written so.
@@ -444,7 +445,7 @@ class BundleParts(msgspec.Struct, frozen=True):
     #: ``bundle_sha256``: H of the bundle without ``bundle_signature`` (§10), ``None`` when it is
     #: not canonical-able.
     bundle_sha256: str | None = None
-    #: True when the ``bytes`` among the ``events`` are canonical texts the compiled path wrote.
+    #: True when the ``events`` are canonical texts the compiled path wrote (every one, then).
     canonical_events: bool = False
     #: Each event's identity as the compiled path read it off its canonical text (see
     #: :attr:`merge.native.bundle.BundleRead.identities`), when it wrote them.
@@ -462,19 +463,19 @@ class BundleParts(msgspec.Struct, frozen=True):
 
 
 def read_parts(document: Any, threads: int | None, reader: BundleReader | None = None) -> BundleParts:
-    """The bundle's one reader: a JSON text read on the compiled path where it serves and can
-    (:func:`_read_compiled`), else decoded whole (:func:`parse_document`), or a parsed value
-    taken as it is; the same parts either way."""
+    """The bundle's one reader: a JSON text read on the compiled path where it serves and writes
+    every part (:func:`_read_compiled`), else decoded whole (:func:`parse_document`), or a parsed
+    value taken as it is; the same parts either way."""
     read = _read_compiled(document, threads, reader)
     if read is None:
         members, not_json = parse_document(document)
         if not isinstance(members, Mapping):
             return BundleParts(members, not_json)
-        state = members.get("state")
-        try:
-            written = {"state": None if state is None else canonical_json(state)}
-        except MergeError:  # not canonical-able: the fold's state is never the published one
-            written = {"state": None}
+        state, record = members.get("state"), members.get("canonical_record")
+        written = {
+            "state": None if state is None else canonical_if_able(state),
+            "canonical_record": canonical_if_able(record),
+        }
         unsigned = {key: value for key, value in members.items() if key != "bundle_signature"}
         read = _Read(members, written, hash_if_canonical(unsigned))
     return BundleParts(
@@ -491,7 +492,8 @@ class _Read(NamedTuple):
     """What a reader read of a bundle object, before :func:`read_parts` makes its parts."""
 
     members: Mapping[str, Any]
-    #: ``CJ`` of the members the reader wrote (``None`` where it did not write one).
+    #: ``CJ`` of the members the checks compare by their canonical text (the state, the
+    #: record), ``None`` where not canonical-able; the compiled reader's holds every member's.
     written: Mapping[str, bytes | None]
     bundle_sha256: str | None
     #: As :class:`BundleParts`' (the compiled path's only).
@@ -501,76 +503,42 @@ class _Read(NamedTuple):
 
 def _read_compiled(document: Any, threads: int | None, reader: BundleReader | None) -> _Read | None:
     """A bundle given as a JSON text, read on the compiled path (:func:`merge.native.bundle.read_bundle`):
-    its members split, its events and state written canonically for the fold, the bundle hash
-    and the comparison of states, and the small members decoded here, in one call; an event it
-    leaves is decoded alone.
+    its members split, its events and every member written canonically for the fold, the bundle
+    hash and the comparison of states, and the small members decoded here, in one call.
 
     ``None`` (then the whole text is decoded, as :func:`parse_document` does) for a parsed
     bundle, when the compiled path does not serve, for anything but an object whose ``events``
-    is a list, and for any text some part of which is not JSON: that route says why.
-    Otherwise what is read is the text's value: the last of duplicate keys wins as in a
-    decode, and every member is judged whole, by :func:`merge.canonical.decode_json` or by
-    serde_json (both refuse bad UTF-8, lone surrogates, trailing data).
+    is a list, for any text some part of which is not JSON (that route says why), and for a
+    text of which that path did not write every part (``bundle_sha256`` is then ``None``: a
+    part not canonical-able, or one it leaves to the pure path, such as ``-0`` or an event
+    nested deeper than an input may be). Otherwise what is read is the text's value: the last of
+    duplicate keys wins as in a decode, and every member is judged whole, by
+    :func:`merge.canonical.decode_json` or by serde_json (both refuse bad UTF-8, lone
+    surrogates, trailing data).
     """
     if not isinstance(document, JSON_TEXT_TYPES):
         return None
     read = reader.read(document, threads) if reader is not None else read_bundle(document, threads)
-    if read is None:
+    if read is None or read.bundle_sha256 is None:
         return None
-    # The state as the compiled path wrote it (it reads no bundle whose state it cannot write);
-    # the other members decoded together, as the object of their texts (one call, not one each).
-    written = {key: canonical for key, _, canonical in read.members}
+    # Every member written; the small ones decoded together, as the object of their texts (one
+    # call, not one each), the state not at all (its canonical text is compared, never decoded).
     small = b",".join(_encode_key(key) + b":" + raw for key, raw, _ in read.members if key != "state")
     try:
         members: dict[str, Any] = decode_json(b"{" + small + b"}")
-        members["events"] = [
-            text if text is not None else decode_json(raw or b"")
-            for text, raw in zip(read.events, read.raw_events, strict=True)
-        ]
     except _NOT_READ:
         return None
-    digest = read.bundle_sha256
-    if digest is None:
-        digest = _hash_written(members, written.get("state"))
-    return _Read(members, written, digest, True, tuple(read.identities))
+    members["events"] = read.events
+    written = {key: canonical for key, _, canonical in read.members}
+    return _Read(members, written, read.bundle_sha256, True, tuple(read.identities))
 
 
 def _record_sha256(members: Mapping[str, Any], written: bytes | None) -> str | None:
-    """H of ``canonical_record``, from ``written``, its canonical text where the compiled path
-    wrote it (not encoded again), else encoded here; ``None`` when it is no object or not
-    canonical-able."""
-    record = members.get("canonical_record")
-    if not isinstance(record, Mapping):
+    """H of ``canonical_record`` from ``written``, its canonical text as the reader wrote it;
+    ``None`` when it is no object or not canonical-able."""
+    if not isinstance(members.get("canonical_record"), Mapping) or written is None:
         return None
-    return hashlib.sha256(written).hexdigest() if written is not None else hash_if_canonical(record)
-
-
-def _hash_written(members: Mapping[str, Any], state: bytes | None) -> str | None:
-    """``bundle_sha256`` of a bundle whose parts the compiled path did not all write: ``CJ`` of
-    an object is its members' in key order, so the parts it wrote (the events' canonical texts,
-    the state) are fed as written, the others encoded here; ``None`` when not canonical-able."""
-    members = {key: value for key, value in members.items() if key != "bundle_signature"}
-    if state is not None:
-        members["state"] = None  # a member still: fed as written, below
-    # Fed piece by piece: the bundle's canonical bytes are never joined (12 MB for 4,000 events).
-    digest = hashlib.sha256(b"{")
-    try:
-        for position, key in enumerate(sorted(members)):  # code point order (§1), as the encoder sorts
-            digest.update((b"," if position else b"") + encode_canonical_unchecked(key) + b":")
-            if key == "events":
-                digest.update(b"[")
-                for index, event in enumerate(members["events"]):
-                    text = event if type(event) is bytes else canonical_json(event)
-                    digest.update(b"," + text if index else text)
-                digest.update(b"]")
-            elif key == "state" and state is not None:
-                digest.update(state)
-            else:
-                digest.update(canonical_json(members[key]))
-    except MergeError:  # not canonical-able: no hash (as hash_if_canonical)
-        return None
-    digest.update(b"}")
-    return digest.hexdigest()
+    return hashlib.sha256(written).hexdigest()
 
 
 def _check_keys(bundle: Mapping[str, Any], record: Any) -> KeySet | None:

@@ -29,6 +29,7 @@ __all__ = [
     "decode_json",
     "encode_json",
     "hash_if_canonical",
+    "refusal_code",
     "same_json",
     "scan_json",
     "string_value",
@@ -331,12 +332,18 @@ def canonical_text(text: bytes) -> bytes | None:
         return None
 
 
-def hash_if_canonical(value: Any) -> str | None:
-    """``H(value)``, or ``None`` when ``value`` is not canonical-able (for untrusted documents)."""
+def canonical_if_able(value: Any) -> bytes | None:
+    """``CJ(value)``, or ``None`` when ``value`` is not canonical-able (for untrusted documents)."""
     try:
-        return canonical_sha256_hex(value)
+        return canonical_json(value)
     except NotCanonicalError:
         return None
+
+
+def hash_if_canonical(value: Any) -> str | None:
+    """``H(value)``, or ``None`` when ``value`` is not canonical-able (for untrusted documents)."""
+    written = canonical_if_able(value)
+    return None if written is None else hashlib.sha256(written).hexdigest()
 
 
 def same_json(left: Any, right: Any) -> bool:

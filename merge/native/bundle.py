@@ -26,8 +26,6 @@ class BundleRead(NamedTuple):
     members: list[tuple[str, bytes, bytes | None]]
     #: ``CJ`` of each event (§1), or ``None`` where that path did not write it.
     events: list[bytes | None]
-    #: The raw text of each event whose ``CJ`` is ``None`` (else ``None``).
-    raw_events: list[bytes | None]
     #: Each event's ``(event_id, SHA-256 of its CJ, prev_event or None)`` where §5 admits that
     #: text (an object of at most 1 MiB with an ``event_id`` of §4's form), else ``None``; read
     #: with a ``cache`` only (an audit's snapshots), else all ``None``.
@@ -93,4 +91,4 @@ def read_bundle(text: Any, threads: int | None, cache: Any = None) -> BundleRead
     read = _extension().read_bundle(text, signatures.thread_count(threads), cache)
     if read is None:
         return None
-    return BundleRead(read.members, read.events, read.raw_events, read.identities, read.bundle_sha256)
+    return BundleRead(read.members, read.events, read.identities, read.bundle_sha256)

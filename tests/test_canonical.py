@@ -17,10 +17,13 @@ import pytest
 from merge import MAX_DEPTH, MAX_SAFE_INTEGER, NotCanonicalError, canonical_json
 from merge.canonical import (
     FloatLiteral,
+    canonical_if_able,
     canonical_problem,
     canonical_sha256_hex,
     decode_json,
     encode_canonical_unchecked,
+    hash_if_canonical,
+    refusal_code,
     scan_json,
 )
 
@@ -250,3 +253,31 @@ def test_canonical_json_does_not_mutate_its_argument() -> None:
 def test_unchecked_encoder_is_the_same_bytes() -> None:
     for value in SAMPLES:
         assert encode_canonical_unchecked(value) == canonical_json(value)
+
+
+@pytest.mark.parametrize("value", [*SAMPLES, 1.5, FloatLiteral("1e400"), MAX_SAFE_INTEGER + 1, {"a": [0.5]}])
+def test_canonical_if_able_is_cj_or_none_for_what_is_not_canonical_able(value: Any) -> None:
+    """An untrusted document's part written canonically (a bundle's state and record, §10): CJ
+    where canonical_json writes it, None where that refuses, never an exception; and its hash."""
+    try:
+        expected: bytes | None = canonical_json(value)
+    except NotCanonicalError:
+        expected = None
+    assert canonical_if_able(value) == expected
+    assert hash_if_canonical(value) == (None if expected is None else hashlib.sha256(expected).hexdigest())
+
+
+@pytest.mark.parametrize(
+    ("text", "code"),
+    [
+        (b"\xff", "not_utf8"),
+        (b'{"a":"\\ud800"}', "lone_surrogate"),
+        (b'["\\udc00", 1', "not_json"),  # a lone surrogate escape, yet no JSON without it either
+        (b"{", "not_json"),
+    ],
+)
+def test_refusal_code_says_why_the_decoder_refused_a_text(text: bytes, code: str) -> None:
+    """Why a text is no JSON, as §5 names it (admission's rejection codes)."""
+    with pytest.raises((msgspec.DecodeError, msgspec.ValidationError)):
+        decode_json(text)
+    assert refusal_code(text) == code

@@ -256,8 +256,7 @@ def verify_bundle_parts(
     parts = read_parts(bundle, threads, reader)
     members = parts.members
     if not isinstance(members, Mapping):
-        why = parts.not_json or "a bundle is a JSON object"
-        return Verified(_finish({"bundle_type": Check("bundle_type", False, why)}, None, None), members)
+        return Verified(_not_an_object(parts.not_json or "a bundle is a JSON object"), members)
     checks: dict[str, Check] = {}
 
     def record(name: str, ok: bool, detail: str) -> None:
@@ -271,8 +270,15 @@ def verify_bundle_parts(
     record("merge_version", merge_version == MERGE_VERSION, f"merge_version is {merge_version!r}")
     keys = _check_keys(members, record)
     result = _check_state(parts, subject, keys, threads, record, verifier)
-    report = _finish(checks, result, trusted_key_id)
+    report = BundleReport(tuple(checks[name] for name in BUNDLE_CHECKS), result, trusted_key_id)
     return Verified(report, members, parts.canonical_events, parts.identities, keys)
+
+
+def _not_an_object(why: str) -> BundleReport:
+    """The report on a document that is no JSON object: ``bundle_type`` fails (``why``), and
+    none of §10's checks of its members is made."""
+    unchecked = (Check(name, False, "not checked: the bundle is not an object") for name in BUNDLE_CHECKS[1:])
+    return BundleReport((Check("bundle_type", False, why), *unchecked), None, None)
 
 
 def event_inputs(events: Iterable[Any]) -> list[Any]:
@@ -360,14 +366,6 @@ def _refuse_a_file(document: Any) -> None:
         f"a document is its JSON text or parsed value, not {given} ({type(document).__name__}): "
         "pass the file's bytes (path.read_bytes())"
     )
-
-
-def _finish(checks: dict[str, Check], result: FoldResult | None, trusted_key_id: str | None) -> BundleReport:
-    ordered = tuple(
-        checks.get(name, Check(name, False, "not checked: the bundle is not an object"))
-        for name in BUNDLE_CHECKS
-    )
-    return BundleReport(ordered, result, trusted_key_id)
 
 
 def _check_signature(parts: BundleParts, trusted: KeySet, record: Any) -> str | None:

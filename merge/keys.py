@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 from collections.abc import Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 import msgspec
 
@@ -83,7 +84,10 @@ class KeySet(Mapping[str, Key]):
             return keys
         if isinstance(keys, (str, bytes, Mapping)) or not isinstance(keys, Iterable):
             raise KeySetError("a key set is a list of key objects")
-        return cls(_parse_key(index, obj) for index, obj in enumerate(keys))
+        content = _content(keys)
+        if content is None:
+            return cls(_parse_key(index, obj) for index, obj in enumerate(keys))
+        return _parsed(content)
 
     def __getitem__(self, key_id: str) -> Key:
         return self._keys[key_id]
@@ -122,6 +126,41 @@ class KeySet(Mapping[str, Key]):
     def as_json(self) -> list[dict[str, Any]]:
         """The key set as a list of key objects (spec §3)."""
         return [key.as_json() for key in self._keys.values()]
+
+
+@functools.lru_cache(maxsize=256)
+def _parsed(content: bytes) -> KeySet:
+    """The key set whose JSON text is ``content`` (:func:`_content`), parsed once: a replay or an
+    audit meets the same ``public_keys`` in bundle after bundle, and each parse computes every
+    key's fingerprints (SHA-256, base32) again. A :class:`KeySet` is immutable, so one parse
+    serves every caller; a faulty set raises each time (an exception is not cached)."""
+    return KeySet(_parse_key(index, obj) for index, obj in enumerate(msgspec.json.decode(content)))
+
+
+#: The JSON text of a list, as :func:`_content` writes it.
+_encode: Final = msgspec.json.Encoder().encode
+#: The only types :func:`_content` takes as a key object's members' values (a JSON string, null).
+_PLAIN: Final = frozenset({str, type(None)})
+#: The only type :func:`_content` takes as a key object's members' names.
+_STRING: Final = frozenset({str})
+
+
+def _content(keys: Iterable[Any]) -> bytes | None:
+    """A list or tuple of key objects as the key of :func:`_parsed`: their JSON text, which
+    decodes to equal objects; ``None`` (not cached) unless each object is exactly a ``dict`` of
+    exact ``str`` keys and exact ``str`` or ``None`` values, the only values its text gives back
+    as they were (no subclass, such as a number kept as its text, and no other type)."""
+    if type(keys) not in (list, tuple):
+        return None
+    for obj in keys:
+        if type(obj) is not dict or not _PLAIN.issuperset(map(type, obj.values())):
+            return None
+        if not _STRING.issuperset(map(type, obj)):
+            return None
+    try:
+        return _encode(keys)
+    except UnicodeEncodeError:  # a lone surrogate: parsed as it is, not cached
+        return None
 
 
 def _parse_key(index: int, obj: Any) -> Key:

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+import merge.keys
 from merge import REGISTRY_KEYS, KeySet, KeySetError, MergeError, fold, verify_bundle
 from merge.keys import decode_b64
 from merge.timestamps import parse_timestamp
@@ -269,3 +270,45 @@ def test_union_policies_decide_a_conflict() -> None:
     assert caught.value.key_id == KEY_A.key_id
     # The arguments are never changed.
     assert first[KEY_A.key_id].public_key == KEY_A.public_key
+
+
+class _Text(str):
+    """A str subclass, as merge.canonical.FloatLiteral is: equal to its str, but not one."""
+
+
+def test_a_key_set_is_parsed_once_for_each_content(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 39 item 2: the same ``public_keys`` in bundle after bundle is parsed once (its
+    fingerprints computed once), by content, and gives the key set a parse gives; what the
+    cache cannot hold as it was (a subclass of str, a value of another type) is parsed each time."""
+    fingerprints: list[bytes] = []
+    real = merge.keys.fingerprint_b32
+
+    def counting(public_key: bytes) -> str:
+        fingerprints.append(public_key)
+        return real(public_key)
+
+    objects = [KEY_A.key_object(), KEY_B.key_object()]
+    monkeypatch.setattr(merge.keys, "fingerprint_b32", counting)
+    merge.keys._parsed.cache_clear()
+    first = KeySet.parse(copy.deepcopy(objects))
+    assert KeySet.parse(copy.deepcopy(objects)) is first  # an equal list, another object
+    assert KeySet.parse(tuple(copy.deepcopy(objects))) is first
+    assert len(fingerprints) == 2
+    uncached = KeySet.parse(iter(copy.deepcopy(objects)))  # an iterator is parsed as it comes
+    assert uncached is not first
+    assert uncached == first
+    assert list(first) == list(uncached)
+    # Another content is another key set.
+    assert list(KeySet.parse(objects[::-1])) == [KEY_B.key_id, KEY_A.key_id]
+    fingerprints.clear()
+    # A subclass of str keeps its type, as a parse keeps it: not served from the str's entry.
+    subclassed = [{**objects[0], "key_id": _Text(KEY_A.key_id)}]
+    assert type(KeySet.parse(subclassed)[KEY_A.key_id].key_id) is _Text
+    assert type(KeySet.parse(subclassed)[KEY_A.key_id].key_id) is _Text
+    assert len(fingerprints) == 2
+    # A faulty set raises each time, with its facts.
+    broken = [{**objects[0], "fingerprint_sha256_hex": "00"}]
+    for _ in range(2):
+        with pytest.raises(KeySetError) as caught:
+            KeySet.parse(copy.deepcopy(broken))
+        assert caught.value.field == "fingerprint_sha256_hex"

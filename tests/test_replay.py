@@ -33,6 +33,7 @@ import merge.replay
 import merge.replay.corpus
 import merge.replay.progress
 import merge.replay.results
+import merge.replay.scan
 import merge.signatures
 from merge import InputError, canonical_json, decode_state, fold, native_available, verify_bundle
 from merge.bundle import REGISTRY_KEYS
@@ -251,6 +252,19 @@ def test_each_distinct_signature_is_verified_once_per_subject(monkeypatch: pytes
         assert outcome.summary.state_sha256 == GOLDEN_STATE_SHA256
         assert outcome.problems == ()
         assert (len(calls), len(set(calls))) == (4, 4)
+
+
+@pytest.mark.skipif(not native_available(), reason="the compiled path does not serve here")
+def test_a_replayed_bundle_is_verified_on_the_compiled_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 39 item 2: where the compiled path serves, a replayed bundle's 4 verifications (its
+    events, the receipt of its record_created, its bundle signature) are the compiled verifier's:
+    libsodium (PyNaCl) is not called; the pure path makes the same 4 with it."""
+    calls = libsodium_calls(monkeypatch)
+    outcome = fold_subject(GOLDEN_SUBJECT, [bundle_item(GOLDEN_BUNDLE)], None)
+    assert (outcome.summary.state_matches, outcome.problems, calls) == (True, (), [])
+    monkeypatch.setenv("PITH_MERGE_PURE", "1")
+    assert fold_subject(GOLDEN_SUBJECT, [bundle_item(GOLDEN_BUNDLE)], None) == outcome
+    assert len(set(calls)) == 4
 
 
 def test_fold_subject_reports_untrusted_and_mismatched_bundles() -> None:
@@ -911,6 +925,53 @@ def test_a_file_read_whole_has_a_cap(tmp_path: Path, monkeypatch: pytest.MonkeyP
     with open("/dev/zero", "rb") as zero, pytest.raises(InputError, match="larger than 4096 bytes"):
         read_document(zero, "/dev/zero")
     assert read_document(io.BytesIO(b"x" * 4096), "exact") == b"x" * 4096
+
+
+def test_a_regular_file_read_whole_is_read_in_one_go_and_held_to_its_cap(tmp_path: Path) -> None:
+    """A regular file is asked for its size and a byte more at once (issue 39 item 2: the scan's
+    share of a small bundle); exactly at the cap it is read, a byte over it is refused."""
+    exact = tmp_path / "exact.json"
+    exact.write_bytes(b"y" * 5000)
+    with open(exact, "rb", buffering=0) as handle:
+        assert read_document(handle, "exact", 5000) == b"y" * 5000
+    with open(exact, "rb", buffering=0) as handle, pytest.raises(InputError, match="larger than 4999"):
+        read_document(handle, "exact", 4999)
+    reads: list[int] = []
+
+    class Counted(io.FileIO):
+        def read(self, size: int = -1) -> bytes:
+            reads.append(size)
+            return super().read(size)
+
+    with Counted(exact) as handle:
+        assert read_document(handle, "exact") == b"y" * 5000
+    assert reads == [5001, 1 << 20]  # all of it, then the end (what a file grew by: in chunks)
+
+
+@pytest.mark.parametrize("spelling", ["{root}", "{root}/", "./{relative}", "{relative}//", "."])
+def test_the_walk_names_files_as_paths_do(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spelling: str
+) -> None:
+    """The scan's walk spells each file as ``pathlib`` does (the sources of a report), without a
+    ``Path`` a file, and takes the suffixes ``pathlib`` gives (issue 39 item 2)."""
+    names = ["a.json", "..json", ".json", "b..json", "c.json.x", "d.", "e.jsonl", "f.ndjson", "g"]
+    (tmp_path / "corpus" / "sub").mkdir(parents=True)
+    for name in names:
+        (tmp_path / "corpus" / name).write_bytes(b"{}")
+        (tmp_path / "corpus" / "sub" / name).write_bytes(b"{}")
+    monkeypatch.chdir(tmp_path / "corpus" if spelling == "." else tmp_path)
+    root = spelling.format(root=tmp_path / "corpus", relative="corpus")
+    expected = []
+    for dirpath, dirnames, filenames in os.walk(root):  # the walk as it was, with a Path a file
+        dirnames.sort()
+        for name in sorted(filenames):
+            file = Path(dirpath) / name
+            if file.suffix == ".json" or file.suffix in {".jsonl", ".ndjson"}:
+                expected.append(file)
+    assert list(merge.replay.walk_corpus(Path(root))) == expected
+    assert [(path, True) for path in map(str, expected)] == list(merge.replay.scan._units(root))
+    for name in [*names, "dir.x/name", "dir.json/name", "a/.json"]:
+        assert merge.replay.scan._suffix(name) == Path(name).suffix
 
 
 def test_bad_lines_are_counted_and_the_first_thousand_listed_for_every_worker_count(tmp_path: Path) -> None:

@@ -124,24 +124,39 @@ def _units(path: str | os.PathLike[str]) -> Iterator[_Unit]:
     """The files a corpus path names, in scan order (a directory's sorted: :func:`walk_corpus`)."""
     root = Path(path)
     if root.is_dir():
-        yield from ((os.fspath(file), True) for file in walk_corpus(root))
+        yield from ((file, True) for file in _walk(root))
     else:
         yield os.fspath(root), False
 
 
 def _scan_unit(unit: _Unit) -> Iterator[_Placed]:
     path, walked = unit
-    return _scan_walked(Path(path)) if walked else _scan_file(Path(path))
+    return _scan_walked(path) if walked else _scan_file(path)
 
 
 def walk_corpus(root: Path) -> Iterator[Path]:
     """The input files under a directory: ``*.json`` and JSON Lines logs, in sorted order."""
+    return map(Path, _walk(root))
+
+
+def _walk(root: Path) -> Iterator[str]:
+    """:func:`walk_corpus`, each file's path as ``os.fspath(Path(...))`` gives it, made without a
+    :class:`~pathlib.Path` a file (a corpus of small bundles is many files: the scan's share)."""
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames.sort()
+        directory = os.fspath(Path(dirpath))  # as a Path spells it: "./a//b" is "a/b"
+        prefix = "" if directory == "." else directory if directory.endswith("/") else directory + "/"
         for name in sorted(filenames):
-            file = Path(dirpath) / name
-            if file.suffix == JSON_SUFFIX or file.suffix in LOG_SUFFIXES:
-                yield file
+            suffix = _suffix(name)
+            if suffix == JSON_SUFFIX or suffix in LOG_SUFFIXES:
+                yield prefix + name
+
+
+def _suffix(path: str) -> str:
+    """:attr:`pathlib.PurePath.suffix` of ``path`` (a path as :func:`os.fspath` of a Path gives it)."""
+    name = path[path.rfind("/") + 1 :]
+    dot = name.rfind(".")
+    return name[dot:] if 0 < dot < len(name) - 1 else ""
 
 
 def scan_walked(file: Path) -> Iterator[CorpusItem | InputProblem]:
@@ -150,10 +165,10 @@ def scan_walked(file: Path) -> Iterator[CorpusItem | InputProblem]:
     A FIFO would block the replay forever, a device (``/dev/zero``) never end: found in a
     directory, they are a ``not_a_regular_file`` problem. Named explicitly, they are streamed.
     """
-    return _entries(_scan_walked(file))
+    return _entries(_scan_walked(os.fspath(file)))
 
 
-def _scan_walked(file: Path) -> Iterator[_Placed]:
+def _scan_walked(file: str) -> Iterator[_Placed]:
     if _special(file):
         yield (
             InputProblem(display_name(file), "not_a_regular_file", "a FIFO, device or socket: not read"),
@@ -161,7 +176,7 @@ def _scan_walked(file: Path) -> Iterator[_Placed]:
             0,
         )
         return
-    if file.suffix != JSON_SUFFIX:  # a log: no key file (and a line's time saved, serially)
+    if _suffix(file) != JSON_SUFFIX:  # a log: no key file (and a line's time saved, serially)
         yield from _scan_file(file)
         return
     for placed in _scan_file(file):
@@ -171,10 +186,10 @@ def _scan_walked(file: Path) -> Iterator[_Placed]:
             yield placed
 
 
-def _special(path: Path) -> bool:
+def _special(path: str) -> bool:
     """Whether ``path`` (followed if a symlink) exists and is not a regular file."""
     try:
-        return not stat.S_ISREG(path.stat().st_mode)
+        return not stat.S_ISREG(os.stat(path).st_mode)
     except OSError:
         return False  # missing or unreachable: opening it says why (an ``unreadable`` problem)
 
@@ -186,12 +201,28 @@ def read_document(handle: IO[bytes], source: str, limit: int | None = None) -> b
     before :class:`merge.InputError` says so.
     """
     limit = MAX_DOCUMENT_BYTES if limit is None else limit
-    data = bytearray()
-    while chunk := handle.read(min(_CHUNK, limit + 1 - len(data))):
-        data += chunk
-        if len(data) > limit:
+    chunks: list[bytes] = []
+    read = 0
+    # A regular file is asked for its size and one byte more at once (no larger buffer, and one
+    # read for all of it but the end's); anything else, and what a file grew by, in chunks.
+    want = _regular_size(handle)
+    while chunk := handle.read(min(_CHUNK if want is None else want + 1, limit + 1 - read)):
+        chunks.append(chunk)
+        read += len(chunk)
+        want = None
+        if read > limit:
             raise InputError(f"larger than {limit} bytes, the limit of a file read whole", source=source)
-    return bytes(data)
+    return b"".join(chunks)
+
+
+def _regular_size(handle: IO[bytes]) -> int | None:
+    """The size of the regular file ``handle`` reads, ``None`` for anything else (a pipe, a
+    device, a file object with no file behind it)."""
+    try:
+        found = os.fstat(handle.fileno())
+    except (OSError, ValueError, AttributeError):  # io.UnsupportedOperation is both of the first two
+        return None
+    return found.st_size if stat.S_ISREG(found.st_mode) else None
 
 
 def display_name(path: str | bytes | os.PathLike[str] | os.PathLike[bytes]) -> str:
@@ -205,18 +236,20 @@ def display_name(path: str | bytes | os.PathLike[str] | os.PathLike[bytes]) -> s
 
 def scan_file(path: Path) -> Iterator[CorpusItem | InputProblem]:
     """The items of one file: a ``*.json`` file is one JSON text, anything else JSON Lines."""
-    return _entries(_scan_file(path))
+    return _entries(_scan_file(os.fspath(path)))
 
 
-def _scan_file(path: Path) -> Iterator[_Placed]:
+def _scan_file(path: str) -> Iterator[_Placed]:
     source = display_name(path)
+    whole = _suffix(path) == JSON_SUFFIX
     try:
-        handle = path.open("rb", buffering=_READ_BUFFER)
+        # A file read whole is read at once (read_document), with no buffer of its own.
+        handle = open(path, "rb", buffering=0 if whole else _READ_BUFFER)  # noqa: SIM115 (closed below)
     except OSError as exc:
         yield InputProblem(source, "unreadable", exc.strerror or str(exc)), None, 0
         return
     with handle:
-        if path.suffix == JSON_SUFFIX:
+        if whole:
             try:
                 data = read_document(handle, source)
             except OSError as exc:
@@ -230,7 +263,7 @@ def _scan_file(path: Path) -> Iterator[_Placed]:
             yield from _scan_log(handle, source, _origin(handle, path))
 
 
-def _origin(handle: IO[bytes], path: Path) -> _Origin | None:
+def _origin(handle: IO[bytes], path: str) -> _Origin | None:
     """The file a log's lines can be read again from, by offset: a regular file that its real
     path names (not ``/dev/stdin``'s pipe, not a file that was renamed meanwhile); else ``None``."""
     try:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 import msgspec
 
+from .canonical import string_value
 from .errors import KeySetError
 from .identifiers import ALGORITHM, fingerprint_b32, fingerprint_hex
 from .timestamps import parse_timestamp
@@ -166,8 +167,10 @@ def _content(keys: Iterable[Any]) -> bytes | None:
 def _parse_key(index: int, obj: Any) -> Key:
     if not isinstance(obj, Mapping):
         raise KeySetError("a key is a JSON object", index=index)
-    key_id = obj.get("key_id")
-    if not isinstance(key_id, str) or not key_id:
+    # Every field is read through string_value: a decoded JSON number keeps its text as a
+    # FloatLiteral (a str to Python), and a number is no key id, key or timestamp (§3).
+    key_id = string_value(obj.get("key_id"))
+    if not key_id:
         raise KeySetError("key_id must be a non-empty string", index=index, field="key_id")
 
     def fail(problem: str, field: str) -> KeySetError:
@@ -175,24 +178,25 @@ def _parse_key(index: int, obj: Any) -> Key:
 
     if obj.get("algorithm") != ALGORITHM:
         raise fail(f'algorithm must be "{ALGORITHM}"', "algorithm")
-    encoded = obj.get("public_key_b64")
-    raw = decode_b64(encoded) if isinstance(encoded, str) else None
+    encoded = string_value(obj.get("public_key_b64"))
+    raw = decode_b64(encoded) if encoded is not None else None
     if raw is None or len(raw) != 32:
         raise fail("public_key_b64 must be strict base64 of 32 bytes", "public_key_b64")
     if "public_key_hex" in obj:
-        hex_key = obj["public_key_hex"]
-        if not isinstance(hex_key, str) or hex_key.lower() != raw.hex() or len(hex_key) != 64:
+        hex_key = string_value(obj["public_key_hex"])
+        if hex_key is None or hex_key.lower() != raw.hex() or len(hex_key) != 64:
             raise fail("public_key_hex does not hold the same bytes as public_key_b64", "public_key_hex")
     fingerprint = fingerprint_hex(raw)
-    if "fingerprint_sha256_hex" in obj and obj["fingerprint_sha256_hex"] != fingerprint:
+    if "fingerprint_sha256_hex" in obj and string_value(obj["fingerprint_sha256_hex"]) != fingerprint:
         raise fail(f"fingerprint_sha256_hex is not {fingerprint}", "fingerprint_sha256_hex")
     field = "fingerprint_sha256_b32_first128bits"
-    if field in obj and obj[field] != fingerprint_b32(raw):
+    if field in obj and string_value(obj[field]) != fingerprint_b32(raw):
         raise fail(f"{field} is not {fingerprint_b32(raw)}", field)
     rotates_at = obj.get("rotates_at")
     rotates_at_us = None
     if rotates_at is not None:
-        rotates_at_us = parse_timestamp(rotates_at) if isinstance(rotates_at, str) else None
+        text = string_value(rotates_at)
+        rotates_at_us = parse_timestamp(text) if text is not None else None
         if rotates_at_us is None:
             raise fail("rotates_at must be an RFC 3339 timestamp or null", "rotates_at")
     return Key(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -15,6 +16,7 @@ import pytest
 
 import merge.keys
 from merge import REGISTRY_KEYS, KeySet, KeySetError, MergeError, fold, verify_bundle
+from merge.canonical import FloatLiteral
 from merge.keys import decode_b64
 from merge.timestamps import parse_timestamp
 
@@ -312,3 +314,26 @@ def test_a_key_set_is_parsed_once_for_each_content(monkeypatch: pytest.MonkeyPat
         with pytest.raises(KeySetError) as caught:
             KeySet.parse(copy.deepcopy(broken))
         assert caught.value.field == "fingerprint_sha256_hex"
+
+
+NUMBER_FIELDS = ["key_id", "public_key_b64", "public_key_hex", "fingerprint_sha256_hex", "rotates_at"]
+
+
+@pytest.mark.parametrize("field", NUMBER_FIELDS)
+def test_a_decoded_number_is_no_string_in_a_key(field: str) -> None:
+    """A JSON number decoded where a key wants a string keeps its text as a FloatLiteral, a
+    ``str`` to Python: even when that text equals the string the field wants, it is refused (§3)."""
+    key = KEY_EXPIRING.key_object()
+    key["fingerprint_sha256_hex"] = KEY_EXPIRING.fingerprint
+    KeySet.parse([key])  # the key as it is parses, with the field a string
+    key[field] = FloatLiteral(key[field])
+    with pytest.raises(KeySetError) as caught:
+        KeySet.parse([key])
+    assert caught.value.field == field
+
+
+def test_a_bundle_key_with_a_number_for_its_id_fails_the_check(golden_bundle: dict[str, Any]) -> None:
+    bundle = copy.deepcopy(golden_bundle)
+    bundle["public_keys"][0]["key_id"] = 1.5
+    checks = {check.name: check.ok for check in verify_bundle(json.dumps(bundle)).checks}
+    assert checks["public_keys"] is False

@@ -8,7 +8,6 @@ default that is the Pith registry key :data:`REGISTRY_KEYS`.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Iterable, Mapping
 from typing import Any, Final, NamedTuple
 
@@ -305,6 +304,8 @@ def _string_as_text(event: str) -> bytes:
     try:
         return encode_json(str(event))
     except UnicodeEncodeError:
+        import json  # here, for this rare case: verifying a bundle need not load it (issue 39 item 1)
+
         return json.dumps(str(event)).encode()
 
 

@@ -14,7 +14,6 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import click
-from nacl.signing import SigningKey
 
 from ..errors import InputError, NoteError, PolicyError
 from ..witness.note import COSIGNATURE_V1, SignerKey, parse_signer_key, valid_key_name
@@ -52,6 +51,8 @@ def keygen(name: str, out: str) -> None:
     NAME is the key name of the witness's cosignature lines: a schema-less URL is recommended
     (witness.example.org/pith). Use a key for this only: cosignature/v1 does not sign the name.
     """
+    from nacl.signing import SigningKey  # here: `verify --policy` imports this module, and never signs
+
     if not valid_key_name(name):
         raise InputError(f"key name {name!r} is empty or holds a space or '+'")
     signer = SignerKey(name, COSIGNATURE_V1, bytes(SigningKey.generate()))

@@ -60,14 +60,20 @@ OTHER_COMMANDS = ("audit", "fold", "inspection", "keys", "monitor", "replay", "s
 NOT_FOR_VERIFY = ("nacl", "_cffi_backend", "pathlib", "json", "merge.replay.scan")
 
 
-def _loaded(code: str, env: dict[str, str] | None = None) -> list[str]:
-    """The modules a fresh interpreter holds after running ``code``."""
-    # The modules listed before json is imported to print them.
-    script = f"{code}\nimport sys\nloaded = sorted(sys.modules)\nimport json\nprint(json.dumps(loaded))"
+def _printed(script: str, env: dict[str, str] | None = None) -> Any:
+    """The JSON value a fresh interpreter running ``script`` prints last."""
     done = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120, env=env
     )
-    modules: list[str] = json.loads(done.stdout.splitlines()[-1])
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def _loaded(code: str, env: dict[str, str] | None = None) -> list[str]:
+    """The modules a fresh interpreter holds after running ``code``."""
+    # The modules listed before json is imported to print them.
+    modules: list[str] = _printed(
+        f"{code}\nimport sys\nloaded = sorted(sys.modules)\nimport json\nprint(json.dumps(loaded))", env
+    )
     return modules
 
 
@@ -137,10 +143,7 @@ def test_the_process_freezes_what_start_up_imported_before_the_command_runs() ->
         "command_frozen = not any(o is merge.cli.verify.verify for o in gc.get_objects())\n"
         "print(json.dumps([code, seen, command_frozen]))\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120
-    )
-    code, seen, command_frozen = json.loads(done.stdout)
+    code, seen, command_frozen = _printed(script)
     assert code == 0
     [(enabled, frozen)] = seen
     assert enabled
@@ -181,10 +184,7 @@ def test_help_lists_every_command_with_its_own_short_help_without_importing_it()
         "import json\n"
         "print(json.dumps([lazy, loaded, eager]))\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120
-    )
-    lazy, loaded, eager = json.loads(done.stdout)
+    lazy, loaded, eager = _printed(script)
     assert loaded == ["merge.cli.common"]
     assert lazy == eager
     from merge.cli import COMMANDS

@@ -242,10 +242,11 @@ LIMIT = "the limit: the compiled verifier, 2 processes at once, after warm-up"
 
 
 def measure_limit(events: int, repeat: int) -> float:
-    """The limit (issue 39 item 4), the best of ``repeat`` (at most 3: about a second each): Ed25519 verifications a second of the
-    compiled verifier in 2 processes at once over the signatures of ``events`` events
-    (:func:`bench.bound.compiled_limit`); NaN where ``pith_merge_native`` is not built. The
-    machine's, whichever path ``PITH_MERGE_PURE`` makes the merge take."""
+    """The limit (issue 39 item 4), the best of ``repeat`` (at most 3: about a second each):
+    Ed25519 verifications a second of the compiled verifier in 2 processes at once over the
+    signatures of ``events`` events (:func:`bench.bound.compiled_limit`); NaN where
+    ``pith_merge_native`` is not built. The machine's, whichever path ``PITH_MERGE_PURE`` makes
+    the merge take."""
     from merge.native import native_module
 
     if native_module() is None:

@@ -1,12 +1,12 @@
 """``python -m merge`` and the ``pith-merge`` console script: the command line (:mod:`merge.cli`)
 as a process of its own.
 
-A process that runs one command imports its modules once and keeps them to its end: the
-some 16,000 objects the collector tracks that they make (classes, functions, click's and msgspec's tables) are
-never garbage. So the collector is off while they are imported, and they are then frozen
+A process that runs one command imports its modules once and keeps them to its end: the some
+16,000 objects of theirs the collector tracks (classes, functions, click's and msgspec's tables)
+are never garbage. So the collector is off while they are imported, and they are then frozen
 (:func:`gc.freeze`) before the command runs: no collection walks them again, neither during the
-command nor at exit, when the interpreter's last collections would (issue 39 item 1: about 0.9x
-a bare interpreter of ``pith-merge verify``'s start-up; docs/performance.md). What the command
+command nor at exit, when the interpreter's last collections would (issue 39 item 1: about a
+bare interpreter's start-up, of ``pith-merge verify``'s; docs/performance.md). What the command
 itself makes is collected as ever. :func:`merge.cli.main`, the same command line called in a
 process that goes on (tests, an embedding program), leaves the collector alone.
 """

@@ -63,7 +63,8 @@ def libsodium_verify(public_key: bytes, message: bytes, signature: bytes) -> boo
 def _pynacl() -> tuple[Callable[[bytes, bytes], bytes], type[Exception]]:
     """PyNaCl's ``crypto_sign_open`` and the error it raises for a bad signature, imported on
     first use: where the compiled path serves, a command verifies without ever loading PyNaCl
-    and its libsodium binding (cffi), about half the bare interpreter's start-up (issue 39 item 1)."""
+    and its libsodium binding (cffi), about a third of a bare interpreter's start-up (issue 39
+    item 1)."""
     from nacl.bindings import crypto_sign_open
     from nacl.exceptions import BadSignatureError
 

@@ -8,6 +8,7 @@ its file without loading the scan's ``pathlib`` and corpus types (issue 39 item 
 from __future__ import annotations
 
 import os
+import stat
 from typing import IO, Final
 
 from ..errors import InputError
@@ -28,12 +29,28 @@ def read_document(handle: IO[bytes], source: str, limit: int | None = None) -> b
     before :class:`merge.InputError` says so.
     """
     limit = MAX_DOCUMENT_BYTES if limit is None else limit
-    data = bytearray()
-    while chunk := handle.read(min(_CHUNK, limit + 1 - len(data))):
-        data += chunk
-        if len(data) > limit:
+    chunks: list[bytes] = []
+    read = 0
+    # A regular file is asked for its size and one byte more at once (no larger buffer, and one
+    # read for all of it but the end's); anything else, and what a file grew by, in chunks.
+    want = _regular_size(handle)
+    while chunk := handle.read(min(_CHUNK if want is None else want + 1, limit + 1 - read)):
+        chunks.append(chunk)
+        read += len(chunk)
+        want = None
+        if read > limit:
             raise InputError(f"larger than {limit} bytes, the limit of a file read whole", source=source)
-    return bytes(data)
+    return b"".join(chunks)
+
+
+def _regular_size(handle: IO[bytes]) -> int | None:
+    """The size of the regular file ``handle`` reads, ``None`` for anything else (a pipe, a
+    device, a file object with no file behind it)."""
+    try:
+        found = os.fstat(handle.fileno())
+    except (OSError, ValueError, AttributeError):  # io.UnsupportedOperation is both of the first two
+        return None
+    return found.st_size if stat.S_ISREG(found.st_mode) else None
 
 
 def display_name(path: str | bytes | os.PathLike[str] | os.PathLike[bytes]) -> str:

@@ -9,7 +9,10 @@
     python -m bench --only monitor               # monitor --once rounds over 10,000 subjects
 
 Each figure is the best of ``--repeat`` runs; rivals are measured in turn in one loop, so
-ratios compare runs made under the same load (see docs/performance.md).
+ratios compare runs made under the same load (see docs/performance.md). The limit (issue 39
+item 4: the compiled verifier in 2 processes at once, after warm-up) is measured at the start
+and at the end of every run, and printed first; beside each figure of work, the column "of the
+limit" is that figure as verifications a second over the run's limit.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from rich.console import Console
 from rich.table import Table
 
 from .big_subject import bench_big_subject
+from .bound import compiled_limit, signature_jobs
 from .bundles import bench_bundles
 from .dask_bench import bench_dask
 from .embedded import bench_embedded
@@ -76,6 +80,8 @@ class Sizes:
     service_subjects: int = 300
     small_bundles: int = 10_000
     monitor_subjects: int = 10_000
+    #: The signatures of the limit (:func:`measure_limit`): each process verifies them 10 times.
+    limit_events: int = 2_000
 
 
 FULL = Sizes(20_000, 1_000, 20, 10_000, 500, 1_000, 100, 5_000, 1.0)
@@ -99,6 +105,7 @@ QUICK = Sizes(
     loop_appends=20,
     small_bundles=20,
     monitor_subjects=50,
+    limit_events=200,
 )
 
 BENCHMARKS = (
@@ -230,6 +237,37 @@ def run(names: Sequence[str], sizes: Sizes, repeat: int, log: Callable[[str], No
     return results
 
 
+#: The limit's name in the table: what every "of the limit" is a fraction of.
+LIMIT = "the limit: the compiled verifier, 2 processes at once, after warm-up"
+
+
+def measure_limit(events: int, repeat: int) -> float:
+    """The limit (issue 39 item 4), the best of ``repeat`` (at most 3: about a second each):
+    Ed25519 verifications a second of the compiled verifier in 2 processes at once over the
+    signatures of ``events`` events (:func:`bench.bound.compiled_limit`); NaN where
+    ``pith_merge_native`` is not built. The machine's, whichever path ``PITH_MERGE_PURE`` makes
+    the merge take."""
+    from merge.native import native_module
+
+    if native_module() is None:
+        return math.nan
+    workload = generate(WorkloadSpec(subjects=1, events_per_subject=events, fault_rate=0.0, seed=39))
+    jobs = signature_jobs(workload.histories[0].inputs, workload.keys)
+    return max(compiled_limit(jobs) for _ in range(min(repeat, 3)))
+
+
+def of_limit(result: Result, limit: float) -> float | None:
+    """``result`` as a fraction of the limit (``None``: no rate of work, or no limit measured)."""
+    rate = result.rate()
+    return None if rate is None or not limit > 0 else rate / limit
+
+
+def _fraction(value: float | None) -> str:
+    if value is None:
+        return ""
+    return f"{value:,.0f}" if value >= 100 else f"{value:.2g}"
+
+
 def _format(value: float) -> str:
     if math.isnan(value):  # not measured
         return "-"
@@ -251,18 +289,36 @@ def main(argv: Sequence[str] | None = None) -> int:
     console = Console(stderr=True)
     load_before = os.getloadavg() if hasattr(os, "getloadavg") else None
     started = time.perf_counter()
+    # The limit at the start and at the end: on a shared machine the load moves meanwhile, and
+    # the best of the two is the fairer divisor (each figure is the best of its runs too).
+    console.log(f"the limit: the compiled verifier in 2 processes, {sizes.limit_events} signatures")
+    limits = [measure_limit(sizes.limit_events, repeat)]
     results = run(args.only or BENCHMARKS, sizes, repeat, console.log)
+    console.log("the limit, again")
+    limits.append(measure_limit(sizes.limit_events, repeat))
     elapsed = time.perf_counter() - started
+    limit = max(limits)
+    if limit > 0:
+        detail = f"best of {min(repeat, 3)} at the start ({limits[0]:,.0f}) and at the end ({limits[1]:,.0f})"
+        results.insert(0, Result(LIMIT, limit, "verify/s", detail))
+    else:
+        console.log("the limit: not measured (pith_merge_native is not built): no figure is a fraction")
 
     table = Table(title=f"pith-merge benchmarks ({'quick' if args.quick else 'full'}, best of {repeat})")
-    for column in ("figure", "value", "unit", "target", "met", "detail"):
-        table.add_column(column, justify="right" if column == "value" else "left")
+    for column in ("figure", "value", "unit", "of the limit", "target", "met", "detail"):
+        table.add_column(column, justify="right" if column in {"value", "of the limit"} else "left")
     for result in results:
         met = "" if result.met is None else ("yes" if result.met else "NO")
         table.add_row(
-            result.name, _format(result.value), result.unit, result.target or "", met, result.detail
+            result.name,
+            _format(result.value),
+            result.unit,
+            _fraction(of_limit(result, limit)),
+            result.target or "",
+            met,
+            result.detail,
         )
-    Console(width=max(Console().width, 150)).print(table)
+    Console(width=max(Console().width, 170)).print(table)
     machine = {
         "python": sys.version.split()[0],
         "platform": platform.platform(),
@@ -279,7 +335,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             "repeat": repeat,
             "machine": machine,
             "seconds": elapsed,
-            "results": [result.as_json() for result in results],
+            # Verifications a second (null: not measured), and each figure's fraction of it.
+            "limit": {
+                name: value if value > 0 else None
+                for name, value in zip(("value", "at_start", "at_end"), (limit, *limits), strict=True)
+            },
+            "results": [{**result.as_json(), "of_limit": of_limit(result, limit)} for result in results],
         }
         args.json.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
     return 0

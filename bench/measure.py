@@ -3,6 +3,10 @@
 The machine these run on may be shared, so every figure is the best of ``repeat`` runs (the
 least disturbed one), and rivals are measured in turn inside one loop, so that a ratio
 compares runs made under the same load.
+
+Every figure of work is also read against the limit (issue 39 item 4: the compiled verifier in
+2 processes, measured in the same run by ``python -m bench``): :meth:`Result.rate` is the figure
+as verifications a second, which ``python -m bench`` divides by the limit.
 """
 
 from __future__ import annotations
@@ -10,11 +14,18 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 T = TypeVar("T")
 
-__all__ = ["Result", "best_cpu_time", "best_times"]
+__all__ = ["RATE_UNITS", "TIME_UNITS", "Result", "best_cpu_time", "best_times"]
+
+#: Units that are a rate of events (or signatures) a second: an event is one verification (spec
+#: §6 check 12), so the rate is comparable with the limit's as it stands.
+RATE_UNITS: Final = frozenset({"verify/s", "events/s", "inputs/s"})
+#: Units of time, in seconds: a figure in one of them is a rate when it says how many
+#: verifications its work holds (:attr:`Result.verifications`); ``µs/event`` is one per event.
+TIME_UNITS: Final[Mapping[str, float]] = {"s": 1.0, "ms": 1e-3, "µs": 1e-6, "us": 1e-6}
 
 
 @dataclass(frozen=True)
@@ -22,7 +33,9 @@ class Result:
     """One measured figure.
 
     ``target``: what the issue asks of it, in words (``None``: context only, no target);
-    ``met``: whether the measurement meets the target (``None`` when there is none).
+    ``met``: whether the measurement meets the target (``None`` when there is none);
+    ``verifications``: for a time (a unit of :data:`TIME_UNITS`), how many Ed25519
+    verifications the timed work holds, so that the figure is a rate too (:meth:`rate`).
     """
 
     name: str
@@ -31,6 +44,21 @@ class Result:
     detail: str = ""
     target: str | None = None
     met: bool | None = None
+    verifications: float | None = None
+
+    def rate(self) -> float | None:
+        """The figure as verifications (events) a second, or ``None`` when it is no rate of work
+        (a ratio, a size, a count, a time whose verifications are not said)."""
+        if not self.value > 0:  # not measured (NaN), or nothing to divide by
+            return None
+        if self.unit in RATE_UNITS:
+            return self.value
+        if self.unit == "µs/event":
+            return 1e6 / self.value
+        seconds = TIME_UNITS.get(self.unit)
+        if seconds is None or self.verifications is None:
+            return None
+        return self.verifications / (self.value * seconds)
 
     def as_json(self) -> dict[str, Any]:
         """The result as a JSON object (for ``python -m bench --json``)."""
@@ -41,6 +69,7 @@ class Result:
             "detail": self.detail,
             "target": self.target,
             "met": self.met,
+            "verifications": self.verifications,
         }
 
 

@@ -4,9 +4,9 @@ its own, against ``python -c pass``, the bare interpreter; timed in turn in one 
 The bundle is the golden one (``tests/vectors/golden``, 14 KB, signed by the registry key that is
 built in): what the command costs there is starting Python and importing what it needs, so the
 figure is the ratio of the two processes' wall times. Beside it, ``import merge.cli`` (what
-``pith-merge --help`` costs) and ``pith-merge --help`` itself, for context; and the limit
-(issue 39 item 4: the compiled verifier in 2 processes, :func:`bench.bound.compiled_limit`), of
-which the command's verifications a second are a fraction.
+``pith-merge --help`` costs) and ``pith-merge --help`` itself, for context. The command's figure
+says its verifications (:attr:`bench.measure.Result.verifications`), so that ``python -m bench``
+prints it as a fraction of the limit too (issue 39 item 4).
 
 The package's bytecode is compiled first, as pip does when it installs pith-merge, and the
 processes run without ``PYTHONDONTWRITEBYTECODE``: under it (this environment sets it) a checkout
@@ -26,11 +26,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import merge
-from merge.native import native_available
 
-from .bound import compiled_limit, signature_jobs
 from .measure import Result, best_times
-from .workload import WorkloadSpec, generate
 
 __all__ = ["bench_startup"]
 
@@ -62,7 +59,6 @@ def bench_startup(repeat: int) -> list[Result]:
     }
     for argv in rivals.values():  # each runs and succeeds (verify: the bundle passes), once untimed
         _ran(argv, env)
-    limit = _limit(repeat)  # first: a process that just exited leaves the kernel busy meanwhile
     cpu = dict.fromkeys(rivals, math.inf)  # each process's own CPU time, its best
     best = best_times({name: _timed(argv, env, name, cpu) for name, argv in rivals.items()}, repeat)
     bare = best["python"]
@@ -72,16 +68,13 @@ def bench_startup(repeat: int) -> list[Result]:
     # Each event's signature, each record_created's receipt, the bundle's signature (§6, §10).
     verifications = len(events) + sum(event["event_type"] == "record_created" for event in events) + 1
     return [
-        Result(
-            "start-up: the limit, 2 processes of the compiled verifier", limit, "verify/s", "after warm-up"
-        ),
         Result("start-up: python -c pass", bare * 1e3, "ms", "the bare interpreter"),
-        Result("start-up: pith-merge verify of one small bundle", best["verify"] * 1e3, "ms", size),
         Result(
-            "start-up: pith-merge verify, its verifications a second",
-            verifications / best["verify"],
-            "verify/s",
-            f"{verifications / best['verify'] / limit:.2%} of the limit ({verifications} verifications)",
+            "start-up: pith-merge verify of one small bundle",
+            best["verify"] * 1e3,
+            "ms",
+            f"{size}, {verifications} verifications; {ratio:.2f}x python -c pass ({bare * 1e3:.1f} ms)",
+            verifications=verifications,
         ),
         Result(
             "start-up: pith-merge verify / python -c pass",
@@ -107,15 +100,6 @@ def bench_startup(repeat: int) -> list[Result]:
             "every command listed",
         ),
     ]
-
-
-def _limit(repeat: int) -> float:
-    """The limit's best of ``repeat`` (NaN where the compiled path is not built)."""
-    if not native_available():
-        return math.nan
-    workload = generate(WorkloadSpec(subjects=1, events_per_subject=2_000, fault_rate=0.0, seed=39))
-    jobs = signature_jobs(workload.histories[0].inputs, workload.keys)
-    return max(compiled_limit(jobs) for _ in range(repeat))
 
 
 def _timed(argv: list[str], env: dict[str, str], name: str, cpu: dict[str, float]) -> Callable[[], None]:

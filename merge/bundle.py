@@ -8,9 +8,8 @@ default that is the Pith registry key :data:`REGISTRY_KEYS`.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Iterable, Mapping
-from typing import Any, Final, NamedTuple
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 import msgspec
 
@@ -40,9 +39,11 @@ from .native.bundle import BundleReader, read_bundle
 from .native.canonical import canonical_texts
 from .signatures import SignatureVerifier
 from .state import MERGE_VERSION, FoldResult
-from .witness.policy import Policy
-from .witness.quorum import Cosignatures, QuorumReport, WitnessStatus, check_quorum, gather_answers
-from .witness.statement import Statement
+
+if TYPE_CHECKING:  # imported where a policy is checked: a bundle verified without one never loads them
+    from .witness.policy import Policy
+    from .witness.quorum import Cosignatures, QuorumReport, WitnessStatus
+    from .witness.statement import Statement
 
 __all__ = [
     "BUNDLE_CHECKS",
@@ -189,6 +190,8 @@ def _witnessed(
     if statement is None:
         check = Check(WITNESS_CHECK, False, "not checked: the bundle does not verify")
         return BundleReport((*report.checks, check), report.result, report.trusted_key_id)
+    from .witness.quorum import check_quorum, gather_answers
+
     answers, unattributed = gather_answers(policy, statement.subject, cosignatures)
     quorum = check_quorum(policy, statement, answers, now=now, unattributed=unattributed)
     agreed = quorum.named("agreed")
@@ -205,6 +208,8 @@ def statement_of(verified: Verified) -> Statement | None:
     """What a witness cosigns of a bundle that verifies (:class:`merge.witness.Statement`): the
     registry key that signed it, its subject, its number of events and ``bundle_sha256``;
     None when it does not verify (or its key id or subject cannot be an origin line)."""
+    from .witness.statement import Statement
+
     report, members = verified.report, verified.members
     if not report.ok or report.trusted_key_id is None or report.result is None:
         return None
@@ -312,6 +317,8 @@ def _string_as_text(event: str) -> bytes:
     try:
         return encode_json(str(event))
     except UnicodeEncodeError:
+        import json  # here, for this rare case: verifying a bundle need not load it (issue 39 item 1)
+
         return json.dumps(str(event)).encode()
 
 

@@ -14,12 +14,10 @@ thread (issue 29 item 3).
 
 from __future__ import annotations
 
+import functools
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Final
-
-from nacl.bindings import crypto_sign_open
-from nacl.exceptions import BadSignatureError
 
 from .errors import require_threads
 
@@ -51,13 +49,26 @@ def libsodium_verify(public_key: bytes, message: bytes, signature: bytes) -> boo
     path's verification, and the reference the compiled verifier is held to."""
     if len(signature) != 64 or len(public_key) != 32:
         return False
+    sign_open, bad_signature = _pynacl()
     try:
         # What VerifyKey(public_key).verify(message, signature) calls, without building a
         # VerifyKey per signature: this runs once per event, next to a ~60 µs verification.
-        crypto_sign_open(signature + message, public_key)
-    except BadSignatureError:
+        sign_open(signature + message, public_key)
+    except bad_signature:
         return False
     return True
+
+
+@functools.cache
+def _pynacl() -> tuple[Callable[[bytes, bytes], bytes], type[Exception]]:
+    """PyNaCl's ``crypto_sign_open`` and the error it raises for a bad signature, imported on
+    first use: where the compiled path serves, a command verifies without ever loading PyNaCl
+    and its libsodium binding (cffi), about a third of a bare interpreter's start-up (issue 39
+    item 1)."""
+    from nacl.bindings import crypto_sign_open
+    from nacl.exceptions import BadSignatureError
+
+    return crypto_sign_open, BadSignatureError
 
 
 def _compiled() -> Any:

@@ -72,13 +72,13 @@ def libsodium_calls(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
     undoes it), in order: :func:`merge.signatures.libsodium_verify`'s calls of PyNaCl. Unlike
     :func:`record_verifications`, it leaves the path a fold takes as it was."""
     calls: list[bytes] = []
-    real = merge.signatures.crypto_sign_open
+    real, bad_signature = merge.signatures._pynacl()
 
     def counting(signed: bytes, public_key: bytes) -> bytes:
         calls.append(signed[:64])
         return real(signed, public_key)
 
-    monkeypatch.setattr(merge.signatures, "crypto_sign_open", counting)
+    monkeypatch.setattr(merge.signatures, "_pynacl", lambda: (counting, bad_signature))
     return calls
 
 

@@ -12,10 +12,12 @@ import math
 from collections import Counter
 from pathlib import Path
 
-from bench.__main__ import main
+from bench.__main__ import LIMIT, main, of_limit
+from bench.measure import RATE_UNITS, Result
 from bench.naive import naive_fold
 from bench.workload import WorkloadSpec, generate, write_corpus
 from merge import Reason, fold
+from merge.native import native_module
 
 TINY = WorkloadSpec(subjects=3, events_per_subject=40, fault_rate=0.5, seed=7)
 
@@ -109,3 +111,28 @@ def test_quick_run_measures_every_figure(tmp_path: Path) -> None:
         assert math.isfinite(result["value"]), result
         assert result["value"] > 0, result
         assert (result["met"] is None) == (result["target"] is None), result
+    # The limit, measured in this run, first; every figure of work a fraction of it.
+    limit = document["limit"]["value"]
+    if native_module() is not None:
+        assert results[0]["name"] == LIMIT
+        assert limit == results[0]["value"] == max(document["limit"]["at_start"], document["limit"]["at_end"])
+        fractions = {result["name"]: result["of_limit"] for result in results}
+        assert fractions[LIMIT] == 1
+        assert fractions["start-up: pith-merge verify of one small bundle"] > 0
+        for result in results:
+            if result["unit"] in RATE_UNITS:
+                assert result["of_limit"] == result["value"] / limit, result
+
+
+def test_a_figure_of_work_is_a_fraction_of_the_limit() -> None:
+    limit = 50_000.0
+    assert of_limit(Result("fold", 25_000, "events/s"), limit) == 0.5
+    assert of_limit(Result("a stage", 40, "µs/event"), limit) == 0.5  # 25,000 events a second
+    assert of_limit(Result("a command", 80, "ms", verifications=4), limit) == 1e-3  # 50 a second
+    # A time whose verifications are not said, a ratio, a size: no rate of work.
+    assert of_limit(Result("a command", 80, "ms"), limit) is None
+    assert of_limit(Result("x / y", 1.5, "ratio"), limit) is None
+    assert of_limit(Result("peak", 100, "MB"), limit) is None
+    # No limit measured (no compiled path), or no figure: no fraction.
+    assert of_limit(Result("fold", 25_000, "events/s"), math.nan) is None
+    assert of_limit(Result("fold", math.nan, "events/s"), limit) is None

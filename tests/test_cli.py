@@ -1169,7 +1169,7 @@ def test_every_file_read_whole_has_a_cap(
     command: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # Before: `verify /dev/zero` read until memory ran out (5.7 GB). In-process, with a small cap.
-    monkeypatch.setattr("merge.replay.scan.MAX_DOCUMENT_BYTES", 1 << 20)
+    monkeypatch.setattr("merge.replay.files.MAX_DOCUMENT_BYTES", 1 << 20)
     assert main(command) == 2
     assert (
         capsys.readouterr().err

@@ -914,7 +914,7 @@ def test_lines_appended_between_the_scan_and_the_fold_change_nothing(
 
 
 def test_a_file_read_whole_has_a_cap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("merge.replay.scan.MAX_DOCUMENT_BYTES", 4096)
+    monkeypatch.setattr("merge.replay.files.MAX_DOCUMENT_BYTES", 4096)
     big = tmp_path / "big.json"
     big.write_bytes(b" " * 4097)
     items, problems = items_of([big])

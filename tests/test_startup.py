@@ -9,8 +9,10 @@ that nothing this suite imported counts; the time it takes is measured by the be
 
 from __future__ import annotations
 
+import gc
 import importlib
 import json
+import os
 import subprocess
 import sys
 from typing import Any
@@ -18,7 +20,10 @@ from typing import Any
 import pytest
 
 import merge
+import merge.cli.common
 import merge.replay
+from merge.cli import main
+from merge.native import PURE_ENVIRONMENT_VARIABLE, native_module
 
 from .conftest import GOLDEN_BUNDLE
 
@@ -49,18 +54,36 @@ CLI_MODULE_BUDGET = 9
 OTHER_COMMANDS = ("audit", "fold", "inspection", "keys", "monitor", "replay", "store")
 
 
-def _loaded(code: str) -> list[str]:
-    """The modules a fresh interpreter holds after running ``code``."""
-    script = f"{code}\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))"
+#: What ``pith-merge verify`` of a bundle never loads on the compiled path: PyNaCl (the compiled
+#: verifier verifies the bundle's signature and the receipts), the corpus scan (``pathlib``), the
+#: standard ``json`` (msgspec reads and writes JSON) and, without --policy, the witnesses' formats.
+NOT_FOR_VERIFY = ("nacl", "_cffi_backend", "pathlib", "json", "merge.replay.scan", "merge.witness")
+
+
+def _printed(script: str, env: dict[str, str] | None = None) -> Any:
+    """The JSON value a fresh interpreter running ``script`` prints last."""
     done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120, env=env
     )
-    modules: list[str] = json.loads(done.stdout.splitlines()[-1])
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def _loaded(code: str, env: dict[str, str] | None = None) -> list[str]:
+    """The modules a fresh interpreter holds after running ``code``."""
+    # The modules listed before json is imported to print them.
+    modules: list[str] = _printed(
+        f"{code}\nimport sys\nloaded = sorted(sys.modules)\nimport json\nprint(json.dumps(loaded))", env
+    )
     return modules
 
 
+def _among(modules: list[str], packages: tuple[str, ...]) -> list[str]:
+    """The ``modules`` that are one of ``packages`` or in one of them."""
+    return [name for name in modules if any(name == p or name.startswith(f"{p}.") for p in packages)]
+
+
 def _heavy(modules: list[str]) -> list[str]:
-    return [name for name in modules if any(name == h or name.startswith(f"{h}.") for h in HEAVY)]
+    return _among(modules, HEAVY)
 
 
 def test_import_merge_cli_stays_within_its_module_budget() -> None:
@@ -93,6 +116,64 @@ def test_a_command_loads_its_own_modules_only() -> None:
     ] == []
 
 
+def test_verify_on_the_compiled_path_loads_no_pynacl_and_no_scan() -> None:
+    if native_module() is None:
+        pytest.skip("the compiled path (native/) is not built here")
+    compiled = {name: value for name, value in os.environ.items() if name != PURE_ENVIRONMENT_VARIABLE}
+    code = f"from merge.cli import main\nassert main(['verify', '--quiet', {str(GOLDEN_BUNDLE)!r}]) == 0"
+    modules = _loaded(code, compiled)
+    assert "pith_merge_native" in modules  # the compiled path served
+    assert _among(modules, NOT_FOR_VERIFY) == []
+    # The pure path verifies with libsodium: PyNaCl is imported when it is needed, and only then.
+    pure = _loaded(code, {**compiled, PURE_ENVIRONMENT_VARIABLE: "1"})
+    assert "nacl.bindings" in pure
+
+
+def test_the_process_freezes_what_start_up_imported_before_the_command_runs() -> None:
+    # `pith-merge` (merge.__main__.run): the collector is off while the command's modules are
+    # imported, then they are frozen and the collector is on while the command runs.
+    script = (
+        "import gc, json, sys\n"
+        "import merge.cli.common as common\n"
+        "seen = []\n"
+        "real = common.read_file\n"
+        "def read_file(path):\n"
+        "    seen.append([gc.isenabled(), gc.get_freeze_count()])\n"
+        "    return real(path)\n"
+        "common.read_file = read_file\n"
+        f"sys.argv = ['pith-merge', 'verify', '--quiet', {str(GOLDEN_BUNDLE)!r}]\n"
+        "from merge.__main__ import run\n"
+        "code = run()\n"
+        "import merge.cli.verify\n"
+        "command_frozen = not any(o is merge.cli.verify.verify for o in gc.get_objects())\n"
+        "print(json.dumps([code, seen, command_frozen]))\n"
+    )
+    code, seen, command_frozen = _printed(script)
+    assert code == 0
+    [(enabled, frozen)] = seen
+    assert enabled
+    assert frozen > 1_000  # the modules' objects (about 16,000)
+    assert command_frozen  # the verify command's own objects among them
+
+
+def test_main_called_in_a_process_that_goes_on_leaves_the_collector_alone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    seen: list[tuple[bool, int]] = []
+    real = merge.cli.common.read_file
+
+    def read_file(path: str) -> bytes:
+        seen.append((gc.isenabled(), gc.get_freeze_count()))
+        return real(path)
+
+    monkeypatch.setattr(merge.cli.common, "read_file", read_file)
+    frozen = gc.get_freeze_count()
+    assert main(["verify", "--quiet", str(GOLDEN_BUNDLE)]) == 0
+    assert seen == [(True, frozen)]
+    assert gc.isenabled()
+    assert gc.get_freeze_count() == frozen
+
+
 def test_help_lists_every_command_with_its_own_short_help_without_importing_it() -> None:
     # --help in a fresh interpreter lists the commands from merge.cli.COMMANDS; then every command
     # is imported and --help printed again: the two must be the same text.
@@ -108,10 +189,7 @@ def test_help_lists_every_command_with_its_own_short_help_without_importing_it()
         "import json\n"
         "print(json.dumps([lazy, loaded, eager]))\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120
-    )
-    lazy, loaded, eager = json.loads(done.stdout)
+    lazy, loaded, eager = _printed(script)
     assert loaded == ["merge.cli.common"]
     assert lazy == eager
     from merge.cli import COMMANDS

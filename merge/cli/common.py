@@ -66,6 +66,9 @@ class LazyGroup(click.Group):
         super().__init__(*args, **kwargs)
         #: Name → ("module:attribute", short help) of each command not imported yet.
         self.lazy_commands: dict[str, tuple[str, str]] = {}
+        #: Called after a command's modules are imported, before it runs: how the process's
+        #: entry point (:func:`merge.__main__.run`) learns that its start-up is over.
+        self.after_import: Callable[[], None] | None = None
         self._listing = False
 
     def add_lazy_commands(self, package: str, table: Mapping[str, tuple[str, str]]) -> None:
@@ -85,6 +88,8 @@ class LazyGroup(click.Group):
                 return click.Command(cmd_name, help=short_help)
             module, _, attribute = where.partition(":")
             self.add_command(getattr(importlib.import_module(module), attribute), cmd_name)
+            if self.after_import is not None:
+                self.after_import()
         return super().get_command(ctx, cmd_name)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
@@ -178,7 +183,7 @@ def read_file(path: str) -> bytes:
 
     ``-`` is standard input, which one command can read once (a second ``-`` is a usage error).
     """
-    from ..replay.scan import display_name, read_document
+    from ..replay.files import display_name, read_document
 
     if path == "-":
         claim_stdin()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 import click
 import msgspec
@@ -14,11 +14,13 @@ from ..errors import MergeError
 from ..keys import Key, KeySet
 from ..record import RecordReport, document_kind, text_kind, verify_record
 from ..replay import display_name
-from ..witness.policy import Policy
-from ..witness.quorum import Cosignatures
 from . import common
 from .common import echo, plural
 from .witness import now, policy_options, witnesses_json, witnessing
+
+if TYPE_CHECKING:  # a policy's modules are imported by --policy alone (merge.cli.witness)
+    from ..witness.policy import Policy
+    from ..witness.quorum import Cosignatures
 
 __all__ = ["TITLE_NOTES", "verify"]
 

@@ -11,17 +11,20 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
-from nacl.signing import SigningKey
 
 from ..errors import InputError, NoteError, PolicyError
-from ..witness.note import COSIGNATURE_V1, SignerKey, parse_signer_key, valid_key_name
-from ..witness.policy import Policy, Witness, parse_policy
-from ..witness.quorum import Cosignatures, QuorumReport, Unanswered
 from . import common
 from .common import echo
+
+# merge.witness is imported where it is used: `verify` takes its options from here, and a bundle
+# verified without --policy never loads it (issue 39 item 1: start-up).
+if TYPE_CHECKING:
+    from ..witness.note import SignerKey
+    from ..witness.policy import Policy, Witness
+    from ..witness.quorum import Cosignatures, QuorumReport, Unanswered
 
 __all__ = ["policy_options", "read_signer_key", "witness", "witnesses_json", "witnessing"]
 
@@ -52,6 +55,10 @@ def keygen(name: str, out: str) -> None:
     NAME is the key name of the witness's cosignature lines: a schema-less URL is recommended
     (witness.example.org/pith). Use a key for this only: cosignature/v1 does not sign the name.
     """
+    from nacl.signing import SigningKey  # here: `verify --policy` imports this module, and never signs
+
+    from ..witness.note import COSIGNATURE_V1, SignerKey, valid_key_name
+
     if not valid_key_name(name):
         raise InputError(f"key name {name!r} is empty or holds a space or '+'")
     signer = SignerKey(name, COSIGNATURE_V1, bytes(SigningKey.generate()))
@@ -74,6 +81,8 @@ def show(key_file: str) -> None:
 
 def read_signer_key(path: str) -> SignerKey:
     """A cosigner key file (:class:`merge.InputError` naming the file when it is not one)."""
+    from ..witness.note import COSIGNATURE_V1, parse_signer_key
+
     data = common.read_file(path)
     try:
         signer = parse_signer_key(data.decode("utf-8").strip())
@@ -123,6 +132,9 @@ def witnessing(
         if cosignature_files:
             raise click.UsageError("--cosignatures needs --policy")
         return None
+    from ..witness.policy import parse_policy
+    from ..witness.quorum import Unanswered
+
     try:
         policy = parse_policy(common.read_file(policy_file))
     except PolicyError as exc:

@@ -5,7 +5,8 @@ This is an adapter (it reads and writes files); it builds only on the pure core
 
 - :mod:`~merge.replay.results`: what it returns (items, problems, summaries, the report);
 - :mod:`~merge.replay.scan`: reading a corpus, each JSON text attributed to its subject
-  (:func:`scan_corpus`: which files, which texts, what a problem is);
+  (:func:`scan_corpus`: which files, which texts, what a problem is); a file read whole, and a
+  path as reports show it, in :mod:`~merge.replay.files` (what the command line reads with);
 - :mod:`~merge.replay.spill`: the spill, which keeps memory bounded: items written to
   :data:`PARTITIONS` files by subject, read back one subject at a time;
 - :mod:`~merge.replay.subject`: folding one subject (:func:`fold_subject`: gather, fold, summary);
@@ -28,6 +29,7 @@ from .._lazy import lazy_attributes
 if TYPE_CHECKING:  # what the names below are, for type checkers; at run time, __getattr__ imports them
     from .corpus import fold_subjects, replay, replay_report
     from .corpus import logger as logger
+    from .files import MAX_DOCUMENT_BYTES, display_name, read_document
     from .results import (
         PROBLEM_SAMPLE,
         CorpusItem,
@@ -46,9 +48,6 @@ if TYPE_CHECKING:  # what the names below are, for type checkers; at run time, _
     from .scan import KEY_FILE as KEY_FILE
     from .scan import LOG_SUFFIXES as LOG_SUFFIXES
     from .scan import (
-        MAX_DOCUMENT_BYTES,
-        display_name,
-        read_document,
         read_lines,
         scan_corpus,
         scan_file,
@@ -113,13 +112,11 @@ if not TYPE_CHECKING:
                 "report_document",
                 "report_json",
             ),
+            "files": ("MAX_DOCUMENT_BYTES", "display_name", "read_document"),
             "scan": (
                 "JSON_SUFFIX",
                 "KEY_FILE",
                 "LOG_SUFFIXES",
-                "MAX_DOCUMENT_BYTES",
-                "display_name",
-                "read_document",
                 "read_lines",
                 "scan_corpus",
                 "scan_file",

@@ -23,7 +23,6 @@ from collections.abc import Iterable, Sequence
 from typing import Final
 
 import msgspec
-from nacl.signing import SigningKey
 
 from ..errors import NoteError
 from ..signatures import verify_signature
@@ -165,6 +164,10 @@ class SignerKey:
             raise NoteError(f"key name {name!r} is empty or holds a space or '+'")
         if signature_type not in _SIGNATURE_LENGTHS or len(seed) != 32:
             raise NoteError("a signer key is type 0x01 or 0x04 and a 32-byte Ed25519 seed")
+        # PyNaCl (libsodium through cffi) is imported by the signer alone: a command that only
+        # verifies never loads it (issue 39 item 1: start-up).
+        from nacl.signing import SigningKey
+
         self._signing = SigningKey(seed)
         public = bytes(self._signing.verify_key)
         self.vkey = VerifierKey(name, key_id(name, signature_type, public), signature_type, public)

@@ -21,6 +21,7 @@ import msgspec
 from ..errors import InputError, MergeError
 from ..keys import KeySet
 from ..monitor.policy import FetchPolicy
+from ..monitor.shard import Shard
 from ..monitor.sources import read_subjects_file
 from ..schemas import FORMATS
 from . import common
@@ -83,6 +84,20 @@ def _env(name: str) -> str:
     return f"{ENV_PREFIX}{name}"
 
 
+class _ShardType(click.ParamType[Shard]):
+    """``--shard I/N`` (:class:`merge.monitor.shard.Shard`): a bad one is a usage error (exit 2)."""
+
+    name = "I/N"
+
+    def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None) -> Shard:
+        if isinstance(value, Shard):
+            return value
+        try:
+            return Shard.parse(str(value))
+        except InputError as exc:
+            self.fail(exc.problem, param, ctx)
+
+
 @click.command(
     name="monitor",
     cls=_MonitorCommand,
@@ -121,6 +136,14 @@ def _env(name: str) -> str:
     type=common.FILE_OR_STDIN,
     envvar=_env("SUBJECTS"),
     help="A file of pith numbers to follow, one a line. Re-read on SIGHUP.",
+)
+@click.option(
+    "--shard",
+    type=_ShardType(),
+    envvar=_env("SHARD"),
+    metavar="I/N",
+    help="Follow only the subjects of shard I of N (0 <= I < N; by SHA-256 of the pith number): "
+    "N monitors, each with its own --state-dir, split the subjects.",
 )
 @click.option(
     "--trust",
@@ -239,6 +262,7 @@ def monitor_command(  # noqa: PLR0917 (click passes every option positionally)
     state_dir: str,
     subjects: tuple[str, ...],
     subjects_file: str | None,
+    shard: Shard | None,
     trust_files: tuple[str, ...],
     once: bool,
     interval: float | None,
@@ -305,6 +329,7 @@ def monitor_command(  # noqa: PLR0917 (click passes every option positionally)
         interval=None if once else interval or DEFAULT_INTERVAL,
         on_alarm=lambda alarm: _log_alarm(log, alarm, state_dir),
         hooks=hooks,
+        shard=shard,
     )
     reports: list[RoundReport] = []
 

@@ -37,6 +37,7 @@ from .kept import KeptIndex
 from .metrics import HOOK_REASON, Metrics
 from .policy import FetchPolicy
 from .rounds import Gathered, Recall, RoundReport, gather
+from .shard import Shard
 from .sources import RegistrySource, Source, b32_of, parse_source, parse_subject
 from .store import MonitorStore
 from .witnessing import WitnessBook
@@ -77,6 +78,7 @@ class Monitor:
         hooks: Sequence[AlarmHook] = (),
         clock: Callable[[], float] = time.time,
         witness_key: SignerKey | None = None,
+        shard: Shard | None = None,
     ) -> None:
         if not sources:
             raise InputError("a monitor needs at least one source")
@@ -86,6 +88,7 @@ class Monitor:
         self.follow_mirrors = follow_mirrors
         self.policy = policy if policy is not None else FetchPolicy()
         self.interval = interval
+        self.shard = shard
         self.metrics = Metrics(self.open_alarm_counts)
         self._judge = Judge(KeySet.parse(trusted_keys))
         self._state = StateDir(state_dir)
@@ -126,7 +129,7 @@ class Monitor:
             self._kept.use(self._kept.load(), self._judge)
             if self._witness is not None:
                 self._witness.open()
-            if not self._followed() and all(isinstance(s, RegistrySource) for s in self.sources):
+            if not self._followed(sharded=False) and all(isinstance(s, RegistrySource) for s in self.sources):
                 raise InputError(
                     "nothing to follow: a URL source is read for the subjects of --subject or --subjects "
                     "and those kept in the state directory, and there are none"
@@ -319,12 +322,18 @@ class Monitor:
             self._fetcher,
             follow_mirrors=self.follow_mirrors,
             peers=self.peers,
+            mine=self._mine,
             max_bytes=self.policy.max_bytes,
             stop=self._stop,
             recall=Recall(store.recall, started, self.policy.record_interval),
             flush=flush,
         )
         read = any(source.read for source in gathered.sources)
+        if self.shard is not None and (others := sum(not self._mine(s) for s in self._kept)):
+            gathered.notes.append(
+                f"shard {self.shard}: {others} kept subjects belong to other shards and are not "
+                "followed (N changed? docs/monitor.md, Beyond one machine)"
+            )
         if gathered.abandoned:
             finished = self._clock()
             return RoundReport(
@@ -446,9 +455,14 @@ class Monitor:
 
     # --- helpers --------------------------------------------------------------------------
 
-    def _followed(self) -> list[str]:
+    def _followed(self, *, sharded: bool = True) -> list[str]:
         kept = self._kept if self._kept is not None else ()
-        return sorted(set(self.subjects) | {s for s in kept if b32_of(s) is not None})
+        every = set(self.subjects) | {s for s in kept if b32_of(s) is not None}
+        return sorted(s for s in every if self._mine(s)) if sharded else sorted(every)
+
+    def _mine(self, subject: str) -> bool:
+        """The subject is this monitor's (every subject is, unless it is one of several shards)."""
+        return self.shard is None or subject in self.shard
 
     def _index(self) -> None:
         kept = self._kept if self._kept is not None else ()

@@ -9,8 +9,13 @@ Layout of ``DIR``:
   subject's row is written only when it changed (issue 40 item 2: an unchanged round writes the
   round's counts, not a line a subject; ``status.json`` was rewritten whole every round). A
   state directory of before (``status.json``) is read once and migrated by the next write;
-- ``pith_YYYY_<B32>.bundle.json``: the last verified bundle of each subject, named and kept as
-  ``pith-merge audit --state-dir DIR`` keeps them (:func:`merge.audit_store.bundle_filename`);
+- ``kept/ab/cd/pith_YYYY_<B32>.bundle.json``: the last verified bundle of each subject, named as
+  ``pith-merge audit --state-dir DIR`` names them (:func:`merge.audit_store.bundle_filename`), in
+  65,536 folders by the SHA-256 of that name (:func:`merge.audit_store.sharded_path`; issue 40
+  item 2: not 2.5 million files in one directory). A state directory of before (the files in
+  ``DIR`` itself) is migrated when a monitor locks it: each file renamed into its folder, which
+  is atomic and keeps its size and time (so the index of :mod:`merge.monitor.kept` still knows
+  it); killed half-way, the next start moves the rest;
 - ``evidence/``: one directory per alarm (:mod:`merge.monitor.evidence`).
 
 Names starting with ``.tmp-`` are unfinished writes of a monitor that was killed: the next one
@@ -22,14 +27,15 @@ from __future__ import annotations
 import fcntl
 import os
 import sqlite3
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Final
 
 import msgspec
 
-from ..audit_store import bundle_filename, keep_bundle
-from ..durable import fsync_directory, remove_leftovers
+from ..audit_store import KEPT, bundle_filename, keep_bundle, sharded_path
+from ..durable import TEMPORARY_PREFIX, fsync_directory, make_directories_durably, remove_leftovers
 from ..errors import InputError
 
 __all__ = ["AlarmEntry", "StateDir", "StateDirLocked", "Status", "SubjectStatus", "seconds_of", "timestamp"]
@@ -113,6 +119,7 @@ class StateDir:
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
         self.evidence = self.path / "evidence"
+        self.kept = self.path / KEPT
         self.status_path = self.path / "status.json"
         self.database = self.path / DATABASE
         self._lock: int | None = None
@@ -139,6 +146,11 @@ class StateDir:
         self._lock = handle
         remove_leftovers(self.path)
         remove_leftovers(self.evidence)
+        try:
+            self._shard_flat_bundles()
+        except BaseException:
+            self.unlock()
+            raise
 
     def unlock(self) -> None:
         """Let the directory go (closing the file releases the ``flock``)."""
@@ -241,18 +253,74 @@ class StateDir:
             self.status_path.unlink()
             fsync_directory(self.path)
 
+    def _shard_flat_bundles(self) -> None:
+        """Move the kept bundles of a directory of before (in ``DIR`` itself) into ``kept/``.
+
+        ``kept/`` is made first: from then on the layout is the sharded one, and each start
+        moves what is still flat. A file is renamed (atomic: it is in one place or the other,
+        never both, never half), its new folder flushed; ``DIR`` once at the end."""
+        make_directories_durably(self.kept)
+        with os.scandir(self.path) as entries:
+            flat = sorted(
+                entry.name
+                for entry in entries
+                if entry.name.endswith(".bundle.json")
+                and not entry.name.startswith(".")
+                and entry.is_file(follow_symlinks=False)
+            )
+        for name in flat:
+            source, target = self.path / name, sharded_path(self.path, name)
+            make_directories_durably(target.parent)
+            if target.exists():  # not by this migration (a rename leaves one of the two)
+                if target.read_bytes() != source.read_bytes():
+                    raise InputError(
+                        f"a kept bundle is both in the directory and in {target}, and they differ: "
+                        "remove the one that is not the monitor's",
+                        source=str(source),
+                    )
+                source.unlink()
+            else:
+                source.rename(target)
+            fsync_directory(target.parent)
+        if flat:
+            fsync_directory(self.path)
+
     def bundle_path(self, subject: str) -> Path:
-        """Where the subject's kept bundle is, as ``audit --state-dir`` keeps it."""
-        return self.path / bundle_filename(subject)
+        """Where the subject's kept bundle is (:func:`merge.audit_store.sharded_path`)."""
+        return sharded_path(self.path, bundle_filename(subject))
+
+    def kept_entries(self) -> Iterator[os.DirEntry[str]]:
+        """Every kept bundle file, folder by folder (unsorted). The ``.tmp-`` leftovers of a
+        killed monitor met on the way are removed: call it under the lock, between rounds."""
+        for top in _folders(self.kept):
+            for folder in _folders(top):
+                with os.scandir(folder) as entries:
+                    for entry in entries:
+                        if entry.name.startswith(TEMPORARY_PREFIX):
+                            os.unlink(entry.path)
+                        elif (
+                            entry.name.endswith(".bundle.json")
+                            and not entry.name.startswith(".")
+                            and entry.is_file(follow_symlinks=False)
+                        ):
+                            yield entry
 
     def kept_paths(self) -> list[Path]:
         """Every kept bundle file, sorted."""
-        found = self.path.glob("*.bundle.json")  # pathlib's * matches dot files too: not theirs
-        return sorted(path for path in found if path.is_file() and not path.name.startswith("."))
+        return sorted(Path(entry.path) for entry in self.kept_entries())
 
     def keep(self, subject: str, data: bytes) -> None:
         """Make ``data`` the subject's kept bundle (atomic, durable), as ``audit --state-dir`` keeps it."""
         keep_bundle(self.path, subject, data)
+
+
+def _folders(path: Path) -> list[Path]:
+    """The folders in ``path`` (none when there is no ``path``)."""
+    try:
+        with os.scandir(path) as entries:
+            return [Path(e.path) for e in entries if e.is_dir(follow_symlinks=False)]
+    except FileNotFoundError:
+        return []
 
 
 def _rows(

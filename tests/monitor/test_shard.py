@@ -17,6 +17,7 @@ from merge.monitor import Monitor
 from merge.monitor.shard import Shard, shard_of
 
 from .command import run
+from .conftest import kept_file
 from .history import LETTERS, SUBJECT, snapshot
 from .registry import Registry
 
@@ -117,7 +118,7 @@ def test_a_directory_is_judged_by_the_shard_of_its_subject(make_monitor: MakeMon
         mine = index == owner
         assert [j.verdict for j in report.bundles] == (["first_seen"] if mine else [])
         assert report.sources[0].documents == (1 if mine else 0)
-        assert (state / f"pith_2024_{LETTERS}.bundle.json").exists() == mine
+        assert kept_file(state).exists() == mine
 
 
 def test_a_shard_command(tmp_path: Path, registry: Registry) -> None:

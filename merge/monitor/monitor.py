@@ -35,8 +35,9 @@ from .hooks import AlarmHook
 from .judging import Finding, Judge, Judgement, Kept, Problem
 from .kept import KeptIndex
 from .metrics import HOOK_REASON, Metrics
+from .pacing import Pacer
 from .policy import FetchPolicy
-from .rounds import Gathered, Recall, RoundReport, gather
+from .rounds import BATCH, Gathered, Recall, RoundReport, gather
 from .shard import Shard
 from .sources import RegistrySource, Source, b32_of, parse_source, parse_subject
 from .store import MonitorStore
@@ -79,6 +80,8 @@ class Monitor:
         clock: Callable[[], float] = time.time,
         witness_key: SignerKey | None = None,
         shard: Shard | None = None,
+        monotonic: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], bool] | None = None,
     ) -> None:
         if not sources:
             raise InputError("a monitor needs at least one source")
@@ -95,6 +98,9 @@ class Monitor:
         self._on_alarm = on_alarm
         self._hooks = tuple(hooks)
         self._clock = clock
+        self._monotonic = monotonic
+        #: The paced round's wait (True: stopped meanwhile); a test gives its own.
+        self._sleep = sleep if sleep is not None else self._stop_wait
         self._stop = threading.Event()
         self._wake = threading.Event()
         #: The last rounds done, newest last (the status page's).
@@ -180,15 +186,18 @@ class Monitor:
         on_round: Callable[[RoundReport], None] | None = None,
         before_round: Callable[[], None] | None = None,
     ) -> None:
-        """Round after round, every ``interval`` seconds, until :meth:`stop` (one round if no
-        interval). ``before_round`` is called between rounds, never during one."""
+        """Round after round until :meth:`stop` (one round if no interval): each round's subjects
+        spread over ``interval`` seconds (:mod:`merge.monitor.pacing`), the next round started
+        an interval after this one started (at once if it took longer). ``before_round`` is
+        called between rounds, never during one."""
         while not self._stop.is_set():
-            report = self.run_round()
+            started = self._monotonic()
+            report = self.run_round(paced=self.interval is not None)
             if on_round is not None:
                 on_round(report)
             if self.interval is None:
                 return
-            self._wake.wait(self.interval)
+            self._wake.wait(max(0.0, started + self.interval - self._monotonic()))
             self._wake.clear()
             if self._stop.is_set():
                 return
@@ -292,8 +301,9 @@ class Monitor:
 
     # --- a round --------------------------------------------------------------------------
 
-    def run_round(self) -> RoundReport:
-        """One round: gather, then write evidence, kept bundles and the cursor, in that order."""
+    def run_round(self, *, paced: bool = False) -> RoundReport:
+        """One round: gather, then write evidence, kept bundles and the cursor, in that order.
+        ``paced`` (with an interval): the URL sources' subjects spread over the interval."""
         if self._fetcher is None or self._store is None or self._kept is None:
             raise InputError("the monitor is not open (use it as a context manager, or call open())")
         started, start = self._clock(), time.monotonic()
@@ -314,15 +324,24 @@ class Monitor:
             store.remember(round_.fetched.items())
             round_.fetched.clear()
 
+        followed = self._followed()
+        pacer = None
+        if paced and self.interval is not None:
+            urls = sum(isinstance(source, RegistrySource) for source in self.sources)
+            pacer = Pacer(
+                self.interval, urls * len(followed), largest=BATCH, clock=self._monotonic, sleep=self._sleep
+            )
         gathered = gather(
             self.sources,
-            self._followed(),
+            followed,
             self._kept,
             self._judge,
             self._fetcher,
             follow_mirrors=self.follow_mirrors,
             peers=self.peers,
             mine=self._mine,
+            pace=pacer,
+            batch=pacer.batch if pacer is not None else BATCH,
             max_bytes=self.policy.max_bytes,
             stop=self._stop,
             recall=Recall(store.recall, started, self.policy.record_interval),
@@ -454,6 +473,11 @@ class Monitor:
         )
 
     # --- helpers --------------------------------------------------------------------------
+
+    def _stop_wait(self, seconds: float) -> bool:
+        """Wait ``seconds`` unless stopped meanwhile (True then); a reload (SIGHUP) waits for
+        the round's end."""
+        return self._stop.wait(seconds)
 
     def _followed(self, *, sharded: bool = True) -> list[str]:
         kept = self._kept if self._kept is not None else ()

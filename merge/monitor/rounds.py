@@ -165,17 +165,31 @@ def gather(
     recall: Recall | None = None,
     flush: Callable[[Gathered], None] = lambda round_: None,
     mine: Callable[[str], bool] = lambda subject: True,
+    pace: Callable[[int], bool] | None = None,
+    batch: int = BATCH,
 ) -> Gathered:
     """Read and judge everything of one round, :data:`BATCH` subjects at a time; after each batch
     of a URL, a mirror or a peer, ``flush`` writes what it found (evidence, kept bundles, fetch
-    rows). Stopped (``stop``), the batch under way is not flushed and the round is abandoned."""
+    rows). Stopped (``stop``), the batch under way is not flushed and the round is abandoned.
+
+    ``pace`` (:class:`merge.monitor.pacing.Pacer`) is called before each batch of a URL source's
+    subjects with the number of them asked for so far, and waits until the next are due; the
+    batches are then ``batch`` subjects each."""
     round_ = Gathered(RoundKept(kept), mine=mine)
     memory = recall if recall is not None else Recall()
+    asked = 0
 
     def done() -> None:
         if stop.is_set():
             raise _Stopped
         flush(round_)
+
+    def due(size: int) -> None:
+        """Before a batch of ``size`` subjects of a URL source: wait until they are due."""
+        nonlocal asked
+        if (pace is not None and pace(asked)) or stop.is_set():
+            raise _Stopped
+        asked += size
 
     fetched_bundle_urls: set[str] = set()
     try:
@@ -183,7 +197,9 @@ def gather(
             if isinstance(source, DirectorySource):
                 _read_directory(round_, source, judge, max_bytes)
             else:
-                fetched_bundle_urls |= _read_registry(round_, source, followed, judge, fetcher, memory, done)
+                fetched_bundle_urls |= _read_registry(
+                    round_, source, followed, judge, fetcher, memory, done, due, batch
+                )
             if stop.is_set():
                 raise _Stopped
         if follow_mirrors:
@@ -197,9 +213,9 @@ def gather(
     return round_
 
 
-def _batches(subjects: Sequence[str]) -> Iterator[Sequence[str]]:
-    for start in range(0, len(subjects), BATCH):
-        yield subjects[start : start + BATCH]
+def _batches(subjects: Sequence[str], size: int = BATCH) -> Iterator[Sequence[str]]:
+    for start in range(0, len(subjects), size):
+        yield subjects[start : start + size]
 
 
 def _judge_answer(
@@ -319,9 +335,12 @@ def _read_registry(  # noqa: PLR0917 (a round's parts)
     fetcher: Fetcher,
     memory: Recall,
     done: Callable[[], None],
+    due: Callable[[int], None],
+    size: int,
 ) -> set[str]:
     read = problems = 0
-    for batch in _batches(followed):
+    for batch in _batches(followed, size):
+        due(len(batch))
         bundle_urls = [source.bundle_url(subject) for subject in batch]
         rows = memory.rows(bundle_urls)
         bundles = fetcher.get_many(

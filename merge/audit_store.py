@@ -34,7 +34,7 @@ __all__ = [
 ]
 
 #: The folder of a directory whose kept bundles are sharded (a monitor's, issue 40 item 2):
-#: ``DIR/kept/ab/cd/pith_YYYY_<B32>.bundle.json`` (:func:`sharded_path`).
+#: ``DIR/kept/abc/pith_YYYY_<B32>.bundle.json`` (:func:`sharded_path`).
 KEPT: Final = "kept"
 
 
@@ -49,11 +49,14 @@ def bundle_filename(subject: str) -> str:
 
 def sharded_path(directory: Path, name: str) -> Path:
     """Where the kept file ``name`` (a :func:`bundle_filename`) is in a sharded ``directory``:
-    ``DIR/kept/ab/cd/name``, ``abcd`` the first 4 hex digits of the SHA-256 of ``name``. 65,536
-    folders of about 38 files each at 2.5 million subjects, never millions in one; the name
-    alone places a file (a migration moves files without reading them)."""
+    ``DIR/kept/abc/name``, ``abc`` the first 3 hex digits of the SHA-256 of ``name``: 4,096
+    folders of about 610 files each at 2.5 million subjects, never millions in one. One level
+    of 4,096 and not two of 256 (65,536 folders): the folders are all made within the first
+    ~36,000 subjects kept, so a first round does not make (and flush) a new folder for nearly
+    every subject, and a start lists 4,096 folders. The name alone places a file (a migration
+    moves files without reading them)."""
     digest = hashlib.sha256(name.encode("utf-8")).hexdigest()
-    return directory / KEPT / digest[:2] / digest[2:4] / name
+    return directory / KEPT / digest[:3] / name
 
 
 def kept_bundle_path(directory: Path, subject: str) -> Path:

@@ -161,7 +161,8 @@ class _ShardType(click.ParamType[Shard]):
     "--interval",
     type=click.FloatRange(min=0, min_open=True),
     metavar="SECONDS",
-    help=f"Seconds between rounds (default {DEFAULT_INTERVAL:g}); runs until SIGTERM or SIGINT.",
+    help=f"Seconds from one round's start to the next (default {DEFAULT_INTERVAL:g}), each round's "
+    "subjects spread over them; runs until SIGTERM or SIGINT.",
 )
 @click.option(
     "--follow-mirrors", is_flag=True, help="Also audit every place a kept bundle names for its copies."

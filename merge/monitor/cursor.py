@@ -9,9 +9,9 @@ Layout of ``DIR``:
   subject's row is written only when it changed (issue 40 item 2: an unchanged round writes the
   round's counts, not a line a subject; ``status.json`` was rewritten whole every round). A
   state directory of before (``status.json``) is read once and migrated by the next write;
-- ``kept/ab/cd/pith_YYYY_<B32>.bundle.json``: the last verified bundle of each subject, named as
+- ``kept/abc/pith_YYYY_<B32>.bundle.json``: the last verified bundle of each subject, named as
   ``pith-merge audit --state-dir DIR`` names them (:func:`merge.audit_store.bundle_filename`), in
-  65,536 folders by the SHA-256 of that name (:func:`merge.audit_store.sharded_path`; issue 40
+  4,096 folders by the SHA-256 of that name (:func:`merge.audit_store.sharded_path`; issue 40
   item 2: not 2.5 million files in one directory). A state directory of before (the files in
   ``DIR`` itself) is migrated when a monitor locks it: each file renamed into its folder, which
   is atomic and keeps its size and time (so the index of :mod:`merge.monitor.kept` still knows
@@ -292,18 +292,17 @@ class StateDir:
     def kept_entries(self) -> Iterator[os.DirEntry[str]]:
         """Every kept bundle file, folder by folder (unsorted). The ``.tmp-`` leftovers of a
         killed monitor met on the way are removed: call it under the lock, between rounds."""
-        for top in _folders(self.kept):
-            for folder in _folders(top):
-                with os.scandir(folder) as entries:
-                    for entry in entries:
-                        if entry.name.startswith(TEMPORARY_PREFIX):
-                            os.unlink(entry.path)
-                        elif (
-                            entry.name.endswith(".bundle.json")
-                            and not entry.name.startswith(".")
-                            and entry.is_file(follow_symlinks=False)
-                        ):
-                            yield entry
+        for folder in _folders(self.kept):
+            with os.scandir(folder) as entries:
+                for entry in entries:
+                    if entry.name.startswith(TEMPORARY_PREFIX):
+                        os.unlink(entry.path)
+                    elif (
+                        entry.name.endswith(".bundle.json")
+                        and not entry.name.startswith(".")
+                        and entry.is_file(follow_symlinks=False)
+                    ):
+                        yield entry
 
     def kept_paths(self) -> list[Path]:
         """Every kept bundle file, sorted."""

@@ -1,4 +1,4 @@
-"""Kept bundles in ``DIR/kept/ab/cd/`` (issue 40 item 2), and the migration of a flat directory."""
+"""Kept bundles in ``DIR/kept/abc/`` (issue 40 item 2), and the migration of a flat directory."""
 
 from __future__ import annotations
 
@@ -15,7 +15,6 @@ from merge import InputError
 from merge.audit_store import LastBundles, bundle_filename, sharded_path
 from merge.monitor import Monitor
 from merge.monitor.cursor import StateDir
-from merge.monitor.judging import Judge
 
 from .conftest import kept_file
 from .history import LETTERS, SUBJECT, snapshot
@@ -47,6 +46,17 @@ def assert_sharded(state: Path, files: dict[str, bytes]) -> None:
     assert not [path for path in state.rglob("*") if path.name.startswith(".tmp-")]
 
 
+def v1_kept(registry: Registry, make_monitor: MakeMonitor, state: Path) -> Path:
+    """The state directory after a round that kept v1 (and a start before it: an index of
+    nothing); the kept file."""
+    registry.publish(BUNDLE, snapshot("v1"))
+    make_monitor(registry.url, subjects=[SUBJECT]).close()
+    first = make_monitor(registry.url, subjects=[SUBJECT])
+    first.run_round()
+    first.close()
+    return kept_file(state)
+
+
 def test_kept_bundles_are_in_folders_by_a_hash_of_their_name(
     registry: Registry, make_monitor: MakeMonitor, tmp_path: Path
 ) -> None:
@@ -56,7 +66,7 @@ def test_kept_bundles_are_in_folders_by_a_hash_of_their_name(
     [kept] = state.rglob("*.bundle.json")
     name = f"pith_2024_{LETTERS}.bundle.json"
     digest = hashlib.sha256(name.encode()).hexdigest()
-    assert kept == state / "kept" / digest[:2] / digest[2:4] / name
+    assert kept == state / "kept" / digest[:3] / name
     assert kept.read_bytes() == snapshot("v1")
     # audit --state-dir reads (and keeps in) a monitor's directory as it is laid out.
     assert LastBundles(state).path(SUBJECT) == kept
@@ -73,24 +83,15 @@ def test_a_flat_directory_migrates_on_first_start(tmp_path: Path) -> None:
 
 
 def test_a_migrated_kept_bundle_is_not_verified_again(
-    registry: Registry, make_monitor: MakeMonitor, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    registry: Registry, make_monitor: MakeMonitor, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     """A rename keeps a file's size and time: the index still knows it (no 40 min at 2.5 M)."""
     state = tmp_path / "state"
-    registry.publish(BUNDLE, snapshot("v1"))
-    make_monitor(registry.url, subjects=[SUBJECT]).close()
-    first = make_monitor(registry.url, subjects=[SUBJECT])
-    first.run_round()
-    first.close()
-    kept = kept_file(state)
+    kept = v1_kept(registry, make_monitor, state)
     kept.rename(state / kept.name)  # as a monitor of before kept it
-    for folder in (kept.parent, kept.parent.parent, state / "kept"):
+    for folder in (kept.parent, state / "kept"):
         folder.rmdir()
-    verified: list[str] = []
-    real = Judge.verified
-    monkeypatch.setattr(
-        Judge, "verified", lambda judge, data, label: verified.append(label) or real(judge, data, label)
-    )
+    verified = request.getfixturevalue("verifications")  # from now on
     again = make_monitor(registry.url)
     assert [j.verdict for j in again.run_round().bundles] == ["identical"]
     assert verified == []
@@ -149,42 +150,40 @@ print("finished")
 
 
 @pytest.mark.parametrize("what", ["rename", "mkdir", "fsync"])
-def test_a_migration_killed_at_any_moment_is_finished_by_the_next_start(what: str, tmp_path: Path) -> None:
-    count = 12
-    moments = {"rename": count, "mkdir": 3 * count, "fsync": 3 * count}[what]
-    killed = 0
-    for kill_at in range(1, moments + 1, 1 if what == "rename" else 3):
-        for when in ("before", "after"):
-            state = tmp_path / f"{what}-{kill_at}-{when}"
-            files = flat_directory(state, count)
-            child = subprocess.run(
-                [sys.executable, "-c", CHILD, str(state), str(kill_at), when, what],
-                capture_output=True,
-                text=True,
-                timeout=60,
-                check=False,
-            )
-            assert child.returncode in (-signal.SIGKILL, 0), child.stderr
-            killed += child.returncode == -signal.SIGKILL
-            if child.returncode == 0:
-                assert child.stdout == "finished\n"
-            directory = StateDir(state)
-            directory.lock()
-            directory.unlock()
-            assert_sharded(state, files)
-            assert not list(state.glob("*.bundle.json"))
-    assert killed >= moments // (1 if what == "rename" else 3)  # every moment asked for was one
+@pytest.mark.parametrize("when", ["before", "after"])
+def test_a_migration_killed_at_any_moment_is_finished_by_the_next_start(
+    what: str, when: str, tmp_path: Path
+) -> None:
+    """Killed at each of its renames, folders made and flushes in turn (the first, the second,
+    ... until one run is not killed: it got past them all), the next start finishes it."""
+    count = 8
+    for kill_at in range(1, 100):
+        state = tmp_path / f"{kill_at}"
+        files = flat_directory(state, count)
+        child = subprocess.run(
+            [sys.executable, "-c", CHILD, str(state), str(kill_at), when, what],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert child.returncode in (-signal.SIGKILL, 0), child.stderr
+        directory = StateDir(state)
+        directory.lock()
+        directory.unlock()
+        assert_sharded(state, files)
+        if child.returncode == 0:
+            assert child.stdout == "finished\n"
+            break
+    else:
+        pytest.fail("the migration was killed at 99 moments: more than it has")
+    assert kill_at > {"rename": count, "mkdir": 1 + count // 2, "fsync": 2 * count}[what]  # all were tried
 
 
 def test_a_half_written_kept_file_is_removed_at_start(
     registry: Registry, make_monitor: MakeMonitor, tmp_path: Path
 ) -> None:
-    state = tmp_path / "state"
-    registry.publish(BUNDLE, snapshot("v1"))
-    first = make_monitor(registry.url, subjects=[SUBJECT])
-    first.run_round()
-    first.close()
-    kept = kept_file(state)
+    kept = v1_kept(registry, make_monitor, tmp_path / "state")
     leftover = kept.with_name(f".tmp-{kept.name}")
     leftover.write_bytes(snapshot("v2")[:100])  # a killed monitor's unfinished write
     make_monitor(registry.url).close()

@@ -78,15 +78,22 @@ def asked_at(monkeypatch: pytest.MonkeyPatch, time: FakeTime) -> list[tuple[floa
     return asked
 
 
+def paced(
+    make_monitor: MakeMonitor, registry: Registry, time: FakeTime, count: int, **options: object
+) -> Monitor:
+    """A monitor of ``count`` subjects on the fake clock."""
+    return make_monitor(
+        registry.url, subjects=sorted(SUBJECTS[:count]), monotonic=time.clock, sleep=time.sleep, **options
+    )
+
+
 def test_a_running_monitor_spreads_a_round_over_its_interval(
     registry: Registry, make_monitor: MakeMonitor, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     time = FakeTime()
     asked = asked_at(monkeypatch, time)
     subjects = sorted(SUBJECTS[:40])
-    monitor = make_monitor(
-        registry.url, subjects=subjects, interval=100.0, monotonic=time.clock, sleep=time.sleep
-    )
+    monitor = paced(make_monitor, registry, time, len(subjects), interval=100.0)
     reports = []
 
     def on_round(report: object) -> None:
@@ -111,14 +118,9 @@ def test_a_burst_when_not_running(
     """--once, or run_round() of an embedding service: every subject at once (within --rate)."""
     time = FakeTime()
     asked = asked_at(monkeypatch, time)
-    monitor = make_monitor(
-        registry.url, subjects=SUBJECTS[:40], interval=100.0, monotonic=time.clock, sleep=time.sleep
-    )
+    monitor = paced(make_monitor, registry, time, 40, interval=100.0)
     monitor.run_round()
-    once = make_monitor(
-        registry.url, subjects=SUBJECTS[:40], state=Path(monitor.state_path).parent / "once",
-        monotonic=time.clock, sleep=time.sleep,
-    )  # fmt: skip
+    once = paced(make_monitor, registry, time, 40, state=Path(monitor.state_path).parent / "once")
     once.run()
     assert len(asked) == 80
     assert time.sleeps == []
@@ -130,9 +132,7 @@ def test_a_monitor_stopped_while_it_paces_abandons_the_round(
     time = FakeTime()
     time.stop_at = 3  # SIGTERM during the third wait
     asked = asked_at(monkeypatch, time)
-    monitor = make_monitor(
-        registry.url, subjects=SUBJECTS[:40], interval=100.0, monotonic=time.clock, sleep=time.sleep
-    )
+    monitor = paced(make_monitor, registry, time, 40, interval=100.0)
     time.stop = monitor.stop
     reports: list[object] = []
     monitor.run(reports.append)
@@ -148,9 +148,7 @@ def test_the_next_round_starts_an_interval_after_the_last_started(
     """Not an interval after it ended: a paced round is about an interval long."""
     time = FakeTime()
     asked = asked_at(monkeypatch, time)
-    monitor = make_monitor(
-        registry.url, subjects=SUBJECTS[:4], interval=100.0, monotonic=time.clock, sleep=time.sleep
-    )
+    monitor = paced(make_monitor, registry, time, 4, interval=100.0)
     waits: list[float] = []
 
     def wait(seconds: float) -> bool:

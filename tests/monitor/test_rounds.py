@@ -111,7 +111,7 @@ def test_a_bundle_that_does_not_verify_is_an_alarm_with_the_bad_one(
         "report.json",
         "shown.bundle.json",
     }
-    assert not list((tmp_path / "state").glob("kept/*/*/*.bundle.json"))  # nothing kept
+    assert not list((tmp_path / "state").glob("kept/*/*.bundle.json"))  # nothing kept
 
 
 def test_untrusted_signers_are_not_trusted(registry: Registry, make_monitor: MakeMonitor) -> None:

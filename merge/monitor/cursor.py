@@ -309,7 +309,9 @@ class StateDir:
         return sorted(Path(entry.path) for entry in self.kept_entries())
 
     def keep(self, subject: str, data: bytes) -> None:
-        """Make ``data`` the subject's kept bundle (atomic, durable), as ``audit --state-dir`` keeps it."""
+        """Make ``data`` the subject's kept bundle (atomic, durable), as ``audit --state-dir`` keeps
+        it in a directory with a ``kept/`` folder (made here if :meth:`lock` has not)."""
+        make_directories_durably(self.kept)
         keep_bundle(self.path, subject, data)
 
 

@@ -124,6 +124,14 @@ class _ShardType(click.ParamType[Shard]):
     help="The monitor's own directory: its lock, cursor (monitor.sqlite), kept bundles and evidence/.",
 )
 @click.option(
+    "--state-url",
+    envvar=_env("STATE_URL"),
+    metavar="URL",
+    help="Keep the state (cursor, kept bundles' index, validators, alarms) in this PostgreSQL "
+    "database (postgresql://...) instead of DIR/monitor.sqlite, as instance I/N of --shard: "
+    "shards share one database. Needs the postgres extra.",
+)
+@click.option(
     "--subject",
     "subjects",
     multiple=True,
@@ -261,6 +269,7 @@ class _ShardType(click.ParamType[Shard]):
 def monitor_command(  # noqa: PLR0917 (click passes every option positionally)
     sources: tuple[str, ...],
     state_dir: str,
+    state_url: str | None,
     subjects: tuple[str, ...],
     subjects_file: str | None,
     shard: Shard | None,
@@ -331,6 +340,7 @@ def monitor_command(  # noqa: PLR0917 (click passes every option positionally)
         on_alarm=lambda alarm: _log_alarm(log, alarm, state_dir),
         hooks=hooks,
         shard=shard,
+        state_url=state_url,
     )
     reports: list[RoundReport] = []
 

@@ -27,10 +27,10 @@ from __future__ import annotations
 import fcntl
 import os
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Final
+from typing import Any, Final, Protocol
 
 import msgspec
 
@@ -38,7 +38,18 @@ from ..audit_store import KEPT, bundle_filename, keep_bundle, sharded_path
 from ..durable import TEMPORARY_PREFIX, fsync_directory, make_directories_durably, remove_leftovers
 from ..errors import InputError
 
-__all__ = ["AlarmEntry", "StateDir", "StateDirLocked", "Status", "SubjectStatus", "seconds_of", "timestamp"]
+__all__ = [
+    "AlarmEntry",
+    "RemoteCursor",
+    "StateDir",
+    "StateDirLocked",
+    "Status",
+    "SubjectStatus",
+    "seconds_of",
+    "status_of",
+    "subject_rows",
+    "timestamp",
+]
 
 STATUS_VERSION: Final = 1
 #: The database of a state directory (the cursor, and :mod:`merge.monitor.store`'s tables).
@@ -113,6 +124,16 @@ class Status(msgspec.Struct, frozen=True, kw_only=True):
     alarms: tuple[AlarmEntry, ...] = ()
 
 
+class RemoteCursor(Protocol):
+    """A cursor kept elsewhere than ``monitor.sqlite`` (:class:`merge.monitor.pgstate.PostgresState`)."""
+
+    def read_status(self) -> Status | None:
+        """The cursor, None when there is none yet."""
+
+    def write_status(self, status: Status, before: Status | None) -> None:
+        """Replace ``before`` (None: whatever is there) by ``status``, in one transaction."""
+
+
 class StateDir:
     """``DIR`` of one monitor: lock it first (:meth:`lock`), then read and write through it."""
 
@@ -126,6 +147,8 @@ class StateDir:
         self._db: sqlite3.Connection | None = None
         #: The database holds the cursor last read or written (else the next write writes all).
         self._stored_cursor = False
+        #: Where the cursor is instead of ``monitor.sqlite`` (``--state-url``), when set.
+        self.remote: RemoteCursor | None = None
 
     def lock(self) -> None:
         """Take the directory for this process, or raise :class:`StateDirLocked`; then remove
@@ -183,16 +206,7 @@ class StateDir:
             row = db.execute("SELECT value FROM cursor WHERE name = 'status'").fetchone()
             if row is None:
                 return None
-            status = self._decoded(row[0], str(self.database))
-            subjects = {}
-            for subject, digest, signed, events, checked, kept in db.execute("SELECT * FROM subjects"):
-                subjects[subject] = SubjectStatus(
-                    bundle_sha256=digest,
-                    signed_at=signed,
-                    event_count=events,
-                    checked_at=status.last_round_at if checked == _LAST_ROUND else checked,
-                    kept_at=kept,
-                )
+            return status_of(row[0], db.execute("SELECT * FROM subjects").fetchall(), str(self.database))
         except sqlite3.Error as exc:
             if "no such table" in str(exc):
                 return None
@@ -200,12 +214,15 @@ class StateDir:
         finally:
             if db is not self._db:
                 db.close()
-        return msgspec.structs.replace(status, subjects=dict(sorted(subjects.items())))
 
     def read_status(self) -> Status:
-        """The cursor, or a fresh one when there is none yet."""
+        """The cursor, or a fresh one when there is none yet. With a :attr:`remote` cursor, its
+        own; when it has none yet, this directory's (migrated by the first write)."""
+        if self.remote is not None and (remote := self.remote.read_status()) is not None:
+            self._stored_cursor = True
+            return remote
         stored = self._stored()
-        self._stored_cursor = stored is not None
+        self._stored_cursor = stored is not None and self.remote is None
         if stored is not None:
             return stored
         try:
@@ -216,23 +233,21 @@ class StateDir:
 
     @staticmethod
     def _decoded(data: bytes, source: str) -> Status:
-        try:
-            status = msgspec.json.decode(data, type=Status)
-        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-            raise InputError(f"not a monitor's status: {exc}", source=source) from None
-        if status.version != STATUS_VERSION:
-            raise InputError(f"status version {status.version} is not {STATUS_VERSION}", source=source)
-        return status
+        return _decoded(data, source)
 
     def write_status(self, status: Status, before: Status) -> None:
         """Replace the cursor ``before`` (as read or written last) by ``status``, atomically and
         durably: the rows of the subjects that changed, in one transaction (all of them the first
         time, which migrates a ``status.json`` of before)."""
+        if self.remote is not None:
+            self.remote.write_status(status, before if self._stored_cursor else None)
+            self._stored_cursor = True
+            return
         if self._db is None:
             self._db = self._connect(write=True)
         db = self._db
-        old = _rows(before) if self._stored_cursor else {}
-        new = _rows(status)
+        old = subject_rows(before) if self._stored_cursor else {}
+        new = subject_rows(status)
         counts = msgspec.json.encode(msgspec.structs.replace(status, subjects={}))
         db.execute("BEGIN IMMEDIATE")
         try:
@@ -324,9 +339,37 @@ def _folders(path: Path) -> list[Path]:
         return []
 
 
-def _rows(
-    status: Status,
-) -> dict[str, tuple[str, str | None, str | None, int | None, str | None, str | None]]:
+def _decoded(data: bytes, source: str) -> Status:
+    try:
+        status = msgspec.json.decode(data, type=Status)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise InputError(f"not a monitor's status: {exc}", source=source) from None
+    if status.version != STATUS_VERSION:
+        raise InputError(f"status version {status.version} is not {STATUS_VERSION}", source=source)
+    return status
+
+
+#: A ``subjects`` row: subject, bundle_sha256, signed_at, event_count, checked_at, kept_at.
+SubjectRow = tuple[str, str | None, str | None, int | None, str | None, str | None]
+
+
+def status_of(counts: bytes, rows: Iterable[Sequence[Any]], source: str) -> Status:
+    """The cursor of its stored parts: the counts (the JSON of a :class:`Status` without its
+    subjects) and the ``subjects`` rows (:func:`subject_rows`'s)."""
+    status = _decoded(counts, source)
+    subjects = {}
+    for subject, digest, signed, events, checked, kept in rows:
+        subjects[subject] = SubjectStatus(
+            bundle_sha256=digest,
+            signed_at=signed,
+            event_count=events,
+            checked_at=status.last_round_at if checked == _LAST_ROUND else checked,
+            kept_at=kept,
+        )
+    return msgspec.structs.replace(status, subjects=dict(sorted(subjects.items())))
+
+
+def subject_rows(status: Status) -> dict[str, SubjectRow]:
     """The ``subjects`` rows of a cursor (``checked_at`` of the last round stored as a mark)."""
     last = status.last_round_at
     return {

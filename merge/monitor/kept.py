@@ -24,7 +24,7 @@ from ..keys import KeySet
 from .cursor import StateDir
 from .evidence import sha256
 from .judging import Judge, Kept
-from .store import KeptRow, MonitorStore
+from .store import KeptRow, StateStore
 
 __all__ = ["KeptIndex", "RoundKept", "keys_fingerprint"]
 
@@ -44,7 +44,7 @@ def keys_fingerprint(keys: KeySet) -> str:
 class KeptIndex:
     """The kept bundles of ``state`` by subject, their rows in ``store``."""
 
-    def __init__(self, state: StateDir, store: MonitorStore, judge: Judge) -> None:
+    def __init__(self, state: StateDir, store: StateStore, judge: Judge) -> None:
         self._state, self._store, self._judge = state, store, judge
         self._rows: dict[str, KeptRow] = {}
 

@@ -40,7 +40,7 @@ from .policy import FetchPolicy
 from .rounds import BATCH, Gathered, Recall, RoundReport, gather
 from .shard import Shard
 from .sources import RegistrySource, Source, b32_of, parse_source, parse_subject
-from .store import MonitorStore
+from .store import MonitorStore, StateStore
 from .witnessing import WitnessBook
 
 __all__ = ["Monitor"]
@@ -82,6 +82,7 @@ class Monitor:
         shard: Shard | None = None,
         monotonic: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], bool] | None = None,
+        state_url: str | None = None,
     ) -> None:
         if not sources:
             raise InputError("a monitor needs at least one source")
@@ -92,6 +93,7 @@ class Monitor:
         self.policy = policy if policy is not None else FetchPolicy()
         self.interval = interval
         self.shard = shard
+        self.state_url = state_url
         self.metrics = Metrics(self.open_alarm_counts)
         self._judge = Judge(KeySet.parse(trusted_keys))
         self._state = StateDir(state_dir)
@@ -108,7 +110,7 @@ class Monitor:
         #: Each subject's last verdict from a source (this process's rounds only).
         self.verdicts: dict[str, Judgement] = {}
         self._fetcher: Fetcher | None = None
-        self._store: MonitorStore | None = None
+        self._store: StateStore | None = None
         self._kept: KeptIndex | None = None
         self._status = Status()
         self._letters: dict[str, str] = {}
@@ -129,8 +131,14 @@ class Monitor:
         """Lock the state directory, tidy what a killed monitor left, load the cursor and kept bundles."""
         self._state.lock()
         try:
+            if self.state_url is None:
+                self._store = MonitorStore(self._state.path / "monitor.sqlite")
+            else:
+                from .pgstate import PostgresState  # the postgres extra: only when asked for
+
+                remote = PostgresState(self.state_url, str(self.shard or "0/1"))
+                self._store, self._state.remote = remote, remote
             self._status = self._state.read_status()
-            self._store = MonitorStore(self._state.path / "monitor.sqlite")
             self._kept = KeptIndex(self._state, self._store, self._judge)
             self._kept.use(self._kept.load(), self._judge)
             if self._witness is not None:
@@ -144,6 +152,7 @@ class Monitor:
             if self._store is not None:
                 self._store.close()
                 self._store = None
+            self._state.remote = None
             self._state.unlock()
             raise
         self._index()
@@ -161,6 +170,7 @@ class Monitor:
         if self._store is not None:
             self._store.close()
             self._store = None
+        self._state.remote = None
         self._state.unlock()
 
     def __enter__(self) -> Monitor:

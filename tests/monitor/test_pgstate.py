@@ -5,6 +5,7 @@ Against a real PostgreSQL server the test session starts (tests/postgres_server.
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Callable
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from merge.monitor import Monitor, StateDirLocked
 from merge.monitor.shard import Shard, shard_of
 
 from .. import postgres_server
-from .command import run
+from .command import Running, run
 from .conftest import kept_file
 from .history import LETTERS, SUBJECT, snapshot
 from .registry import Registry
@@ -139,3 +140,19 @@ def test_an_unreachable_database_is_a_usage_error(tmp_path: Path) -> None:
     assert "cannot reach the state database" in done.stderr
     assert "secret" not in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_a_monitor_killed_lets_its_instance_go(registry: Registry, database: str, tmp_path: Path) -> None:
+    """SIGKILL closes the monitor's connections: its advisory lock goes with them, the next
+    monitor of the instance starts and goes on from the cursor the killed one wrote."""
+    registry.publish(BUNDLE, snapshot("v1"))
+    for kill in range(3):
+        running = Running(
+            registry.url, "--subject", SUBJECT, "--state-dir", tmp_path / "s", "--state-url", database,
+            "--interval", "3600", log=tmp_path / f"log{kill}",
+        )  # fmt: skip
+        running.wait_for(f"round {kill + 1}:")
+        assert running.stop(signal.SIGKILL) == -signal.SIGKILL
+    done = run(registry.url, "--state-dir", tmp_path / "s", "--state-url", database, "--once")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("round 4: 1 subject kept; bundles: 1 identical")

@@ -8,21 +8,34 @@ view leaves the kept bundle as it was: it is the evidence the next download is c
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import msgspec
 
 from .audit import PairAudit, Snapshot, audit, snapshot_of_bundle
 from .bundle import REGISTRY_KEYS
-from .durable import write_durably
+from .durable import make_directories_durably, write_durably
 from .keys import KeySet
 from .replay import state_filename
 from .signatures import SignatureVerifier
 
-__all__ = ["Download", "LastBundles", "bundle_filename", "keep_bundle"]
+__all__ = [
+    "KEPT",
+    "Download",
+    "LastBundles",
+    "bundle_filename",
+    "keep_bundle",
+    "kept_bundle_path",
+    "sharded_path",
+]
+
+#: The folder of a directory whose kept bundles are sharded (a monitor's, issue 40 item 2):
+#: ``DIR/kept/abc/pith_YYYY_<B32>.bundle.json`` (:func:`sharded_path`).
+KEPT: Final = "kept"
 
 
 def bundle_filename(subject: str) -> str:
@@ -34,12 +47,34 @@ def bundle_filename(subject: str) -> str:
     return state_filename(subject).removesuffix(".state.json") + ".bundle.json"
 
 
+def sharded_path(directory: Path, name: str) -> Path:
+    """Where the kept file ``name`` (a :func:`bundle_filename`) is in a sharded ``directory``:
+    ``DIR/kept/abc/name``, ``abc`` the first 3 hex digits of the SHA-256 of ``name``: 4,096
+    folders of about 610 files each at 2.5 million subjects, never millions in one. One level
+    of 4,096 and not two of 256 (65,536 folders): the folders are all made within the first
+    ~36,000 subjects kept, so a first round does not make (and flush) a new folder for nearly
+    every subject, and a start lists 4,096 folders. The name alone places a file (a migration
+    moves files without reading them)."""
+    digest = hashlib.sha256(name.encode("utf-8")).hexdigest()
+    return directory / KEPT / digest[:3] / name
+
+
+def kept_bundle_path(directory: Path, subject: str) -> Path:
+    """Where the bundle kept for ``subject`` in ``directory`` is (or would be): sharded
+    (:func:`sharded_path`) when ``directory`` has a ``kept/`` folder, else ``directory``'s own
+    ``pith_YYYY_<B32>.bundle.json`` (``audit --state-dir`` before a monitor used it)."""
+    name = bundle_filename(subject)
+    return sharded_path(directory, name) if (directory / KEPT).is_dir() else directory / name
+
+
 def keep_bundle(directory: Path, subject: str, data: bytes) -> Path:
-    """Make ``data`` the bundle kept for ``subject`` in ``directory``, atomically and durably (a
-    crash never leaves half a bundle as the reference, nor loses one said to be kept): the one
-    home of kept bundles, for ``pith-merge audit --state-dir`` and the monitor alike."""
+    """Make ``data`` the bundle kept for ``subject`` in ``directory`` (:func:`kept_bundle_path`),
+    atomically and durably (a crash never leaves half a bundle as the reference, nor loses one
+    said to be kept): the one home of kept bundles, for ``pith-merge audit --state-dir`` and the
+    monitor alike."""
     directory.mkdir(parents=True, exist_ok=True)
-    path = directory / bundle_filename(subject)
+    path = kept_bundle_path(directory, subject)
+    make_directories_durably(path.parent)
     write_durably(path, data)
     return path
 
@@ -61,7 +96,7 @@ class LastBundles:
 
     def path(self, subject: str) -> Path:
         """Where the bundle kept for ``subject`` is (or would be)."""
-        return self.directory / bundle_filename(subject)
+        return kept_bundle_path(self.directory, subject)
 
     def audit_download(
         self,

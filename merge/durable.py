@@ -17,6 +17,7 @@ from pathlib import Path
 __all__ = [
     "TEMPORARY_PREFIX",
     "fsync_directory",
+    "make_directories_durably",
     "remove_leftovers",
     "write_directory_durably",
     "write_durably",
@@ -33,6 +34,18 @@ def fsync_directory(directory: Path) -> None:
         os.fsync(handle)
     finally:
         os.close(handle)
+
+
+def make_directories_durably(path: Path) -> None:
+    """Create ``path`` and its missing parents, each new entry flushed in its parent (a new
+    directory whose entry a power cut loses would lose the files renamed into it)."""
+    missing: list[Path] = []
+    while not path.is_dir():
+        missing.append(path)
+        path = path.parent
+    for directory in reversed(missing):
+        directory.mkdir(exist_ok=True)
+        fsync_directory(directory.parent)
 
 
 def _write_and_sync(path: Path, data: bytes) -> None:

@@ -84,6 +84,10 @@ def test_audit_state_dir_and_the_monitor_keep_bundles_in_one_home(
     assert synced == [store.directory]
     monitor = StateDir(tmp_path / "monitor")
     monitor.keep(SUBJECT, data)
-    assert synced == [store.directory, monitor.path]
-    assert monitor.bundle_path(SUBJECT).read_bytes() == store.path(SUBJECT).read_bytes() == data
-    assert monitor.bundle_path(SUBJECT).name == store.path(SUBJECT).name
+    kept = monitor.bundle_path(SUBJECT)
+    # A monitor's are in kept/abc/ (issue 40 item 2): each folder made is flushed in its parent
+    # (the monitor's own directory too, here), the file's rename in its folder.
+    assert synced == [store.directory, tmp_path, monitor.path, monitor.kept, kept.parent]
+    assert kept.read_bytes() == store.path(SUBJECT).read_bytes() == data
+    assert kept.name == store.path(SUBJECT).name
+    assert LastBundles(monitor.path).path(SUBJECT) == kept  # audit --state-dir reads it there

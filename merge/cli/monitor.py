@@ -21,6 +21,7 @@ import msgspec
 from ..errors import InputError, MergeError
 from ..keys import KeySet
 from ..monitor.policy import FetchPolicy
+from ..monitor.shard import Shard
 from ..monitor.sources import read_subjects_file
 from ..schemas import FORMATS
 from . import common
@@ -83,6 +84,20 @@ def _env(name: str) -> str:
     return f"{ENV_PREFIX}{name}"
 
 
+class _ShardType(click.ParamType[Shard]):
+    """``--shard I/N`` (:class:`merge.monitor.shard.Shard`): a bad one is a usage error (exit 2)."""
+
+    name = "I/N"
+
+    def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None) -> Shard:
+        if isinstance(value, Shard):
+            return value
+        try:
+            return Shard.parse(str(value))
+        except InputError as exc:
+            self.fail(exc.problem, param, ctx)
+
+
 @click.command(
     name="monitor",
     cls=_MonitorCommand,
@@ -109,6 +124,14 @@ def _env(name: str) -> str:
     help="The monitor's own directory: its lock, cursor (monitor.sqlite), kept bundles and evidence/.",
 )
 @click.option(
+    "--state-url",
+    envvar=_env("STATE_URL"),
+    metavar="URL",
+    help="Keep the state (cursor, kept bundles' index, validators, alarms) in this PostgreSQL "
+    "database (postgresql://...) instead of DIR/monitor.sqlite, as instance I/N of --shard: "
+    "shards share one database. Needs the postgres extra.",
+)
+@click.option(
     "--subject",
     "subjects",
     multiple=True,
@@ -121,6 +144,14 @@ def _env(name: str) -> str:
     type=common.FILE_OR_STDIN,
     envvar=_env("SUBJECTS"),
     help="A file of pith numbers to follow, one a line. Re-read on SIGHUP.",
+)
+@click.option(
+    "--shard",
+    type=_ShardType(),
+    envvar=_env("SHARD"),
+    metavar="I/N",
+    help="Follow only the subjects of shard I of N (0 <= I < N; by SHA-256 of the pith number): "
+    "N monitors, each with its own --state-dir, split the subjects.",
 )
 @click.option(
     "--trust",
@@ -138,7 +169,8 @@ def _env(name: str) -> str:
     "--interval",
     type=click.FloatRange(min=0, min_open=True),
     metavar="SECONDS",
-    help=f"Seconds between rounds (default {DEFAULT_INTERVAL:g}); runs until SIGTERM or SIGINT.",
+    help=f"Seconds from one round's start to the next (default {DEFAULT_INTERVAL:g}), each round's "
+    "subjects spread over them; runs until SIGTERM or SIGINT.",
 )
 @click.option(
     "--follow-mirrors", is_flag=True, help="Also audit every place a kept bundle names for its copies."
@@ -237,8 +269,10 @@ def _env(name: str) -> str:
 def monitor_command(  # noqa: PLR0917 (click passes every option positionally)
     sources: tuple[str, ...],
     state_dir: str,
+    state_url: str | None,
     subjects: tuple[str, ...],
     subjects_file: str | None,
+    shard: Shard | None,
     trust_files: tuple[str, ...],
     once: bool,
     interval: float | None,
@@ -305,6 +339,8 @@ def monitor_command(  # noqa: PLR0917 (click passes every option positionally)
         interval=None if once else interval or DEFAULT_INTERVAL,
         on_alarm=lambda alarm: _log_alarm(log, alarm, state_dir),
         hooks=hooks,
+        shard=shard,
+        state_url=state_url,
     )
     reports: list[RoundReport] = []
 

@@ -9,8 +9,13 @@ Layout of ``DIR``:
   subject's row is written only when it changed (issue 40 item 2: an unchanged round writes the
   round's counts, not a line a subject; ``status.json`` was rewritten whole every round). A
   state directory of before (``status.json``) is read once and migrated by the next write;
-- ``pith_YYYY_<B32>.bundle.json``: the last verified bundle of each subject, named and kept as
-  ``pith-merge audit --state-dir DIR`` keeps them (:func:`merge.audit_store.bundle_filename`);
+- ``kept/abc/pith_YYYY_<B32>.bundle.json``: the last verified bundle of each subject, named as
+  ``pith-merge audit --state-dir DIR`` names them (:func:`merge.audit_store.bundle_filename`), in
+  4,096 folders by the SHA-256 of that name (:func:`merge.audit_store.sharded_path`; issue 40
+  item 2: not 2.5 million files in one directory). A state directory of before (the files in
+  ``DIR`` itself) is migrated when a monitor locks it: each file renamed into its folder, which
+  is atomic and keeps its size and time (so the index of :mod:`merge.monitor.kept` still knows
+  it); killed half-way, the next start moves the rest;
 - ``evidence/``: one directory per alarm (:mod:`merge.monitor.evidence`).
 
 Names starting with ``.tmp-`` are unfinished writes of a monitor that was killed: the next one
@@ -22,17 +27,29 @@ from __future__ import annotations
 import fcntl
 import os
 import sqlite3
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Final
+from typing import Any, Final, Protocol
 
 import msgspec
 
-from ..audit_store import bundle_filename, keep_bundle
-from ..durable import fsync_directory, remove_leftovers
+from ..audit_store import KEPT, bundle_filename, keep_bundle, sharded_path
+from ..durable import TEMPORARY_PREFIX, fsync_directory, make_directories_durably, remove_leftovers
 from ..errors import InputError
 
-__all__ = ["AlarmEntry", "StateDir", "StateDirLocked", "Status", "SubjectStatus", "seconds_of", "timestamp"]
+__all__ = [
+    "AlarmEntry",
+    "RemoteCursor",
+    "StateDir",
+    "StateDirLocked",
+    "Status",
+    "SubjectStatus",
+    "seconds_of",
+    "status_of",
+    "subject_rows",
+    "timestamp",
+]
 
 STATUS_VERSION: Final = 1
 #: The database of a state directory (the cursor, and :mod:`merge.monitor.store`'s tables).
@@ -107,18 +124,31 @@ class Status(msgspec.Struct, frozen=True, kw_only=True):
     alarms: tuple[AlarmEntry, ...] = ()
 
 
+class RemoteCursor(Protocol):
+    """A cursor kept elsewhere than ``monitor.sqlite`` (:class:`merge.monitor.pgstate.PostgresState`)."""
+
+    def read_status(self) -> Status | None:
+        """The cursor, None when there is none yet."""
+
+    def write_status(self, status: Status, before: Status | None) -> None:
+        """Replace ``before`` (None: whatever is there) by ``status``, in one transaction."""
+
+
 class StateDir:
     """``DIR`` of one monitor: lock it first (:meth:`lock`), then read and write through it."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
         self.evidence = self.path / "evidence"
+        self.kept = self.path / KEPT
         self.status_path = self.path / "status.json"
         self.database = self.path / DATABASE
         self._lock: int | None = None
         self._db: sqlite3.Connection | None = None
         #: The database holds the cursor last read or written (else the next write writes all).
         self._stored_cursor = False
+        #: Where the cursor is instead of ``monitor.sqlite`` (``--state-url``), when set.
+        self.remote: RemoteCursor | None = None
 
     def lock(self) -> None:
         """Take the directory for this process, or raise :class:`StateDirLocked`; then remove
@@ -139,6 +169,11 @@ class StateDir:
         self._lock = handle
         remove_leftovers(self.path)
         remove_leftovers(self.evidence)
+        try:
+            self._shard_flat_bundles()
+        except BaseException:
+            self.unlock()
+            raise
 
     def unlock(self) -> None:
         """Let the directory go (closing the file releases the ``flock``)."""
@@ -171,16 +206,7 @@ class StateDir:
             row = db.execute("SELECT value FROM cursor WHERE name = 'status'").fetchone()
             if row is None:
                 return None
-            status = self._decoded(row[0], str(self.database))
-            subjects = {}
-            for subject, digest, signed, events, checked, kept in db.execute("SELECT * FROM subjects"):
-                subjects[subject] = SubjectStatus(
-                    bundle_sha256=digest,
-                    signed_at=signed,
-                    event_count=events,
-                    checked_at=status.last_round_at if checked == _LAST_ROUND else checked,
-                    kept_at=kept,
-                )
+            return status_of(row[0], db.execute("SELECT * FROM subjects").fetchall(), str(self.database))
         except sqlite3.Error as exc:
             if "no such table" in str(exc):
                 return None
@@ -188,12 +214,15 @@ class StateDir:
         finally:
             if db is not self._db:
                 db.close()
-        return msgspec.structs.replace(status, subjects=dict(sorted(subjects.items())))
 
     def read_status(self) -> Status:
-        """The cursor, or a fresh one when there is none yet."""
+        """The cursor, or a fresh one when there is none yet. With a :attr:`remote` cursor, its
+        own; when it has none yet, this directory's (migrated by the first write)."""
+        if self.remote is not None and (remote := self.remote.read_status()) is not None:
+            self._stored_cursor = True
+            return remote
         stored = self._stored()
-        self._stored_cursor = stored is not None
+        self._stored_cursor = stored is not None and self.remote is None
         if stored is not None:
             return stored
         try:
@@ -204,23 +233,21 @@ class StateDir:
 
     @staticmethod
     def _decoded(data: bytes, source: str) -> Status:
-        try:
-            status = msgspec.json.decode(data, type=Status)
-        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-            raise InputError(f"not a monitor's status: {exc}", source=source) from None
-        if status.version != STATUS_VERSION:
-            raise InputError(f"status version {status.version} is not {STATUS_VERSION}", source=source)
-        return status
+        return _decoded(data, source)
 
     def write_status(self, status: Status, before: Status) -> None:
         """Replace the cursor ``before`` (as read or written last) by ``status``, atomically and
         durably: the rows of the subjects that changed, in one transaction (all of them the first
         time, which migrates a ``status.json`` of before)."""
+        if self.remote is not None:
+            self.remote.write_status(status, before if self._stored_cursor else None)
+            self._stored_cursor = True
+            return
         if self._db is None:
             self._db = self._connect(write=True)
         db = self._db
-        old = _rows(before) if self._stored_cursor else {}
-        new = _rows(status)
+        old = subject_rows(before) if self._stored_cursor else {}
+        new = subject_rows(status)
         counts = msgspec.json.encode(msgspec.structs.replace(status, subjects={}))
         db.execute("BEGIN IMMEDIATE")
         try:
@@ -241,23 +268,108 @@ class StateDir:
             self.status_path.unlink()
             fsync_directory(self.path)
 
+    def _shard_flat_bundles(self) -> None:
+        """Move the kept bundles of a directory of before (in ``DIR`` itself) into ``kept/``.
+
+        ``kept/`` is made first: from then on the layout is the sharded one, and each start
+        moves what is still flat. A file is renamed (atomic: it is in one place or the other,
+        never both, never half), its new folder flushed; ``DIR`` once at the end."""
+        make_directories_durably(self.kept)
+        with os.scandir(self.path) as entries:
+            flat = sorted(
+                entry.name
+                for entry in entries
+                if entry.name.endswith(".bundle.json")
+                and not entry.name.startswith(".")
+                and entry.is_file(follow_symlinks=False)
+            )
+        for name in flat:
+            source, target = self.path / name, sharded_path(self.path, name)
+            make_directories_durably(target.parent)
+            if target.exists():  # not by this migration (a rename leaves one of the two)
+                if target.read_bytes() != source.read_bytes():
+                    raise InputError(
+                        f"a kept bundle is both in the directory and in {target}, and they differ: "
+                        "remove the one that is not the monitor's",
+                        source=str(source),
+                    )
+                source.unlink()
+            else:
+                source.rename(target)
+            fsync_directory(target.parent)
+        if flat:
+            fsync_directory(self.path)
+
     def bundle_path(self, subject: str) -> Path:
-        """Where the subject's kept bundle is, as ``audit --state-dir`` keeps it."""
-        return self.path / bundle_filename(subject)
+        """Where the subject's kept bundle is (:func:`merge.audit_store.sharded_path`)."""
+        return sharded_path(self.path, bundle_filename(subject))
+
+    def kept_entries(self) -> Iterator[os.DirEntry[str]]:
+        """Every kept bundle file, folder by folder (unsorted). The ``.tmp-`` leftovers of a
+        killed monitor met on the way are removed: call it under the lock, between rounds."""
+        for folder in _folders(self.kept):
+            with os.scandir(folder) as entries:
+                for entry in entries:
+                    if entry.name.startswith(TEMPORARY_PREFIX):
+                        os.unlink(entry.path)
+                    elif (
+                        entry.name.endswith(".bundle.json")
+                        and not entry.name.startswith(".")
+                        and entry.is_file(follow_symlinks=False)
+                    ):
+                        yield entry
 
     def kept_paths(self) -> list[Path]:
         """Every kept bundle file, sorted."""
-        found = self.path.glob("*.bundle.json")  # pathlib's * matches dot files too: not theirs
-        return sorted(path for path in found if path.is_file() and not path.name.startswith("."))
+        return sorted(Path(entry.path) for entry in self.kept_entries())
 
     def keep(self, subject: str, data: bytes) -> None:
-        """Make ``data`` the subject's kept bundle (atomic, durable), as ``audit --state-dir`` keeps it."""
+        """Make ``data`` the subject's kept bundle (atomic, durable), as ``audit --state-dir`` keeps
+        it in a directory with a ``kept/`` folder (made here if :meth:`lock` has not)."""
+        make_directories_durably(self.kept)
         keep_bundle(self.path, subject, data)
 
 
-def _rows(
-    status: Status,
-) -> dict[str, tuple[str, str | None, str | None, int | None, str | None, str | None]]:
+def _folders(path: Path) -> list[Path]:
+    """The folders in ``path`` (none when there is no ``path``)."""
+    try:
+        with os.scandir(path) as entries:
+            return [Path(e.path) for e in entries if e.is_dir(follow_symlinks=False)]
+    except FileNotFoundError:
+        return []
+
+
+def _decoded(data: bytes, source: str) -> Status:
+    try:
+        status = msgspec.json.decode(data, type=Status)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise InputError(f"not a monitor's status: {exc}", source=source) from None
+    if status.version != STATUS_VERSION:
+        raise InputError(f"status version {status.version} is not {STATUS_VERSION}", source=source)
+    return status
+
+
+#: A ``subjects`` row: subject, bundle_sha256, signed_at, event_count, checked_at, kept_at.
+SubjectRow = tuple[str, str | None, str | None, int | None, str | None, str | None]
+
+
+def status_of(counts: bytes, rows: Iterable[Sequence[Any]], source: str) -> Status:
+    """The cursor of its stored parts: the counts (the JSON of a :class:`Status` without its
+    subjects) and the ``subjects`` rows (:func:`subject_rows`'s)."""
+    status = _decoded(counts, source)
+    subjects = {}
+    for subject, digest, signed, events, checked, kept in rows:
+        subjects[subject] = SubjectStatus(
+            bundle_sha256=digest,
+            signed_at=signed,
+            event_count=events,
+            checked_at=status.last_round_at if checked == _LAST_ROUND else checked,
+            kept_at=kept,
+        )
+    return msgspec.structs.replace(status, subjects=dict(sorted(subjects.items())))
+
+
+def subject_rows(status: Status) -> dict[str, SubjectRow]:
     """The ``subjects`` rows of a cursor (``checked_at`` of the last round stored as a mark)."""
     last = status.last_round_at
     return {

@@ -14,7 +14,6 @@ has not written yet (a batch's; :meth:`RoundKept.settle` writes them).
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,7 +24,7 @@ from ..keys import KeySet
 from .cursor import StateDir
 from .evidence import sha256
 from .judging import Judge, Kept
-from .store import KeptRow, MonitorStore
+from .store import KeptRow, StateStore
 
 __all__ = ["KeptIndex", "RoundKept", "keys_fingerprint"]
 
@@ -45,7 +44,7 @@ def keys_fingerprint(keys: KeySet) -> str:
 class KeptIndex:
     """The kept bundles of ``state`` by subject, their rows in ``store``."""
 
-    def __init__(self, state: StateDir, store: MonitorStore, judge: Judge) -> None:
+    def __init__(self, state: StateDir, store: StateStore, judge: Judge) -> None:
         self._state, self._store, self._judge = state, store, judge
         self._rows: dict[str, KeptRow] = {}
 
@@ -58,20 +57,15 @@ class KeptIndex:
         known = self._store.kept_rows(keys)
         found: dict[str, KeptRow] = {}
         new = []
-        with os.scandir(self._state.path) as entries:
-            for entry in entries:
-                if not entry.name.endswith(".bundle.json") or entry.name.startswith("."):
-                    continue
-                if not entry.is_file(follow_symlinks=False):
-                    continue
-                facts = entry.stat(follow_symlinks=False)
-                named = _KEPT_NAME.fullmatch(entry.name)
-                subject = f"pith:{named[1]}:{named[2]}" if named else None
-                row = known.get(subject) if subject is not None else None
-                if row is None or (row.size, row.mtime_ns) != (facts.st_size, facts.st_mtime_ns):
-                    row = self._verified(Path(entry.path), judge)
-                    new.append(row)
-                found[row.subject] = row
+        for entry in self._state.kept_entries():
+            facts = entry.stat(follow_symlinks=False)
+            named = _KEPT_NAME.fullmatch(entry.name)
+            subject = f"pith:{named[1]}:{named[2]}" if named else None
+            row = known.get(subject) if subject is not None else None
+            if row is None or (row.size, row.mtime_ns) != (facts.st_size, facts.st_mtime_ns):
+                row = self._verified(Path(entry.path), judge)
+                new.append(row)
+            found[row.subject] = row
         self._store.index(new, gone=set(known) - set(found), keys=keys)
         return found
 

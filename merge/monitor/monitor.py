@@ -35,10 +35,12 @@ from .hooks import AlarmHook
 from .judging import Finding, Judge, Judgement, Kept, Problem
 from .kept import KeptIndex
 from .metrics import HOOK_REASON, Metrics
+from .pacing import Pacer
 from .policy import FetchPolicy
-from .rounds import Gathered, Recall, RoundReport, gather
+from .rounds import BATCH, Gathered, Recall, RoundReport, gather
+from .shard import Shard
 from .sources import RegistrySource, Source, b32_of, parse_source, parse_subject
-from .store import MonitorStore
+from .store import MonitorStore, StateStore
 from .witnessing import WitnessBook
 
 __all__ = ["Monitor"]
@@ -77,6 +79,10 @@ class Monitor:
         hooks: Sequence[AlarmHook] = (),
         clock: Callable[[], float] = time.time,
         witness_key: SignerKey | None = None,
+        shard: Shard | None = None,
+        monotonic: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], bool] | None = None,
+        state_url: str | None = None,
     ) -> None:
         if not sources:
             raise InputError("a monitor needs at least one source")
@@ -86,12 +92,17 @@ class Monitor:
         self.follow_mirrors = follow_mirrors
         self.policy = policy if policy is not None else FetchPolicy()
         self.interval = interval
+        self.shard = shard
+        self.state_url = state_url
         self.metrics = Metrics(self.open_alarm_counts)
         self._judge = Judge(KeySet.parse(trusted_keys))
         self._state = StateDir(state_dir)
         self._on_alarm = on_alarm
         self._hooks = tuple(hooks)
         self._clock = clock
+        self._monotonic = monotonic
+        #: The paced round's wait (True: stopped meanwhile); a test gives its own.
+        self._sleep = sleep if sleep is not None else self._stop_wait
         self._stop = threading.Event()
         self._wake = threading.Event()
         #: The last rounds done, newest last (the status page's).
@@ -99,7 +110,7 @@ class Monitor:
         #: Each subject's last verdict from a source (this process's rounds only).
         self.verdicts: dict[str, Judgement] = {}
         self._fetcher: Fetcher | None = None
-        self._store: MonitorStore | None = None
+        self._store: StateStore | None = None
         self._kept: KeptIndex | None = None
         self._status = Status()
         self._letters: dict[str, str] = {}
@@ -120,13 +131,19 @@ class Monitor:
         """Lock the state directory, tidy what a killed monitor left, load the cursor and kept bundles."""
         self._state.lock()
         try:
+            if self.state_url is None:
+                self._store = MonitorStore(self._state.path / "monitor.sqlite")
+            else:
+                from .pgstate import PostgresState  # the postgres extra: only when asked for
+
+                remote = PostgresState(self.state_url, str(self.shard or "0/1"))
+                self._store, self._state.remote = remote, remote
             self._status = self._state.read_status()
-            self._store = MonitorStore(self._state.path / "monitor.sqlite")
             self._kept = KeptIndex(self._state, self._store, self._judge)
             self._kept.use(self._kept.load(), self._judge)
             if self._witness is not None:
                 self._witness.open()
-            if not self._followed() and all(isinstance(s, RegistrySource) for s in self.sources):
+            if not self._followed(sharded=False) and all(isinstance(s, RegistrySource) for s in self.sources):
                 raise InputError(
                     "nothing to follow: a URL source is read for the subjects of --subject or --subjects "
                     "and those kept in the state directory, and there are none"
@@ -135,6 +152,7 @@ class Monitor:
             if self._store is not None:
                 self._store.close()
                 self._store = None
+            self._state.remote = None
             self._state.unlock()
             raise
         self._index()
@@ -152,6 +170,7 @@ class Monitor:
         if self._store is not None:
             self._store.close()
             self._store = None
+        self._state.remote = None
         self._state.unlock()
 
     def __enter__(self) -> Monitor:
@@ -177,15 +196,18 @@ class Monitor:
         on_round: Callable[[RoundReport], None] | None = None,
         before_round: Callable[[], None] | None = None,
     ) -> None:
-        """Round after round, every ``interval`` seconds, until :meth:`stop` (one round if no
-        interval). ``before_round`` is called between rounds, never during one."""
+        """Round after round until :meth:`stop` (one round if no interval): each round's subjects
+        spread over ``interval`` seconds (:mod:`merge.monitor.pacing`), the next round started
+        an interval after this one started (at once if it took longer). ``before_round`` is
+        called between rounds, never during one."""
         while not self._stop.is_set():
-            report = self.run_round()
+            started = self._monotonic()
+            report = self.run_round(paced=self.interval is not None)
             if on_round is not None:
                 on_round(report)
             if self.interval is None:
                 return
-            self._wake.wait(self.interval)
+            self._wake.wait(max(0.0, started + self.interval - self._monotonic()))
             self._wake.clear()
             if self._stop.is_set():
                 return
@@ -289,8 +311,9 @@ class Monitor:
 
     # --- a round --------------------------------------------------------------------------
 
-    def run_round(self) -> RoundReport:
-        """One round: gather, then write evidence, kept bundles and the cursor, in that order."""
+    def run_round(self, *, paced: bool = False) -> RoundReport:
+        """One round: gather, then write evidence, kept bundles and the cursor, in that order.
+        ``paced`` (with an interval): the URL sources' subjects spread over the interval."""
         if self._fetcher is None or self._store is None or self._kept is None:
             raise InputError("the monitor is not open (use it as a context manager, or call open())")
         started, start = self._clock(), time.monotonic()
@@ -311,20 +334,35 @@ class Monitor:
             store.remember(round_.fetched.items())
             round_.fetched.clear()
 
+        followed = self._followed()
+        pacer = None
+        if paced and self.interval is not None:
+            urls = sum(isinstance(source, RegistrySource) for source in self.sources)
+            pacer = Pacer(
+                self.interval, urls * len(followed), largest=BATCH, clock=self._monotonic, sleep=self._sleep
+            )
         gathered = gather(
             self.sources,
-            self._followed(),
+            followed,
             self._kept,
             self._judge,
             self._fetcher,
             follow_mirrors=self.follow_mirrors,
             peers=self.peers,
+            mine=self._mine,
+            pace=pacer,
+            batch=pacer.batch if pacer is not None else BATCH,
             max_bytes=self.policy.max_bytes,
             stop=self._stop,
             recall=Recall(store.recall, started, self.policy.record_interval),
             flush=flush,
         )
         read = any(source.read for source in gathered.sources)
+        if self.shard is not None and (others := sum(not self._mine(s) for s in self._kept)):
+            gathered.notes.append(
+                f"shard {self.shard}: {others} kept subjects belong to other shards and are not "
+                "followed (N changed? docs/monitor.md, Beyond one machine)"
+            )
         if gathered.abandoned:
             finished = self._clock()
             return RoundReport(
@@ -446,9 +484,19 @@ class Monitor:
 
     # --- helpers --------------------------------------------------------------------------
 
-    def _followed(self) -> list[str]:
+    def _stop_wait(self, seconds: float) -> bool:
+        """Wait ``seconds`` unless stopped meanwhile (True then); a reload (SIGHUP) waits for
+        the round's end."""
+        return self._stop.wait(seconds)
+
+    def _followed(self, *, sharded: bool = True) -> list[str]:
         kept = self._kept if self._kept is not None else ()
-        return sorted(set(self.subjects) | {s for s in kept if b32_of(s) is not None})
+        every = set(self.subjects) | {s for s in kept if b32_of(s) is not None}
+        return sorted(s for s in every if self._mine(s)) if sharded else sorted(every)
+
+    def _mine(self, subject: str) -> bool:
+        """The subject is this monitor's (every subject is, unless it is one of several shards)."""
+        return self.shard is None or subject in self.shard
 
     def _index(self) -> None:
         kept = self._kept if self._kept is not None else ()

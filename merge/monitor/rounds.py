@@ -44,7 +44,8 @@ class SourceRead(msgspec.Struct, frozen=True, kw_only=True):
     """What one SOURCE gave in a round."""
 
     source: str
-    #: It gave at least one document (a directory could be listed; a URL answered 200 or 304).
+    #: It gave at least one document (a directory could be listed; a URL answered 200 or 304),
+    #: or a URL was asked for nothing (a ``--shard`` none of whose subjects are known yet).
     read: bool
     documents: int
     problems: int
@@ -108,6 +109,9 @@ class Gathered:
     abandoned: bool = False
     #: What to remember of the URLs fetched (:mod:`merge.monitor.store`), changed rows only.
     fetched: dict[str, Remembered] = field(default_factory=dict)
+    #: The subjects this monitor follows (``--shard``: those of its shard; a directory's
+    #: documents of other subjects are left to the other shards).
+    mine: Callable[[str], bool] = lambda subject: True
 
     def take(self, outcome: Outcome) -> None:
         """Add one document's outcome; a bundle to keep becomes the subject's reference now."""
@@ -160,17 +164,32 @@ def gather(
     stop: threading.Event,
     recall: Recall | None = None,
     flush: Callable[[Gathered], None] = lambda round_: None,
+    mine: Callable[[str], bool] = lambda subject: True,
+    pace: Callable[[int], bool] | None = None,
+    batch: int = BATCH,
 ) -> Gathered:
     """Read and judge everything of one round, :data:`BATCH` subjects at a time; after each batch
     of a URL, a mirror or a peer, ``flush`` writes what it found (evidence, kept bundles, fetch
-    rows). Stopped (``stop``), the batch under way is not flushed and the round is abandoned."""
-    round_ = Gathered(RoundKept(kept))
+    rows). Stopped (``stop``), the batch under way is not flushed and the round is abandoned.
+
+    ``pace`` (:class:`merge.monitor.pacing.Pacer`) is called before each batch of a URL source's
+    subjects with the number of them asked for so far, and waits until the next are due; the
+    batches are then ``batch`` subjects each."""
+    round_ = Gathered(RoundKept(kept), mine=mine)
     memory = recall if recall is not None else Recall()
+    asked = 0
 
     def done() -> None:
         if stop.is_set():
             raise _Stopped
         flush(round_)
+
+    def due(size: int) -> None:
+        """Before a batch of ``size`` subjects of a URL source: wait until they are due."""
+        nonlocal asked
+        if (pace is not None and pace(asked)) or stop.is_set():
+            raise _Stopped
+        asked += size
 
     fetched_bundle_urls: set[str] = set()
     try:
@@ -178,7 +197,9 @@ def gather(
             if isinstance(source, DirectorySource):
                 _read_directory(round_, source, judge, max_bytes)
             else:
-                fetched_bundle_urls |= _read_registry(round_, source, followed, judge, fetcher, memory, done)
+                fetched_bundle_urls |= _read_registry(
+                    round_, source, followed, judge, fetcher, memory, done, due, batch
+                )
             if stop.is_set():
                 raise _Stopped
         if follow_mirrors:
@@ -192,9 +213,9 @@ def gather(
     return round_
 
 
-def _batches(subjects: Sequence[str]) -> Iterator[Sequence[str]]:
-    for start in range(0, len(subjects), BATCH):
-        yield subjects[start : start + BATCH]
+def _batches(subjects: Sequence[str], size: int = BATCH) -> Iterator[Sequence[str]]:
+    for start in range(0, len(subjects), size):
+        yield subjects[start : start + size]
 
 
 def _judge_answer(
@@ -255,8 +276,10 @@ def _read_directory(round_: Gathered, source: DirectorySource, judge: Judge, max
             round_.problems.append(Problem(where=where, subject=None, reason="unreadable", detail=detail))
             problems += 1
             continue
-        documents += 1
         outcome = _judge_document(round_, judge, body, where)
+        if outcome is None:
+            continue  # another shard's subject
+        documents += 1
         problems += outcome.problem is not None
         round_.take(outcome)
         if outcome.judgement is not None and outcome.judgement.subject is not None:
@@ -285,11 +308,14 @@ def _read_regular_file(path: Path, where: str, max_bytes: int) -> bytes:
             raise _Unfit("too_large", exc.problem) from None
 
 
-def _judge_document(round_: Gathered, judge: Judge, body: bytes, where: str) -> Outcome:
+def _judge_document(round_: Gathered, judge: Judge, body: bytes, where: str) -> Outcome | None:
     """A directory's document: a bundle or a record of whatever subject it names (read for its
-    type keys and its subject alone, as judging reads a bundle: it is verified as its text)."""
+    type keys and its subject alone, as judging reads a bundle: it is verified as its text);
+    None for a subject that is not this monitor's (``--shard``)."""
     kind, named = text_heading(body)
     subject = string_value(named) if kind is not None else None
+    if subject is not None and not round_.mine(subject):
+        return None
     kept = round_.kept.get(subject) if subject is not None else None
     if kind == "record":
         return judge.record(kept, body, origin="source", where=where, subject=None)
@@ -309,9 +335,12 @@ def _read_registry(  # noqa: PLR0917 (a round's parts)
     fetcher: Fetcher,
     memory: Recall,
     done: Callable[[], None],
+    due: Callable[[int], None],
+    size: int,
 ) -> set[str]:
     read = problems = 0
-    for batch in _batches(followed):
+    for batch in _batches(followed, size):
+        due(len(batch))
         bundle_urls = [source.bundle_url(subject) for subject in batch]
         rows = memory.rows(bundle_urls)
         bundles = fetcher.get_many(
@@ -337,7 +366,9 @@ def _read_registry(  # noqa: PLR0917 (a round's parts)
         read += documents
         problems += record_problems
         done()
-    round_.sources.append(SourceRead(source=source.label, read=read > 0, documents=read, problems=problems))
+    # Asked for nothing (a --shard with no subject of its own) is not unreadable.
+    answered = read > 0 or not followed
+    round_.sources.append(SourceRead(source=source.label, read=answered, documents=read, problems=problems))
     return {source.bundle_url(subject) for subject in followed}
 
 

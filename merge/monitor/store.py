@@ -26,14 +26,14 @@ import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Final
+from typing import Final, Protocol
 
 import msgspec
 
 from ..errors import InputError
 from .fetching import Validator
 
-__all__ = ["KeptRow", "MonitorStore", "Remembered"]
+__all__ = ["KeptRow", "MonitorStore", "Remembered", "StateStore"]
 
 #: Parameters of one ``IN (...)`` query (SQLite's default limit is 32766; a batch stays small).
 _CHUNK: Final = 500
@@ -73,6 +73,26 @@ class KeptRow(msgspec.Struct, frozen=True, array_like=True):
 
 #: One URL's row: its validator (None: nothing to send, e.g. a 404) and when it was fetched.
 Remembered = tuple[Validator | None, float]
+
+
+class StateStore(Protocol):
+    """What a monitor remembers besides its cursor: :class:`MonitorStore` (SQLite, the default)
+    or :class:`merge.monitor.pgstate.PostgresState` (``--state-url``)."""
+
+    def recall(self, urls: Sequence[str]) -> dict[str, Remembered]:
+        """The rows of those of ``urls`` fetched before."""
+
+    def remember(self, rows: Iterable[tuple[str, Remembered]]) -> None:
+        """Write ``rows`` (url, (validator, fetched_at)) in one transaction."""
+
+    def kept_rows(self, keys: str) -> dict[str, KeptRow]:
+        """The kept bundles' index, when verified with the anchors of fingerprint ``keys``."""
+
+    def index(self, rows: Iterable[KeptRow], *, gone: Iterable[str] = (), keys: str | None = None) -> None:
+        """Add or replace ``rows``, drop the subjects ``gone``, record ``keys``; one transaction."""
+
+    def close(self) -> None:
+        """Close it."""
 
 
 class MonitorStore:

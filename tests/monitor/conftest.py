@@ -11,10 +11,12 @@ import msgspec
 import pytest
 
 from merge import KeySet
+from merge.audit_store import bundle_filename, sharded_path
 from merge.monitor import FetchPolicy, Monitor
 from merge.monitor.cursor import StateDir
+from merge.monitor.judging import Judge
 
-from .history import KEYS
+from .history import KEYS, SUBJECT
 from .registry import Registry, registry_at
 
 #: Quick to give up, so that a misbehaving server costs a test a second, not minutes.
@@ -25,6 +27,22 @@ def cursor(state: Path) -> dict[str, Any]:
     """The cursor of a state directory as JSON (what ``monitor status`` reads)."""
     document: dict[str, Any] = msgspec.to_builtins(StateDir(state).read_status())
     return document
+
+
+def kept_file(state: Path, subject: str = SUBJECT) -> Path:
+    """Where a monitor keeps the subject's bundle: ``DIR/kept/abc/pith_YYYY_<B32>.bundle.json``."""
+    return sharded_path(state, bundle_filename(subject))
+
+
+@pytest.fixture
+def verifications(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The labels of the bundles verified from now on (:meth:`merge.monitor.judging.Judge.verified`)."""
+    verified: list[str] = []
+    real = Judge.verified
+    monkeypatch.setattr(
+        Judge, "verified", lambda judge, data, label: verified.append(label) or real(judge, data, label)
+    )
+    return verified
 
 
 @pytest.fixture

@@ -130,7 +130,7 @@ def check(state: Path, log: Path | None, seen: Seen, trusted: KeySet) -> None:
                 assert name in whole, f"an alarm was printed before its evidence was whole: {line}"
                 assert name not in seen.listed, f"an alarm the cursor listed was reported again: {line}"
     # A kill may leave a half-written .tmp- file: never the kept bundle (the next monitor removes it).
-    kept_files = [path for path in state.glob("*.bundle.json") if not path.name.startswith(".tmp-")]
+    kept_files = [path for path in state.glob("kept/*/*.bundle.json") if not path.name.startswith(".tmp-")]
     if kept_files:
         [path] = kept_files
         kept = path.read_bytes()

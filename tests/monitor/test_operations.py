@@ -180,7 +180,9 @@ def test_sighup_reloads_sources_between_rounds_and_keeps_the_round_in_flight(
     second_registry.publish(BUNDLE, snapshot("v2"))
     registry.misbehave[BUNDLE] = "delay"  # each round is under way for 0.3 s at least
     config = tmp_path / "monitor.toml"
-    head = f'subject = ["{SUBJECT}"]\ninterval = 60.0\njson = true\nlog-format = "json"\n'
+    # A round is spread over the interval: with two sources, the second's subject is due half an
+    # interval after the round started (docs/monitor.md, Fetching), so a short one.
+    head = f'subject = ["{SUBJECT}"]\ninterval = 6.0\njson = true\nlog-format = "json"\n'
     config.write_text(f'{head}sources = ["{registry.url}"]\n')
     running = Running("--config", config, "--state-dir", tmp_path / "s", log=tmp_path / "log")
     try:

@@ -17,7 +17,7 @@ from merge import InputError, KeySet, native_available
 from merge.monitor import FetchPolicy, Monitor, StateDirLocked
 from merge.monitor.judging import Judge
 
-from .conftest import QUICK, cursor
+from .conftest import QUICK, cursor, kept_file
 from .history import LETTERS, SUBJECT, record, snapshot, tampered, with_mirrors, without_record_created
 from .registry import Registry
 
@@ -42,12 +42,12 @@ def test_first_seen_then_extension_then_rewrite(
     monitor = make_monitor(registry.url, subjects=[SUBJECT])
     first = monitor.run_round()
     assert (verdicts(first), first.ok, first.alarms) == ([("source", "first_seen")], True, ())
-    assert (state / f"pith_2024_{LETTERS}.bundle.json").read_bytes() == snapshot("v1")
+    assert kept_file(state).read_bytes() == snapshot("v1")
 
     registry.publish(BUNDLE, snapshot("v2"))
     second = monitor.run_round()
     assert (verdicts(second), second.ok) == ([("source", "extension")], True)
-    assert (state / f"pith_2024_{LETTERS}.bundle.json").read_bytes() == snapshot("v2")
+    assert kept_file(state).read_bytes() == snapshot("v2")
 
     registry.publish(BUNDLE, snapshot("v3"))
     third = monitor.run_round()
@@ -63,7 +63,7 @@ def test_first_seen_then_extension_then_rewrite(
     assert report["alarm"]["id"] == alarm.id
     assert report["report"]["audit"]["verdict"] == "rewrite"
     # The rewrite is not kept: the kept bundle stays the reference.
-    assert (state / f"pith_2024_{LETTERS}.bundle.json").read_bytes() == snapshot("v2")
+    assert kept_file(state).read_bytes() == snapshot("v2")
     status = cursor(state)
     assert status["rounds"] == 3
     assert [entry["id"] for entry in status["alarms"]] == [alarm.id]
@@ -111,7 +111,7 @@ def test_a_bundle_that_does_not_verify_is_an_alarm_with_the_bad_one(
         "report.json",
         "shown.bundle.json",
     }
-    assert not list((tmp_path / "state").glob("*.bundle.json"))  # nothing kept
+    assert not list((tmp_path / "state").glob("kept/*/*.bundle.json"))  # nothing kept
 
 
 def test_untrusted_signers_are_not_trusted(registry: Registry, make_monitor: MakeMonitor) -> None:
@@ -223,9 +223,7 @@ def test_mirrors_named_by_the_kept_bundle_are_audited_as_pairs(
     assert (folder / "shown.bundle.json").read_bytes() == snapshot("other")
     assert not (tmp_path / "state" / "evidence").joinpath("x").exists()
     # A mirror's bundle is never kept.
-    assert (tmp_path / "state" / f"pith_2024_{LETTERS}.bundle.json").read_bytes() == with_mirrors(
-        "v2", [mirror, "file:///etc/passwd"]
-    )
+    assert kept_file(tmp_path / "state").read_bytes() == with_mirrors("v2", [mirror, "file:///etc/passwd"])
 
 
 def test_a_directory_source(make_monitor: MakeMonitor, tmp_path: Path) -> None:
@@ -362,7 +360,7 @@ def test_a_validator_that_names_another_body_than_the_kept_one_is_not_sent(
     first = make_monitor(registry.url, subjects=[SUBJECT])
     first.run_round()
     first.close()
-    kept = tmp_path / "state" / f"pith_2024_{LETTERS}.bundle.json"
+    kept = kept_file(tmp_path / "state")
     kept.write_bytes(snapshot("v2"))  # the row still names v1, the server still serves v1
     asked = len(registry.requests)
     report = make_monitor(registry.url, subjects=[SUBJECT]).run_round()
@@ -449,7 +447,7 @@ def test_a_kept_bundle_is_verified_once_not_at_every_start(
     assert verdicts(again.run_round()) == [("source", "identical")]
     again.close()
     assert verified == []
-    kept = tmp_path / "state" / f"pith_2024_{LETTERS}.bundle.json"
+    kept = kept_file(tmp_path / "state")
     os.utime(kept, ns=(0, 0))  # not the file the index knows: verified again
     make_monitor(registry.url).close()
     assert verified == [str(kept)]

@@ -199,7 +199,7 @@ def test_a_witness_never_cosigns_a_rewrite_across_restarts_and_sigkills(
     for kill in range(12):
         registry.publish(BUNDLE, snapshot(SEQUENCE[kill % len(SEQUENCE)]))
         if kill % 4 == 3:  # the monitor's kept bundle lost: only the witness's record remains
-            for kept in state.glob("*.bundle.json"):
+            for kept in state.glob("kept/*/*.bundle.json"):
                 kept.unlink()
         running = start_witness(tmp_path, 0, registry.url)
         running.wait_for("listening on ")

@@ -49,7 +49,7 @@ def test_first_seen_and_extensions_are_cosigned_a_rewrite_is_not(
     assert [alarm.kind for alarm in report.alarms] == ["rewrite"]
     assert cosigned_count(monitor) == 16
     monitor.close()
-    for kept in (tmp_path / "state").glob("*.bundle.json"):
+    for kept in (tmp_path / "state").glob("kept/*/*.bundle.json"):
         kept.unlink()  # the monitor's memory lost: it now sees v3 as first seen, and keeps it
     again = make_monitor(registry.url, subjects=[SUBJECT], witness_key=KEY)
     report = again.run_round()

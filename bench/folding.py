@@ -13,7 +13,7 @@ import os
 from merge import KeySet, State, fold, fold_subjects, native_available
 
 from .bound import compiled_limit, signature_jobs, verify_compiled, verify_serial, verify_threaded
-from .measure import Result, best_times
+from .measure import Result, best_times, best_times_beside
 from .naive import naive_fold
 from .workload import Workload
 
@@ -79,9 +79,14 @@ def bench_fold(workload: Workload, label: str, *, repeat: int, naive: bool = Tru
     if naive:
         rivals["naive"] = naive_all
     cpu: dict[str, float] = {}
-    # The limit first, apart: its processes would disturb the rivals timed beside them.
-    limit = max(compiled_limit(jobs, rounds=LIMIT_ROUNDS) for _ in range(repeat)) if native_available() else None
-    best = best_times(rivals, repeat, cpu=cpu)
+    limit = None
+    if native_available():
+        # Before each round of the rivals, not beside them: its processes take both cores.
+        limit, best = best_times_beside(
+            lambda: compiled_limit(jobs, rounds=LIMIT_ROUNDS), rivals, repeat, cpu=cpu
+        )
+    else:
+        best = best_times(rivals, repeat, cpu=cpu)
     bound = len(jobs) / best["bound_1"]
     fold_1 = events / best["fold_1"]
     fold_default = events / best["fold_default"]
@@ -133,7 +138,15 @@ def bench_fold(workload: Workload, label: str, *, repeat: int, naive: bool = Tru
         ),
     ]
     if limit is not None:
-        results += _against_limit(label, limit, fold_default, events / best["fold_1"], len(jobs), best, cpu, events)
+        results += _against_limit(
+            label,
+            limit=limit,
+            fold_default=fold_default,
+            fold_1=fold_1,
+            compiled_1=len(jobs) / best["compiled_bound_1"],
+            cpu_ratio=cpu["compiled_bound_1"] / len(jobs) / (cpu["fold_1"] / events),
+            targeted=not together,
+        )
     if together:
         shapes = (("1", "threads=1", SINGLE_THREAD_TARGET), ("default", "default", TOGETHER_TARGET))
         for name, what, target in shapes:
@@ -165,18 +178,18 @@ def bench_fold(workload: Workload, label: str, *, repeat: int, naive: bool = Tru
 
 def _against_limit(
     label: str,
+    *,
     limit: float,
     fold_default: float,
     fold_1: float,
-    verifications: int,
-    best: dict[str, float],
-    cpu: dict[str, float],
-    events: int,
+    compiled_1: float,
+    cpu_ratio: float,
+    targeted: bool,
 ) -> list[Result]:
     """The figures of issue 39 item 3: the default fold against the limit (2 processes of the
-    compiled verifier), ``threads=1`` against that verifier on one thread."""
-    compiled_1 = verifications / best["compiled_bound_1"]
-    return [
+    compiled verifier), ``threads=1`` against that verifier on one thread (rates a second).
+    ``targeted``: the issue's targets beside them (one subject's; many subjects: context)."""
+    figures = [
         Result(
             f"{label}: the limit, 2 processes of the compiled verifier",
             limit,
@@ -197,11 +210,14 @@ def _against_limit(
         ),
         Result(
             f"{label}: fold threads=1 / the compiled verifier, 1 thread, in CPU time",
-            cpu["compiled_bound_1"] / verifications / (cpu["fold_1"] / events),
+            cpu_ratio,
             "ratio",
             "the same ratio from process CPU time",
         ),
     ]
+    if not targeted:
+        figures = [Result(figure.name, figure.value, figure.unit, figure.detail) for figure in figures]
+    return figures
 
 
 def _against(name: str, value: float, detail: str, target: float) -> Result:

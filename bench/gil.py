@@ -28,9 +28,8 @@ from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from unittest import mock
 
 from merge import KeySet, State, fold
-from merge.signatures import SignatureJob, SignatureVerifier, _verify_all, verify_signature
-
 from merge.native import native_available
+from merge.signatures import SignatureJob, SignatureVerifier, _verify_all, verify_signature
 
 from .bound import Job, signature_jobs, verify_compiled, verify_serial
 from .measure import Result, best_times

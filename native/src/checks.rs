@@ -443,7 +443,7 @@ fn judge_shaped(
     let canonical = unsafe { String::from_utf8_unchecked(canonical) };
     match ValidEvent::new(canonical, signer_bytes, parts) {
         Some(event) => Verdict::Valid(Arc::new(event)),
-        None => unreachable!("canonical JSON of strings is UTF-8"),
+        None => unreachable!("CJ(signer) is whole: CJ(payload) begins at a character"),
     }
 }
 

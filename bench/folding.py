@@ -12,8 +12,8 @@ import os
 
 from merge import KeySet, State, fold, fold_subjects, native_available
 
-from .bound import signature_jobs, verify_compiled, verify_serial, verify_threaded
-from .measure import Result, best_times
+from .bound import compiled_limit, signature_jobs, verify_compiled, verify_serial, verify_threaded
+from .measure import Result, best_times, best_times_beside
 from .naive import naive_fold
 from .workload import Workload
 
@@ -25,6 +25,12 @@ SINGLE_THREAD_TARGET = 1.0
 DEFAULT_TARGET = 1.8
 PER_SUBJECT_TARGET = 1.4
 TOGETHER_TARGET = 1.6
+#: Issue 39 item 3's, against the limit (the compiled verifier in 2 processes, issue 39 item 4):
+#: the default fold of one subject; ``threads=1`` against the compiled verifier on one thread.
+LIMIT_TARGET = 0.8
+COMPILED_SINGLE_TARGET = 0.85
+#: Rounds over the jobs of each process of the limit, per measurement (one more warms it up).
+LIMIT_ROUNDS = 2
 
 
 def bench_fold(workload: Workload, label: str, *, repeat: int, naive: bool = True) -> list[Result]:
@@ -73,7 +79,14 @@ def bench_fold(workload: Workload, label: str, *, repeat: int, naive: bool = Tru
     if naive:
         rivals["naive"] = naive_all
     cpu: dict[str, float] = {}
-    best = best_times(rivals, repeat, cpu=cpu)
+    limit = None
+    if native_available():
+        # Before each round of the rivals, not beside them: its processes take both cores.
+        limit, best = best_times_beside(
+            lambda: compiled_limit(jobs, rounds=LIMIT_ROUNDS), rivals, repeat, cpu=cpu
+        )
+    else:
+        best = best_times(rivals, repeat, cpu=cpu)
     bound = len(jobs) / best["bound_1"]
     fold_1 = events / best["fold_1"]
     fold_default = events / best["fold_default"]
@@ -124,6 +137,16 @@ def bench_fold(workload: Workload, label: str, *, repeat: int, naive: bool = Tru
             PER_SUBJECT_TARGET if together else DEFAULT_TARGET,
         ),
     ]
+    if limit is not None:
+        results += _against_limit(
+            label,
+            limit=limit,
+            fold_default=fold_default,
+            fold_1=fold_1,
+            compiled_1=len(jobs) / best["compiled_bound_1"],
+            cpu_ratio=cpu["compiled_bound_1"] / len(jobs) / (cpu["fold_1"] / events),
+            targeted=not together,
+        )
     if together:
         shapes = (("1", "threads=1", SINGLE_THREAD_TARGET), ("default", "default", TOGETHER_TARGET))
         for name, what, target in shapes:
@@ -151,6 +174,50 @@ def bench_fold(workload: Workload, label: str, *, repeat: int, naive: bool = Tru
             ),
         ]
     return results
+
+
+def _against_limit(
+    label: str,
+    *,
+    limit: float,
+    fold_default: float,
+    fold_1: float,
+    compiled_1: float,
+    cpu_ratio: float,
+    targeted: bool,
+) -> list[Result]:
+    """The figures of issue 39 item 3: the default fold against the limit (2 processes of the
+    compiled verifier), ``threads=1`` against that verifier on one thread (rates a second).
+    ``targeted``: the issue's targets beside them (one subject's; many subjects: context)."""
+    figures = [
+        Result(
+            f"{label}: the limit, 2 processes of the compiled verifier",
+            limit,
+            "verify/s",
+            f"after warm-up, best of its runs; {limit / compiled_1:.2f}x one thread of it",
+        ),
+        _against(
+            f"{label}: fold default / the limit",
+            fold_default / limit,
+            "events folded per second over the limit's verifications per second",
+            LIMIT_TARGET,
+        ),
+        _against(
+            f"{label}: fold threads=1 / the compiled verifier, 1 thread",
+            fold_1 / compiled_1,
+            "events folded per second over its verifications per second, one thread each",
+            COMPILED_SINGLE_TARGET,
+        ),
+        Result(
+            f"{label}: fold threads=1 / the compiled verifier, 1 thread, in CPU time",
+            cpu_ratio,
+            "ratio",
+            "the same ratio from process CPU time",
+        ),
+    ]
+    if not targeted:
+        figures = [Result(figure.name, figure.value, figure.unit, figure.detail) for figure in figures]
+    return figures
 
 
 def _against(name: str, value: float, detail: str, target: float) -> Result:

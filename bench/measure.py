@@ -18,7 +18,7 @@ from typing import Any, Final, TypeVar
 
 T = TypeVar("T")
 
-__all__ = ["RATE_UNITS", "TIME_UNITS", "Result", "best_cpu_time", "best_times"]
+__all__ = ["RATE_UNITS", "TIME_UNITS", "Result", "best_cpu_time", "best_times", "best_times_beside"]
 
 #: Units that are a rate of events (or signatures) a second: an event is one verification (spec
 #: §6 check 12), so the rate is comparable with the limit's as it stands.
@@ -92,6 +92,31 @@ def best_times(
     if cpu is not None:
         cpu.update(best_cpu)
     return best
+
+
+def best_times_beside(
+    limit: Callable[[], float],
+    rivals: Mapping[str, Callable[[], object]],
+    repeat: int,
+    *,
+    cpu: dict[str, float] | None = None,
+) -> tuple[float, dict[str, float]]:
+    """:func:`best_times`, with a rate measured before each round of the rivals (the limit,
+    issue 39 item 4: ``limit()`` returns it): the best rate and each rival's best time, the
+    limit measured under the load its rivals met (a shared box's load moves from minute to
+    minute)."""
+    rates: list[float] = []
+    best = {name: float("inf") for name in rivals}
+    round_cpu: dict[str, float] = {}
+    best_cpu = {name: float("inf") for name in rivals}
+    for _ in range(repeat):
+        rates.append(limit())
+        for name, seconds in best_times(rivals, 1, cpu=round_cpu).items():
+            best[name] = min(best[name], seconds)
+            best_cpu[name] = min(best_cpu[name], round_cpu[name])
+    if cpu is not None:
+        cpu.update(best_cpu)
+    return max(rates), best
 
 
 def best_cpu_time(run: Callable[[], T], repeat: int) -> tuple[float, T]:

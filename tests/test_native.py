@@ -20,6 +20,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import tomllib
 import types
 import warnings
@@ -741,6 +742,37 @@ def test_verify_signature_is_the_compiled_verifier_where_it_serves(monkeypatch: 
     monkeypatch.setenv(PURE_ENVIRONMENT_VARIABLE, "1")
     assert verify_signature(*cases[0]) == expected[0]
     assert len(calls) == 1
+
+
+@needs_native
+def test_verify_signatures_lets_go_of_the_gil() -> None:
+    """Issue 39 item 3: ``verify_signatures`` verifies without the GIL, so that two threads
+    calling it verify side by side. With the switch interval at an hour, the interpreter takes
+    the GIL from no thread: the main thread, waiting for the GIL, runs during the caller's call
+    only if the call lets go of it; else only after the call has returned (``returned`` set)."""
+    assert NATIVE is not None
+    public_key, signature = _signed(3, b"message")
+    jobs = [(public_key, b"message", signature)] * 2000
+    entered, returned = threading.Event(), threading.Event()
+    verdicts: list[list[bool]] = []
+
+    def caller() -> None:
+        entered.set()
+        verdicts.append(NATIVE.verify_signatures(jobs))
+        returned.set()
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(3600)
+    try:
+        thread = threading.Thread(target=caller)
+        thread.start()
+        entered.wait()  # (a blocking wait: lets the caller have the GIL)
+        ran_during_the_call = not returned.is_set()
+        thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert verdicts == [[True] * len(jobs)]
+    assert ran_during_the_call
 
 
 #: p = 2^255 - 19, the field's prime, and L, the order of the group (RFC 8032 §5.1).

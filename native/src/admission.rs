@@ -93,8 +93,12 @@ pub fn admit(text: &[u8]) -> Option<Admitted<'_>> {
         return None;
     }
     // serde_json refuses what msgspec refuses (bad UTF-8, lone surrogate escapes, bad syntax,
-    // more than 128 levels) and keeps the last of duplicate keys, as §5 says.
-    let event = serde_json::from_slice::<Json>(text).ok()?;
+    // more than 128 levels) and keeps the last of duplicate keys, as §5 says. The UTF-8 is
+    // checked once for the whole text, not string by string as `from_slice` does (a call for
+    // each key and value: about a quarter of the parse's instructions): a byte that is not UTF-8 is refused
+    // either way, inside a string or out of one (where JSON allows only ASCII).
+    let text = std::str::from_utf8(text).ok()?;
+    let event = serde_json::from_str::<Json>(text).ok()?;
     let event_id = event
         .get("event_id")
         .and_then(Json::as_str)

@@ -85,9 +85,9 @@ pub struct Parts<'a> {
 
 impl ValidEvent {
     /// The event of `parts`, `canonical` holding `CJ(signer)` (its first `signer_bytes` bytes)
-    /// then `CJ(payload)`; `None` when those are not UTF-8 (canonical JSON always is).
-    pub fn new(canonical: Vec<u8>, signer_bytes: usize, parts: Parts<'_>) -> Option<ValidEvent> {
-        let mut data = String::from_utf8(canonical).ok()?;
+    /// then `CJ(payload)`; `None` when `signer_bytes` is not where a character begins.
+    pub fn new(canonical: String, signer_bytes: usize, parts: Parts<'_>) -> Option<ValidEvent> {
+        let mut data = canonical;
         let at = |data: &String| u32::try_from(data.len()).expect("an event is far below 4 GB");
         let mut ends = [0_u32; 8];
         ends[0] = u32::try_from(signer_bytes)
@@ -239,37 +239,55 @@ struct Shape<'v, 'a> {
     schema_version: &'v str,
 }
 
+/// The 12 keys of §4, in the order an object's members are sorted in (byte order).
+const EVENT_KEYS: [&str; 12] = [
+    "content_sha256",
+    "created_at",
+    "event_id",
+    "event_type",
+    "payload",
+    "prev_event",
+    "schema_version",
+    "signature",
+    "signer",
+    "subject_pith_number",
+    "supersedes",
+    "target",
+];
+
 impl<'v, 'a> Shape<'v, 'a> {
     fn of(event: &'v Json<'a>) -> Option<Shape<'v, 'a>> {
         let Json::Object(members) = event else { return None };
-        if members.len() != 12 {
+        // The members are sorted, each key once: exactly §4's keys when, one by one, they are
+        // those of EVENT_KEYS (one pass, not a search per key).
+        if members.len() != EVENT_KEYS.len() || members.iter().zip(EVENT_KEYS).any(|((name, _), key)| name != key) {
             return None;
         }
-        let string = |key: &str| event.get(key).and_then(Json::as_str);
-        let payload = event
-            .get("payload")
-            .filter(|payload| matches!(payload, Json::Object(_)))?;
-        let signer = event.get("signer")?;
-        let Json::Array(supersedes) = event.get("supersedes")? else {
+        let [content_sha256, created_at, _, event_type, payload, prev_event, schema_version, signature, signer, subject, supersedes, target] =
+            std::array::from_fn(|at| &members[at].1);
+        if !matches!(payload, Json::Object(_)) {
+            return None;
+        }
+        let Json::Array(supersedes) = supersedes else {
             return None;
         };
-        let prev_event = match event.get("prev_event")? {
+        let prev_event = match prev_event {
             Json::Null => None,
             Json::Str(prev) => Some(prev.as_ref()),
             _ => return None,
         };
         Some(Shape {
-            event_type: string("event_type")?,
-            subject: string("subject_pith_number")?,
-            target: string("target")?,
+            event_type: event_type.as_str()?,
+            subject: subject.as_str()?,
+            target: target.as_str()?,
             payload,
             signer,
             signer_fields: string_object(signer, ["key_id", "public_key_fingerprint", "signer_id", "signer_type"])?,
-            created_at: string("created_at")?,
+            created_at: created_at.as_str()?,
             supersedes: supersedes.iter().map(Json::as_str).collect::<Option<_>>()?,
             prev_event,
             signature: string_object(
-                event.get("signature")?,
+                signature,
                 [
                     "algorithm",
                     "key_id",
@@ -280,8 +298,8 @@ impl<'v, 'a> Shape<'v, 'a> {
                     "signed_message",
                 ],
             )?,
-            content_sha256: string("content_sha256")?,
-            schema_version: string("schema_version")?,
+            content_sha256: content_sha256.as_str()?,
+            schema_version: schema_version.as_str()?,
         })
     }
 }
@@ -418,9 +436,14 @@ fn judge_shaped(
         created_us,
         record,
     };
+    // SAFETY: `canonical::write` writes the strings of a `Json` (UTF-8, as `str`s are), ASCII
+    // escapes and ASCII punctuation, numbers and literals: UTF-8 throughout, so the check a
+    // `String::from_utf8` would make (a pass over the event's bytes) is left out.
+    debug_assert!(std::str::from_utf8(&canonical).is_ok());
+    let canonical = unsafe { String::from_utf8_unchecked(canonical) };
     match ValidEvent::new(canonical, signer_bytes, parts) {
         Some(event) => Verdict::Valid(Arc::new(event)),
-        None => unreachable!("canonical JSON of strings is UTF-8"),
+        None => unreachable!("CJ(signer) is whole: CJ(payload) begins at a character"),
     }
 }
 

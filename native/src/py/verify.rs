@@ -27,19 +27,24 @@ pub fn verify_signatures(
             Some(true) => Route::Combs,
             Some(false) => Route::DoubleBase,
         };
-        let mut keys: HashMap<[u8; 32], PublicKey> = HashMap::default();
-        Ok(collect_exact(jobs.iter().map(|(public_key, message, signature)| {
-            // As merge.signatures.verify_signature: wrong lengths never verify.
-            match (
-                <[u8; 32]>::try_from(public_key.as_slice()),
-                <&[u8; 64]>::try_from(signature.as_slice()),
-            ) {
-                (Ok(public_key), Ok(signature)) => keys
-                    .entry(public_key)
-                    .or_insert_with(|| PublicKey::new(public_key))
-                    .verifies_by(message, signature, route),
-                _ => false,
-            }
-        })))
+        Ok(py.allow_threads(|| verified(&jobs, route)))
     })
+}
+
+/// The verdict on each job, by `route`, each distinct key decoded once (see [`verify_signatures`]).
+fn verified(jobs: &[(Vec<u8>, Vec<u8>, Vec<u8>)], route: Route) -> Vec<bool> {
+    let mut keys: HashMap<[u8; 32], PublicKey> = HashMap::default();
+    collect_exact(jobs.iter().map(|(public_key, message, signature)| {
+        // As merge.signatures.verify_signature: wrong lengths never verify.
+        match (
+            <[u8; 32]>::try_from(public_key.as_slice()),
+            <&[u8; 64]>::try_from(signature.as_slice()),
+        ) {
+            (Ok(public_key), Ok(signature)) => keys
+                .entry(public_key)
+                .or_insert_with(|| PublicKey::new(public_key))
+                .verifies_by(message, signature, route),
+            _ => false,
+        }
+    }))
 }

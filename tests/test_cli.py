@@ -1393,3 +1393,29 @@ def test_shell_completion_is_offered() -> None:
     )
     assert result.returncode == 0
     assert b"complete -o nosort -F" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("raised", "one_line"),
+    [
+        (ImportError("/usr/lib/libz.so.1: failed to map segment from shared object"), True),
+        (ImportError("libfoo.so: cannot open shared object file: Cannot allocate memory"), True),
+        (ImportError("No module named 'nacl'"), False),
+    ],
+)
+def test_an_extension_the_loader_cannot_map_is_out_of_memory(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], raised: ImportError, one_line: bool
+) -> None:
+    """A command's modules are imported when it runs: under ``ulimit -v`` the dynamic loader's
+    refusal is one line and exit 2; any other ImportError is a broken installation, raised."""
+
+    def failing(*args: Any, **kwargs: Any) -> int:
+        raise raised
+
+    monkeypatch.setattr(merge.cli.cli, "main", failing)
+    if not one_line:
+        with pytest.raises(ImportError):
+            main(["verify", "x"])
+        return
+    assert main(["verify", "x"]) == 2
+    assert capsys.readouterr().err == "pith-merge: out of memory: a shared library could not be mapped\n"

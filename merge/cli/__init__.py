@@ -27,6 +27,11 @@ Invalid events never change the exit code: they are the merge's ordinary busines
 from __future__ import annotations
 
 import errno
+
+# Every command hashes; hashlib is imported here, before one runs, because under a memory limit
+# (ulimit -v) its own import logs a traceback for each hash it cannot load, which would break the
+# promise of one line on standard error (docs/security.md §5).
+import hashlib  # noqa: F401
 from collections.abc import Mapping, Sequence
 from typing import Final
 
@@ -106,6 +111,10 @@ COMMANDS: Final[Mapping[str, tuple[str, str]]] = {
 cli.add_lazy_commands(__name__, COMMANDS)
 
 
+#: How glibc's dynamic loader says that a library did not fit in the address space.
+_LOADER_OUT_OF_MEMORY: Final = ("failed to map segment from shared object", "Cannot allocate memory")
+
+
 def _out_of_memory(why: str) -> int:
     echo_err(f"pith-merge: out of memory: {why}" if why else "pith-merge: out of memory (a memory limit?)")
     return EXIT_USAGE
@@ -137,4 +146,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if exc.errno != errno.ENOMEM:
             raise
         return _out_of_memory(exc.strerror or "")
+    except ImportError as exc:
+        # The same limit met by the dynamic loader: an extension module imported lazily (a
+        # command's, or one of the standard library's) whose segments cannot be mapped. dlopen
+        # reports it only as text; any other ImportError is a broken installation, raised.
+        if not any(phrase in str(exc) for phrase in _LOADER_OUT_OF_MEMORY):
+            raise
+        return _out_of_memory("a shared library could not be mapped")
     return code if isinstance(code, int) else EXIT_OK

@@ -1,5 +1,8 @@
 //! Chains, forks and apply order (spec §7), as `merge.chains.classify` decides them.
 
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
 use crate::checks::ValidEvent;
 use crate::maps::{HashMap, HashSet};
 use crate::reasons::Reason;
@@ -36,6 +39,24 @@ pub fn child_reason(
     prev_applied: bool,
     on_cycle: bool,
 ) -> Option<Reason> {
+    reason_under(
+        (child.chain(), child.created_us),
+        prev.map(|prev| (prev.chain(), prev.created_us)),
+        prev_admitted,
+        prev_applied,
+        on_cycle,
+    )
+}
+
+/// [`child_reason`] on what it reads of the child and of its prev, if valid: the chain (any
+/// value that compares as chains do) and the `created_at` instant.
+fn reason_under<C: PartialEq>(
+    child: (C, i64),
+    prev: Option<(C, i64)>,
+    prev_admitted: bool,
+    prev_applied: bool,
+    on_cycle: bool,
+) -> Option<Reason> {
     if on_cycle {
         // §7 Decision (docs/merge-v1.md, Cycles): no root leads to an event on a prev cycle, so
         // it is missing_prev; an event hanging below one has a valid prev that did not apply,
@@ -52,9 +73,9 @@ pub fn child_reason(
     };
     if !prev_applied {
         Some(Reason::InvalidPrev)
-    } else if child.chain() != prev.chain() {
+    } else if child.0 != prev.0 {
         Some(Reason::PrevWrongChain)
-    } else if child.created_us < prev.created_us {
+    } else if child.1 < prev.1 {
         Some(Reason::CreatedBeforePrev)
     } else {
         None
@@ -263,4 +284,256 @@ fn may_supersede(event: &ValidEvent, target: &ValidEvent) -> bool {
     target.signer() == event.signer()
         && (target.event_type() == event.event_type()
             || (event.event_type() == "correction" && target.event_type() != "record_created"))
+}
+
+/// A valid event as [`ChainIndex`] sees it: its id, its `prev_event`, its chain (interned by
+/// the caller: equal chains, equal numbers) and its `created_at` instant.
+pub struct Node {
+    pub id: Arc<str>,
+    pub prev: Option<Arc<str>>,
+    pub chain: u32,
+    pub created_us: i64,
+}
+
+/// A (prev, chain) group of eligible events: the prev's node (`None` for roots) and the chain.
+type Group = (Option<usize>, u32);
+
+/// Spec §7 kept up to date as events arrive: the twin of `merge.chains.ChainIndex` (the
+/// incremental engine's), rule for rule; always equal to [`classify`]. Nodes are numbered in
+/// the order added. Each call re-decides only what the new fact can change and returns the
+/// nodes whose status changed; a change propagates only downwards, while the applied set
+/// changes (see the Python twin's note). Cycles of `prev_event` are found with a disjoint-set
+/// forest of the weakly connected components of the prev graph.
+#[derive(Default)]
+pub struct ChainIndex {
+    pub nodes: Vec<Node>,
+    by_id: HashMap<Arc<str>, usize>,
+    /// Every admitted event id, valid or not.
+    admitted: HashSet<Arc<str>>,
+    /// Depth in its chain of each applied node (root 0).
+    pub depth: Vec<Option<u32>>,
+    /// Why each valid node that did not apply did not.
+    pub reason: Vec<Option<Reason>>,
+    /// Set when a reason changed: the caller writes `invalid_events` again, and clears it.
+    pub reasons_changed: bool,
+    /// prev_event → the nodes naming it (whatever the prev is, even unknown).
+    children: HashMap<Arc<str>, Vec<usize>>,
+    /// Each group's eligible nodes, in arrival order; the groups that are forks.
+    groups: HashMap<Group, Vec<usize>>,
+    forked: HashSet<Group>,
+    /// (created_at instant, depth, event_id, node) of each applied node: the apply order.
+    pub order: BTreeSet<(i64, u32, Arc<str>, usize)>,
+    on_cycle: HashSet<usize>,
+    parent: Vec<usize>,
+    size: Vec<usize>,
+    dirty: Vec<usize>,
+}
+
+impl ChainIndex {
+    /// The node of a valid event, if it is one.
+    pub fn node(&self, event_id: &str) -> Option<usize> {
+        self.by_id.get(event_id).copied()
+    }
+
+    /// Record an admitted event that failed §6: its children go from missing to invalid prev.
+    pub fn add_invalid(&mut self, event_id: &Arc<str>) -> Vec<usize> {
+        let mut changed = Vec::new();
+        if self.admitted.insert(event_id.clone()) {
+            self.settle_children(event_id, &mut changed);
+        }
+        changed
+    }
+
+    /// Add a valid event (new, or admitted before as invalid); every node whose status changed.
+    pub fn add(&mut self, node: Node) -> Vec<usize> {
+        let mut changed = Vec::new();
+        if self.by_id.contains_key(&node.id) {
+            return changed;
+        }
+        let at = self.nodes.len();
+        let (id, prev) = (node.id.clone(), node.prev.clone());
+        let chain = node.chain;
+        self.nodes.push(node);
+        self.depth.push(None);
+        self.reason.push(None);
+        self.parent.push(at);
+        self.size.push(1);
+        self.by_id.insert(id.clone(), at);
+        self.admitted.insert(id.clone());
+        let waiting = self.children.get(&id).cloned().unwrap_or_default();
+        for child in waiting {
+            self.union(child, at);
+        }
+        match prev {
+            None => self.join((None, chain), at, 0, &mut changed),
+            Some(prev) => {
+                self.children.entry(prev.clone()).or_default().push(at);
+                let prev_node = self.node(&prev);
+                match prev_node {
+                    Some(prev_at) if self.find(prev_at) == self.find(at) => self.close_cycle(at, &mut changed),
+                    _ => {
+                        if let Some(prev_at) = prev_node {
+                            self.union(at, prev_at);
+                        }
+                        self.attach(at, &mut changed);
+                    }
+                }
+            }
+        }
+        // Propagate downwards while the applied set changes (and always below a new event).
+        while let Some(parent) = self.dirty.pop() {
+            let parent_id = self.nodes[parent].id.clone();
+            self.settle_children(&parent_id, &mut changed);
+        }
+        changed
+    }
+
+    /// The forks: each one's chain, shared prev (its node) and sorted event ids.
+    pub fn forks(&self) -> impl Iterator<Item = (u32, Option<usize>, Vec<&str>)> {
+        self.forked.iter().map(|group| {
+            let mut ids: Vec<&str> = self.groups[group].iter().map(|&at| &*self.nodes[at].id).collect();
+            ids.sort_unstable();
+            (group.1, group.0, ids)
+        })
+    }
+
+    /// Decide a node under its prev (it has one), as that prev stands now (§7).
+    fn attach(&mut self, at: usize, changed: &mut Vec<usize>) {
+        let node = &self.nodes[at];
+        let chain = node.chain;
+        let prev = node.prev.as_deref().expect("attach: a node with a prev");
+        let prev_at = self.node(prev);
+        let depth = prev_at.and_then(|prev_at| self.depth[prev_at]);
+        let reason = reason_under(
+            (node.chain, node.created_us),
+            prev_at.map(|prev_at| (self.nodes[prev_at].chain, self.nodes[prev_at].created_us)),
+            self.admitted.contains(prev),
+            depth.is_some(),
+            self.on_cycle.contains(&at),
+        );
+        match (reason, depth) {
+            (None, Some(depth)) => self.join((prev_at, chain), at, depth + 1, changed),
+            (Some(reason), _) => self.set(at, Status::Reason(reason), changed),
+            (None, None) => unreachable!("eligible only under an applied prev"),
+        }
+    }
+
+    /// An eligible node joins its (prev, chain) group: alone it applies, else a fork (§7.4).
+    fn join(&mut self, group: Group, at: usize, depth: u32, changed: &mut Vec<usize>) {
+        let members = self.groups.entry(group).or_default();
+        members.push(at);
+        match members.len() {
+            1 => self.set(at, Status::Depth(depth), changed),
+            count => {
+                let first = members[0];
+                if count == 2 {
+                    // The late second successor: the first one stops applying.
+                    self.forked.insert(group);
+                    self.set(first, Status::Reason(Reason::Equivocation), changed);
+                }
+                self.set(at, Status::Reason(Reason::Equivocation), changed);
+            }
+        }
+    }
+
+    /// Re-decide every node naming `parent_id` after the parent's status changed.
+    fn settle_children(&mut self, parent_id: &str, changed: &mut Vec<usize>) {
+        let Some(children) = self.children.get(parent_id).filter(|kids| !kids.is_empty()).cloned() else {
+            return;
+        };
+        if let Some(parent) = self.node(parent_id) {
+            // Its children's fork group is decided afresh.
+            let group = (Some(parent), self.nodes[parent].chain);
+            self.groups.remove(&group);
+            self.forked.remove(&group);
+        }
+        for child in children {
+            self.attach(child, changed);
+        }
+    }
+
+    /// Node `at` closes a prev cycle (its prev descends from it): the members are re-decided.
+    fn close_cycle(&mut self, at: usize, changed: &mut Vec<usize>) {
+        let mut path: Vec<usize> = Vec::new();
+        let mut current = Some(at);
+        while let Some(member) = current.filter(|member| !path.contains(member)) {
+            path.push(member);
+            current = self.nodes[member].prev.as_deref().and_then(|prev| self.node(prev));
+        }
+        let start = current.and_then(|entry| path.iter().position(|&member| member == entry));
+        let mut members: Vec<usize> = start.map_or_else(Vec::new, |start| path[start..].to_vec());
+        self.on_cycle.extend(members.iter().copied());
+        // Every member but the new one descends from an event that was not valid: none applied,
+        // so their own children keep their status; only the members' reasons change.
+        members.sort_unstable_by(|&a, &b| self.nodes[a].id.cmp(&self.nodes[b].id));
+        for member in members {
+            self.attach(member, changed);
+        }
+    }
+
+    fn set(&mut self, at: usize, status: Status, changed: &mut Vec<usize>) {
+        let (old_depth, old_reason) = (self.depth[at], self.reason[at]);
+        let created = self.nodes[at].created_us;
+        let new_depth = match status {
+            Status::Reason(reason) => {
+                if old_reason == Some(reason) {
+                    return;
+                }
+                if let Some(old) = old_depth {
+                    self.depth[at] = None;
+                    self.order.remove(&(created, old, self.nodes[at].id.clone(), at));
+                }
+                self.reason[at] = Some(reason);
+                self.reasons_changed = true;
+                None
+            }
+            Status::Depth(depth) => {
+                if old_depth == Some(depth) {
+                    return;
+                }
+                if let Some(old) = old_depth {
+                    self.order.remove(&(created, old, self.nodes[at].id.clone(), at));
+                }
+                if old_reason.is_some() {
+                    self.reason[at] = None;
+                    self.reasons_changed = true;
+                }
+                self.depth[at] = Some(depth);
+                self.order.insert((created, depth, self.nodes[at].id.clone(), at));
+                Some(depth)
+            }
+        };
+        changed.push(at);
+        if new_depth != old_depth || old_reason.is_none() {
+            // The children's status follows from whether (and how deep) this one applies; a
+            // new event's children may have waited for it (missing_prev until now).
+            self.dirty.push(at);
+        }
+    }
+
+    fn find(&mut self, mut item: usize) -> usize {
+        while self.parent[item] != item {
+            self.parent[item] = self.parent[self.parent[item]];
+            item = self.parent[item];
+        }
+        item
+    }
+
+    fn union(&mut self, a: usize, b: usize) {
+        let (mut ra, mut rb) = (self.find(a), self.find(b));
+        if ra == rb {
+            return;
+        }
+        if self.size[ra] < self.size[rb] {
+            std::mem::swap(&mut ra, &mut rb);
+        }
+        self.parent[rb] = ra;
+        self.size[ra] += self.size[rb];
+    }
+}
+
+/// What [`ChainIndex::set`] gives a node: a depth (it applies) or a reason (it does not).
+enum Status {
+    Depth(u32),
+    Reason(Reason),
 }

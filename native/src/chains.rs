@@ -537,3 +537,169 @@ enum Status {
     Depth(u32),
     Reason(Reason),
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// (id, prev, chain, instant) of a synthetic node.
+    type Spec = (&'static str, Option<&'static str>, u32, i64);
+
+    fn node(&(id, prev, chain, created_us): &Spec) -> Node {
+        Node {
+            id: Arc::from(id),
+            prev: prev.map(Arc::from),
+            chain,
+            created_us,
+        }
+    }
+
+    /// Each node's status by id ("0", "1"… a depth, else the reason's code), the apply order
+    /// and the forks, after adding `nodes` (then the `invalid` ids) in the order given.
+    fn classified(nodes: &[Spec], invalid: &[&str]) -> (Vec<(String, String)>, Vec<String>, Vec<String>) {
+        let mut index = ChainIndex::default();
+        for spec in nodes {
+            index.add(node(spec));
+        }
+        for id in invalid {
+            index.add_invalid(&Arc::from(*id));
+        }
+        summary(&index)
+    }
+
+    fn summary(index: &ChainIndex) -> (Vec<(String, String)>, Vec<String>, Vec<String>) {
+        let mut statuses: Vec<(String, String)> = (0..index.nodes.len())
+            .map(|at| {
+                let status = match (index.depth[at], index.reason[at]) {
+                    (Some(depth), None) => depth.to_string(),
+                    (None, Some(reason)) => reason.code().to_owned(),
+                    other => panic!("node {at}: neither or both of depth and reason: {other:?}"),
+                };
+                (index.nodes[at].id.to_string(), status)
+            })
+            .collect();
+        statuses.sort();
+        let applied = index.order.iter().map(|key| key.2.to_string()).collect();
+        let mut forks: Vec<String> = index
+            .forks()
+            .map(|(chain, prev, ids)| format!("{chain}/{:?}/{}", prev.map(|at| &*index.nodes[at].id), ids.join(",")))
+            .collect();
+        forks.sort();
+        (statuses, applied, forks)
+    }
+
+    fn status(result: &(Vec<(String, String)>, Vec<String>, Vec<String>), id: &str) -> String {
+        result.0.iter().find(|(at, _)| at == id).map(|(_, status)| status.clone()).unwrap()
+    }
+
+    #[test]
+    fn a_prev_cycle_is_missing_prev_and_what_hangs_below_it_invalid_prev() {
+        // As tests/test_chains.py's cases: a → c → b → a, d and e below, f a root.
+        let nodes = [
+            ("a", Some("c"), 0, 0),
+            ("b", Some("a"), 0, 0),
+            ("c", Some("b"), 0, 0),
+            ("d", Some("a"), 0, 0),
+            ("e", Some("d"), 0, 0),
+            ("f", None, 0, 0),
+        ];
+        let result = classified(&nodes, &[]);
+        for id in ["a", "b", "c"] {
+            assert_eq!(status(&result, id), "missing_prev");
+        }
+        for id in ["d", "e"] {
+            assert_eq!(status(&result, id), "invalid_prev");
+        }
+        assert_eq!(result.1, ["f"]);
+        let self_loop = classified(&[("a", Some("a"), 0, 0), ("b", Some("a"), 0, 0)], &[]);
+        assert_eq!(status(&self_loop, "a"), "missing_prev");
+        assert_eq!(status(&self_loop, "b"), "invalid_prev");
+        // A tail leading into a cycle: only the cycle's members are on it.
+        let tail = [("a", Some("b"), 0, 0), ("b", Some("a"), 0, 0), ("c", Some("a"), 0, 0), ("d", Some("c"), 0, 0)];
+        let result = classified(&tail, &[]);
+        assert_eq!(
+            result.0.iter().map(|(_, status)| status.as_str()).collect::<Vec<_>>(),
+            ["missing_prev", "missing_prev", "invalid_prev", "invalid_prev"]
+        );
+    }
+
+    #[test]
+    fn the_rules_of_a_prev_in_order() {
+        let nodes = [
+            ("r", None, 0, 10),
+            ("wrong_chain", Some("r"), 1, 20),
+            ("before", Some("r"), 0, 5),
+            ("same_instant", Some("r"), 0, 10),
+            ("missing", Some("nowhere"), 0, 30),
+            ("under_invalid", Some("bad"), 0, 30),
+        ];
+        let result = classified(&nodes, &["bad"]);
+        assert_eq!(status(&result, "r"), "0");
+        assert_eq!(status(&result, "wrong_chain"), "prev_wrong_chain");
+        assert_eq!(status(&result, "before"), "created_before_prev");
+        assert_eq!(status(&result, "same_instant"), "1"); // equal instants are fine
+        assert_eq!(status(&result, "missing"), "missing_prev");
+        assert_eq!(status(&result, "under_invalid"), "invalid_prev");
+        assert_eq!(result.1, ["r", "same_instant"]);
+    }
+
+    #[test]
+    fn a_late_second_successor_makes_a_fork_and_withholds_the_line_below() {
+        let mut index = ChainIndex::default();
+        index.add(node(&("r", None, 0, 0)));
+        assert_eq!(index.add(node(&("a", Some("r"), 0, 1))).len(), 1);
+        index.add(node(&("a2", Some("a"), 0, 2)));
+        // The second successor of r: a and a2 stop applying, b is a fork too.
+        let changed = index.add(node(&("b", Some("r"), 0, 3)));
+        let mut moved: Vec<&str> = changed.iter().map(|&at| &*index.nodes[at].id).collect();
+        moved.sort_unstable();
+        assert_eq!(moved, ["a", "a2", "b"]);
+        let result = summary(&index);
+        assert_eq!(result.1, ["r"]);
+        assert_eq!(result.2, ["0/Some(\"r\")/a,b"]);
+        assert_eq!(status(&result, "a2"), "invalid_prev");
+        // Extending a chain re-decides one status: the new event's.
+        let mut line = ChainIndex::default();
+        line.add(node(&("0", None, 0, 0)));
+        for (at, (id, prev)) in [("1", "0"), ("2", "1"), ("3", "2")].into_iter().enumerate() {
+            assert_eq!(line.add(node(&(id, Some(prev), 0, at as i64 + 1))), [at + 1]);
+        }
+    }
+
+    #[test]
+    fn any_arrival_order_gives_the_same_classification() {
+        // Forks, late prevs, an invalid prev, wrong chains, a cycle: every order of them.
+        let nodes: Vec<Spec> = vec![
+            ("a", None, 0, 0),
+            ("b", Some("a"), 0, 1),
+            ("c", Some("b"), 0, 2),
+            ("c2", Some("b"), 0, 2),
+            ("d", Some("c"), 0, 3),
+            ("e", Some("a"), 1, 4),
+            ("f", Some("x"), 0, 5),
+            ("g", Some("f"), 0, 6),
+            ("h", Some("i"), 0, 7),
+            ("i", Some("h"), 0, 8),
+            ("j", None, 1, 9),
+            ("k", Some("j"), 1, 9),
+        ];
+        let expected = classified(&nodes, &["x"]);
+        let mut seed: u64 = 38;
+        for _ in 0..300 {
+            let mut order: Vec<Option<Spec>> = nodes.iter().copied().map(Some).collect();
+            order.push(None); // the invalid x, somewhere among them
+            for at in (1..order.len()).rev() {
+                seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                order.swap(at, (seed >> 33) as usize % (at + 1));
+            }
+            let mut index = ChainIndex::default();
+            for spec in &order {
+                match spec {
+                    Some(spec) => index.add(node(spec)),
+                    None => index.add_invalid(&Arc::from("x")),
+                };
+            }
+            assert_eq!(summary(&index), expected);
+        }
+    }
+}

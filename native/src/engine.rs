@@ -604,6 +604,81 @@ mod tests {
         )
     }
 
+    /// A valid event's pieces as a judge would hand them over (entry: a stand-in, unique).
+    fn pieces(id: &str, event_type: &str, prev: Option<&str>, created_us: i64, supersedes: &[&str]) -> Box<Pieces> {
+        Box::new(Pieces {
+            event_id: id.to_owned(),
+            event_type: event_type.to_owned(),
+            target: event_type.to_owned(), // a chain per type
+            key_id: "k".to_owned(),
+            prev_event: prev.map(str::to_owned),
+            supersedes: supersedes.iter().map(|id| (*id).to_owned()).collect(),
+            created_us,
+            signer: b"{\"key_id\":\"k\"}".to_vec(),
+            entry: format!("{{\"event_id\":\"{id}\"}}").into_bytes(),
+            record: None,
+        })
+    }
+
+    fn merged(core: &mut Core, id: &str, event_type: &str, prev: Option<&str>, at: i64, supersedes: &[&str]) -> Outcome {
+        core.merge(id.to_owned(), Merged::Valid(pieces(id, event_type, prev, at, supersedes)), None)
+    }
+
+    fn text(snapshot: &Snapshot) -> String {
+        String::from_utf8(snapshot.json()).unwrap()
+    }
+
+    #[test]
+    fn the_state_is_written_once_per_change_and_only_its_changed_lists_again() {
+        let mut core = Core::new("pith:2024:AAAAAAAAAAAAAAAAAAAAAAAAAA".to_owned());
+        let empty = core.snapshot();
+        assert!(Arc::ptr_eq(&empty, &core.snapshot()), "read twice, written once");
+        assert!(merged(&mut core, "g0", "graph_snapshot", None, 0, &[]).changed.is_empty());
+        merged(&mut core, "m0", "mirror_hint", None, 0, &[]);
+        let first = core.snapshot();
+        assert!(!Arc::ptr_eq(&empty, &first));
+        // A copy of a valid event, a rejection: nothing changed, nothing written.
+        let copy = merged(&mut core, "g0", "graph_snapshot", None, 0, &[]);
+        assert!(copy.duplicate && copy.reason.is_none());
+        assert_eq!(core.reject(), 3);
+        assert!(Arc::ptr_eq(&first, &core.snapshot()));
+        let mirrors = |core: &Core| core.lists[4].clone();
+        let before = mirrors(&core);
+        // One more graph snapshot: its list is written again, the mirror hints' is the same bytes.
+        merged(&mut core, "g1", "graph_snapshot", Some("g0"), 1, &["g0"]);
+        let second = core.snapshot();
+        assert!(Arc::ptr_eq(&before, &mirrors(&core)));
+        let state = text(&second);
+        assert!(state.starts_with(r#"{"applied_event_ids":["g0","m0","g1"],"current":{"author_attestations":[]"#));
+        // g1 supersedes g0 (same signer, same type): g0 left current, still applied.
+        assert!(state.contains(r#""graph_snapshots":[{"event_id":"g1"}],"mirror_hints":[{"event_id":"m0"}]"#));
+        assert_eq!(second.superseded, [("g0".to_owned(), vec!["g1".to_owned()])]);
+        assert!(state.contains(&format!(r#""state_sha256":"{}""#, second.sha256)));
+    }
+
+    #[test]
+    fn a_late_valid_copy_and_a_late_fork_change_the_state_they_touch() {
+        let mut core = Core::new("pith:2024:AAAAAAAAAAAAAAAAAAAAAAAAAA".to_owned());
+        // An invalid copy first, then a better one (further down the checks), then a valid one.
+        let first = core.merge("r".to_owned(), Merged::Invalid(Reason::BadSignature), None);
+        assert_eq!(first.reason, Some(Reason::BadSignature));
+        let worse = core.merge("r".to_owned(), Merged::Invalid(Reason::Malformed), None);
+        assert!(worse.duplicate && worse.reason == Some(Reason::BadSignature));
+        let child = merged(&mut core, "c", "mirror_hint", Some("r"), 1, &[]);
+        assert_eq!(child.reason, Some(Reason::InvalidPrev));
+        assert!(text(&core.snapshot()).contains(r#""invalid_event_count":2,"invalid_events":[{"event_id":"c","reason":"invalid_prev"},{"event_id":"r","reason":"bad_signature"}]"#));
+        let valid = merged(&mut core, "r", "mirror_hint", None, 0, &[]);
+        assert!(valid.duplicate && valid.reason.is_none());
+        assert_eq!(valid.changed, [Arc::from("c")]);
+        assert!(text(&core.snapshot()).contains(r#""applied_event_ids":["r","c"]"#));
+        // A second successor of r: c and d fork.
+        let fork = merged(&mut core, "d", "mirror_hint", Some("r"), 2, &[]);
+        assert_eq!((fork.reason, fork.changed.as_slice()), (Some(Reason::Equivocation), [Arc::from("c")].as_slice()));
+        let state = text(&core.snapshot());
+        assert!(state.contains(r#""equivocation_count":1,"equivocations":[{"chain":{"key_id":"k","target":"mirror_hint"},"event_ids":["c","d"],"prev_event":"r"}]"#));
+        assert!(state.contains(r#""mirror_hints":[{"event_id":"r"}]"#));
+    }
+
     #[test]
     fn what_it_does_not_decide_is_left_to_the_pure_path() {
         let id = format!("sha256:{}", "0".repeat(64));

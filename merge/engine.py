@@ -49,7 +49,7 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple, cast
 
 import msgspec
 
@@ -192,9 +192,11 @@ class Merger:
         :attr:`rejected`), else the :class:`EventStatus` of its event. Never raises on bad input.
         """
         judge = self._judge
-        if judge is not None and (status := judge.add(item)) is not None:
-            return status  # judged and merged by the compiled twin, in one call
-        return self._merged(self._judged_copies([admit(item)]))[0]
+        if judge is not None:
+            status: EventStatus | None = judge.add(item)
+            if status is not None:
+                return status  # judged and merged by the compiled twin, in one call
+        return self._merged([*self._judged_copies([admit(item)])])[0]
 
     def extend(self, items: Iterable[Any]) -> list[AddResult]:
         """Add many inputs, in order; the same as :meth:`add` on each, but faster.
@@ -267,7 +269,7 @@ class Merger:
             if isinstance(outcome, Rejection):
                 judged.append(outcome)
                 continue
-            verdict: Reason | _Held | None = None
+            verdict: Reason | _Pieces | None = None
             if isinstance(result, Candidate):
                 passed = postcheck(result, self.keys, self._verifier)
                 verdict = passed if isinstance(passed, Reason) else _pieces(passed)
@@ -330,7 +332,9 @@ class Merger:
             seen.add(digest)
         # Not judged only when its verdict was known (_known), and then it is still known.
         assert verdict is not None, "a copy left unjudged whose verdict is not known"
-        standing = prevailing_verdict(before, verdict if isinstance(verdict, Reason) else _Held.judged(verdict))
+        standing = prevailing_verdict(
+            before, verdict if isinstance(verdict, Reason) else _Held.judged(verdict)
+        )
         if standing is before:
             return EventStatus(index, event_id, before, True)
         self._verdicts[event_id] = standing
@@ -491,9 +495,8 @@ class Merger:
         if self._judge is not None:
             json, superseded, kept = self._judge.result()
             rejections = tuple(_rejection_at(rejection, index) for index, rejection in kept)
-            return FoldResult(
-                decode_state_unchecked(json), rejections, supersession_list({event_id: tuple(by) for event_id, by in superseded})
-            )
+            removed = {event_id: tuple(by) for event_id, by in superseded}
+            return FoldResult(decode_state_unchecked(json), rejections, supersession_list(removed))
         with self._lock:
             snapshot, rejected = self._current(), tuple(self._rejected)
         return FoldResult(decode_state_unchecked(snapshot.json), rejected, snapshot.superseded)
@@ -533,7 +536,7 @@ class Merger:
             known, reason = self._judge.reason(event_id)
             if not known:
                 raise UnknownEventError(event_id)
-            return reason
+            return cast("Reason | None", reason)
         with self._lock:
             return self._reason(event_id)
 
@@ -611,7 +614,9 @@ _JOINED_BYTES: Final = 1 << 20
 #: A valid event as the engine keeps it, written once (:func:`_pieces`; the compiled twin's
 #: ``Pieces``): ``(event_id, event_type, target, key_id, prev_event, supersedes, created_us,
 #: CJ(signer), CJ(entry), CJ(canonical_record) or None, CJ(source_aliases) or None)``.
-_Pieces = tuple[str, str, str, str, str | None, tuple[str, ...], int, bytes, bytes, bytes | None, bytes | None]
+_Pieces = tuple[
+    str, str, str, str, str | None, tuple[str, ...], int, bytes, bytes, bytes | None, bytes | None
+]
 
 #: An input judged, before it is merged: its rejection (§5), or its event id, its verdict (None:
 #: known already) and, from the pure path, the admitted copy with its digest if it was taken

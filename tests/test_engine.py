@@ -364,7 +364,9 @@ def test_adding_never_refolds(monkeypatch: pytest.MonkeyPatch, each_path: str) -
     for event in chain:
         before = calls.copy()
         status = merger.add(text(event))
-        assert isinstance(status, EventStatus) and status.applied and status.changed == ()
+        assert isinstance(status, EventStatus)
+        assert status.applied
+        assert status.changed == ()
         assert merger.state.applied_event_ids[-1] == event["event_id"]
         assert calls - before == (Counter(precheck=1, status=1) if each_path == "pure" else Counter())
 
@@ -440,7 +442,8 @@ def test_one_more_add_writes_only_its_own_pieces(monkeypatch: pytest.MonkeyPatch
         inputs.append(text(graph(10, chain[-1])))
         merger.add(inputs[-1])
         assert merger.state_sha256 == fold(inputs, subject=SUBJECT, keys=KEYS).state_sha256
-        assert written == [] and encoded == Counter()
+        assert written == []
+        assert encoded == Counter()
         return
     before, entries_before = written[-1], encoded["Entry"]
     assert entries_before == len(inputs)

@@ -24,5 +24,6 @@ def event_judge(subject: str, keys: KeySet, status: type) -> pith_merge_native.E
     (:func:`merge.native_available`); the engine then judges and keeps every input itself."""
     if not native_available():
         return None
-    judge: pith_merge_native.EventJudge = _extension().EventJudge(subject, key_table(keys), status, list(Reason))
+    reasons = list(Reason)
+    judge: pith_merge_native.EventJudge = _extension().EventJudge(subject, key_table(keys), status, reasons)
     return judge

@@ -589,7 +589,12 @@ mod tests {
     }
 
     fn status(result: &(Vec<(String, String)>, Vec<String>, Vec<String>), id: &str) -> String {
-        result.0.iter().find(|(at, _)| at == id).map(|(_, status)| status.clone()).unwrap()
+        result
+            .0
+            .iter()
+            .find(|(at, _)| at == id)
+            .map(|(_, status)| status.clone())
+            .unwrap()
     }
 
     #[test]
@@ -615,7 +620,12 @@ mod tests {
         assert_eq!(status(&self_loop, "a"), "missing_prev");
         assert_eq!(status(&self_loop, "b"), "invalid_prev");
         // A tail leading into a cycle: only the cycle's members are on it.
-        let tail = [("a", Some("b"), 0, 0), ("b", Some("a"), 0, 0), ("c", Some("a"), 0, 0), ("d", Some("c"), 0, 0)];
+        let tail = [
+            ("a", Some("b"), 0, 0),
+            ("b", Some("a"), 0, 0),
+            ("c", Some("a"), 0, 0),
+            ("d", Some("c"), 0, 0),
+        ];
         let result = classified(&tail, &[]);
         assert_eq!(
             result.0.iter().map(|(_, status)| status.as_str()).collect::<Vec<_>>(),

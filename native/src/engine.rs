@@ -216,7 +216,7 @@ impl Core {
             chain_keys: Vec::new(),
             named_by: HashMap::default(),
             removed: HashMap::default(),
-            lists: vec![Arc::new(b"[]".to_vec()); CURRENT_LISTS.len()],
+            lists: (0..CURRENT_LISTS.len()).map(|_| Arc::new(b"[]".to_vec())).collect(),
             record: None,
             dirty: 0,
             invalid_written: None,
@@ -231,7 +231,9 @@ impl Core {
 
     /// Whether an event of this id was admitted, and whether it is valid.
     pub fn standing(&self, event_id: &str) -> Option<bool> {
-        self.verdicts.get(event_id).map(|standing| matches!(standing, Standing::Valid(_)))
+        self.verdicts
+            .get(event_id)
+            .map(|standing| matches!(standing, Standing::Valid(_)))
     }
 
     /// Whether the pure path judged a copy of this (not valid) event with this digest.
@@ -468,7 +470,11 @@ impl Core {
         rest.extend_from_slice(&forks.join(b",".as_slice()));
         rest.push(b']');
         write_count(&mut rest, "event_count", self.verdicts.len());
-        write_count(&mut rest, "invalid_event_count", self.invalid.len() + self.chains_invalid());
+        write_count(
+            &mut rest,
+            "invalid_event_count",
+            self.invalid.len() + self.chains_invalid(),
+        );
         rest.extend_from_slice(b",\"invalid_events\":");
         head.push(Arc::new(rest));
         head.push(invalid);
@@ -620,8 +626,19 @@ mod tests {
         })
     }
 
-    fn merged(core: &mut Core, id: &str, event_type: &str, prev: Option<&str>, at: i64, supersedes: &[&str]) -> Outcome {
-        core.merge(id.to_owned(), Merged::Valid(pieces(id, event_type, prev, at, supersedes)), None)
+    fn merged(
+        core: &mut Core,
+        id: &str,
+        event_type: &str,
+        prev: Option<&str>,
+        at: i64,
+        supersedes: &[&str],
+    ) -> Outcome {
+        core.merge(
+            id.to_owned(),
+            Merged::Valid(pieces(id, event_type, prev, at, supersedes)),
+            None,
+        )
     }
 
     fn text(snapshot: &Snapshot) -> String {
@@ -633,7 +650,9 @@ mod tests {
         let mut core = Core::new("pith:2024:AAAAAAAAAAAAAAAAAAAAAAAAAA".to_owned());
         let empty = core.snapshot();
         assert!(Arc::ptr_eq(&empty, &core.snapshot()), "read twice, written once");
-        assert!(merged(&mut core, "g0", "graph_snapshot", None, 0, &[]).changed.is_empty());
+        assert!(merged(&mut core, "g0", "graph_snapshot", None, 0, &[])
+            .changed
+            .is_empty());
         merged(&mut core, "m0", "mirror_hint", None, 0, &[]);
         let first = core.snapshot();
         assert!(!Arc::ptr_eq(&empty, &first));
@@ -673,7 +692,10 @@ mod tests {
         assert!(text(&core.snapshot()).contains(r#""applied_event_ids":["r","c"]"#));
         // A second successor of r: c and d fork.
         let fork = merged(&mut core, "d", "mirror_hint", Some("r"), 2, &[]);
-        assert_eq!((fork.reason, fork.changed.as_slice()), (Some(Reason::Equivocation), [Arc::from("c")].as_slice()));
+        assert_eq!(
+            (fork.reason, fork.changed.as_slice()),
+            (Some(Reason::Equivocation), [Arc::from("c")].as_slice())
+        );
         let state = text(&core.snapshot());
         assert!(state.contains(r#""equivocation_count":1,"equivocations":[{"chain":{"key_id":"k","target":"mirror_hint"},"event_ids":["c","d"],"prev_event":"r"}]"#));
         assert!(state.contains(r#""mirror_hints":[{"event_id":"r"}]"#));

@@ -119,8 +119,7 @@ impl EventJudge {
             let held: Vec<Bound<'_, PyAny>> = collect_exact(inputs.iter());
             let texts: Vec<Option<&[u8]>> = collect_exact(held.iter().map(text_of));
             let verifier = self.verifier();
-            let judged =
-                py.allow_threads(|| engine::judge(&texts, &self.subject, &self.keys, verifier, threads));
+            let judged = py.allow_threads(|| engine::judge(&texts, &self.subject, &self.keys, verifier, threads));
             let mut out = Vec::with_capacity(judged.len());
             for judged in judged {
                 out.push(match judged.merged() {
@@ -152,7 +151,9 @@ impl EventJudge {
                 let mut done = Vec::with_capacity(inputs.len());
                 for input in inputs {
                     done.push(match input {
-                        Input::Judged(event_id, verdict, digest) => Done::Status(book.core.merge(event_id, verdict, digest)),
+                        Input::Judged(event_id, verdict, digest) => {
+                            Done::Status(book.core.merge(event_id, verdict, digest))
+                        }
                         Input::Rejected(rejection) => {
                             let index = book.core.reject();
                             book.rejected.push((index, rejection));
@@ -201,7 +202,11 @@ impl EventJudge {
     fn rejected(&self, py: Python<'_>) -> Vec<(usize, PyObject)> {
         let book = self.book(py);
         // clone_ref only counts a reference: no Python code runs under the lock.
-        let kept: Vec<(usize, PyObject)> = book.rejected.iter().map(|(at, item)| (*at, item.clone_ref(py))).collect();
+        let kept: Vec<(usize, PyObject)> = book
+            .rejected
+            .iter()
+            .map(|(at, item)| (*at, item.clone_ref(py)))
+            .collect();
         drop(book);
         kept
     }
@@ -235,8 +240,11 @@ impl EventJudge {
                 let book = self.book(py);
                 // The same state still (no input merged between the two locks), else again.
                 if book.core.snapshot_is(&snapshot) {
-                    let rejected: Vec<(usize, PyObject)> =
-                        book.rejected.iter().map(|(at, item)| (*at, item.clone_ref(py))).collect();
+                    let rejected: Vec<(usize, PyObject)> = book
+                        .rejected
+                        .iter()
+                        .map(|(at, item)| (*at, item.clone_ref(py)))
+                        .collect();
                     break (snapshot, rejected);
                 }
             };

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from ..keys import KeySet
 from ..reasons import Reason
@@ -15,6 +15,13 @@ if TYPE_CHECKING:
 
 __all__ = ["event_judge"]
 
+#: merge.Reason's members in order, as the compiled twin hands them back.
+_REASONS: Final = list(Reason)
+#: The key set last given and its compiled table: a service makes an engine per subject, all
+#: with the key set it parsed once at start-up, whose table is then made once (a KeySet does not
+#: change). One entry, replaced whole (a slice assignment: no lock needed).
+_last_table: list[tuple[KeySet, list[pith_merge_native.Key]]] = []
+
 
 def event_judge(subject: str, keys: KeySet, status: type) -> pith_merge_native.EventJudge | None:
     """The compiled twin of a :class:`merge.Merger`: it admits, checks and verifies each text
@@ -24,6 +31,9 @@ def event_judge(subject: str, keys: KeySet, status: type) -> pith_merge_native.E
     (:func:`merge.native_available`); the engine then judges and keeps every input itself."""
     if not native_available():
         return None
-    reasons = list(Reason)
-    judge: pith_merge_native.EventJudge = _extension().EventJudge(subject, key_table(keys), status, reasons)
+    last = _last_table[0] if _last_table else None
+    if last is None or last[0] is not keys:
+        last = (keys, key_table(keys))
+        _last_table[:] = [last]
+    judge: pith_merge_native.EventJudge = _extension().EventJudge(subject, last[1], status, _REASONS)
     return judge

@@ -147,12 +147,11 @@ struct Kept {
 }
 
 /// A state written (§9): its canonical bytes as pieces (shared with the core's lists), without
-/// `state_sha256`, whose place is between `head` and `tail`; that hash; who removes whom (§7).
+/// `state_sha256`, whose place is between `head` and `tail`; and that hash.
 pub struct Snapshot {
     head: Vec<Arc<Vec<u8>>>,
     tail: Vec<u8>,
     pub sha256: String,
-    pub superseded: Vec<(String, Vec<String>)>,
 }
 
 impl Snapshot {
@@ -493,7 +492,6 @@ impl Core {
             head,
             tail,
             sha256: hex::encode(hasher.finalize()),
-            superseded: self.superseded(),
         });
         self.snapshot = Some(snapshot.clone());
         snapshot
@@ -583,8 +581,9 @@ impl Core {
         forks
     }
 
-    /// Who removes whom (§7), by the removed event's id.
-    fn superseded(&self) -> Vec<(String, Vec<String>)> {
+    /// Who removes whom (§7), by the removed event's id: what `FoldResult.superseded` lists,
+    /// written only when asked (a state read does not need it).
+    pub fn superseded(&self) -> Vec<(String, Vec<String>)> {
         let id = |at: usize| self.chains.nodes[at].id.to_string();
         let mut superseded: Vec<(String, Vec<String>)> = self
             .removed
@@ -671,7 +670,7 @@ mod tests {
         assert!(state.starts_with(r#"{"applied_event_ids":["g0","m0","g1"],"current":{"author_attestations":[]"#));
         // g1 supersedes g0 (same signer, same type): g0 left current, still applied.
         assert!(state.contains(r#""graph_snapshots":[{"event_id":"g1"}],"mirror_hints":[{"event_id":"m0"}]"#));
-        assert_eq!(second.superseded, [("g0".to_owned(), vec!["g1".to_owned()])]);
+        assert_eq!(core.superseded(), [("g0".to_owned(), vec!["g1".to_owned()])]);
         assert!(state.contains(&format!(r#""state_sha256":"{}""#, second.sha256)));
     }
 

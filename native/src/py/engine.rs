@@ -31,6 +31,17 @@ struct Book {
     rejected: Vec<(usize, Py<PyAny>)>,
 }
 
+impl Book {
+    /// The rejected inputs, ``(index, rejection)`` each: `clone_ref` only counts a reference,
+    /// so no Python code runs under the lock.
+    fn rejections(&self, py: Python<'_>) -> Vec<(usize, PyObject)> {
+        self.rejected
+            .iter()
+            .map(|(at, item)| (*at, item.clone_ref(py)))
+            .collect()
+    }
+}
+
 /// The compiled half of one engine: one subject, one key set (§3), the signature verdicts
 /// reached so far, and the engine's state. Shareable by threads: its state is behind a lock,
 /// and every input is merged whole under it.
@@ -200,15 +211,7 @@ impl EventJudge {
 
     /// The rejected inputs, in the order merged: ``(index, rejection)`` each.
     fn rejected(&self, py: Python<'_>) -> Vec<(usize, PyObject)> {
-        let book = self.book(py);
-        // clone_ref only counts a reference: no Python code runs under the lock.
-        let kept: Vec<(usize, PyObject)> = book
-            .rejected
-            .iter()
-            .map(|(at, item)| (*at, item.clone_ref(py)))
-            .collect();
-        drop(book);
-        kept
+        self.book(py).rejections(py)
     }
 
     /// The state's ``state_sha256`` (§2), written and hashed without the GIL when it changed.
@@ -235,21 +238,16 @@ impl EventJudge {
         py: Python<'py>,
     ) -> PyResult<(Bound<'py, PyBytes>, Vec<(String, Vec<String>)>, Vec<(usize, PyObject)>)> {
         guarded(py, || {
-            let (snapshot, rejected) = loop {
+            let (snapshot, superseded, rejected) = loop {
                 let snapshot = py.allow_threads(|| locked(&self.book).core.snapshot());
                 let book = self.book(py);
                 // The same state still (no input merged between the two locks), else again.
                 if book.core.snapshot_is(&snapshot) {
-                    let rejected: Vec<(usize, PyObject)> = book
-                        .rejected
-                        .iter()
-                        .map(|(at, item)| (*at, item.clone_ref(py)))
-                        .collect();
-                    break (snapshot, rejected);
+                    break (snapshot, book.core.superseded(), book.rejections(py));
                 }
             };
             let json = py.allow_threads(|| snapshot.json());
-            Ok((PyBytes::new(py, &json), snapshot.superseded.clone(), rejected))
+            Ok((PyBytes::new(py, &json), superseded, rejected))
         })
     }
 }

@@ -158,9 +158,13 @@ class Merger:
         self.keys: Final = KeySet.parse(keys)
         self._verifier = SignatureVerifier(require_threads(threads))
         # The compiled twin (judge and bookkeeping), or None for the pure path: bound once, so
-        # an engine never mixes; on the compiled path the bookkeeping below stays empty.
+        # an engine never mixes. On the compiled path the twin keeps everything below, whose
+        # slots stay unset (a pure-path method reached by mistake fails loudly), and an engine
+        # costs less to make (a service makes one per subject).
         self._judge = event_judge(self.subject, self.keys, EventStatus)
         self._lock = threading.Lock()
+        if self._judge is not None:
+            return
         # §5 verdict of every admitted event id: its valid event, or the furthest §6 reason.
         self._verdicts: dict[str, Reason | _Held] = {}
         self._valid: dict[str, _Held] = {}

@@ -67,10 +67,14 @@ def _span(ratios: list[float]) -> str:
     return f"min–max {min(ratios):.2f}–{max(ratios):.2f} over {len(ratios)} rounds"
 
 
-def _at_least(name: str, ratios: list[float], detail: str, target: float) -> Result:
-    """A figure whose every round must reach ``target``: its worst round, and the span."""
+def _at_least(
+    name: str, ratios: list[float], detail: str, target: float, cpu: list[float] | None = None
+) -> Result:
+    """A figure whose every round must reach ``target``: its worst round, and the span (and the
+    span in CPU time, when given)."""
+    spans = _span(ratios) if cpu is None else f"{_span(ratios)}; in CPU time {_span(cpu)}"
     return Result(
-        name, min(ratios), "x", f"{detail}; {_span(ratios)}", target=f">= {target}", met=min(ratios) >= target
+        name, min(ratios), "x", f"{detail}; {spans}", target=f">= {target}", met=min(ratios) >= target
     )
 
 
@@ -192,14 +196,16 @@ def bench_embedded(
         _at_least(
             f"embedded ({path}): Merger.add in causal order / 1-thread libsodium",
             add_ratios,
-            f"{len(inputs)} inputs, {len(jobs)} signatures; in CPU time {_span(add_cpu)}",
+            f"{len(inputs)} inputs, {len(jobs)} signatures",
             ADD_TARGET,
+            add_cpu,
         ),
         _at_least(
             f"embedded ({path}): add + state_sha256 after each, {subjects} x {per_subject} / libsodium",
             registry_ratios,
-            f"a Merger per subject; in CPU time {_span(registry_cpu)}",
+            "a Merger per subject",
             REGISTRY_TARGET,
+            registry_cpu,
         ),
         Result(
             f"embedded ({path}): state_sha256 after one more add / one SHA-256 pass",

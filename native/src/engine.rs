@@ -146,10 +146,55 @@ struct Kept {
     place: usize,
 }
 
+/// Where a piece of `current` comes from: a list of [`CURRENT_LISTS`] (by its place), or the
+/// applied record's `canonical_record` (0), entry (1) or `source_aliases` (2).
+#[derive(Clone, Copy)]
+enum Slot {
+    List(usize),
+    Record(usize),
+}
+
+/// The keys of `current` in code point order (§1), each with its piece: the record's three
+/// sort among the lists (canonical_record after author_attestations, record_created after
+/// mirror_hints, source_aliases after replication_records).
+const CURRENT_LAYOUT: [(&[u8], Slot); 11] = [
+    (b"\"author_attestations\":", Slot::List(0)),
+    (b",\"canonical_record\":", Slot::Record(0)),
+    (b",\"citation_signatures\":", Slot::List(1)),
+    (b",\"corrections\":", Slot::List(2)),
+    (b",\"graph_snapshots\":", Slot::List(3)),
+    (b",\"mirror_hints\":", Slot::List(4)),
+    (b",\"record_created\":", Slot::Record(1)),
+    (b",\"replication_records\":", Slot::List(5)),
+    (b",\"source_aliases\":", Slot::Record(2)),
+    (b",\"storage_attestations\":", Slot::List(6)),
+    (b",\"timestamp_anchors\":", Slot::List(7)),
+];
+
+/// The record's three pieces when no record applies (§9).
+const NO_RECORD: [&[u8]; 3] = [b"null", b"null", b"[]"];
+
+/// A piece of a written state: a constant, or bytes shared with the core.
+enum Piece {
+    Static(&'static [u8]),
+    Shared(Arc<Vec<u8>>),
+}
+
+impl std::ops::Deref for Piece {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match self {
+            Piece::Static(bytes) => bytes,
+            Piece::Shared(bytes) => bytes,
+        }
+    }
+}
+
 /// A state written (§9): its canonical bytes as pieces (shared with the core's lists), without
 /// `state_sha256`, whose place is between `head` and `tail`; and that hash.
 pub struct Snapshot {
-    head: Vec<Arc<Vec<u8>>>,
+    head: Vec<Piece>,
     tail: Vec<u8>,
     pub sha256: String,
 }
@@ -173,7 +218,6 @@ impl Snapshot {
 /// The incremental fold of one subject: the twin of `merge.engine.Merger`'s bookkeeping (§5's
 /// verdicts, §7, §9), merge for merge. Not shared by itself: its owner locks it.
 pub struct Core {
-    subject: String,
     /// Inputs merged (admitted or not): the next input's index.
     pub count: usize,
     verdicts: HashMap<Arc<str>, Standing>,
@@ -195,7 +239,10 @@ pub struct Core {
     /// §9: each list of `current` written, the applied record, the places whose events changed
     /// since (bit per place), and `invalid_events` written (`None`: to write again).
     lists: Vec<Arc<Vec<u8>>>,
-    record: Option<usize>,
+    /// The applied record's `canonical_record`, entry and `source_aliases` (see [`Slot`]).
+    record_written: Option<[Arc<Vec<u8>>; 3]>,
+    /// `,"merge_version":…,"pith_number":CJ(subject)`: the same in every state.
+    subject_written: Arc<Vec<u8>>,
     dirty: u32,
     invalid_written: Option<Arc<Vec<u8>>>,
     snapshot: Option<Arc<Snapshot>>,
@@ -203,8 +250,9 @@ pub struct Core {
 
 impl Core {
     pub fn new(subject: String) -> Core {
+        let mut subject_written = b",\"merge_version\":\"pith-open-graph-merge-v1\",\"pith_number\":".to_vec();
+        write_str(&mut subject_written, &subject);
         Core {
-            subject,
             count: 0,
             verdicts: HashMap::default(),
             kept: Vec::new(),
@@ -216,7 +264,8 @@ impl Core {
             named_by: HashMap::default(),
             removed: HashMap::default(),
             lists: (0..CURRENT_LISTS.len()).map(|_| Arc::new(b"[]".to_vec())).collect(),
-            record: None,
+            record_written: None,
+            subject_written: Arc::new(subject_written),
             dirty: 0,
             invalid_written: None,
             snapshot: None,
@@ -429,38 +478,18 @@ impl Core {
         }
         let applied: Vec<usize> = self.chains.order.iter().map(|key| key.3).collect();
         let invalid = self.invalid_events();
-        let record = self.record.map(|at| &self.kept[at].pieces);
-        let text = |piece: &[u8]| Arc::new(piece.to_vec());
-        let mut head: Vec<Arc<Vec<u8>>> = Vec::with_capacity(24);
         let mut first = b"{\"applied_event_ids\":".to_vec();
         write_str_array(&mut first, applied.iter().map(|&at| &*self.chains.nodes[at].id));
         first.extend_from_slice(b",\"current\":{");
-        let mut between = first;
-        for (place, (key, _)) in CURRENT_LISTS.iter().enumerate() {
-            if place > 0 {
-                between.push(b',');
-            }
-            write_str(&mut between, key);
-            between.push(b':');
-            head.push(Arc::new(std::mem::take(&mut between)));
-            head.push(self.lists[place].clone());
-            // canonical_record sorts between author_attestations and citation_signatures,
-            // record_created between mirror_hints and replication_records, source_aliases
-            // between replication_records and storage_attestations.
-            let (name, piece): (&[u8], &[u8]) = match *key {
-                "author_attestations" => (
-                    b",\"canonical_record\":",
-                    record.and_then(|r| r.record.as_ref()).map_or(b"null", |r| &r.0),
-                ),
-                "mirror_hints" => (b",\"record_created\":", record.map_or(b"null", |r| &r.entry)),
-                "replication_records" => (
-                    b",\"source_aliases\":",
-                    record.and_then(|r| r.record.as_ref()).map_or(b"[]", |r| &r.1),
-                ),
-                _ => continue,
-            };
-            head.push(text(name));
-            head.push(text(piece));
+        let mut head: Vec<Piece> = Vec::with_capacity(2 * CURRENT_LAYOUT.len() + 4);
+        head.push(Piece::Shared(Arc::new(first)));
+        for (key, slot) in CURRENT_LAYOUT {
+            head.push(Piece::Static(key));
+            head.push(match (slot, &self.record_written) {
+                (Slot::List(place), _) => Piece::Shared(self.lists[place].clone()),
+                (Slot::Record(part), Some(written)) => Piece::Shared(written[part].clone()),
+                (Slot::Record(part), None) => Piece::Static(NO_RECORD[part]),
+            });
         }
         let forks = self.equivocations();
         let mut rest = b"}".to_vec();
@@ -475,17 +504,15 @@ impl Core {
             self.invalid.len() + self.chains_invalid(),
         );
         rest.extend_from_slice(b",\"invalid_events\":");
-        head.push(Arc::new(rest));
-        head.push(invalid);
-        let mut last = b",\"merge_version\":\"pith-open-graph-merge-v1\",\"pith_number\":".to_vec();
-        write_str(&mut last, &self.subject);
-        head.push(Arc::new(last));
+        head.push(Piece::Shared(Arc::new(rest)));
+        head.push(Piece::Shared(invalid));
+        head.push(Piece::Shared(self.subject_written.clone()));
         let mut tail = b",\"state_type\":\"pith_open_graph_state\",\"state_version\":\"1.0\"".to_vec();
         write_count(&mut tail, "valid_event_count", applied.len());
         tail.push(b'}');
         let mut hasher = Sha256::new();
         for piece in &head {
-            hasher.update(piece.as_slice());
+            hasher.update(&**piece);
         }
         hasher.update(&tail);
         let snapshot = Arc::new(Snapshot {
@@ -533,7 +560,15 @@ impl Core {
             }
         }
         if dirty & (1 << RECORD) != 0 {
-            self.record = record;
+            // Written once per change of the record (§9), shared by every state until the next.
+            self.record_written = record.map(|at: usize| {
+                let pieces = &self.kept[at].pieces;
+                let (canonical, aliases) = pieces
+                    .record
+                    .clone()
+                    .unwrap_or_else(|| (b"null".to_vec(), b"[]".to_vec()));
+                [Arc::new(canonical), Arc::new(pieces.entry.clone()), Arc::new(aliases)]
+            });
         }
         self.dirty = 0;
     }

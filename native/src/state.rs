@@ -146,6 +146,7 @@ pub fn write_invalid_events(out: &mut Vec<u8>, invalid: &[(&str, Reason)]) {
     });
 }
 
+/// `,"key":count`: one count of the state (§9), after the key before it.
 pub fn write_count(out: &mut Vec<u8>, key: &str, count: usize) {
     out.extend_from_slice(format!(",\"{key}\":{count}").as_bytes());
 }

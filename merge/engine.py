@@ -7,13 +7,10 @@ orphans applicable; a late valid copy makes an event valid). It gets there witho
 
 * §5/§6: each input is admitted and judged on its own, and its verdict merged with the
   event's earlier ones by :func:`merge.admission.prevailing_verdict`. An event already valid
-  ignores later copies. On the compiled path (:func:`merge.native_available`, chosen once,
-  when the engine is made, as ``json.scanner`` binds its scanner) a text is judged by the
-  batch fold's own compiled judgement (``native/src/engine.rs``: admission, checks 1–16,
-  verification) and what it does not decide by the pure path, as in the fold; on the pure
-  path an identical copy of an invalid event is not judged twice, and signatures go through
-  one :class:`~merge.signatures.SignatureVerifier` per engine, whose cache verifies each
-  distinct (key, digest, signature) once however many copies arrive.
+  ignores later copies. On the pure path an identical copy of an invalid event is not judged
+  twice, and signatures go through one :class:`~merge.signatures.SignatureVerifier` per
+  engine, whose cache verifies each distinct (key, digest, signature) once however many copies
+  arrive.
 * §7: :class:`merge.chains.ChainIndex` keeps the classification of :func:`merge.chains.classify`
   up to date by re-deciding only what an event can change: its own status, its fork group, and
   the descendants whose status follows from a status that changed.
@@ -25,11 +22,21 @@ orphans applicable; a late valid copy makes an event valid). It gets there witho
   from them, so a caller who edits a returned state can change nothing the engine, a later
   state, a checkpoint or another caller sees.
 
+On the compiled path (:func:`merge.native_available`, chosen once, when the engine is made, as
+``json.scanner`` binds its scanner) all of this is the compiled twin's (``native/src/engine.rs``,
+behind ``EventJudge``): a text is judged by the batch fold's own compiled judgement (admission,
+checks 1–16, verification) and merged into the compiled twin of the bookkeeping below (§5's
+verdicts, ``ChainIndex``, the supersedes rule, §9's written pieces), one call an :meth:`Merger.add`
+without the GIL; what the compiled judge does not decide (every rejection, so that its message
+is the pure path's) is judged here, as in the fold, and merged there. The Python bookkeeping
+below serves the pure path, and is the reference the compiled one is tested against.
+
 One engine may be shared by threads (issue 38): judging, the costly part, needs no lock (a
 verdict depends on the input, the subject and the keys alone), so threads judge side by side
 (the compiled path and libsodium let go of the GIL); each verdict is then merged, and each
 state read, under the engine's own lock, so that every reader sees the state of every input
-merged so far and of none after it. Inputs count in the order they are merged.
+merged so far and of none after it. Inputs count in the order they are merged. (On the
+compiled path the lock is the compiled twin's, taken without the GIL.)
 
 The engine and :func:`merge.fold` are two drivers side by side over the same section modules;
 neither imports the other.
@@ -42,7 +49,7 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple, cast
 
 import msgspec
 
@@ -69,7 +76,7 @@ from .state import (
 )
 
 if TYPE_CHECKING:
-    from pith_merge_native import JudgedEvent
+    from pith_merge_native import JudgedInput
 
 __all__ = ["AddResult", "EventStatus", "Merger"]
 
@@ -150,9 +157,14 @@ class Merger:
         self.subject: Final = require_subject(subject)
         self.keys: Final = KeySet.parse(keys)
         self._verifier = SignatureVerifier(require_threads(threads))
-        # The compiled judge, or None for the pure path: bound once, so an engine never mixes.
-        self._judge = event_judge(self.subject, self.keys)
+        # The compiled twin (judge and bookkeeping), or None for the pure path: bound once, so
+        # an engine never mixes. On the compiled path the twin keeps everything below, whose
+        # slots stay unset (a pure-path method reached by mistake fails loudly), and an engine
+        # costs less to make (a service makes one per subject).
+        self._judge = event_judge(self.subject, self.keys, EventStatus)
         self._lock = threading.Lock()
+        if self._judge is not None:
+            return
         # §5 verdict of every admitted event id: its valid event, or the furthest §6 reason.
         self._verdicts: dict[str, Reason | _Held] = {}
         self._valid: dict[str, _Held] = {}
@@ -184,12 +196,11 @@ class Merger:
         :attr:`rejected`), else the :class:`EventStatus` of its event. Never raises on bad input.
         """
         judge = self._judge
-        if judge is None or (found := judge.judge([item], self._verifier.threads)[0]) is None:
-            (judged,) = self._judged_copies([admit(item)])
-        else:
-            judged = _from_compiled(found)
-        with self._lock:
-            return self._merge(judged)
+        if judge is not None:
+            status: EventStatus | None = judge.add(item)
+            if status is not None:
+                return status  # judged and merged by the compiled twin, in one call
+        return self._merged([*self._judged_copies([admit(item)])])[0]
 
     def extend(self, items: Iterable[Any]) -> list[AddResult]:
         """Add many inputs, in order; the same as :meth:`add` on each, but faster.
@@ -198,9 +209,7 @@ class Merger:
         ``threads`` allows), as :func:`merge.fold` does; its inputs are then merged in order,
         one after another, with no other thread's input between them.
         """
-        judged = self._judged(list(require_inputs(items)))
-        with self._lock:
-            return [self._merge(one) for one in judged]
+        return self._merged(self._judged(list(require_inputs(items))))
 
     def extend_admitted(self, outcomes: Iterable[Admitted | Rejection]) -> list[AddResult]:
         """Add inputs admitted already: what :func:`merge.admission.admit` returned on them, in order.
@@ -212,7 +221,7 @@ class Merger:
         in :attr:`rejected`.
         """
         outcomes = list(outcomes)
-        judged: list[_Judged | None] = [None] * len(outcomes)
+        judged: list[_Judged | JudgedInput | None] = [None] * len(outcomes)
         if self._judge is not None:
             # The compiled judge reads an admitted copy's text (a copy that held a float is
             # the pure path's: its text is its null twin's, §5 copy_identity).
@@ -220,34 +229,26 @@ class Merger:
                 copy.raw if isinstance(copy, Admitted) and copy.non_canonical is None else None
                 for copy in outcomes
             ]
-            judged = self._judged_compiled(texts)
+            judged = [*self._judge.judge(texts, self._verifier.threads)]
         left = [at for at, one in enumerate(judged) if one is None]
         for at, one in zip(left, self._judged_copies([outcomes[at] for at in left]), strict=True):
             judged[at] = one
-        with self._lock:
-            return [self._merge(one) for one in judged if one is not None]
+        return self._merged([one for one in judged if one is not None])
 
     # -- judging: no lock (a verdict depends on the input, the subject and the keys alone) --
 
-    def _judged(self, items: list[Any]) -> list[_Judged]:
+    def _judged(self, items: list[Any]) -> list[_Judged | JudgedInput]:
         """Each input of ``items`` judged (§5, §6): the compiled path's verdict where it has one,
         else the pure path's (every rejection, so that its message is the pure path's)."""
-        judged: list[_Judged | None] = [None] * len(items)
+        judged: list[_Judged | JudgedInput | None] = [None] * len(items)
         if self._judge is not None:
-            judged = self._judged_compiled(items)
+            judged = [*self._judge.judge(items, self._verifier.threads)]
         left = [at for at, one in enumerate(judged) if one is None]
         if left:
             copies = [admit(items[at]) for at in left]
             for at, one in zip(left, self._judged_copies(copies), strict=True):
                 judged[at] = one
         return judged  # type: ignore[return-value]  # every None was filled
-
-    def _judged_compiled(self, items: list[Any]) -> list[_Judged | None]:
-        """The compiled judge's verdicts on ``items`` (a list of this engine's own); ``None``
-        where the pure path is to judge."""
-        assert self._judge is not None
-        found = self._judge.judge(items, self._verifier.threads)
-        return [None if verdict is None else _from_compiled(verdict) for verdict in found]
 
     def _judged_copies(self, outcomes: list[Admitted | Rejection]) -> list[_Judged]:
         """The pure path's §6 on admitted copies; checks 1–11 of all of them first, so that
@@ -272,10 +273,10 @@ class Merger:
             if isinstance(outcome, Rejection):
                 judged.append(outcome)
                 continue
-            verdict: Reason | _Held | None = None
+            verdict: Reason | _Pieces | None = None
             if isinstance(result, Candidate):
                 passed = postcheck(result, self.keys, self._verifier)
-                verdict = passed if isinstance(passed, Reason) else _Held.of(passed)
+                verdict = passed if isinstance(passed, Reason) else _pieces(passed)
             elif result is not None:
                 verdict = result
             judged.append((outcome.event_id, verdict, (outcome, digest)))
@@ -285,6 +286,13 @@ class Merger:
         """Whether the copy's verdict is known without judging it: its event is valid, or an
         identical copy of it was judged (§5); and the copy's digest when it was taken. Read
         without the lock: both only ever become true."""
+        judge = self._judge
+        if judge is not None:
+            valid = judge.standing(copy.event_id)
+            if valid is None or valid:
+                return valid is not None, None
+            digest = _text_identity_digest(copy)
+            return judge.seen(copy.event_id, digest), digest
         before = self._verdicts.get(copy.event_id)
         if before is None or isinstance(before, _Held):
             return before is not None, None
@@ -293,13 +301,25 @@ class Merger:
 
     # -- merging: under the lock ------------------------------------------------------------
 
+    def _merged(self, judged: list[_Judged | JudgedInput]) -> list[AddResult]:
+        """Merge judged inputs in order, with no other input between them: by the compiled twin
+        on the compiled path (which gives each rejection its index), else here."""
+        judge = self._judge
+        if judge is None:
+            with self._lock:
+                return [self._merge(one) for one in judged]  # type: ignore[arg-type]  # pure: no JudgedInput
+        merged = judge.merge([_compiled_form(one) for one in judged])
+        return [
+            _rejection_at(one, found) if isinstance(found, int) else found  # type: ignore[arg-type]
+            for one, found in zip(judged, merged, strict=True)
+        ]
+
     def _merge(self, judged: _Judged) -> AddResult:
         """Merge one judged input in (§5, §7), as the next input of this engine."""
         index = self._count
         self._count += 1
         if isinstance(judged, Rejection):
-            if judged.index != index:
-                judged = msgspec.structs.replace(judged, index=index)
+            judged = _rejection_at(judged, index)
             self._rejected.append(judged)
             return judged
         event_id, verdict, copied = judged
@@ -316,7 +336,9 @@ class Merger:
             seen.add(digest)
         # Not judged only when its verdict was known (_known), and then it is still known.
         assert verdict is not None, "a copy left unjudged whose verdict is not known"
-        standing = prevailing_verdict(before, verdict)
+        standing = prevailing_verdict(
+            before, verdict if isinstance(verdict, Reason) else _Held.judged(verdict)
+        )
         if standing is before:
             return EventStatus(index, event_id, before, True)
         self._verdicts[event_id] = standing
@@ -445,11 +467,13 @@ class Merger:
         at C speed): editing it changes nothing else. For the hash alone, read
         :attr:`state_sha256`, which copies nothing.
         """
-        return decode_state_unchecked(self._read().json)
+        return decode_state_unchecked(self.state_json)
 
     @property
     def state_sha256(self) -> str:
         """``state.state_sha256``, computed on first read after a change and cached."""
+        if self._judge is not None:
+            return self._judge.state_sha256()
         return self._read().sha256
 
     @property
@@ -457,17 +481,26 @@ class Merger:
         """``canonical_json(self.state)``: the state's canonical JSON, ``state_sha256`` included,
         joined from the cached bytes (never decoded and encoded again: a large state would cost
         as much memory as itself, issue 14 item 10)."""
+        if self._judge is not None:
+            return self._judge.state_json()
         return self._read().json
 
     @property
     def rejected(self) -> tuple[Rejection, ...]:
         """The inputs that were not admitted, in the order added."""
+        if self._judge is not None:
+            return tuple(_rejection_at(rejection, index) for index, rejection in self._judge.rejected())
         with self._lock:
             return tuple(self._rejected)
 
     @property
     def result(self) -> FoldResult:
         """What ``fold(everything added so far)`` returns: the state, rejections and supersessions."""
+        if self._judge is not None:
+            json, superseded, kept = self._judge.result()
+            rejections = tuple(_rejection_at(rejection, index) for index, rejection in kept)
+            removed = {event_id: tuple(by) for event_id, by in superseded}
+            return FoldResult(decode_state_unchecked(json), rejections, supersession_list(removed))
         with self._lock:
             snapshot, rejected = self._current(), tuple(self._rejected)
         return FoldResult(decode_state_unchecked(snapshot.json), rejected, snapshot.superseded)
@@ -481,14 +514,20 @@ class Merger:
     @property
     def input_count(self) -> int:
         """How many inputs were added (admitted or not)."""
+        if self._judge is not None:
+            return self._judge.counts()[0]
         return self._count
 
     @property
     def event_count(self) -> int:
         """Distinct admitted event ids (§5), ``state.event_count``."""
+        if self._judge is not None:
+            return self._judge.counts()[1]
         return len(self._verdicts)
 
     def __contains__(self, event_id: object) -> bool:
+        if self._judge is not None:
+            return isinstance(event_id, str) and self._judge.standing(event_id) is not None
         return event_id in self._verdicts
 
     def reason(self, event_id: str) -> Reason | None:
@@ -497,6 +536,11 @@ class Merger:
         Raises :class:`merge.UnknownEventError` (a ``KeyError`` too) when no input added so far
         carried ``event_id`` (``event_id in merger`` tells).
         """
+        if self._judge is not None:
+            known, reason = self._judge.reason(event_id)
+            if not known:
+                raise UnknownEventError(event_id)
+            return cast("Reason | None", reason)
         with self._lock:
             return self._reason(event_id)
 
@@ -529,35 +573,8 @@ class _Held(NamedTuple):
     aliases: bytes | None
 
     @classmethod
-    def of(cls, event: ValidEvent) -> _Held:
-        """A valid event of the pure path, its pieces written here (§1)."""
-        entry = Entry(
-            event_id=event.event_id,
-            target=event.target,
-            created_at=event.created_at,
-            signer=event.signer,
-            payload=event.payload,
-        )
-        record = aliases = None
-        if event.event_type == "record_created":
-            record = encode_canonical_unchecked(event.payload["canonical_record"])
-            aliases = encode_canonical_unchecked(source_aliases(event))
-        return cls(
-            event.event_id,
-            event.event_type,
-            chains.Node.of(event),
-            event.created_us,
-            event.supersedes,
-            encode_canonical_unchecked(event.signer),
-            EVENT_TYPES[event.event_type][1],
-            encode_canonical_unchecked(entry),
-            record,
-            aliases,
-        )
-
-    @classmethod
-    def judged(cls, found: JudgedEvent) -> _Held:
-        """A valid event as the compiled judge hands it over, its pieces written there."""
+    def judged(cls, found: _Pieces) -> _Held:
+        """A valid event as :func:`_pieces` writes it."""
         eid, kind, target, key_id, prev, supersedes, created_us, signer, entry, record, aliases = found
         chain = ("record", None) if kind == "record_created" else (target, key_id)
         node = chains.Node(eid, prev, chain, created_us)
@@ -565,24 +582,64 @@ class _Held(NamedTuple):
         return cls(eid, kind, node, created_us, supersedes, signer, key, entry, record, aliases)
 
 
+def _pieces(event: ValidEvent) -> _Pieces:
+    """A valid event of the pure path as the engine keeps it, its pieces written here (§1): the
+    form the compiled twin takes too (``native/src/py/engine.rs``, ``pieces_of``)."""
+    entry = Entry(
+        event_id=event.event_id,
+        target=event.target,
+        created_at=event.created_at,
+        signer=event.signer,
+        payload=event.payload,
+    )
+    record = aliases = None
+    if event.event_type == "record_created":
+        record = encode_canonical_unchecked(event.payload["canonical_record"])
+        aliases = encode_canonical_unchecked(source_aliases(event))
+    return (
+        event.event_id,
+        event.event_type,
+        event.target,
+        event.signer.key_id,
+        event.prev_event,
+        event.supersedes,
+        event.created_us,
+        encode_canonical_unchecked(event.signer),
+        encode_canonical_unchecked(entry),
+        record,
+        aliases,
+    )
+
+
 #: Bytes of state below which its pieces are joined to be hashed: a call per piece costs more
 #: than copying a small state.
 _JOINED_BYTES: Final = 1 << 20
 
+#: A valid event as the engine keeps it, written once (:func:`_pieces`; the compiled twin's
+#: ``Pieces``): ``(event_id, event_type, target, key_id, prev_event, supersedes, created_us,
+#: CJ(signer), CJ(entry), CJ(canonical_record) or None, CJ(source_aliases) or None)``.
+_Pieces = tuple[
+    str, str, str, str, str | None, tuple[str, ...], int, bytes, bytes, bytes | None, bytes | None
+]
+
 #: An input judged, before it is merged: its rejection (§5), or its event id, its verdict (None:
 #: known already) and, from the pure path, the admitted copy with its digest if it was taken
 #: (for §5's identical copies).
-_Judged = Rejection | tuple[str, Reason | _Held | None, tuple[Admitted, bytes | None] | None]
+_Judged = Rejection | tuple[str, Reason | _Pieces | None, tuple[Admitted, bytes | None] | None]
 
 
-def _from_compiled(found: JudgedEvent | tuple[str, str]) -> _Judged:
-    """The compiled judge's verdict on an input it decided: ``(event_id, reason)`` of an invalid
-    event, else the pieces of a valid one."""
-    if len(found) == 2:
-        event_id, code = found
-        return (event_id, Reason(code), None)
-    held = _Held.judged(found)
-    return (held.event_id, held, None)
+def _compiled_form(judged: _Judged | JudgedInput) -> object:
+    """A judged input as the compiled twin merges it (``EventJudge.merge``): its own verdict,
+    a rejection, or ``(event_id, reason code or pieces or None, digest of the copy)``."""
+    if not isinstance(judged, tuple):
+        return judged
+    event_id, verdict, copied = judged
+    return (event_id, verdict, None if copied is None else _digest_of(copied))
+
+
+def _rejection_at(rejection: Rejection, index: int) -> Rejection:
+    """The rejection as the ``index``-th input of its engine."""
+    return rejection if rejection.index == index else msgspec.structs.replace(rejection, index=index)
 
 
 def _digest_of(copied: tuple[Admitted, bytes | None]) -> bytes:

@@ -90,6 +90,11 @@ def test_threads_share_one_merger(path: str, round_: int) -> None:
                 state = merger.state
                 assert hash_of(canonical_json(state)) == state.state_sha256
                 reads.append(state.state_sha256)
+                result = merger.result  # the state, its rejections and supersessions: one reading
+                assert hash_of(canonical_json(result.state)) == result.state.state_sha256
+                indices = [one.index for one in result.rejected]
+                assert indices == sorted(set(indices))
+                reads.append(result.state.state_sha256)
         except BaseException as exc:  # every exception is a failure of the test, reported below
             errors.append(exc)
 

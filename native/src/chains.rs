@@ -1,5 +1,8 @@
 //! Chains, forks and apply order (spec §7), as `merge.chains.classify` decides them.
 
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
 use crate::checks::ValidEvent;
 use crate::maps::{HashMap, HashSet};
 use crate::reasons::Reason;
@@ -36,6 +39,24 @@ pub fn child_reason(
     prev_applied: bool,
     on_cycle: bool,
 ) -> Option<Reason> {
+    reason_under(
+        (child.chain(), child.created_us),
+        prev.map(|prev| (prev.chain(), prev.created_us)),
+        prev_admitted,
+        prev_applied,
+        on_cycle,
+    )
+}
+
+/// [`child_reason`] on what it reads of the child and of its prev, if valid: the chain (any
+/// value that compares as chains do) and the `created_at` instant.
+fn reason_under<C: PartialEq>(
+    child: (C, i64),
+    prev: Option<(C, i64)>,
+    prev_admitted: bool,
+    prev_applied: bool,
+    on_cycle: bool,
+) -> Option<Reason> {
     if on_cycle {
         // §7 Decision (docs/merge-v1.md, Cycles): no root leads to an event on a prev cycle, so
         // it is missing_prev; an event hanging below one has a valid prev that did not apply,
@@ -52,9 +73,9 @@ pub fn child_reason(
     };
     if !prev_applied {
         Some(Reason::InvalidPrev)
-    } else if child.chain() != prev.chain() {
+    } else if child.0 != prev.0 {
         Some(Reason::PrevWrongChain)
-    } else if child.created_us < prev.created_us {
+    } else if child.1 < prev.1 {
         Some(Reason::CreatedBeforePrev)
     } else {
         None
@@ -263,4 +284,432 @@ fn may_supersede(event: &ValidEvent, target: &ValidEvent) -> bool {
     target.signer() == event.signer()
         && (target.event_type() == event.event_type()
             || (event.event_type() == "correction" && target.event_type() != "record_created"))
+}
+
+/// A valid event as [`ChainIndex`] sees it: its id, its `prev_event`, its chain (interned by
+/// the caller: equal chains, equal numbers) and its `created_at` instant.
+pub struct Node {
+    pub id: Arc<str>,
+    pub prev: Option<Arc<str>>,
+    pub chain: u32,
+    pub created_us: i64,
+}
+
+/// A (prev, chain) group of eligible events: the prev's node (`None` for roots) and the chain.
+type Group = (Option<usize>, u32);
+
+/// Spec §7 kept up to date as events arrive: the twin of `merge.chains.ChainIndex` (the
+/// incremental engine's), rule for rule; always equal to [`classify`]. Nodes are numbered in
+/// the order added. Each call re-decides only what the new fact can change and returns the
+/// nodes whose status changed; a change propagates only downwards, while the applied set
+/// changes (see the Python twin's note). Cycles of `prev_event` are found with a disjoint-set
+/// forest of the weakly connected components of the prev graph.
+#[derive(Default)]
+pub struct ChainIndex {
+    pub nodes: Vec<Node>,
+    by_id: HashMap<Arc<str>, usize>,
+    /// Every admitted event id, valid or not.
+    admitted: HashSet<Arc<str>>,
+    /// Depth in its chain of each applied node (root 0).
+    pub depth: Vec<Option<u32>>,
+    /// Why each valid node that did not apply did not.
+    pub reason: Vec<Option<Reason>>,
+    /// Set when a reason changed: the caller writes `invalid_events` again, and clears it.
+    pub reasons_changed: bool,
+    /// prev_event → the nodes naming it (whatever the prev is, even unknown).
+    children: HashMap<Arc<str>, Vec<usize>>,
+    /// Each group's eligible nodes, in arrival order; the groups that are forks.
+    groups: HashMap<Group, Vec<usize>>,
+    forked: HashSet<Group>,
+    /// (created_at instant, depth, event_id, node) of each applied node: the apply order.
+    pub order: BTreeSet<(i64, u32, Arc<str>, usize)>,
+    on_cycle: HashSet<usize>,
+    parent: Vec<usize>,
+    size: Vec<usize>,
+    dirty: Vec<usize>,
+}
+
+impl ChainIndex {
+    /// The node of a valid event, if it is one.
+    pub fn node(&self, event_id: &str) -> Option<usize> {
+        self.by_id.get(event_id).copied()
+    }
+
+    /// Record an admitted event that failed §6: its children go from missing to invalid prev.
+    pub fn add_invalid(&mut self, event_id: &Arc<str>) -> Vec<usize> {
+        let mut changed = Vec::new();
+        if self.admitted.insert(event_id.clone()) {
+            self.settle_children(event_id, &mut changed);
+        }
+        changed
+    }
+
+    /// Add a valid event (new, or admitted before as invalid); every node whose status changed.
+    pub fn add(&mut self, node: Node) -> Vec<usize> {
+        let mut changed = Vec::new();
+        if self.by_id.contains_key(&node.id) {
+            return changed;
+        }
+        let at = self.nodes.len();
+        let (id, prev) = (node.id.clone(), node.prev.clone());
+        let chain = node.chain;
+        self.nodes.push(node);
+        self.depth.push(None);
+        self.reason.push(None);
+        self.parent.push(at);
+        self.size.push(1);
+        self.by_id.insert(id.clone(), at);
+        self.admitted.insert(id.clone());
+        let waiting = self.children.get(&id).cloned().unwrap_or_default();
+        for child in waiting {
+            self.union(child, at);
+        }
+        match prev {
+            None => self.join((None, chain), at, 0, &mut changed),
+            Some(prev) => {
+                self.children.entry(prev.clone()).or_default().push(at);
+                let prev_node = self.node(&prev);
+                match prev_node {
+                    Some(prev_at) if self.find(prev_at) == self.find(at) => self.close_cycle(at, &mut changed),
+                    _ => {
+                        if let Some(prev_at) = prev_node {
+                            self.union(at, prev_at);
+                        }
+                        self.attach(at, &mut changed);
+                    }
+                }
+            }
+        }
+        // Propagate downwards while the applied set changes (and always below a new event).
+        while let Some(parent) = self.dirty.pop() {
+            let parent_id = self.nodes[parent].id.clone();
+            self.settle_children(&parent_id, &mut changed);
+        }
+        changed
+    }
+
+    /// The forks: each one's chain, shared prev (its node) and sorted event ids.
+    pub fn forks(&self) -> impl Iterator<Item = (u32, Option<usize>, Vec<&str>)> {
+        self.forked.iter().map(|group| {
+            let mut ids: Vec<&str> = self.groups[group].iter().map(|&at| &*self.nodes[at].id).collect();
+            ids.sort_unstable();
+            (group.1, group.0, ids)
+        })
+    }
+
+    /// Decide a node under its prev (it has one), as that prev stands now (§7).
+    fn attach(&mut self, at: usize, changed: &mut Vec<usize>) {
+        let node = &self.nodes[at];
+        let chain = node.chain;
+        let prev = node.prev.as_deref().expect("attach: a node with a prev");
+        let prev_at = self.node(prev);
+        let depth = prev_at.and_then(|prev_at| self.depth[prev_at]);
+        let reason = reason_under(
+            (node.chain, node.created_us),
+            prev_at.map(|prev_at| (self.nodes[prev_at].chain, self.nodes[prev_at].created_us)),
+            self.admitted.contains(prev),
+            depth.is_some(),
+            self.on_cycle.contains(&at),
+        );
+        match (reason, depth) {
+            (None, Some(depth)) => self.join((prev_at, chain), at, depth + 1, changed),
+            (Some(reason), _) => self.set(at, Status::Reason(reason), changed),
+            (None, None) => unreachable!("eligible only under an applied prev"),
+        }
+    }
+
+    /// An eligible node joins its (prev, chain) group: alone it applies, else a fork (§7.4).
+    fn join(&mut self, group: Group, at: usize, depth: u32, changed: &mut Vec<usize>) {
+        let members = self.groups.entry(group).or_default();
+        members.push(at);
+        match members.len() {
+            1 => self.set(at, Status::Depth(depth), changed),
+            count => {
+                let first = members[0];
+                if count == 2 {
+                    // The late second successor: the first one stops applying.
+                    self.forked.insert(group);
+                    self.set(first, Status::Reason(Reason::Equivocation), changed);
+                }
+                self.set(at, Status::Reason(Reason::Equivocation), changed);
+            }
+        }
+    }
+
+    /// Re-decide every node naming `parent_id` after the parent's status changed.
+    fn settle_children(&mut self, parent_id: &str, changed: &mut Vec<usize>) {
+        let Some(children) = self.children.get(parent_id).filter(|kids| !kids.is_empty()).cloned() else {
+            return;
+        };
+        if let Some(parent) = self.node(parent_id) {
+            // Its children's fork group is decided afresh.
+            let group = (Some(parent), self.nodes[parent].chain);
+            self.groups.remove(&group);
+            self.forked.remove(&group);
+        }
+        for child in children {
+            self.attach(child, changed);
+        }
+    }
+
+    /// Node `at` closes a prev cycle (its prev descends from it): the members are re-decided.
+    fn close_cycle(&mut self, at: usize, changed: &mut Vec<usize>) {
+        let mut path: Vec<usize> = Vec::new();
+        let mut current = Some(at);
+        while let Some(member) = current.filter(|member| !path.contains(member)) {
+            path.push(member);
+            current = self.nodes[member].prev.as_deref().and_then(|prev| self.node(prev));
+        }
+        let start = current.and_then(|entry| path.iter().position(|&member| member == entry));
+        let mut members: Vec<usize> = start.map_or_else(Vec::new, |start| path[start..].to_vec());
+        self.on_cycle.extend(members.iter().copied());
+        // Every member but the new one descends from an event that was not valid: none applied,
+        // so their own children keep their status; only the members' reasons change.
+        members.sort_unstable_by(|&a, &b| self.nodes[a].id.cmp(&self.nodes[b].id));
+        for member in members {
+            self.attach(member, changed);
+        }
+    }
+
+    fn set(&mut self, at: usize, status: Status, changed: &mut Vec<usize>) {
+        let (old_depth, old_reason) = (self.depth[at], self.reason[at]);
+        let created = self.nodes[at].created_us;
+        let new_depth = match status {
+            Status::Reason(reason) => {
+                if old_reason == Some(reason) {
+                    return;
+                }
+                if let Some(old) = old_depth {
+                    self.depth[at] = None;
+                    self.order.remove(&(created, old, self.nodes[at].id.clone(), at));
+                }
+                self.reason[at] = Some(reason);
+                self.reasons_changed = true;
+                None
+            }
+            Status::Depth(depth) => {
+                if old_depth == Some(depth) {
+                    return;
+                }
+                if let Some(old) = old_depth {
+                    self.order.remove(&(created, old, self.nodes[at].id.clone(), at));
+                }
+                if old_reason.is_some() {
+                    self.reason[at] = None;
+                    self.reasons_changed = true;
+                }
+                self.depth[at] = Some(depth);
+                self.order.insert((created, depth, self.nodes[at].id.clone(), at));
+                Some(depth)
+            }
+        };
+        changed.push(at);
+        if new_depth != old_depth || old_reason.is_none() {
+            // The children's status follows from whether (and how deep) this one applies; a
+            // new event's children may have waited for it (missing_prev until now).
+            self.dirty.push(at);
+        }
+    }
+
+    fn find(&mut self, mut item: usize) -> usize {
+        while self.parent[item] != item {
+            self.parent[item] = self.parent[self.parent[item]];
+            item = self.parent[item];
+        }
+        item
+    }
+
+    fn union(&mut self, a: usize, b: usize) {
+        let (mut ra, mut rb) = (self.find(a), self.find(b));
+        if ra == rb {
+            return;
+        }
+        if self.size[ra] < self.size[rb] {
+            std::mem::swap(&mut ra, &mut rb);
+        }
+        self.parent[rb] = ra;
+        self.size[ra] += self.size[rb];
+    }
+}
+
+/// What [`ChainIndex::set`] gives a node: a depth (it applies) or a reason (it does not).
+enum Status {
+    Depth(u32),
+    Reason(Reason),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// (id, prev, chain, instant) of a synthetic node.
+    type Spec = (&'static str, Option<&'static str>, u32, i64);
+
+    fn node(&(id, prev, chain, created_us): &Spec) -> Node {
+        Node {
+            id: Arc::from(id),
+            prev: prev.map(Arc::from),
+            chain,
+            created_us,
+        }
+    }
+
+    /// Each node's status by id ("0", "1"… a depth, else the reason's code), the apply order
+    /// and the forks, after adding `nodes` (then the `invalid` ids) in the order given.
+    fn classified(nodes: &[Spec], invalid: &[&str]) -> (Vec<(String, String)>, Vec<String>, Vec<String>) {
+        let mut index = ChainIndex::default();
+        for spec in nodes {
+            index.add(node(spec));
+        }
+        for id in invalid {
+            index.add_invalid(&Arc::from(*id));
+        }
+        summary(&index)
+    }
+
+    fn summary(index: &ChainIndex) -> (Vec<(String, String)>, Vec<String>, Vec<String>) {
+        let mut statuses: Vec<(String, String)> = (0..index.nodes.len())
+            .map(|at| {
+                let status = match (index.depth[at], index.reason[at]) {
+                    (Some(depth), None) => depth.to_string(),
+                    (None, Some(reason)) => reason.code().to_owned(),
+                    other => panic!("node {at}: neither or both of depth and reason: {other:?}"),
+                };
+                (index.nodes[at].id.to_string(), status)
+            })
+            .collect();
+        statuses.sort();
+        let applied = index.order.iter().map(|key| key.2.to_string()).collect();
+        let mut forks: Vec<String> = index
+            .forks()
+            .map(|(chain, prev, ids)| format!("{chain}/{:?}/{}", prev.map(|at| &*index.nodes[at].id), ids.join(",")))
+            .collect();
+        forks.sort();
+        (statuses, applied, forks)
+    }
+
+    fn status(result: &(Vec<(String, String)>, Vec<String>, Vec<String>), id: &str) -> String {
+        result
+            .0
+            .iter()
+            .find(|(at, _)| at == id)
+            .map(|(_, status)| status.clone())
+            .unwrap()
+    }
+
+    #[test]
+    fn a_prev_cycle_is_missing_prev_and_what_hangs_below_it_invalid_prev() {
+        // As tests/test_chains.py's cases: a → c → b → a, d and e below, f a root.
+        let nodes = [
+            ("a", Some("c"), 0, 0),
+            ("b", Some("a"), 0, 0),
+            ("c", Some("b"), 0, 0),
+            ("d", Some("a"), 0, 0),
+            ("e", Some("d"), 0, 0),
+            ("f", None, 0, 0),
+        ];
+        let result = classified(&nodes, &[]);
+        for id in ["a", "b", "c"] {
+            assert_eq!(status(&result, id), "missing_prev");
+        }
+        for id in ["d", "e"] {
+            assert_eq!(status(&result, id), "invalid_prev");
+        }
+        assert_eq!(result.1, ["f"]);
+        let self_loop = classified(&[("a", Some("a"), 0, 0), ("b", Some("a"), 0, 0)], &[]);
+        assert_eq!(status(&self_loop, "a"), "missing_prev");
+        assert_eq!(status(&self_loop, "b"), "invalid_prev");
+        // A tail leading into a cycle: only the cycle's members are on it.
+        let tail = [
+            ("a", Some("b"), 0, 0),
+            ("b", Some("a"), 0, 0),
+            ("c", Some("a"), 0, 0),
+            ("d", Some("c"), 0, 0),
+        ];
+        let result = classified(&tail, &[]);
+        assert_eq!(
+            result.0.iter().map(|(_, status)| status.as_str()).collect::<Vec<_>>(),
+            ["missing_prev", "missing_prev", "invalid_prev", "invalid_prev"]
+        );
+    }
+
+    #[test]
+    fn the_rules_of_a_prev_in_order() {
+        let nodes = [
+            ("r", None, 0, 10),
+            ("wrong_chain", Some("r"), 1, 20),
+            ("before", Some("r"), 0, 5),
+            ("same_instant", Some("r"), 0, 10),
+            ("missing", Some("nowhere"), 0, 30),
+            ("under_invalid", Some("bad"), 0, 30),
+        ];
+        let result = classified(&nodes, &["bad"]);
+        assert_eq!(status(&result, "r"), "0");
+        assert_eq!(status(&result, "wrong_chain"), "prev_wrong_chain");
+        assert_eq!(status(&result, "before"), "created_before_prev");
+        assert_eq!(status(&result, "same_instant"), "1"); // equal instants are fine
+        assert_eq!(status(&result, "missing"), "missing_prev");
+        assert_eq!(status(&result, "under_invalid"), "invalid_prev");
+        assert_eq!(result.1, ["r", "same_instant"]);
+    }
+
+    #[test]
+    fn a_late_second_successor_makes_a_fork_and_withholds_the_line_below() {
+        let mut index = ChainIndex::default();
+        index.add(node(&("r", None, 0, 0)));
+        assert_eq!(index.add(node(&("a", Some("r"), 0, 1))).len(), 1);
+        index.add(node(&("a2", Some("a"), 0, 2)));
+        // The second successor of r: a and a2 stop applying, b is a fork too.
+        let changed = index.add(node(&("b", Some("r"), 0, 3)));
+        let mut moved: Vec<&str> = changed.iter().map(|&at| &*index.nodes[at].id).collect();
+        moved.sort_unstable();
+        assert_eq!(moved, ["a", "a2", "b"]);
+        let result = summary(&index);
+        assert_eq!(result.1, ["r"]);
+        assert_eq!(result.2, ["0/Some(\"r\")/a,b"]);
+        assert_eq!(status(&result, "a2"), "invalid_prev");
+        // Extending a chain re-decides one status: the new event's.
+        let mut line = ChainIndex::default();
+        line.add(node(&("0", None, 0, 0)));
+        for (at, (id, prev)) in [("1", "0"), ("2", "1"), ("3", "2")].into_iter().enumerate() {
+            assert_eq!(line.add(node(&(id, Some(prev), 0, at as i64 + 1))), [at + 1]);
+        }
+    }
+
+    #[test]
+    fn any_arrival_order_gives_the_same_classification() {
+        // Forks, late prevs, an invalid prev, wrong chains, a cycle: every order of them.
+        let nodes: Vec<Spec> = vec![
+            ("a", None, 0, 0),
+            ("b", Some("a"), 0, 1),
+            ("c", Some("b"), 0, 2),
+            ("c2", Some("b"), 0, 2),
+            ("d", Some("c"), 0, 3),
+            ("e", Some("a"), 1, 4),
+            ("f", Some("x"), 0, 5),
+            ("g", Some("f"), 0, 6),
+            ("h", Some("i"), 0, 7),
+            ("i", Some("h"), 0, 8),
+            ("j", None, 1, 9),
+            ("k", Some("j"), 1, 9),
+        ];
+        let expected = classified(&nodes, &["x"]);
+        let mut seed: u64 = 38;
+        for _ in 0..300 {
+            let mut order: Vec<Option<Spec>> = nodes.iter().copied().map(Some).collect();
+            order.push(None); // the invalid x, somewhere among them
+            for at in (1..order.len()).rev() {
+                seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                order.swap(at, (seed >> 33) as usize % (at + 1));
+            }
+            let mut index = ChainIndex::default();
+            for spec in &order {
+                match spec {
+                    Some(spec) => index.add(node(spec)),
+                    None => index.add_invalid(&Arc::from("x")),
+                };
+            }
+            assert_eq!(summary(&index), expected);
+        }
+    }
 }

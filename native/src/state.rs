@@ -14,7 +14,7 @@ use crate::pool::{collect_exact, vec_with_capacity};
 use crate::reasons::Reason;
 
 /// The keys of `current` that hold lists, by event type (§8), in code point order of the key.
-const CURRENT_LISTS: [(&str, &str); 8] = [
+pub const CURRENT_LISTS: [(&str, &str); 8] = [
     ("author_attestations", "author_attestation"),
     ("citation_signatures", "citation_signature"),
     ("corrections", "correction"),
@@ -121,7 +121,33 @@ pub fn write_source_aliases(out: &mut Vec<u8>, record: &ValidEvent) {
     });
 }
 
-fn write_count(out: &mut Vec<u8>, key: &str, count: usize) {
+/// `CJ` of one entry of `equivocations` (§9): a fork's chain, shared prev and sorted ids.
+pub fn write_equivocation(chain: (&str, Option<&str>), prev_event: Option<&str>, event_ids: &[&str]) -> Vec<u8> {
+    let mut out = b"{\"chain\":{\"key_id\":".to_vec();
+    write_opt_str(&mut out, chain.1);
+    out.extend_from_slice(b",\"target\":");
+    write_str(&mut out, chain.0);
+    out.extend_from_slice(b"},\"event_ids\":");
+    write_str_array(&mut out, event_ids.iter().copied());
+    out.extend_from_slice(b",\"prev_event\":");
+    write_opt_str(&mut out, prev_event);
+    out.push(b'}');
+    out
+}
+
+/// `CJ(invalid_events)` (§9): each id with its reason, in the order given (sorted by id).
+pub fn write_invalid_events(out: &mut Vec<u8>, invalid: &[(&str, Reason)]) {
+    write_list(out, invalid, |out, (event_id, reason)| {
+        out.extend_from_slice(b"{\"event_id\":");
+        write_str(out, event_id);
+        out.extend_from_slice(b",\"reason\":");
+        write_str(out, reason.code());
+        out.push(b'}');
+    });
+}
+
+/// `,"key":count`: one count of the state (§9), after the key before it.
+pub fn write_count(out: &mut Vec<u8>, key: &str, count: usize) {
     out.extend_from_slice(format!(",\"{key}\":{count}").as_bytes());
 }
 
@@ -172,18 +198,7 @@ pub fn build(subject: &str, verdicts: HashMap<String, Verdict>) -> Built {
     let mut equivocations: Vec<Vec<u8>> = classification
         .forks
         .iter()
-        .map(|fork| {
-            let mut out = b"{\"chain\":{\"key_id\":".to_vec();
-            write_opt_str(&mut out, fork.chain.1);
-            out.extend_from_slice(b",\"target\":");
-            write_str(&mut out, fork.chain.0);
-            out.extend_from_slice(b"},\"event_ids\":");
-            write_str_array(&mut out, fork.event_ids.iter().copied());
-            out.extend_from_slice(b",\"prev_event\":");
-            write_opt_str(&mut out, fork.prev_event);
-            out.push(b'}');
-            out
-        })
+        .map(|fork| write_equivocation(fork.chain, fork.prev_event, &fork.event_ids))
         .collect();
     equivocations.sort_unstable(); // §9: sorted by canonical JSON bytes
 
@@ -276,13 +291,7 @@ fn write_state(
     write_count(&mut out, "event_count", event_count);
     write_count(&mut out, "invalid_event_count", invalid.len());
     out.extend_from_slice(b",\"invalid_events\":");
-    write_list(&mut out, invalid, |out, (event_id, reason)| {
-        out.extend_from_slice(b"{\"event_id\":");
-        write_str(out, event_id);
-        out.extend_from_slice(b",\"reason\":");
-        write_str(out, reason.code());
-        out.push(b'}');
-    });
+    write_invalid_events(&mut out, invalid);
     out.extend_from_slice(b",\"merge_version\":\"pith-open-graph-merge-v1\",\"pith_number\":");
     write_str(&mut out, subject);
     out.extend_from_slice(b",\"state_type\":\"pith_open_graph_state\",\"state_version\":\"1.0\"");

@@ -41,8 +41,6 @@ pub struct BundleRead {
     members: Py<PyList>,
     /// Each event's canonical text (``None`` where this path does not write one).
     events: Py<PyList>,
-    /// The raw text of each event it does not write (else ``None``).
-    raw_events: Py<PyList>,
     /// Each event's identity (``(event_id, SHA-256 of the canonical text, prev_event or None)``,
     /// or ``None``: see `bundle::snapshot_identity`; only with a ``cache``).
     identities: Py<PyList>,
@@ -93,11 +91,7 @@ pub fn read_bundle<'py>(
         };
         let mut new = parts.events.into_iter();
         let count = split.events.len();
-        let (mut canonical, mut raw_events, mut identities) = (
-            vec_with_capacity(count),
-            vec_with_capacity(count),
-            vec_with_capacity(count),
-        );
+        let (mut canonical, mut identities) = (vec_with_capacity(count), vec_with_capacity(count));
         for (raw, known) in split.events.iter().zip(known) {
             let (text, identity) = match known {
                 Some((text, identity)) => (Some(text), identity),
@@ -114,7 +108,6 @@ pub fn read_bundle<'py>(
                     None => (None, py.None()),
                 },
             };
-            raw_events.push(text.is_none().then(|| PyBytes::new(py, raw)));
             canonical.push(text);
             identities.push(identity);
         }
@@ -144,7 +137,6 @@ pub fn read_bundle<'py>(
         Ok(Some(BundleRead {
             members: PyList::new(py, raw_members)?.unbind(),
             events: PyList::new(py, canonical)?.unbind(),
-            raw_events: PyList::new(py, raw_events)?.unbind(),
             identities: PyList::new(py, identities)?.unbind(),
             bundle_sha256: digest,
         }))

@@ -90,6 +90,9 @@ class _Counting(ThreadingHTTPServer):
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: _Counting
+    #: An answer (status line, headers and body) written in one piece, as a registry's server
+    #: writes a small one; unbuffered, the headers and the body went as two TCP segments.
+    wbufsize = 1 << 16
 
     def setup(self) -> None:
         super().setup()

@@ -163,6 +163,19 @@ def test_connections_are_reused_even_after_404s(served: Registry) -> None:
     assert served.connections <= 2
 
 
+def test_a_kept_alive_connection_the_server_closed_is_replaced_in_the_same_attempt(served: Registry) -> None:
+    """A server closes idle connections when it likes: the GET goes again on a new connection,
+    not counted as a failed attempt (a retry would wait a backoff, and fail with retries=0)."""
+    served.misbehave[PATH] = "hangup"
+    once = Fetcher(FetchPolicy(rate=0, concurrency=1, retries=0))
+    try:
+        answers = [once.get(served.url + PATH) for _ in range(3)]
+    finally:
+        once.close()
+    assert [(answer.status, answer.attempts) for answer in answers] == [("ok", 1)] * 3
+    assert served.connections == 3
+
+
 def test_retry_after_is_read_in_seconds_and_as_an_http_date() -> None:
     def asked(value: str) -> float:
         headers = Message()

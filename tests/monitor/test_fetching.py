@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import hashlib
+import shutil
+import ssl
+import subprocess
 import threading
 import time
 from email.message import Message
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import pytest
 
@@ -222,3 +227,30 @@ def test_a_stop_ends_the_waits(served: Registry) -> None:
         waiting.close()
     assert answer.status == "failed"
     assert time.monotonic() - started < 5  # not the 10 s backoff
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="makes its certificate with the openssl command")
+def test_an_https_server_whose_certificate_is_not_trusted_is_refused(tmp_path: Path) -> None:
+    """TLS as httpx did it: the certificate checked against the trusted authorities (a
+    self-signed one is not), so nothing of such a server is read."""
+    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=127.0.0.1",
+         "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+        check=True, capture_output=True, timeout=60,
+    )  # fmt: skip
+    server = ThreadingHTTPServer(("127.0.0.1", 0), BaseHTTPRequestHandler)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    strict = Fetcher(FetchPolicy(rate=0, retries=0, timeout=5))
+    try:
+        answer = strict.get(f"https://127.0.0.1:{server.server_address[1]}{PATH}")
+    finally:
+        strict.close()
+        server.shutdown()
+        server.server_close()
+    assert (answer.status, answer.reason, answer.body) == ("failed", "connect", None)
+    assert "CERTIFICATE_VERIFY_FAILED" in answer.detail

@@ -172,23 +172,17 @@ def gather(
             raise _Stopped
         flush(round_)
 
+    fetched_bundle_urls: set[str] = set()
     try:
         for source in sources:
             if isinstance(source, DirectorySource):
                 _read_directory(round_, source, judge, max_bytes)
             else:
-                _read_registry(round_, source, followed, judge, fetcher, memory, done)
+                fetched_bundle_urls |= _read_registry(round_, source, followed, judge, fetcher, memory, done)
             if stop.is_set():
                 raise _Stopped
         if follow_mirrors:
-            # A URL a source already served this round is not fetched again as a mirror.
-            sourced = {
-                s.bundle_url(subject)
-                for s in sources
-                if isinstance(s, RegistrySource)
-                for subject in followed
-            }
-            _read_mirrors(round_, judge, fetcher, sourced, memory, done)
+            _read_mirrors(round_, judge, fetcher, fetched_bundle_urls, memory, done)
         for peer in peers:
             _read_peer(round_, peer, judge, fetcher, memory, done)
     except _Stopped:
@@ -314,7 +308,7 @@ def _read_registry(  # noqa: PLR0917 (a round's parts)
     fetcher: Fetcher,
     memory: Recall,
     done: Callable[[], None],
-) -> None:
+) -> set[str]:
     read = problems = 0
     for batch in _batches(followed):
         # Each subject's kept bundle looked up once a batch (a lookup makes a Kept), then
@@ -346,6 +340,7 @@ def _read_registry(  # noqa: PLR0917 (a round's parts)
         problems += record_problems
         done()
     round_.sources.append(SourceRead(source=source.label, read=read > 0, documents=read, problems=problems))
+    return {source.bundle_url(subject) for subject in followed}
 
 
 def _read_records(  # noqa: PLR0917 (a round's parts)

@@ -149,6 +149,8 @@ class _Redirected(Exception):
 
 #: A connection's origin: scheme, host, port.
 _Origin = tuple[str, str, int]
+#: Origins (scheme, host, port) remembered by the URL's scheme and netloc, at most so many.
+_ORIGINS: Final = 1024
 #: Statuses that send the client elsewhere (RFC 9110 §15.4), followed when they name a Location.
 _REDIRECTS: Final = frozenset({301, 302, 303, 307, 308})
 #: What a connection that was idle in the pool says when the server closed it meanwhile: the
@@ -251,6 +253,7 @@ class Fetcher:
         self.stop = stop if stop is not None else threading.Event()
         self._rate = RateLimit(policy.rate)
         self._connections = _Pool(policy.concurrency, policy.timeout)
+        self._origins: dict[tuple[str, str], _Origin] = {}
         self._headers = {"User-Agent": f"pith-merge/{__version__} (monitor)", "Accept": "application/json"}
         self._pool = ThreadPoolExecutor(max_workers=policy.concurrency, thread_name_prefix="pith-fetch")
 
@@ -362,8 +365,12 @@ class Fetcher:
         """One request and its whole answer, over a pooled connection (given back once the body
         is read to its end, closed on anything else)."""
         parts = urllib.parse.urlsplit(url)
-        scheme = parts.scheme.lower()
-        origin = (scheme, parts.hostname or "", parts.port or (443 if scheme == "https" else 80))
+        origin = self._origins.get((parts.scheme, parts.netloc))
+        if origin is None:  # a host's name and port worked out once, not a request
+            scheme = parts.scheme.lower()
+            origin = (scheme, parts.hostname or "", parts.port or (443 if scheme == "https" else 80))
+            if len(self._origins) < _ORIGINS:
+                self._origins[parts.scheme, parts.netloc] = origin
         target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         while True:
             connection, reused = self._connections.take(origin)
@@ -393,9 +400,12 @@ class Fetcher:
     def _read(self, response: http.client.HTTPResponse, deadline: float) -> bytes:
         """The body, streamed: at most ``max_bytes``, before ``deadline``."""
         limit = self.policy.max_bytes
-        declared = response.getheader("Content-Length", "")
-        if declared.isdigit() and int(declared) > limit:
+        declared = response.length  # from Content-Length (0 for a 304); None: chunked or to the close
+        if declared is not None and declared > limit:
             raise _TooLarge
+        if declared == 0:
+            response.read()  # nothing to stream: the answer is closed, the connection free again
+            return b""
         data = bytearray()
         while chunk := response.read1(65536):  # as it arrives: the deadline is checked between reads
             data += chunk

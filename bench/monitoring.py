@@ -11,6 +11,7 @@ fetched and kept), then an unchanged round (a new process, as cron starts it), e
 
 from __future__ import annotations
 
+import compileall
 import json
 import os
 import shutil
@@ -25,6 +26,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import merge
 from merge.canonical import decode_json
 from merge.signing import make_bundle
 
@@ -90,6 +92,9 @@ class _Counting(ThreadingHTTPServer):
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: _Counting
+    #: An answer (status line, headers and body) written in one piece, as a registry's server
+    #: writes a small one; unbuffered, the headers and the body went as two TCP segments.
+    wbufsize = 1 << 16
 
     def setup(self) -> None:
         super().setup()
@@ -175,6 +180,9 @@ def _round(root: Path, state: Path, port: int, extra: list[str]) -> dict[str, fl
 def bench_monitor(subjects: int, *, repeat: int, log: Any, extra: tuple[str, ...] = ()) -> list[Result]:
     """First and unchanged ``--once`` rounds over ``subjects`` subjects, ``repeat`` times."""
     root = corpus(subjects, log)
+    # The package's bytecode compiled first, as pip does at install (bench/startup.py): this
+    # environment sets PYTHONDONTWRITEBYTECODE=1, and each round's process would compile merge/.
+    compileall.compile_dir(Path(merge.__file__).parent, quiet=1)
     server = subprocess.Popen(
         [sys.executable, "-c", f"from bench.monitoring import serve; serve({str(root)!r})"],
         stdout=subprocess.PIPE,

@@ -164,5 +164,5 @@ class WebhookHook:
             return f"{type(exc).__name__}: {exc}", 0.0
         if response.is_success:
             return None, None
-        wait = retry_after(response) if response.status_code in RETRY_STATUSES else None
+        wait = retry_after(response.headers) if response.status_code in RETRY_STATUSES else None
         return f"HTTP {response.status_code}", wait

@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import stat
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
@@ -219,11 +219,10 @@ def _batches(subjects: Sequence[str], size: int = BATCH) -> Iterator[Sequence[st
 
 
 def _judge_answer(
-    round_: Gathered, judge: Judge, subject: str, answer: Fetched, origin: Origin
+    judge: Judge, subject: str, kept: Kept | None, answer: Fetched, origin: Origin
 ) -> Outcome | None:
-    """A bundle answer judged against the subject's kept bundle (a 304 to its validator: the
-    kept bundle itself, nothing read); None when there is no bundle in it."""
-    kept = round_.kept.get(subject)
+    """A bundle answer judged against the subject's kept bundle ``kept`` (a 304 to its
+    validator: the kept bundle itself, nothing read); None when there is no bundle in it."""
     if answer.status != "ok":
         return None
     if not answer.fresh:
@@ -341,16 +340,19 @@ def _read_registry(  # noqa: PLR0917 (a round's parts)
     read = problems = 0
     for batch in _batches(followed, size):
         due(len(batch))
+        # Each subject's kept bundle looked up once a batch (a lookup makes a Kept), then
+        # replaced by the one its bundle made kept: what the records are judged against.
+        keeps = {subject: round_.kept.get(subject) for subject in batch}
         bundle_urls = [source.bundle_url(subject) for subject in batch]
         rows = memory.rows(bundle_urls)
         bundles = fetcher.get_many(
             [
-                (url, _naming(rows.get(url), round_.kept.get(subject)))
+                (url, _naming(rows.get(url), keeps[subject]))
                 for subject, url in zip(batch, bundle_urls, strict=True)
             ]
         )
         for subject, bundle in zip(batch, bundles, strict=True):
-            outcome = _judge_answer(round_, judge, subject, bundle, "source")
+            outcome = _judge_answer(judge, subject, keeps[subject], bundle, "source")
             if outcome is None:
                 round_.problems.append(_failure(bundle, subject))
                 problems += 1
@@ -359,10 +361,10 @@ def _read_registry(  # noqa: PLR0917 (a round's parts)
             round_.checked.add(subject)
             problems += outcome.problem is not None
             round_.take(outcome)
-            kept = round_.kept.get(subject)
+            kept = keeps[subject] = outcome.keep if outcome.keep is not None else keeps[subject]
             named = bundle.validator if kept is not None and bundle.sha256 == kept.sha256 else None
             _remember(round_, bundle.url, rows.get(bundle.url), named, memory.now)
-        documents, record_problems = _read_records(round_, source, batch, judge, fetcher, memory)
+        documents, record_problems = _read_records(round_, source, keeps, judge, fetcher, memory)
         read += documents
         problems += record_problems
         done()
@@ -375,27 +377,28 @@ def _read_registry(  # noqa: PLR0917 (a round's parts)
 def _read_records(  # noqa: PLR0917 (a round's parts)
     round_: Gathered,
     source: RegistrySource,
-    followed: Sequence[str],
+    keeps: Mapping[str, Kept | None],
     judge: Judge,
     fetcher: Fetcher,
     memory: Recall,
 ) -> tuple[int, int]:
-    """Each subject's record, unless it was judged against the kept bundle as it stands less than
+    """Each subject's record (``keeps``: the batch's subjects and their kept bundles as they
+    stand), unless it was judged against the kept bundle as it stands less than
     ``record_interval`` seconds ago (then it is not asked for); conditional when it was judged
     clean against it. Its row names the kept bundle it was judged against, not the record."""
-    urls = {subject: source.record_url(subject) for subject in followed}
+    urls = {subject: source.record_url(subject) for subject in keeps}
     rows = memory.rows(list(urls.values()))
     wanted: list[tuple[str, str, Validator | None]] = []
     for subject, url in urls.items():
         row = rows.get(url)
-        named = _naming(row, round_.kept.get(subject))
+        named = _naming(row, keeps[subject])
         if named is not None and row is not None and memory.now - row[1] < memory.record_interval:
             continue  # judged against this kept bundle lately: on its own, slower schedule
         wanted.append((subject, url, named))
     answers = fetcher.get_many([(url, named) for _, url, named in wanted])
     read = problems = 0
     for (subject, url, named), record in zip(wanted, answers, strict=True):
-        kept = round_.kept.get(subject)
+        kept = keeps[subject]
         judged = Validator(None, None, kept.sha256) if kept is not None else None
         if record.status == "missing":
             round_.notes.append(f"{record.url}: no record of {subject} ({record.detail})")
@@ -472,16 +475,16 @@ def _judge_fetched(  # noqa: PLR0917 (a round's parts)
     origin: Origin,
     memory: Recall,
 ) -> None:
-    pairs = list(wanted)
-    rows = memory.rows([url for _, url in pairs])
-    requests = [(url, _naming(rows.get(url), round_.kept[subject])) for subject, url in pairs]
-    for (subject, url), answer in zip(pairs, fetcher.get_many(requests), strict=True):
-        outcome = _judge_answer(round_, judge, subject, answer, origin)
+    pairs = [(subject, url, round_.kept[subject]) for subject, url in wanted]
+    rows = memory.rows([url for _, url, _ in pairs])
+    requests = [(url, _naming(rows.get(url), kept)) for _, url, kept in pairs]
+    for (subject, url, kept), answer in zip(pairs, fetcher.get_many(requests), strict=True):
+        outcome = _judge_answer(judge, subject, kept, answer, origin)
         if answer.status == "missing" and origin == "peer":
             round_.notes.append(f"{answer.url}: the peer has no bundle of {subject}")
         elif outcome is None:
             round_.problems.append(_failure(answer, subject))
         else:
             round_.take(outcome)
-            named = answer.validator if answer.sha256 == round_.kept[subject].sha256 else None
+            named = answer.validator if answer.sha256 == kept.sha256 else None
             _remember(round_, url, rows.get(url), named, memory.now)

@@ -6,7 +6,8 @@ test changes the folder between rounds (:meth:`Registry.publish`) and switches m
 a path (:attr:`Registry.misbehave`): ``404``, ``500``, ``flaky`` (503 twice, then the file),
 ``garbage``, ``slow`` (a byte every 0.2 s), ``endless`` (a chunked body that never ends),
 ``huge`` (a body that says it is 10 GB), ``loop`` (a redirect to itself), ``file`` (a redirect to
-a ``file:`` URL), ``delay`` (0.3 s before the answer). Every loop is bounded: it ends when the
+a ``file:`` URL), ``delay`` (0.3 s before the answer), ``hangup`` (the file, then the connection
+closed without a word, as a server's idle timeout does). Every loop is bounded: it ends when the
 client goes away, after 20 s, or when the server closes. ETags are sent (and If-None-Match
 answered with 304) unless :attr:`Registry.etags` is False. Each request is logged
 (:attr:`Registry.requests`), and each TCP connection counted (:attr:`Registry.connections`).
@@ -143,6 +144,8 @@ def _handler(registry: Registry) -> type[BaseHTTPRequestHandler]:
             data = file.read_bytes()
             if behaviour == "slow":
                 return self._trickle(data)
+            if behaviour == "hangup":  # no "Connection: close": the client finds out on its next request
+                self.close_connection = True
             etag = f'"{hashlib.sha256(data).hexdigest()[:32]}"' if registry.etags else None
             if etag is not None and self.headers.get("If-None-Match") == etag:
                 return self._send(304, b"", etag=etag)

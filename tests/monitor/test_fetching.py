@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import hashlib
+import shutil
+import ssl
+import subprocess
 import threading
 import time
+from email.message import Message
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
-import httpx
 import pytest
 
 from merge.monitor import Fetcher, FetchPolicy
@@ -142,7 +147,7 @@ def test_a_last_modified_is_a_validator_only_a_minute_before_the_answer() -> Non
     be taken for the old one on If-Modified-Since (python -m http.server answers so)."""
 
     def strong(modified: str, date: str) -> str | None:
-        return strong_last_modified(httpx.Headers({"Last-Modified": modified, "Date": date}))
+        return strong_last_modified({"Last-Modified": modified, "Date": date})
 
     assert strong("Sun, 09 Sep 2001 01:46:40 GMT", "Sun, 09 Sep 2001 01:47:40 GMT") is not None
     assert strong("Sun, 09 Sep 2001 01:46:40 GMT", "Sun, 09 Sep 2001 01:47:39 GMT") is None
@@ -163,9 +168,24 @@ def test_connections_are_reused_even_after_404s(served: Registry) -> None:
     assert served.connections <= 2
 
 
+def test_a_kept_alive_connection_the_server_closed_is_replaced_in_the_same_attempt(served: Registry) -> None:
+    """A server closes idle connections when it likes: the GET goes again on a new connection,
+    not counted as a failed attempt (a retry would wait a backoff, and fail with retries=0)."""
+    served.misbehave[PATH] = "hangup"
+    once = Fetcher(FetchPolicy(rate=0, concurrency=1, retries=0))
+    try:
+        answers = [once.get(served.url + PATH) for _ in range(3)]
+    finally:
+        once.close()
+    assert [(answer.status, answer.attempts) for answer in answers] == [("ok", 1)] * 3
+    assert served.connections == 3
+
+
 def test_retry_after_is_read_in_seconds_and_as_an_http_date() -> None:
     def asked(value: str) -> float:
-        return retry_after(httpx.Response(429, headers={"Retry-After": value}), now=1_000_000_000.0)
+        headers = Message()
+        headers["retry-after"] = value  # looked up whatever its case, as http.client's answers are
+        return retry_after(headers, now=1_000_000_000.0)
 
     assert asked("7") == 7.0
     assert asked("Sun, 09 Sep 2001 01:46:50 GMT") == 10.0  # 1_000_000_010
@@ -207,3 +227,30 @@ def test_a_stop_ends_the_waits(served: Registry) -> None:
         waiting.close()
     assert answer.status == "failed"
     assert time.monotonic() - started < 5  # not the 10 s backoff
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="makes its certificate with the openssl command")
+def test_an_https_server_whose_certificate_is_not_trusted_is_refused(tmp_path: Path) -> None:
+    """TLS as httpx did it: the certificate checked against the trusted authorities (a
+    self-signed one is not), so nothing of such a server is read."""
+    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=127.0.0.1",
+         "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+        check=True, capture_output=True, timeout=60,
+    )  # fmt: skip
+    server = ThreadingHTTPServer(("127.0.0.1", 0), BaseHTTPRequestHandler)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    strict = Fetcher(FetchPolicy(rate=0, retries=0, timeout=5))
+    try:
+        answer = strict.get(f"https://127.0.0.1:{server.server_address[1]}{PATH}")
+    finally:
+        strict.close()
+        server.shutdown()
+        server.server_close()
+    assert (answer.status, answer.reason, answer.body) == ("failed", "connect", None)
+    assert "CERTIFICATE_VERIFY_FAILED" in answer.detail

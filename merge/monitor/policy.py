@@ -28,7 +28,8 @@ class FetchPolicy:
     max_bytes: int = 64 * 1024 * 1024
     #: Redirects followed for one request.
     max_redirects: int = 5
-    #: Seconds before a record judged against the kept bundle as it stands is asked for again
-    #: (0: every round, conditionally). Whatever it is, a record is asked for in the round its
-    #: subject's kept bundle changed.
+    #: Seconds before a record judged against the kept bundle as it stands is asked for again:
+    #: between half of it and all of it, by subject (:func:`merge.monitor.rounds.record_wait`),
+    #: so that records come due spread over rounds; 0: every round, conditionally. Whatever it
+    #: is, a record is asked for in the round its subject's kept bundle changed.
     record_interval: float = 0.0

@@ -16,6 +16,7 @@ judged so is not fetched again before ``record_interval`` seconds, unless the ke
 
 from __future__ import annotations
 
+import hashlib
 import os
 import stat
 import threading
@@ -37,7 +38,7 @@ from .kept import KeptIndex, RoundKept
 from .sources import DirectorySource, RegistrySource, Source, mirror_urls, web_url_problem
 from .store import Remembered
 
-__all__ = ["BATCH", "Gathered", "Recall", "RoundReport", "SourceRead", "gather"]
+__all__ = ["BATCH", "Gathered", "Recall", "RoundReport", "SourceRead", "gather", "record_wait"]
 
 
 class SourceRead(msgspec.Struct, frozen=True, kw_only=True):
@@ -141,6 +142,15 @@ class Recall:
     rows: Callable[[Sequence[str]], dict[str, Remembered]] = lambda urls: {}
     now: float = 0.0
     record_interval: float = 0.0
+
+
+def record_wait(url: str, interval: float) -> float:
+    """Seconds from a record's last judgement to its next fetch: between half ``interval`` and
+    ``interval``, by a stable hash of its URL (SHA-256, as ``--shard`` hashes a subject), so
+    that the records a first round fetched together come due spread over later rounds rather
+    than all in one (issue 40 item 3: one request a subject in most rounds, not two in some)."""
+    fraction = int.from_bytes(hashlib.sha256(url.encode()).digest()[:8], "big") / 2**64
+    return interval * (0.5 + fraction / 2)
 
 
 #: Subjects a batch: what a round holds of kept bundles and answers at once (issue 40 item 1).
@@ -392,7 +402,8 @@ def _read_records(  # noqa: PLR0917 (a round's parts)
     for subject, url in urls.items():
         row = rows.get(url)
         named = _naming(row, keeps[subject])
-        if named is not None and row is not None and memory.now - row[1] < memory.record_interval:
+        lately = row is not None and memory.now - row[1] < record_wait(url, memory.record_interval)
+        if named is not None and lately:
             continue  # judged against this kept bundle lately: on its own, slower schedule
         wanted.append((subject, url, named))
     answers = fetcher.get_many([(url, named) for _, url, named in wanted])

@@ -16,6 +16,7 @@ import merge.bundle
 from merge import InputError, KeySet, native_available
 from merge.monitor import FetchPolicy, Monitor, StateDirLocked
 from merge.monitor.judging import Judge
+from merge.monitor.rounds import record_wait
 
 from .conftest import QUICK, cursor, kept_file
 from .history import LETTERS, SUBJECT, record, snapshot, tampered, with_mirrors, without_record_created
@@ -383,6 +384,18 @@ def test_a_record_is_fetched_on_its_own_schedule_or_when_its_bundle_changed(
     registry.publish(RECORD, record("v2"))
     assert verdicts(monitor.run_round()) == [("source", "extension")]
     assert [r.path for r in registry.requests[3:]] == [BUNDLE, RECORD]
+
+
+def test_records_come_due_spread_over_the_interval_each_on_its_own_schedule() -> None:
+    """A first round fetches every record at once; each then waits between half the interval
+    and the interval, by its URL, so that later rounds ask for some each, not all in one."""
+    urls = [f"http://registry.test/pith/{n:026d}.json" for n in range(2000)]
+    waits = [record_wait(url, 3600.0) for url in urls]
+    assert all(1800.0 <= wait < 3600.0 for wait in waits)
+    assert [record_wait(url, 3600.0) for url in urls] == waits  # stable: the URL's alone
+    tenths = {int((wait - 1800.0) / 180.0) for wait in waits}
+    assert tenths == set(range(10))  # spread over the whole half interval
+    assert record_wait(urls[0], 0.0) == 0.0  # 0: every round
 
 
 def test_a_state_directory_of_before_migrates_on_first_start(

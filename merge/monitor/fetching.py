@@ -243,8 +243,8 @@ class Fetcher:
     at most ``concurrency`` kept-alive connections.
 
     The client is the standard library's :mod:`http.client` (parsing, chunked bodies, TLS), with a
-    pool of its own (:class:`_Pool`): a conditional GET answered 304 costs a fraction of what it
-    did with httpx (issue 40: ≤ 0.3 ms of CPU a subject). Nothing is taken from the environment:
+    keep-alive pool of its own (at most ``concurrency`` connections): a conditional GET answered
+    304 costs a fraction of what it did with httpx (issue 40: ≤ 0.3 ms of CPU a subject). Nothing is taken from the environment:
     no proxy settings and, above all, no .netrc credentials sent to whatever host a mirror hint
     names."""
 

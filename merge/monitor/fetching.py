@@ -244,9 +244,9 @@ class Fetcher:
 
     The client is the standard library's :mod:`http.client` (parsing, chunked bodies, TLS), with a
     keep-alive pool of its own (at most ``concurrency`` connections): a conditional GET answered
-    304 costs a fraction of what it did with httpx (issue 40: ≤ 0.3 ms of CPU a subject). Nothing is taken from the environment:
-    no proxy settings and, above all, no .netrc credentials sent to whatever host a mirror hint
-    names."""
+    304 costs a fraction of what it did with httpx (issue 40: ≤ 0.3 ms of CPU a subject). Nothing
+    is taken from the environment: no proxy settings and, above all, no .netrc credentials sent to
+    whatever host a mirror hint names."""
 
     def __init__(self, policy: FetchPolicy, stop: threading.Event | None = None) -> None:
         self.policy = policy

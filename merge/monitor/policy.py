@@ -31,5 +31,7 @@ class FetchPolicy:
     #: Seconds before a record judged against the kept bundle as it stands is asked for again:
     #: between half of it and all of it, by subject (:func:`merge.monitor.rounds.record_wait`),
     #: so that records come due spread over rounds; 0: every round, conditionally. Whatever it
-    #: is, a record is asked for in the round its subject's kept bundle changed.
-    record_interval: float = 0.0
+    #: is, a record is asked for in the round its subject's kept bundle changed. An hour by
+    #: default: a record on its own, slower schedule, so that an unchanged round is one request
+    #: a subject in most rounds, not two (issue 40 item 3).
+    record_interval: float = 3600.0

@@ -20,7 +20,11 @@ from .history import KEYS, SUBJECT
 from .registry import Registry, registry_at
 
 #: Quick to give up, so that a misbehaving server costs a test a second, not minutes.
-QUICK = FetchPolicy(timeout=1.0, retries=1, backoff=0.01, max_backoff=0.05, rate=0, concurrency=4)
+# record_interval=0: these tests follow a record round by round (the default, an hour, is held by
+# test_records_come_due_spread_over_the_interval_each_on_its_own_schedule and the docs' walk-throughs).
+QUICK = FetchPolicy(
+    timeout=1.0, retries=1, backoff=0.01, max_backoff=0.05, rate=0, concurrency=4, record_interval=0.0
+)
 
 
 def cursor(state: Path) -> dict[str, Any]:

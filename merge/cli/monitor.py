@@ -194,7 +194,7 @@ class _ShardType(click.ParamType[Shard]):
     default=_DEFAULTS.rate,
     metavar="N",
     show_default=True,
-    help="Requests a second, at most.",
+    help="Requests a second to one host, at most.",
 )
 @click.option(
     "--concurrency",

@@ -251,7 +251,8 @@ class Fetcher:
     def __init__(self, policy: FetchPolicy, stop: threading.Event | None = None) -> None:
         self.policy = policy
         self.stop = stop if stop is not None else threading.Event()
-        self._rate = RateLimit(policy.rate)
+        self._rates: dict[str, RateLimit] = {}
+        self._rates_lock = threading.Lock()
         self._connections = _Pool(policy.concurrency, policy.timeout)
         self._origins: dict[tuple[str, str], _Origin] = {}
         self._headers = {"User-Agent": f"pith-merge/{__version__} (monitor)", "Accept": "application/json"}
@@ -295,7 +296,7 @@ class Fetcher:
             return Fetched(url, "failed", reason="scheme", detail=problem, attempts=0)
         attempt = 0
         while True:
-            if not self._rate.wait(self.stop):
+            if not self.rate_of(url).wait(self.stop):
                 return Fetched(
                     url, "failed", reason="stopped", detail="the monitor is stopping", attempts=attempt
                 )
@@ -305,6 +306,20 @@ class Fetcher:
                 return answer
             if self.stop.wait(backoff_delay(self.policy, attempt, wait)):
                 return answer
+
+    def rate_of(self, url: str) -> RateLimit:
+        """The rate of ``url``'s host (its name and port, as written): ``policy.rate`` starts a
+        second to each host, so that the registry's limit is kept whatever its mirrors and peers
+        answer, and a slow mirror does not slow the registry's round (issue 40 item 3). At most
+        :data:`_ORIGINS` hosts are remembered; the oldest is forgotten first."""
+        host = urllib.parse.urlsplit(url).netloc.rpartition("@")[2].lower()
+        with self._rates_lock:
+            rate = self._rates.get(host)
+            if rate is None:
+                if len(self._rates) >= _ORIGINS:
+                    del self._rates[next(iter(self._rates))]
+                rate = self._rates[host] = RateLimit(self.policy.rate)
+            return rate
 
     def _attempt(self, url: str, attempt: int, known: Validator | None) -> tuple[Fetched, float | None]:
         """One try: the answer, and (when it is worth trying again) the server's Retry-After or 0."""

@@ -22,7 +22,8 @@ class FetchPolicy:
     max_backoff: float = 30.0
     #: Requests in flight at once.
     concurrency: int = 4
-    #: Requests started a second, over all threads (each retry counts); 0 for no limit.
+    #: Requests started a second to one host (its name and port), over all threads (each retry
+    #: counts); 0 for no limit.
     rate: float = 10.0
     #: Bytes of one body; reading stops past it.
     max_bytes: int = 64 * 1024 * 1024

@@ -193,6 +193,20 @@ def test_retry_after_is_read_in_seconds_and_as_an_http_date() -> None:
     assert asked("soon") == 0.0
 
 
+def test_the_rate_is_each_hosts_own() -> None:
+    """``--rate`` is a host's (its name and port, in any case, without credentials): a mirror or
+    a peer does not use up the registry's requests, nor the registry theirs."""
+    rated = Fetcher(FetchPolicy(rate=5))
+    try:
+        registry = rated.rate_of("https://pith.example/pith/A/bundle.json")
+        assert rated.rate_of("https://PITH.example/pith/B.json") is registry
+        assert rated.rate_of("https://user@pith.example/pith/C.json") is registry
+        assert rated.rate_of("https://pith.example:8443/pith/A/bundle.json") is not registry
+        assert rated.rate_of("https://mirror.example/pith/A/bundle.json") is not registry
+    finally:
+        rated.close()
+
+
 def test_requests_are_spaced_by_the_rate(served: Registry) -> None:
     rated = Fetcher(FetchPolicy(rate=20, concurrency=4))
     try:

@@ -311,7 +311,7 @@ class Fetcher:
         """The rate of ``url``'s host (its name and port, as written): ``policy.rate`` starts a
         second to each host, so that the registry's limit is kept whatever its mirrors and peers
         answer, and a slow mirror does not slow the registry's round (issue 40 item 3). At most
-        :data:`_ORIGINS` hosts are remembered; the oldest is forgotten first."""
+        1,024 hosts are remembered; the oldest is forgotten first."""
         host = urllib.parse.urlsplit(url).netloc.rpartition("@")[2].lower()
         with self._rates_lock:
             rate = self._rates.get(host)

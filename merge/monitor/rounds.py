@@ -16,7 +16,6 @@ judged so is not fetched again before ``record_interval`` seconds, unless the ke
 
 from __future__ import annotations
 
-import hashlib
 import os
 import stat
 import threading
@@ -35,6 +34,7 @@ from .evidence import Alarm, Origin
 from .fetching import Fetched, Fetcher, Validator
 from .judging import Finding, Judge, Judgement, Kept, Outcome, Problem
 from .kept import KeptIndex, RoundKept
+from .shard import stable_hash
 from .sources import DirectorySource, RegistrySource, Source, mirror_urls, web_url_problem
 from .store import Remembered
 
@@ -149,8 +149,9 @@ def record_wait(url: str, interval: float) -> float:
     ``interval``, by a stable hash of its URL (SHA-256, as ``--shard`` hashes a subject), so
     that the records a first round fetched together come due spread over later rounds rather
     than all in one (issue 40 item 3: one request a subject in most rounds, not two in some)."""
-    fraction = int.from_bytes(hashlib.sha256(url.encode()).digest()[:8], "big") / 2**64
-    return interval * (0.5 + fraction / 2)
+    if not interval:
+        return 0.0  # every round: no hash to compute
+    return interval * (0.5 + stable_hash(url) / 2**65)
 
 
 #: Subjects a batch: what a round holds of kept bundles and answers at once (issue 40 item 1).
@@ -402,8 +403,8 @@ def _read_records(  # noqa: PLR0917 (a round's parts)
     for subject, url in urls.items():
         row = rows.get(url)
         named = _naming(row, keeps[subject])
-        lately = row is not None and memory.now - row[1] < record_wait(url, memory.record_interval)
-        if named is not None and lately:
+        since = memory.now - row[1] if row is not None else None
+        if named is not None and since is not None and since < record_wait(url, memory.record_interval):
             continue  # judged against this kept bundle lately: on its own, slower schedule
         wanted.append((subject, url, named))
     answers = fetcher.get_many([(url, named) for _, url, named in wanted])

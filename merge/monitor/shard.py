@@ -21,18 +21,23 @@ import msgspec
 
 from ..errors import InputError
 
-__all__ = ["Shard", "shard_of"]
+__all__ = ["Shard", "shard_of", "stable_hash"]
 
 #: ``I/N``: two decimal numbers (ASCII digits only; no sign, no spaces).
 _SHARD: Final = re.compile(r"([0-9]{1,9})/([0-9]{1,9})")
+
+
+def stable_hash(text: str) -> int:
+    """The first 8 bytes of the SHA-256 of ``text`` (UTF-8), as an unsigned big-endian integer
+    (0 to 2**64 - 1): the same on every machine, Python version and run."""
+    return int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "big")
 
 
 def shard_of(subject: str, count: int) -> int:
     """The shard (0 to ``count`` - 1) of ``subject`` among ``count``."""
     if count < 1:
         raise InputError(f"a number of shards is 1 or more, not {count}")
-    digest = hashlib.sha256(subject.encode("utf-8")).digest()
-    return int.from_bytes(digest[:8], "big") % count
+    return stable_hash(subject) % count
 
 
 class Shard(msgspec.Struct, frozen=True):

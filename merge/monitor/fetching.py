@@ -251,7 +251,7 @@ class Fetcher:
     def __init__(self, policy: FetchPolicy, stop: threading.Event | None = None) -> None:
         self.policy = policy
         self.stop = stop if stop is not None else threading.Event()
-        self._rates: dict[str, RateLimit] = {}
+        self._rates: dict[tuple[str, int], RateLimit] = {}
         self._rates_lock = threading.Lock()
         self._connections = _Pool(policy.concurrency, policy.timeout)
         self._origins: dict[tuple[str, str], _Origin] = {}
@@ -308,11 +308,13 @@ class Fetcher:
                 return answer
 
     def rate_of(self, url: str) -> RateLimit:
-        """The rate of ``url``'s host (its name and port, as written): ``policy.rate`` starts a
-        second to each host, so that the registry's limit is kept whatever its mirrors and peers
-        answer, and a slow mirror does not slow the registry's round (issue 40 item 3). At most
-        1,024 hosts are remembered; the oldest is forgotten first."""
-        host = urllib.parse.urlsplit(url).netloc.rpartition("@")[2].lower()
+        """The rate of ``url``'s host (its name and port, as a connection is made to it: the
+        scheme's port when none is written): ``policy.rate`` starts a second to each host, so
+        that the registry's limit is kept whatever its mirrors and peers answer, and a slow
+        mirror does not slow the registry's round (issue 40 item 3). At most 1,024 hosts are
+        remembered; the oldest is forgotten first."""
+        _, name, port = self._origin(urllib.parse.urlsplit(url))
+        host = (name, port)
         with self._rates_lock:
             rate = self._rates.get(host)
             if rate is None:
@@ -320,6 +322,17 @@ class Fetcher:
                     del self._rates[next(iter(self._rates))]
                 rate = self._rates[host] = RateLimit(self.policy.rate)
             return rate
+
+    def _origin(self, parts: urllib.parse.SplitResult) -> _Origin:
+        """The scheme, host name and port a URL's parts name (worked out once a host, not a
+        request)."""
+        origin = self._origins.get((parts.scheme, parts.netloc))
+        if origin is None:
+            scheme = parts.scheme.lower()
+            origin = (scheme, parts.hostname or "", parts.port or (443 if scheme == "https" else 80))
+            if len(self._origins) < _ORIGINS:
+                self._origins[parts.scheme, parts.netloc] = origin
+        return origin
 
     def _attempt(self, url: str, attempt: int, known: Validator | None) -> tuple[Fetched, float | None]:
         """One try: the answer, and (when it is worth trying again) the server's Retry-After or 0."""
@@ -380,12 +393,7 @@ class Fetcher:
         """One request and its whole answer, over a pooled connection (given back once the body
         is read to its end, closed on anything else)."""
         parts = urllib.parse.urlsplit(url)
-        origin = self._origins.get((parts.scheme, parts.netloc))
-        if origin is None:  # a host's name and port worked out once, not a request
-            scheme = parts.scheme.lower()
-            origin = (scheme, parts.hostname or "", parts.port or (443 if scheme == "https" else 80))
-            if len(self._origins) < _ORIGINS:
-                self._origins[parts.scheme, parts.netloc] = origin
+        origin = self._origin(parts)
         target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         while True:
             connection, reused = self._connections.take(origin)

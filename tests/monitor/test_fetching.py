@@ -201,6 +201,7 @@ def test_the_rate_is_each_hosts_own() -> None:
         registry = rated.rate_of("https://pith.example/pith/A/bundle.json")
         assert rated.rate_of("https://PITH.example/pith/B.json") is registry
         assert rated.rate_of("https://user@pith.example/pith/C.json") is registry
+        assert rated.rate_of("https://pith.example:443/pith/D.json") is registry  # its port
         assert rated.rate_of("https://pith.example:8443/pith/A/bundle.json") is not registry
         assert rated.rate_of("https://mirror.example/pith/A/bundle.json") is not registry
     finally:

@@ -21,6 +21,7 @@ use crate::pool::parallel_map;
 use crate::reasons::Reason;
 use crate::state::{
     write_count, write_entry, write_equivocation, write_invalid_events, write_source_aliases, CURRENT_LISTS,
+    MERGE_VERSION_THEN_PITH_NUMBER, STATE_TYPE_AND_VERSION,
 };
 use crate::verify::Verifier;
 
@@ -250,7 +251,7 @@ pub struct Core {
 
 impl Core {
     pub fn new(subject: String) -> Core {
-        let mut subject_written = b",\"merge_version\":\"pith-open-graph-merge-v1\",\"pith_number\":".to_vec();
+        let mut subject_written = MERGE_VERSION_THEN_PITH_NUMBER.to_vec();
         write_str(&mut subject_written, &subject);
         Core {
             count: 0,
@@ -507,7 +508,7 @@ impl Core {
         head.push(Piece::Shared(Arc::new(rest)));
         head.push(Piece::Shared(invalid));
         head.push(Piece::Shared(self.subject_written.clone()));
-        let mut tail = b",\"state_type\":\"pith_open_graph_state\",\"state_version\":\"1.0\"".to_vec();
+        let mut tail = STATE_TYPE_AND_VERSION.to_vec();
         write_count(&mut tail, "valid_event_count", applied.len());
         tail.push(b'}');
         let mut hasher = Sha256::new();

@@ -13,6 +13,12 @@ use crate::maps::HashMap;
 use crate::pool::{collect_exact, vec_with_capacity};
 use crate::reasons::Reason;
 
+/// The state's members between `invalid_events` and `pith_number`'s value, in key order (§9):
+/// what every state of merge-v1 writes there, the subject's pith number after it.
+pub const MERGE_VERSION_THEN_PITH_NUMBER: &[u8] = b",\"merge_version\":\"pith-open-graph-merge-v1\",\"pith_number\":";
+/// The state's members between `pith_number` and `valid_event_count`, in key order (§9).
+pub const STATE_TYPE_AND_VERSION: &[u8] = b",\"state_type\":\"pith_open_graph_state\",\"state_version\":\"1.0\"";
+
 /// The keys of `current` that hold lists, by event type (§8), in code point order of the key.
 pub const CURRENT_LISTS: [(&str, &str); 8] = [
     ("author_attestations", "author_attestation"),
@@ -292,9 +298,9 @@ fn write_state(
     write_count(&mut out, "invalid_event_count", invalid.len());
     out.extend_from_slice(b",\"invalid_events\":");
     write_invalid_events(&mut out, invalid);
-    out.extend_from_slice(b",\"merge_version\":\"pith-open-graph-merge-v1\",\"pith_number\":");
+    out.extend_from_slice(MERGE_VERSION_THEN_PITH_NUMBER);
     write_str(&mut out, subject);
-    out.extend_from_slice(b",\"state_type\":\"pith_open_graph_state\",\"state_version\":\"1.0\"");
+    out.extend_from_slice(STATE_TYPE_AND_VERSION);
     write_count(&mut out, "valid_event_count", classification.applied.len());
     out.push(b'}');
     out

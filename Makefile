@@ -12,7 +12,7 @@ $(BIN)/python:
 # The compiled per-event path (native/, Rust through PyO3; docs/performance.md), built where
 # cargo is, with cargo's progress shown (pip -v passes on the build's output). Without a Rust
 # toolchain it is not built here: see install below.
-NATIVE_SOURCES := native/Cargo.toml native/Cargo.lock native/pyproject.toml native/pith_merge_native.pyi $(wildcard native/src/*.rs)
+NATIVE_SOURCES := native/Cargo.toml native/Cargo.lock native/pyproject.toml native/pith_merge_native.pyi $(wildcard native/src/*.rs native/src/*/*.rs)
 $(VENV)/.installed-native: $(NATIVE_SOURCES) | $(BIN)/python
 	@if command -v cargo >/dev/null 2>&1; then \
 		echo "building the compiled path (native/, cargo: about a minute the first time)"; \

@@ -14,7 +14,7 @@ InputPreparer: TypeAlias = Callable[[list[Any], type, "str | None"], list[Any]]
 
 
 def input_preparer() -> InputPreparer | None:
-    """The compiled twin of :func:`merge.store.base.prepare` for a list of inputs, or ``None``
+    """The compiled twin of ``merge.store.base.prepare`` for a list of inputs, or ``None``
     when the pure path serves (:func:`merge.native_available`).
 
     It admits each input (§5), finds its subject (the one given, else the event's string

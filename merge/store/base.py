@@ -31,14 +31,13 @@ import msgspec
 
 from .. import __version__
 from .._compat import OldMethodName
-from ..admission import JSON_TEXT_TYPES, Admitted, Rejection, admit, require_inputs
+from ..admission import JSON_TEXT_TYPES, Admitted, Rejection, admit, compiled_preparer, require_inputs
 from ..batch import EncodedFold, fold_stream_encoded
 from ..canonical import canonical_sha256_hex
 from ..engine import Merger
 from ..errors import InputError, MergeError
 from ..identifiers import require_subject
 from ..keys import KeySet
-from ..native.store import InputPreparer, input_preparer
 from ..state import MERGE_VERSION, FoldResult, State, decode_state, decode_state_unchecked, with_state_sha256
 
 __all__ = [
@@ -222,7 +221,7 @@ class EventStore(ABC):
         # How an append admits, finds the subject of and hashes its inputs: on the compiled path
         # (chosen once, when the store is made, as json.scanner binds its scanner) without the
         # GIL for the common case, so that appends of other threads run meanwhile.
-        self._preparer = input_preparer()
+        self._preparer = compiled_preparer()
 
     # -- storage primitives: what an adapter implements ------------------------------------
 
@@ -673,10 +672,10 @@ def _verified(checkpoint: Checkpoint, subject: str) -> State | None:
 
 
 def prepare_all(
-    items: list[Any] | tuple[Any, ...], subject: str | None, preparer: InputPreparer | None
+    items: list[Any] | tuple[Any, ...], subject: str | None, preparer: Callable[..., list[Any]] | None
 ) -> list[tuple[PreparedInput, Admitted | None] | Refused]:
     """:func:`prepare` of each of ``items``: on the compiled path (``preparer``, see
-    :func:`merge.native.store.input_preparer`) where it decides, with no admitted copy (a fold
+    :func:`merge.admission.compiled_preparer`) where it decides, with no admitted copy (a fold
     there judges the stored text in Rust: a copy would serve it nothing), else on the pure path.
     """
     if preparer is None:

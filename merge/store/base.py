@@ -22,7 +22,7 @@ import time
 from abc import ABC, abstractmethod
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, contextmanager
 from os import PathLike
 from types import TracebackType
 from typing import IO, Any, Final, TypeAlias
@@ -407,7 +407,7 @@ class EventStore(ABC):
             request.wake.acquire()  # until its rows are committed, or it is handed the lead
             leads = not request.done
         if leads:
-            self._lead(self._gathered())
+            self._lead()
             if request.error is not None:
                 raise request.error  # the leader's own: as raised
         failure = request.error
@@ -419,43 +419,49 @@ class EventStore(ABC):
             ) from failure
         return request.new
 
-    def _gathered(self) -> list[_Request]:
-        """The appends of the leader's commit: those waiting, once as many as are under way
-        have come or :data:`GATHER_SECONDS` have passed.
+    def _lead(self) -> None:
+        """Lead one commit: gather the appends waiting and those under way, storing each
+        caller's rows in the commit's transaction as it comes, commit, wake each member, and
+        hand the lead to the first append that came meanwhile (it gathers the next commit).
 
         Gather: the appends other threads have begun (admitting their inputs now), and as many
-        as the last commit served, join this commit if they come within GATHER_SECONDS.
+        as the last commit served, join this commit if they come within :data:`GATHER_SECONDS`.
         Without it, the callers of the last commit, back with their next append a moment after
         this leader took the list, would wait for the next commit: two cohorts of half the
         threads, taking turns. One thread alone never waits here; after a burst, one commit
-        waits once.
+        waits once. The rows that came are stored while the others are awaited (the database's
+        work beside the other threads' admission), and only the commit waits for the last.
         """
         deadline = time.monotonic() + GATHER_SECONDS
         with self._group:
             wanted = max(self._appending, self._last_group)
-        while True:
-            with self._group:
-                left = deadline - time.monotonic()
-                if len(self._waiting) >= wanted or left <= 0:
-                    group, self._waiting, self._gate = self._waiting, [], None
-                    self._last_group = len(group)
-                    return group
-                gate = self._gate = threading.Lock()
-                gate.acquire()
-            gate.acquire(timeout=left)  # released by the next append that comes
-
-    def _lead(self, group: list[_Request]) -> None:
-        """Commit the rows of ``group`` in one transaction; wake each member, and hand the lead
-        to the first append that came meanwhile (it gathers the next commit)."""
+            came, self._waiting = self._waiting, []  # (the leader's own first)
+        group = list(came)
         try:
-            news = iter(self._store_rows([row for member in group for row in member.rows]))
-            for member in group:
-                member.new = [next(news) for _ in member.rows]
+            with self._group_writer() as store:
+                while True:
+                    if came:
+                        news = iter(store([row for member in came for row in member.rows]))
+                        for member in came:
+                            member.new = [next(news) for _ in member.rows]
+                    with self._group:
+                        left = deadline - time.monotonic()
+                        if len(group) >= wanted or left <= 0:
+                            break  # (those that come now wait for the next commit)
+                        came, self._waiting = self._waiting, []
+                        group += came
+                        if came:
+                            continue
+                        gate = self._gate = threading.Lock()
+                        gate.acquire()
+                    gate.acquire(timeout=left)  # released by the next append that comes
         except BaseException as exc:
             for member in group:
                 member.error = exc
         finally:
             with self._group:
+                self._gate = None
+                self._last_group = len(group)
                 for member in group:
                     member.done = True
                 successor = self._waiting[0] if self._waiting else None
@@ -465,10 +471,13 @@ class EventStore(ABC):
             if successor is not None:
                 successor.wake.release()
 
-    def _store_rows(self, rows: list[PreparedInput]) -> list[bool]:
-        """Store ``rows`` in one write transaction; ``new`` of each (an adapter may do it faster)."""
+    @contextmanager
+    def _group_writer(self) -> Iterator[Callable[[list[PreparedInput]], list[bool]]]:
+        """The write transaction of a group commit; entering gives ``store(rows) -> new of
+        each``, called for each caller's rows as they come; committed when the block ends,
+        durably (see :meth:`_transaction`). An adapter may store rows faster."""
         with self._transaction() as insert:
-            return [insert(row) for row in rows]
+            yield lambda rows: [insert(row) for row in rows]
 
     def _keep_admitted(self, subject: str, copy: Admitted) -> None:
         with self._admitted_lock:

@@ -19,7 +19,9 @@ from merge.store.base import PreparedInput, Refused, prepare, prepare_all
 
 from ..builders import KEY_B, SUBJECT, event, record_event, to_text
 
-pytestmark = pytest.mark.skipif(not native_available(), reason="the compiled path is not installed")
+pytestmark = pytest.mark.skipif(
+    not native_available(), reason="the compiled path does not serve (not installed, or PITH_MERGE_PURE=1)"
+)
 
 ID = "sha256:" + "ab" * 32
 

@@ -684,16 +684,18 @@ def prepare_all(
     items: list[Any] | tuple[Any, ...], subject: str | None, preparer: Callable[..., list[Any]] | None
 ) -> list[tuple[PreparedInput, Admitted | None] | Refused]:
     """:func:`prepare` of each of ``items``: on the compiled path (``preparer``, see
-    :func:`merge.admission.compiled_preparer`) where it decides, with no admitted copy (a fold
-    there judges the stored text in Rust: a copy would serve it nothing), else on the pure path.
+    :func:`merge.admission.compiled_preparer`) where it decides, else on the pure path. With a
+    ``preparer``, no admitted copy comes with a row: an engine there judges the stored texts
+    in Rust (:meth:`EventStore._load`), and a copy would serve it nothing.
     """
     if preparer is None:
         return [prepare(item, subject, index) for index, item in enumerate(items)]
     compiled = preparer(items if type(items) is list else list(items), PreparedInput, subject)
-    return [
-        prepare(item, subject, index) if row is None else (row, None)
-        for index, (item, row) in enumerate(zip(items, compiled, strict=True))
-    ]
+    outcomes: list[tuple[PreparedInput, Admitted | None] | Refused] = []
+    for index, (item, row) in enumerate(zip(items, compiled, strict=True)):
+        outcome = (row, None) if row is not None else prepare(item, subject, index)  # (None: the pure path's)
+        outcomes.append(outcome if isinstance(outcome, Refused) else (outcome[0], None))
+    return outcomes
 
 
 def prepare(

@@ -6,8 +6,7 @@
 //! verdicts), [`admission`] (§5), [`checks`] (§4, §6, §8), [`chains`] (§7), [`state`] (§9),
 //! [`batch`] (the fold of many inputs), [`engine`] (the incremental engine's judging),
 //! [`bundle`] (§10: reading a bundle's text), [`store`] (an input prepared for an event store),
-//! and [`py`], the boundary with `merge.native`, one
-//! file per service.
+//! and [`py`], the boundary with `merge.native`, one file per service.
 
 mod admission;
 mod batch;

@@ -139,7 +139,10 @@ def test_a_store_on_the_compiled_path_keeps_no_admitted_copy(tmp_path: Any) -> N
 
     with SQLiteStore(tmp_path / "events.db") as store:
         store._folded = frozenset({SUBJECT})  # as if an engine here folded the subject
-        store.append_many(VALID)
+        store.append_many(
+            [*VALID, _text(f'"event_id": "{ID}"', f'"subject_pith_number": "{SUBJECT}"', '"x": 1.5')]
+        )
+        assert store.count(SUBJECT) == len(VALID) + 1  # (the last one prepared on the pure path)
         assert store._admitted == {}
 
 

@@ -28,6 +28,7 @@ from .canonical import (
 from .errors import InputError, MergeError
 from .identifiers import EVENT_ID_PATTERN
 from .identifiers import event_id as body_event_id
+from .native.store import InputPreparer, input_preparer
 from .reasons import Reason
 from .schema import Event
 
@@ -39,6 +40,7 @@ __all__ = [
     "Rejection",
     "admit",
     "admit_batch",
+    "compiled_preparer",
     "copy_identity",
     "prevailing_verdict",
     "require_inputs",
@@ -197,6 +199,16 @@ def admit_batch(items: Iterable[tuple[int, Any]]) -> tuple[list[Rejection], dict
             distinct.add(identity)
             copies.setdefault(outcome.event_id, []).append(outcome)
     return rejected, copies
+
+
+def compiled_preparer() -> InputPreparer | None:
+    """What admits the inputs an event store keeps, on the compiled path: one call for a list
+    of inputs that admits each (§5) as :func:`admit` does, finds its subject and hashes its
+    bytes (SHA-256) without the GIL (:func:`merge.native.store.input_preparer`); ``None`` when
+    the pure path serves (:func:`merge.native_available`), where the store admits with
+    :func:`admit`. The one place an adapter learns of the compiled path for it (issue 37: no
+    adapter imports ``merge.native``)."""
+    return input_preparer()
 
 
 def require_inputs(inputs: Iterable[Any]) -> Iterable[Any]:

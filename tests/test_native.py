@@ -208,6 +208,7 @@ RUST_ROOMS = [
     "batch",
     "engine",
     "bundle",
+    "store",
     "py",
     "lib",
 ]

@@ -19,7 +19,8 @@ why in a :class:`NativeMismatchWarning`. :func:`native_status` says which path s
 
 This package is the twin of ``native/src/py/``, a module a door: :mod:`merge.native.fold`
 (the folds), :mod:`merge.native.bundle` (a bundle's text read), :mod:`merge.native.canonical`
-(canonical texts); this module only says which path serves, and why.
+(canonical texts), :mod:`merge.native.store` (an event store's append); this module only says
+which path serves, and why.
 
 The differential tests (``tests/test_native.py``) hold both paths to the same bytes on every
 vector, on the histories of :mod:`merge.testing` and on Hypothesis' inputs.
@@ -52,7 +53,7 @@ PURE_ENVIRONMENT_VARIABLE: Final = "PITH_MERGE_PURE"
 #: The interface of ``pith_merge_native`` this module was written for: the extension's
 #: ``INTERFACE_VERSION`` (``native/src/py/mod.rs``), raised on both sides with every change of a
 #: function, an argument or a type of the boundary.
-INTERFACE_VERSION: Final = 7
+INTERFACE_VERSION: Final = 8
 #: The distribution to install for the compiled path; its version is always pith-merge's own.
 NATIVE_DISTRIBUTION: Final = "pith-merge-native"
 

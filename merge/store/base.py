@@ -22,7 +22,7 @@ import time
 from abc import ABC, abstractmethod
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, contextmanager
 from os import PathLike
 from types import TracebackType
 from typing import IO, Any, Final, TypeAlias
@@ -31,7 +31,7 @@ import msgspec
 
 from .. import __version__
 from .._compat import OldMethodName
-from ..admission import JSON_TEXT_TYPES, Admitted, Rejection, admit, require_inputs
+from ..admission import JSON_TEXT_TYPES, Admitted, Rejection, admit, compiled_preparer, require_inputs
 from ..batch import EncodedFold, fold_stream_encoded
 from ..canonical import canonical_sha256_hex
 from ..engine import Merger
@@ -159,15 +159,22 @@ class _Live(msgspec.Struct):
 
 
 class _Request:
-    """One caller's rows waiting for a shared commit (see :meth:`EventStore._commit_together`)."""
+    """One caller's rows waiting for a shared commit (see :meth:`EventStore._commit_together`).
 
-    __slots__ = ("done", "error", "new", "rows")
+    ``wake``: held from the start, released once, by the leader of the commit that served the
+    rows (``done``) or, before, by one that hands this caller the lead of the next commit: each
+    waiting caller is woken only when there is something for it, never by another's news.
+    """
+
+    __slots__ = ("done", "error", "new", "rows", "wake")
 
     def __init__(self, rows: list[PreparedInput]) -> None:
         self.rows = rows
         self.new: list[bool] = []
         self.error: BaseException | None = None
         self.done = False
+        self.wake = threading.Lock()
+        self.wake.acquire()
 
 
 class EventStore(ABC):
@@ -193,7 +200,8 @@ class EventStore(ABC):
         self._engines: OrderedDict[tuple[str, str], _Live] = OrderedDict()
         # What append admitted (§5), by subject and bytes, for the subjects an engine here
         # folds: that engine's next fold takes these copies instead of admitting the stored
-        # bytes again (one decode per input, not two). At most ADMITTED_BYTES of inputs.
+        # bytes again (one decode per input, not two). At most ADMITTED_BYTES of inputs. On the
+        # pure path only: on the compiled one, append admits in Rust and keeps no copy.
         self._admitted: dict[str, dict[bytes, Admitted]] = {}
         self._admitted_bytes = 0
         self._admitted_lock = threading.Lock()
@@ -202,12 +210,18 @@ class EventStore(ABC):
         # Folds take turns: they share the engines and the checkpoints of this object.
         self._folding = threading.RLock()
         # Group commit: appends of several threads at once wait here, and one of them (the
-        # leader) commits all that wait in one transaction (see _commit_together).
-        self._group = threading.Condition()
+        # leader) commits all that wait in one transaction (see _commit_together). The lock
+        # guards the five below; each waiting append has its own wake-up (_Request.wake).
+        self._group = threading.Lock()
         self._waiting: list[_Request] = []
         self._leading = False
         self._appending = 0  # threads inside append_many (a list's), waiting or about to
         self._last_group = 1  # how many appends the last commit served
+        self._gate: threading.Lock | None = None  # held by a gathering leader, released by an arrival
+        # How an append admits, finds the subject of and hashes its inputs: on the compiled path
+        # (chosen once, when the store is made, as json.scanner binds its scanner) without the
+        # GIL for the common case, so that appends of other threads run meanwhile.
+        self._preparer = compiled_preparer()
 
     # -- storage primitives: what an adapter implements ------------------------------------
 
@@ -326,23 +340,22 @@ class EventStore(ABC):
         """
         if subject is not None:
             subject = require_subject(subject)
-        inputs = enumerate(require_inputs(items))
+        require_inputs(items)
         if isinstance(items, list | tuple):
             with self._group:
                 self._appending += 1
             try:
-                outcomes = [prepare(item, subject, index) for index, item in inputs]
+                outcomes = prepare_all(items, subject, self._preparer)
                 rows = [outcome[0] for outcome in outcomes if not isinstance(outcome, Refused)]
                 news = iter(self._commit_together(rows) if rows else [])
             finally:
                 with self._group:
                     self._appending -= 1
-                    self._group.notify_all()  # a leader gathering appends need not wait for this one
             results, kept = self._settled(outcomes, lambda _: next(news))
         else:  # consumed inside the transaction
             with self._transaction() as insert:
                 results, kept = self._settled(
-                    (prepare(item, subject, index) for index, item in inputs), insert
+                    (prepare(item, subject, index) for index, item in enumerate(items)), insert
                 )
         for stored_subject, copy in kept:  # committed: they are copies of stored inputs now
             self._keep_admitted(stored_subject, copy)
@@ -384,37 +397,17 @@ class EventStore(ABC):
         request = _Request(rows)
         with self._group:
             self._waiting.append(request)
-            self._group.notify_all()  # (a leader gathering appends hears of this one)
-            while self._leading and not request.done:
-                self._group.wait()
-            if not request.done:
+            leads = not self._leading
+            if leads:
                 self._leading = True
-                # Gather: the appends other threads have begun (admitting their inputs now),
-                # and as many as the last commit served, join this commit if they come within
-                # GATHER_SECONDS. Without it, the callers of the last commit, back with their
-                # next append a moment after this leader took the list, would wait for the
-                # next commit: two cohorts of half the threads, taking turns. One thread alone
-                # never waits here; after a burst, one commit waits once.
-                deadline = time.monotonic() + GATHER_SECONDS
-                wanted = max(self._appending, self._last_group)
-                while len(self._waiting) < wanted and (left := deadline - time.monotonic()) > 0:
-                    self._group.wait(left)
-                group, self._waiting = self._waiting, []
-                self._last_group = len(group)
-        if not request.done:
-            try:
-                news = iter(self._store_rows([row for member in group for row in member.rows]))
-                for member in group:
-                    member.new = [next(news) for _ in member.rows]
-            except BaseException as exc:
-                for member in group:
-                    member.error = exc
-            finally:
-                with self._group:
-                    for member in group:
-                        member.done = True
-                    self._leading = False
-                    self._group.notify_all()
+            elif self._gate is not None:  # a leader gathering appends hears of this one
+                self._gate.release()
+                self._gate = None
+        if not leads:
+            request.wake.acquire()  # until its rows are committed, or it is handed the lead
+            leads = not request.done
+        if leads:
+            self._lead()
             if request.error is not None:
                 raise request.error  # the leader's own: as raised
         failure = request.error
@@ -426,10 +419,65 @@ class EventStore(ABC):
             ) from failure
         return request.new
 
-    def _store_rows(self, rows: list[PreparedInput]) -> list[bool]:
-        """Store ``rows`` in one write transaction; ``new`` of each (an adapter may do it faster)."""
+    def _lead(self) -> None:
+        """Lead one commit: gather the appends waiting and those under way, storing each
+        caller's rows in the commit's transaction as it comes, commit, wake each member, and
+        hand the lead to the first append that came meanwhile (it gathers the next commit).
+
+        Gather: the appends other threads have begun (admitting their inputs now), and as many
+        as the last commit served, join this commit if they come within :data:`GATHER_SECONDS`.
+        Without it, the callers of the last commit, back with their next append a moment after
+        this leader took the list, would wait for the next commit: two cohorts of half the
+        threads, taking turns. One thread alone never waits here; after a burst, one commit
+        waits once. The rows that came are stored while the others are awaited (the database's
+        work beside the other threads' admission), and only the commit waits for the last.
+        """
+        deadline = time.monotonic() + GATHER_SECONDS
+        with self._group:
+            wanted = max(self._appending, self._last_group)
+            came, self._waiting = self._waiting, []  # (the leader's own first)
+        group = list(came)
+        try:
+            with self._group_writer() as store:
+                while True:
+                    if came:
+                        news = iter(store([row for member in came for row in member.rows]))
+                        for member in came:
+                            member.new = [next(news) for _ in member.rows]
+                    with self._group:
+                        left = deadline - time.monotonic()
+                        if len(group) >= wanted or left <= 0:
+                            break  # (those that come now wait for the next commit)
+                        came, self._waiting = self._waiting, []
+                        group += came
+                        if came:
+                            continue
+                        gate = self._gate = threading.Lock()
+                        gate.acquire()
+                    gate.acquire(timeout=left)  # released by the next append that comes
+        except BaseException as exc:
+            for member in group:
+                member.error = exc
+        finally:
+            with self._group:
+                self._gate = None
+                self._last_group = len(group)
+                for member in group:
+                    member.done = True
+                successor = self._waiting[0] if self._waiting else None
+                self._leading = successor is not None
+            for member in group:
+                member.wake.release()  # (the leader's own too: nobody waits on it)
+            if successor is not None:
+                successor.wake.release()
+
+    @contextmanager
+    def _group_writer(self) -> Iterator[Callable[[list[PreparedInput]], list[bool]]]:
+        """The write transaction of a group commit; entering gives ``store(rows) -> new of
+        each``, called for each caller's rows as they come; committed when the block ends,
+        durably (see :meth:`_transaction`). An adapter may store rows faster."""
         with self._transaction() as insert:
-            return [insert(row) for row in rows]
+            yield lambda rows: [insert(row) for row in rows]
 
     def _keep_admitted(self, subject: str, copy: Admitted) -> None:
         with self._admitted_lock:
@@ -582,21 +630,32 @@ class EventStore(ABC):
         """Feed the inputs after ``after`` to ``merger`` in batches; return the last seq read.
 
         An input this store appended is handed over as append admitted it (§5); the rest are
-        admitted from the stored bytes, as :meth:`merge.Merger.extend` would.
+        admitted from the stored bytes, as :meth:`merge.Merger.extend` would. An engine on the
+        compiled path is handed the stored texts (:meth:`merge.Merger.extend`): it judges them
+        in Rust, and append kept no copy for it (:func:`prepare_all`).
         """
-        admitted = self._admitted.get(merger.subject, {})
-        batch: list[Admitted | Rejection] = []
+        compiled = merger.path == "compiled"  # (it judges the texts in Rust: no copy helps it)
+        admitted = {} if compiled else self._admitted.get(merger.subject, {})
+        batch: list[Any] = []
         last = after
         for seq, raw in self.read(merger.subject, after=after):
-            copy = admitted.get(raw)
+            copy = raw if compiled else admitted.get(raw)
             batch.append(admit(raw) if copy is None else copy)
             last = seq
             if len(batch) >= LOAD_BATCH:
-                merger.extend_admitted(batch)
+                self._feed(merger, batch, compiled)
                 batch = []
         if batch:
-            merger.extend_admitted(batch)
+            self._feed(merger, batch, compiled)
         return last
+
+    @staticmethod
+    def _feed(merger: Merger, batch: list[Any], texts: bool) -> None:
+        """Add a batch of stored inputs: as texts (``texts``), else as admitted copies."""
+        if texts:
+            merger.extend(batch)
+        else:
+            merger.extend_admitted(batch)
 
     def __enter__(self) -> EventStore:
         return self
@@ -619,6 +678,24 @@ def _verified(checkpoint: Checkpoint, subject: str) -> State | None:
     if state.pith_number != subject or with_state_sha256(state).state_sha256 != state.state_sha256:
         return None
     return state
+
+
+def prepare_all(
+    items: list[Any] | tuple[Any, ...], subject: str | None, preparer: Callable[..., list[Any]] | None
+) -> list[tuple[PreparedInput, Admitted | None] | Refused]:
+    """:func:`prepare` of each of ``items``: on the compiled path (``preparer``, see
+    :func:`merge.admission.compiled_preparer`) where it decides, else on the pure path. With a
+    ``preparer``, no admitted copy comes with a row: an engine there judges the stored texts
+    in Rust (:meth:`EventStore._load`), and a copy would serve it nothing.
+    """
+    if preparer is None:
+        return [prepare(item, subject, index) for index, item in enumerate(items)]
+    compiled = preparer(items if type(items) is list else list(items), PreparedInput, subject)
+    outcomes: list[tuple[PreparedInput, Admitted | None] | Refused] = []
+    for index, (item, row) in enumerate(zip(items, compiled, strict=True)):
+        outcome = (row, None) if row is not None else prepare(item, subject, index)  # (None: the pure path's)
+        outcomes.append(outcome if isinstance(outcome, Refused) else (outcome[0], None))
+    return outcomes
 
 
 def prepare(

@@ -13,7 +13,7 @@ tables, is refused with :class:`~merge.store.StoreError`, never misread.
 Threads: one store object serves every thread of a process, each on its own connection,
 borrowed from the store's pool (:mod:`psycopg_pool`) at its first call and kept while the thread
 lives, each with its own answer deadline. Appends of several threads at once share one
-transaction (group commit), sent in one round trip (a pipelined ``executemany``).
+transaction (group commit), each caller's rows sent in one round trip (a pipelined ``executemany``).
 
 Concurrency: write transactions take turns on a transaction-level advisory lock, so sequence
 numbers are handed out in commit order: a fold that has read up to ``seq`` never misses an
@@ -488,23 +488,30 @@ class PostgresStore(EventStore):
 
             yield insert
 
-    def _store_rows(self, rows: list[PreparedInput]) -> list[bool]:
-        """The rows of a group commit in one round trip (psycopg's pipelined ``executemany``)."""
+    @contextmanager
+    def _group_writer(self) -> Iterator[Callable[[list[PreparedInput]], list[bool]]]:
+        """A group commit's transaction: each caller's rows in one round trip (psycopg's
+        pipelined ``executemany``), as they come."""
         conn = self._conn()
         with self._errors(), self._answered_transaction(conn):
             with self._answered(conn):
                 self._lock(conn)
             cursor = conn.cursor()
-            with self._answered(conn):
-                cursor.executemany(
-                    self._sql["insert"],
-                    [(row.subject, row.event_id, row.digest, row.raw) for row in rows],
-                    returning=True,
-                )
-                news = [cursor.fetchone() is not None]
-                while cursor.nextset():
-                    news.append(cursor.fetchone() is not None)
-        return news
+            query = self._sql["insert"]
+
+            def store(rows: list[PreparedInput]) -> list[bool]:
+                with self._answered(conn):
+                    cursor.executemany(
+                        query,
+                        [(row.subject, row.event_id, row.digest, row.raw) for row in rows],
+                        returning=True,
+                    )
+                    news = [cursor.fetchone() is not None]
+                    while cursor.nextset():
+                        news.append(cursor.fetchone() is not None)
+                return news
+
+            yield store
 
     def subjects(self) -> list[str]:
         return [row[0] for row in self._all("subjects")]

@@ -5,8 +5,8 @@
 //! [`timestamps`] (§4), [`identifiers`] (§2), [`verify`] (§2's Ed25519, with libsodium's
 //! verdicts), [`admission`] (§5), [`checks`] (§4, §6, §8), [`chains`] (§7), [`state`] (§9),
 //! [`batch`] (the fold of many inputs), [`engine`] (the incremental engine's judging),
-//! [`bundle`] (§10: reading a bundle's text), and [`py`], the boundary with `merge.native`, one
-//! file per service.
+//! [`bundle`] (§10: reading a bundle's text), [`store`] (an input prepared for an event store),
+//! and [`py`], the boundary with `merge.native`, one file per service.
 
 mod admission;
 mod batch;
@@ -22,6 +22,7 @@ mod pool;
 mod py;
 mod reasons;
 mod state;
+mod store;
 mod timestamps;
 mod verify;
 
@@ -40,6 +41,7 @@ fn pith_merge_native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(py::verify::verify_signatures, module)?)?;
     module.add_function(wrap_pyfunction!(py::canonical::canonical_texts, module)?)?;
     module.add_function(wrap_pyfunction!(py::bundle::read_bundle, module)?)?;
+    module.add_function(wrap_pyfunction!(py::store::prepare_inputs, module)?)?;
     module.add_class::<py::fold::Key>()?;
     module.add_class::<py::fold::ValidEvent>()?;
     module.add_class::<py::fold::Judgement>()?;

@@ -51,7 +51,7 @@ def threads_seen(monkeypatch: pytest.MonkeyPatch, store: EventStore) -> set[int]
     for name in ("add", "extend", "extend_admitted"):
         watched(merge.engine.Merger, name)
     watched(merge.aio, "fold")
-    for name in ("_store_rows", "_transaction", "read", "head", "count", "subjects", "close"):
+    for name in ("_group_writer", "_transaction", "read", "head", "count", "subjects", "close"):
         watched(type(store), name)
     return seen
 

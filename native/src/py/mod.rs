@@ -1,6 +1,6 @@
 //! The boundary with Python (PyO3), `merge.native`'s only partner: one file per service, each
 //! the thin twin of its domain room ([`fold`]: `batch`; [`bundle`]: `bundle`; [`canonical`]:
-//! `canonical`; [`verify`]: `verify`; [`engine`]: `engine`, the incremental engine's judge), and here what they share. Each entry point takes its
+//! `canonical`; [`verify`]: `verify`; [`engine`]: `engine`, the incremental engine's judge; [`store`]: `store`, an event store's append), and here what they share. Each entry point takes its
 //! arguments from Python objects, gives up the GIL for the work, and hands the results back;
 //! nothing here decides a verdict.
 //!
@@ -12,6 +12,7 @@ pub mod bundle;
 pub mod canonical;
 pub mod engine;
 pub mod fold;
+pub mod store;
 pub mod verify;
 
 use std::any::Any;
@@ -27,7 +28,7 @@ use crate::reasons::Reason;
 /// The version of this boundary: what `merge.native` was written against (its
 /// `INTERFACE_VERSION`, which must be this number). Raised with every change of a function, an
 /// argument or a type here; `merge.native` uses no extension of another interface.
-pub const INTERFACE_VERSION: u32 = 7; // 7: EventJudge merges and keeps the state (engine::Core), BundleRead without raw_events; 6: EventJudge (engine); 5: results as named classes (Finished, BundleRead); 4: Judgement.fork
+pub const INTERFACE_VERSION: u32 = 8; // 8: prepare_inputs (store); 7: EventJudge merges and keeps the state (engine::Core), BundleRead without raw_events; 6: EventJudge (engine); 5: results as named classes (Finished, BundleRead); 4: Judgement.fork
 
 /// `body`, with whatever unwinds out of it (a panic, an [`OutOfMemory`]) made a Python exception
 /// (see [`unwound`]): the body of every entry point of this boundary.

@@ -38,7 +38,7 @@ _Waiting = tuple[Any, "str | None", "asyncio.Future[Stored | Refused]", asyncio.
 WORKERS = 8
 
 
-#: How many waiting appends one step of the loop settles: a burst's results are handed out a
+#: How many waiting appends one iteration of the loop settles: a burst's results are handed out a
 #: slice per loop iteration, so the tasks they wake run a slice at a time, between the loop's
 #: other callbacks (a ticker, a request's I/O), never a thousand in one iteration.
 SETTLE_SLICE = 64
@@ -123,7 +123,7 @@ class AsyncEventStore:
             if self._closed:
                 raise StoreError("the store is closed", path=self.store.location)
             if subject is not None:
-                subject = require_subject(subject)  # a caller's mistake: raised here, not in the batch
+                subject = require_subject(subject)  # a caller's mistake: its own, not the batch's
         except MergeError as exc:
             future.set_exception(exc)
             return future

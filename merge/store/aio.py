@@ -109,13 +109,13 @@ class AsyncEventStore:
 
         The appends awaited meanwhile are stored together: one worker thread drains them, all
         that wait, by one :meth:`~merge.store.EventStore.append_many` (one commit) per
-        ``subject=``, while the next ones gather. The drain starts after the loop's current step,
-        so a burst made in one step is one batch, and its admission does not compete for the GIL
-        with the step making it. The results come back a slice of :data:`SETTLE_SLICE` per loop
-        iteration. If the shared commit fails, every append in it raises its
-        :class:`~merge.store.StoreError` (nothing of it is stored); a refused input is its own
-        :class:`~merge.store.Refused`, as ever. Cancelling the await does not take the input
-        back: once handed over it is stored all the same.
+        ``subject=``, while the next ones gather. The drain starts after the loop's current
+        step, so a burst made in one step is one batch, and its admission does not compete for
+        the GIL with the step making it. The results come back a slice of
+        :data:`~merge.store.aio.SETTLE_SLICE` per loop iteration. If the shared commit fails,
+        every append in it raises its :class:`~merge.store.StoreError` (nothing of it is
+        stored); a refused input is its own :class:`~merge.store.Refused`, as ever. Cancelling
+        the await does not take the input back: once handed over it is stored all the same.
         """
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Stored | Refused] = loop.create_future()

@@ -22,13 +22,14 @@ the hash after it one turn (see :class:`Live`).
 
 from __future__ import annotations
 
-import json
 import re
 import threading
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from http import HTTPStatus
 from typing import Any, Final
+
+import msgspec
 
 from merge import KeySet, Merger, Rejection
 from merge.admission import MAX_INPUT_BYTES, admit
@@ -42,10 +43,13 @@ ROUTE: Final = re.compile(r"/pith/([A-Z2-7]{26})/(events|state|state_sha256)")
 #: What a response is: status, headers, body.
 Response = tuple[int, list[tuple[str, str]], bytes]
 JSON: Final = ("content-type", "application/json")
+#: An answer's JSON, keys sorted: msgspec's encoder (about 1 us an answer, against 10 for
+#: ``json.dumps``: every request pays it under the GIL its server's other threads want).
+_ENCODER: Final = msgspec.json.Encoder(order="sorted")
 
 
 def _json(status: int, document: Mapping[str, Any]) -> Response:
-    return status, [JSON], json.dumps(document, sort_keys=True).encode()
+    return status, [JSON], _ENCODER.encode(document)
 
 
 class Live:

@@ -163,6 +163,12 @@ def _read_body(read: Callable[[int], bytes], length: int) -> bytes:
     return read(min(length, MAX_INPUT_BYTES + 1)) if length > 0 else b""
 
 
+def _sized(headers: list[tuple[str, str]], payload: bytes) -> list[tuple[str, str]]:
+    # Every answer says its length: without it an ASGI server sends the body chunked (uvicorn:
+    # a chunk's framing to write, and a client's to parse, on every request).
+    return [*headers, ("content-length", str(len(payload)))]
+
+
 def wsgi_app(service: Service) -> Callable[..., Iterable[bytes]]:
     """The service as a WSGI application (for a threaded server: waitress, gunicorn's gthread)."""
 
@@ -175,9 +181,7 @@ def wsgi_app(service: Service) -> Callable[..., Iterable[bytes]]:
         status, headers, payload = service.handle(
             environ["REQUEST_METHOD"], environ.get("PATH_INFO", ""), body
         )
-        start_response(
-            f"{status} {HTTPStatus(status).phrase}", [*headers, ("content-length", str(len(payload)))]
-        )
+        start_response(f"{status} {HTTPStatus(status).phrase}", _sized(headers, payload))
         return [payload]
 
     return app
@@ -216,7 +220,7 @@ def asgi_app(service: Service, *, workers: int = 8) -> Callable[..., Awaitable[N
             {
                 "type": "http.response.start",
                 "status": status,
-                "headers": [(name.encode(), value.encode()) for name, value in headers],
+                "headers": [(name.encode(), value.encode()) for name, value in _sized(headers, payload)],
             }
         )
         await send({"type": "http.response.body", "body": payload})

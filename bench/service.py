@@ -1,19 +1,27 @@
 """The example service (examples/service/) under load, against one fold of the same events.
 
 The registry's shape: ``subjects`` subjects of 4 events each (1,200 events for 300), shuffled,
-posted by 8 clients at once (each its own keep-alive connection, TCP_NODELAY, httpx) to the
-service on a real server (waitress: 8 request threads; uvicorn: the loop and 8 worker threads)
-in a process of its own, with a new SQLite store (durable appends: every answer comes after
-its event's commit). The figure is the time from the first post to the last answer, against
-the time of one ``merge.fold_subjects`` of the same events (the batch fold of them all, in this
-process); the issue's target is at most 15x. Each run's states are checked against the fold's.
-Min-max of ``repeat`` runs, the two timed in turn.
+posted by 8 clients at once (threads of this process, each its own keep-alive HTTP/1.1
+connection, TCP_NODELAY, the standard library's ``http.client``: tests/service_client.py) to the
+service on a real server (waitress: 8 request threads; uvicorn: the loop, uvloop when it is
+installed, and 8 worker threads) in a process of its own, with a new SQLite store (durable
+appends: every answer comes after its event's commit). The figure is the time from the first
+post to the last answer, against the time of one ``merge.fold_subjects`` of the same events (the
+batch fold of them all, in this process); the issue's target is at most 15x. Each run's states
+are checked against the fold's. Min-max of ``repeat`` runs, the two timed in turn.
+
+Beside it, the CPU a request costs the server's process and the clients (all their threads,
+user and system, over the timed span; Linux's ``/proc``): the two share the box's cores, and
+the server's part is mostly under its one GIL (docs/performance.md, "The service: where a
+request's time goes").
 """
 
 from __future__ import annotations
 
 import json
+import os
 import random
+import resource
 import tempfile
 import time
 from pathlib import Path
@@ -27,6 +35,17 @@ __all__ = ["bench_service"]
 
 CLIENTS = 8
 TARGET = 15.0
+
+
+def _process_cpu(pid: int) -> float:
+    """Seconds of CPU (user and system, every thread) the process ``pid`` has used (Linux)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _own_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def bench_service(subjects: int, *, repeat: int) -> list[Result]:
@@ -44,14 +63,19 @@ def bench_service(subjects: int, *, repeat: int) -> list[Result]:
         for server in ("waitress", "uvicorn"):
             ratios: list[float] = []
             served: list[float] = []
+            server_cpu: list[float] = []
+            client_cpu: list[float] = []
             for run in range(repeat):
                 start = time.perf_counter()
                 expected = fold_subjects(batch, keys=workload.keys)
                 folded = time.perf_counter() - start
                 with start_service(server, str(Path(folder) / f"{server}{run}.db"), keys) as running:
-                    start = time.perf_counter()
+                    pid = running.process.pid
+                    cpu, own, start = _process_cpu(pid), _own_cpu(), time.perf_counter()
                     answers = post_all(running.url, log, CLIENTS)
                     elapsed = time.perf_counter() - start
+                    server_cpu.append((_process_cpu(pid) - cpu) / len(log))
+                    client_cpu.append((_own_cpu() - own) / len(log))
                     assert len(answers) == len(log)
                     assert all(status == 200 for _, _, status, _ in answers)
                     with client(running.url) as http:
@@ -74,6 +98,14 @@ def bench_service(subjects: int, *, repeat: int) -> list[Result]:
                     f"min-max of {repeat} runs: {min(ratios):.1f}-{max(ratios):.1f}",
                     f"<= {TARGET:g}x",
                     max(ratios) <= TARGET,
+                ),
+                Result(
+                    f"service on {server}: CPU a request, server / clients",
+                    min(server_cpu) * 1e6,
+                    "us",
+                    f"server {min(server_cpu) * 1e6:.0f}-{max(server_cpu) * 1e6:.0f} us, "
+                    f"clients {min(client_cpu) * 1e6:.0f}-{max(client_cpu) * 1e6:.0f} us "
+                    f"(the wall time a request: {min(served) / len(log) * 1e6:.0f} us at best)",
                 ),
             ]
     return results

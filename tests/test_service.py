@@ -85,8 +85,14 @@ def test_eight_clients_posting_a_shuffled_log_get_every_answer_and_folds_state(
         # A stray event of another subject, posted under this one's URL: stored, wrong_subject.
         stray = inputs[SUBJECTS[1]][0]
         with client(running.url) as http:
-            answer = http.post(f"/pith/{b32_of(SUBJECTS[0])}/events", content=stray).json()
+            response = http.post(f"/pith/{b32_of(SUBJECTS[0])}/events", content=stray)
+        answer = response.json()
         assert answer["reason"] == "wrong_subject"
+        # An answer says its length (not chunked) and is one JSON text, its keys sorted, no
+        # spaces (msgspec's encoder).
+        assert response.headers["content-length"] == str(len(response.content))
+        assert "transfer-encoding" not in response.headers
+        assert response.content == json.dumps(answer, sort_keys=True, separators=(",", ":")).encode()
         state, _ = served_state(running.url, SUBJECTS[0])
         assert state == expected_state([*inputs[SUBJECTS[0]], stray], SUBJECTS[0])
 

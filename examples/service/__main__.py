@@ -1,7 +1,8 @@
 """Run the service: ``python -m examples.service --server waitress --store events.db --keys keys.json``.
 
 ``--server waitress`` (a threaded WSGI server, ``--threads`` request threads) or ``uvicorn``
-(ASGI, one event loop, ``--threads`` worker threads); ``--store``: a path or store URL
+(ASGI, one event loop, ``--threads`` worker threads; uvloop and httptools, C, when installed:
+the lighter of the two, docs/performance.md); ``--store``: a path or store URL
 (``sqlite:///…``, ``postgresql://…``), opened once; ``--keys``: a JSON file of key objects.
 Prints ``listening on http://HOST:PORT`` once it accepts connections (``--port 0``: any free
 port). Needs the ``service`` extra: ``pip install 'pith-merge[service]'``.

@@ -22,13 +22,14 @@ the hash after it one turn (see :class:`Live`).
 
 from __future__ import annotations
 
-import json
 import re
 import threading
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from http import HTTPStatus
 from typing import Any, Final
+
+import msgspec
 
 from merge import KeySet, Merger, Rejection
 from merge.admission import MAX_INPUT_BYTES, admit
@@ -42,10 +43,13 @@ ROUTE: Final = re.compile(r"/pith/([A-Z2-7]{26})/(events|state|state_sha256)")
 #: What a response is: status, headers, body.
 Response = tuple[int, list[tuple[str, str]], bytes]
 JSON: Final = ("content-type", "application/json")
+#: An answer's JSON, keys sorted: msgspec's encoder (about 1 us an answer, against 10 for
+#: ``json.dumps``: every request pays it under the GIL its server's other threads want).
+_ENCODER: Final = msgspec.json.Encoder(order="sorted")
 
 
 def _json(status: int, document: Mapping[str, Any]) -> Response:
-    return status, [JSON], json.dumps(document, sort_keys=True).encode()
+    return status, [JSON], _ENCODER.encode(document)
 
 
 class Live:
@@ -159,6 +163,12 @@ def _read_body(read: Callable[[int], bytes], length: int) -> bytes:
     return read(min(length, MAX_INPUT_BYTES + 1)) if length > 0 else b""
 
 
+def _sized(headers: list[tuple[str, str]], payload: bytes) -> list[tuple[str, str]]:
+    # Every answer says its length: without it an ASGI server sends the body chunked (uvicorn:
+    # a chunk's framing to write, and a client's to parse, on every request).
+    return [*headers, ("content-length", str(len(payload)))]
+
+
 def wsgi_app(service: Service) -> Callable[..., Iterable[bytes]]:
     """The service as a WSGI application (for a threaded server: waitress, gunicorn's gthread)."""
 
@@ -171,9 +181,7 @@ def wsgi_app(service: Service) -> Callable[..., Iterable[bytes]]:
         status, headers, payload = service.handle(
             environ["REQUEST_METHOD"], environ.get("PATH_INFO", ""), body
         )
-        start_response(
-            f"{status} {HTTPStatus(status).phrase}", [*headers, ("content-length", str(len(payload)))]
-        )
+        start_response(f"{status} {HTTPStatus(status).phrase}", _sized(headers, payload))
         return [payload]
 
     return app
@@ -212,7 +220,7 @@ def asgi_app(service: Service, *, workers: int = 8) -> Callable[..., Awaitable[N
             {
                 "type": "http.response.start",
                 "status": status,
-                "headers": [(name.encode(), value.encode()) for name, value in headers],
+                "headers": [(name.encode(), value.encode()) for name, value in _sized(headers, payload)],
             }
         )
         await send({"type": "http.response.body", "body": payload})

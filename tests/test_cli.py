@@ -1145,6 +1145,7 @@ def test_audit_the_example_history(tmp_path: Path) -> None:
         ["replay", EXAMPLES, "--keys", KEYS, "--workers", "1", "--json"],
         ["verify", EXAMPLE_BUNDLE, "--json"],
         ["fold", EXAMPLE_LOG, "--subject", LOG_SUBJECT, "--keys", KEYS],
+        ["audit", "--history", "--trust", KEYS, EXAMPLE_BUNDLE],  # its report in one write
     ],
 )
 def test_a_closed_stdout_is_a_quiet_exit_141(command: list[Any]) -> None:

@@ -13,6 +13,7 @@ acceptance names them, the commands: ``pith-merge audit --history`` of the 10 fi
 from __future__ import annotations
 
 import json
+import resource
 import subprocess
 import sys
 import tempfile
@@ -91,6 +92,12 @@ def bench_bundles(events: int, *, repeat: int) -> list[Result]:
             {"verify_command": lambda: _ran(verify_command), "audit_command": lambda: _ran(audit_command)},
             repeat,
         )
+        # The commands' CPU time too (user + system of each process): on a shared box it moves
+        # with the load far less than the wall time does.
+        cpu = {
+            name: min(_cpu_of(command) for _ in range(repeat))
+            for name, command in (("verify", verify_command), ("audit", audit_command))
+        }
     # The limit before each round of the rivals, not beside them: its processes take both cores.
     limit, in_process = best_times_beside(
         lambda: compiled_limit(jobs, rounds=LIMIT_ROUNDS),
@@ -160,6 +167,12 @@ def bench_bundles(events: int, *, repeat: int) -> list[Result]:
         ),
         Result("bundles: pith-merge verify of the last", best["verify_command"], "s", "start-up included"),
         Result(
+            "bundles: pith-merge audit --history / pith-merge verify, CPU time",
+            cpu["audit"] / cpu["verify"],
+            "ratio",
+            f"user + system time of each process, best of its runs ({cpu['verify']:.2f} s for verify)",
+        ),
+        Result(
             "bundles: pith-merge audit --history / pith-merge verify",
             commands_ratio,
             "ratio",
@@ -177,6 +190,14 @@ def _written(directory: Path, snapshots: list[bytes], trusted: list[dict[str, ob
     for path, text in zip(files, snapshots, strict=True):
         path.write_bytes(text)
     return files
+
+
+def _cpu_of(command: list[str]) -> float:
+    """The CPU time (user + system) of one run of ``command``."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    _ran(command)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
 
 
 def _ran(command: list[str]) -> None:

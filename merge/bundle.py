@@ -484,7 +484,8 @@ def read_parts(document: Any, threads: int | None, reader: BundleReader | None =
         unsigned = {key: value for key, value in members.items() if key != "bundle_signature"}
         read = _Read(members, written, hash_if_canonical(unsigned))
     return BundleParts(
-        _as_folded(read.members),
+        # The compiled reader's events are its canonical texts (bytes), none a string to rewrite.
+        read.members if read.canonical_events else _as_folded(read.members),
         state=read.written.get("state"),
         bundle_sha256=read.bundle_sha256,
         canonical_events=read.canonical_events,

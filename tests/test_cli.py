@@ -1041,6 +1041,34 @@ def test_audit_history_orders_by_signed_at(tmp_path: Path) -> None:
     assert extension_only.returncode == 0
 
 
+def test_audit_history_writes_its_report_at_once_and_loads_no_bundle_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A history prints a line for each event added and each fate changed (thousands for a real
+    # registry): the text is written in one piece, not flushed line by line, and is the text the
+    # command prints; the bundle store (--state-dir's) is not loaded for it.
+    files = audit_files(tmp_path)
+    args = ["audit", "--history", "--trust", files["trust"], files["v3"], files["v1"], files["v2"]]
+    printed = run(*args)
+    assert printed.returncode == 1
+    audit_module = importlib.import_module("merge.cli.audit")
+    written: list[str] = []
+    monkeypatch.setattr(audit_module, "echo", written.append)
+    assert main([str(arg) for arg in args]) == 1
+    assert len(written) == 1
+    assert f"{written[0]}\n" == out(printed)
+    assert out(printed).count("\n") > 5
+    script = (
+        "import sys\nfrom merge.cli import main\n"
+        f"code = main({[str(arg) for arg in args]!r})\n"
+        "print(code, 'merge.audit_store' in sys.modules)"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, check=True, timeout=120, cwd=ROOT
+    )
+    assert loaded.stdout.decode().splitlines()[-1] == "1 False"
+
+
 def test_audit_state_dir_keeps_the_last_extension(tmp_path: Path) -> None:
     files = audit_files(tmp_path)
     kept = tmp_path / "kept"
@@ -1117,6 +1145,7 @@ def test_audit_the_example_history(tmp_path: Path) -> None:
         ["replay", EXAMPLES, "--keys", KEYS, "--workers", "1", "--json"],
         ["verify", EXAMPLE_BUNDLE, "--json"],
         ["fold", EXAMPLE_LOG, "--subject", LOG_SUBJECT, "--keys", KEYS],
+        ["audit", "--history", "--trust", KEYS, EXAMPLE_BUNDLE],  # its report in one write
     ],
 )
 def test_a_closed_stdout_is_a_quiet_exit_141(command: list[Any]) -> None:

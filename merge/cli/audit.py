@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import click
 import msgspec
@@ -16,7 +16,6 @@ from ..audit import (
     audit,
     audit_history,
 )
-from ..audit_store import LastBundles
 from . import common
 from .common import echo, plural
 
@@ -66,6 +65,8 @@ def audit_command(
         texts = [common.read_file(path) for path in paths]
         report = audit_history(texts, trusted_keys=anchors, labels=paths)
     elif state_dir is not None:
+        from ..audit_store import LastBundles  # (only here: a history or a pair never keeps bundles)
+
         store = LastBundles(state_dir)
         pairs: list[PairAudit] = []
         unverified: list[SnapshotInfo] = []
@@ -94,9 +95,12 @@ def audit_command(
             document["kept"] = kept
         common.json_document("audit", document)
     else:
-        _print_audit(report)
-        for note in notes:
-            echo(note)
+        lines: list[str] = []
+        _print_audit(report, lines.append)
+        # One write, not one a line: a history prints a line for each event added and each fate
+        # changed (thousands), and each echo flushes.
+        if lines or notes:
+            echo("\n".join([*lines, *notes]))
     common.exit_with(common.EXIT_OK if report.ok else common.EXIT_FAILED)
 
 
@@ -113,20 +117,21 @@ def _report_of_pairs(pairs: Sequence[PairAudit], unverified: Sequence[SnapshotIn
     return AuditReport(tuple(subjects), tuple(missing), ())
 
 
-def _print_audit(report: AuditReport) -> None:
+def _print_audit(report: AuditReport, emit: Callable[[str], object]) -> None:
+    """The report as lines, each handed to ``emit``."""
     for subject in report.subjects:
-        echo(f"{subject.subject}: {plural(len(subject.snapshots), 'snapshot')}")
+        emit(f"{subject.subject}: {plural(len(subject.snapshots), 'snapshot')}")
         if not subject.pairs:
-            echo("  nothing to compare it with")
+            emit("  nothing to compare it with")
         for pair in subject.pairs:
-            _print_pair(pair)
+            _print_pair(pair, emit)
         for view in subject.split_views:
             if all(view != pair.split_view for pair in subject.pairs):  # not shown with its pair
-                _print_split(view)
+                _print_split(view, emit)
     for info in report.unverified:
-        echo(f"UNVERIFIED  {info.label}: not compared; {'; '.join(info.problems)}")
+        emit(f"UNVERIFIED  {info.label}: not compared; {'; '.join(info.problems)}")
     for info in report.unordered:
-        echo(f"UNORDERED   {info.label}: not compared; bundle_signature.signed_at is {info.signed_at!r}")
+        emit(f"UNORDERED   {info.label}: not compared; bundle_signature.signed_at is {info.signed_at!r}")
 
 
 def _snapshot_line(role: str, info: SnapshotInfo) -> str:
@@ -139,23 +144,23 @@ def _snapshot_line(role: str, info: SnapshotInfo) -> str:
     return f"    {role} {info.label}: {signed}{events}, state {info.state_sha256}"
 
 
-def _print_pair(pair: PairAudit) -> None:
+def _print_pair(pair: PairAudit, emit: Callable[[str], object]) -> None:
     verdict = "IDENTICAL" if pair.identical else pair.verdict.upper().replace("_", " ")
     facts = [
         f"+{len(pair.added)}",
         f"-{len(pair.dropped)}",
         f"{plural(len(pair.changed), 'fate')} changed",
     ]
-    echo(f"  {verdict}  {pair.old.label} -> {pair.new.label}: {', '.join(facts)}")
-    echo(_snapshot_line("old", pair.old))
-    echo(_snapshot_line("new", pair.new))
+    emit(f"  {verdict}  {pair.old.label} -> {pair.new.label}: {', '.join(facts)}")
+    emit(_snapshot_line("old", pair.old))
+    emit(_snapshot_line("new", pair.new))
     for problem in pair.problems:
-        echo(f"    ! {problem}")
+        emit(f"    ! {problem}")
     for added in pair.added:
-        echo(f"    + {added.event_id} ({added.fate})")
+        emit(f"    + {added.event_id} ({added.fate})")
     for dropped in pair.dropped:
         what = "a copy dropped" if dropped.copy_only else "dropped"
-        echo(f"    - {dropped.event_id} ({what}; was {dropped.old_fate})")
+        emit(f"    - {dropped.event_id} ({what}; was {dropped.old_fate})")
     for change in pair.changed:
         causes = "; ".join(
             f"{cause.kind} {cause.event_id} {cause.was} -> {cause.now}"
@@ -166,28 +171,28 @@ def _print_pair(pair: PairAudit) -> None:
             for cause in change.causes
         )
         unexplained = "" if change.explained else " [NO CAUSE in the new events]"
-        echo(f"    ~ {change.event_id} {change.was} -> {change.now}: {causes or 'no cause'}{unexplained}")
+        emit(f"    ~ {change.event_id} {change.was} -> {change.now}: {causes or 'no cause'}{unexplained}")
     for name, ids in (
         ("added", pair.keys.added),
         ("dropped", pair.keys.dropped),
         ("changed", pair.keys.changed),
     ):
         if ids:
-            echo(f"    keys {name}: {', '.join(ids)}")
+            emit(f"    keys {name}: {', '.join(ids)}")
     if pair.masked:
-        echo(f"    had nothing been dropped (union state {pair.union_state_sha256}):")
+        emit(f"    had nothing been dropped (union state {pair.union_state_sha256}):")
         for masked in pair.masked:
-            echo(f"      {masked.event_id} would be {masked.union_fate}, not {masked.new_fate}")
+            emit(f"      {masked.event_id} would be {masked.union_fate}, not {masked.new_fate}")
     if pair.split_view is not None:
-        _print_split(pair.split_view)
+        _print_split(pair.split_view, emit)
 
 
-def _print_split(view: SplitView) -> None:
-    echo(f"  SPLIT VIEW signed by {view.key_id}: {view.first.label} and {view.second.label}")
+def _print_split(view: SplitView, emit: Callable[[str], object]) -> None:
+    emit(f"  SPLIT VIEW signed by {view.key_id}: {view.first.label} and {view.second.label}")
     for role, info, only in (
         ("first", view.first, view.only_in_first),
         ("second", view.second, view.only_in_second),
     ):
-        echo(f"    {role} {info.label}: bundle_sha256 {info.bundle_sha256}, signed_at {info.signed_at}")
-        echo(f"      signature_b64 {info.signature_b64}")
-        echo(f"      only here: {', '.join(only)}")
+        emit(f"    {role} {info.label}: bundle_sha256 {info.bundle_sha256}, signed_at {info.signed_at}")
+        emit(f"      signature_b64 {info.signature_b64}")
+        emit(f"      only here: {', '.join(only)}")

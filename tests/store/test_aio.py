@@ -20,7 +20,8 @@ from __future__ import annotations
 import asyncio
 import random
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -198,10 +199,12 @@ def test_a_failed_commit_raises_its_store_error_in_every_append_of_it(
     store = connect()
     inputs = list(history(1, 10))
 
-    def failing(self: EventStore, rows: Any) -> list[bool]:
+    @contextmanager
+    def failing(self: EventStore) -> Iterator[Callable[[Any], list[bool]]]:
         raise StoreError("the disk is full", path=self.location)
+        yield  # (a generator: the context manager's body, never reached)
 
-    monkeypatch.setattr(type(store), "_store_rows", failing)
+    monkeypatch.setattr(type(store), "_group_writer", failing)
 
     async def main() -> list[object]:
         raised: list[object] = []

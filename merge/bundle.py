@@ -423,7 +423,7 @@ def _check_record(parts: BundleParts, record: Any) -> str | None:
         record("pith_number", False, "cannot derive: canonical_sha256 or submitted_at is wrong")
         record("short_pith_number", False, "cannot derive: canonical_sha256 is wrong")
     source = canonical_record.get("source") if isinstance(canonical_record, Mapping) else None
-    same = source is not None and same_json(bundle.get("source"), source)
+    same = source is not None and parts.same_member("source", source)
     record(
         "source", same, "equals canonical_record.source" if same else "differs from canonical_record.source"
     )
@@ -458,6 +458,31 @@ class BundleParts(msgspec.Struct, frozen=True):
     #: H of ``canonical_record`` (§10's ``canonical_sha256``), ``None`` when it is no object or
     #: not canonical-able.
     record_sha256: str | None = None
+    #: ``CJ`` of each member the compiled reader wrote (with :attr:`canonical_events`: every
+    #: member, each canonical-able), by name: what the checks compare by canonical text, read
+    #: here rather than encoded again. Empty on the pure path.
+    written: Mapping[str, bytes | None] = msgspec.field(default_factory=dict)
+
+    def same_member(self, name: str, value: Any) -> bool:
+        """Whether the member ``name`` equals ``value`` as JSON (:func:`merge.canonical.same_json`),
+        ``value`` a part of ``canonical_record`` (§10: ``source``). Where the compiled reader
+        wrote both, by the member's written text and ``value``'s, which is canonical-able as
+        the written record it is part of is; else :func:`same_json` of the two."""
+        text = self.written.get(name)
+        if text is not None and self.written.get("canonical_record") is not None:
+            return text == encode_canonical_unchecked(value)
+        return same_json(self.members.get(name), value)
+
+    def member_text(self, name: str) -> bytes | None:
+        """``CJ`` of the member ``name`` (a missing one is ``null``), ``None`` when it is not
+        canonical-able: the compiled reader's text where it wrote it, else encoded here."""
+        text = self.written.get(name)
+        if text is not None:
+            return text
+        try:
+            return canonical_json(self.members.get(name))
+        except MergeError:
+            return None
 
     def published(self) -> Any:
         """The published state, parsed (decoded from :attr:`state` where the reader kept only
@@ -490,6 +515,7 @@ def read_parts(document: Any, threads: int | None, reader: BundleReader | None =
         canonical_events=read.canonical_events,
         identities=read.identities,
         record_sha256=_record_sha256(read.members, read.written.get("canonical_record")),
+        written=read.written if read.canonical_events else {},
     )
 
 
@@ -596,10 +622,7 @@ def _check_state(  # noqa: PLR0917 (the facts of one bundle)
         detail += f"; published state differs (its state_sha256 {claimed!r})"
     record("state", same, detail)
     aliases = encode_canonical_unchecked(result.state.current.source_aliases)
-    try:
-        same_aliases = canonical_json(bundle.get("source_aliases")) == aliases
-    except MergeError:
-        same_aliases = False
+    same_aliases = parts.member_text("source_aliases") == aliases
     record(
         "source_aliases",
         same_aliases,

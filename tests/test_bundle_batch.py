@@ -137,7 +137,9 @@ CASES: dict[str, Callable[[], Bundle]] = {
     "short_pith_number missing": _resigned(_drop("short_pith_number")),
     "source differs": _resigned(_set(("source", "version"), 99)),
     "source missing": _resigned(_drop("source")),
-    "source reordered": _resigned(lambda bundle: bundle.update(source=dict(reversed(bundle["source"].items())))),
+    "source reordered": _resigned(
+        lambda bundle: bundle.update(source=dict(reversed(bundle["source"].items())))
+    ),
     "public_keys missing": _resigned(_drop("public_keys")),
     "public_keys empty": _resigned(_set(("public_keys",), [])),
     "public_keys null": _resigned(_set(("public_keys",), None)),

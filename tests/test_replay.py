@@ -488,11 +488,11 @@ def test_small_subjects_are_batched_and_a_large_one_streams_alone() -> None:
     for batch in _batches(groups):
         if batch[0][0] == "big":
             assert len(taken) == _SMALL_ITEMS + 1  # read no further before its turn
-            batch = [(name, list(group)) for name, group in batch]
-        batches.append(batch)
+        batches.append([(name, list(group)) for name, group in batch])
     assert [name for batch in batches for name, _ in batch] == [name for name, _ in groups]
     assert [len(batch) for batch in batches] == [3, 1, _BATCH_SUBJECTS, 2, 1]
-    assert len(taken) == 50 and len(batches[1][0][1]) == 50
+    assert len(taken) == 50
+    assert len(batches[1][0][1]) == 50
 
 
 def test_spill_round_trip_and_stable_partitions(tmp_path: Path) -> None:

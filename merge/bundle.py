@@ -676,8 +676,9 @@ def verify_bundle_texts(
     passes every one in the form it holds to this module's verdicts (every part written, a
     trusted signature of the simple form, every event decided there, the published state the
     fold's bytes); each other text, and every text on the pure path, goes through
-    :func:`verify_bundle_parts` whole. Its key sets are parsed here (§3) and kept
-    (:func:`_key_set`); ``source_aliases`` is compared here, as that function does.
+    :func:`verify_bundle_parts` whole. The key sets of ``public_keys`` are parsed here (§3),
+    each once a run (kept by their canonical text), and ``source_aliases`` is compared here, as
+    that function compares it.
     """
     trusted = KeySet.parse(trusted_keys)
     texts = list(texts)

@@ -115,4 +115,5 @@ def judge_bundles(
     if not native_available():
         return None
     tables = {text: key_table(keys) for text, keys in key_sets.items()}
-    return _extension().judge_bundles(texts, key_table(trusted), tables)
+    judged: list[JudgedBundle | bytes | None] = _extension().judge_bundles(texts, key_table(trusted), tables)
+    return judged

@@ -16,9 +16,7 @@ use crate::admission::{Input, MAX_INPUT_BYTES};
 use crate::batch;
 use crate::canonical::{self, canonical_document, canonical_document_value, canonical_value, write_str, MAX_DEPTH};
 use crate::checks::{decode_signature, signature_form_is_simple, Key};
-use crate::identifiers::{
-    self, b32, is_event_id, state_sha256, ALGORITHM, SIGNATURE_STATUS,
-};
+use crate::identifiers::{self, b32, is_event_id, state_sha256, ALGORITHM, SIGNATURE_STATUS};
 use crate::json::{text_rules_hold, Json};
 use crate::maps::HashMap;
 use crate::pool::parallel_map;
@@ -347,7 +345,13 @@ pub fn judge(
     let Some(published) = member("state") else {
         return Judgement::Undecided;
     };
-    let inputs: Vec<Input<'_>> = events.iter().map(|text| Input { group: 0, text: Some(text) }).collect();
+    let inputs: Vec<Input<'_>> = events
+        .iter()
+        .map(|text| Input {
+            group: 0,
+            text: Some(text),
+        })
+        .collect();
     let subjects = [subject.1.clone()];
     let judged = batch::judge(&inputs, &subjects, keys, Verifier { cache: None }, 1, None);
     let Some(batch::Judged { verdicts, fallback }) = judged.into_iter().next() else {
@@ -468,6 +472,18 @@ mod tests {
         ] {
             assert!(super::split(not_split).is_none());
         }
+    }
+
+    #[test]
+    fn a_published_state_is_the_folded_one_with_its_hash_in_place() {
+        let unhashed = br#"{"a":1,"pith_number":"p","state_type":"s","v":2}"#;
+        let spliced = br#"{"a":1,"pith_number":"p","state_sha256":"ab","state_type":"s","v":2}"#;
+        assert!(is_spliced(spliced, unhashed, "ab"));
+        assert!(!is_spliced(spliced, unhashed, "ac"));
+        assert!(!is_spliced(&spliced[..spliced.len() - 1], unhashed, "ab"));
+        let longer = br#"{"a":1,"pith_number":"p","state_sha256":"ab","state_type":"s","v":22}"#;
+        assert!(!is_spliced(longer, unhashed, "ab"));
+        assert!(!is_spliced(spliced, br#"{"a":1}"#, "ab")); // no state_type: never a state
     }
 
     #[test]

@@ -178,7 +178,18 @@ pub struct JudgedBundle {
 enum Outcome<'t> {
     Undecided,
     KeysWanted(Vec<u8>),
-    Passed(Box<(Split<'t>, Vec<Vec<u8>>, Vec<Vec<u8>>, String, bundle::Passed)>),
+    Passed(Box<Passing<'t>>),
+}
+
+/// A bundle that passed, with what was read of it.
+struct Passing<'t> {
+    split: Split<'t>,
+    /// `CJ` of each member of `split`, in order.
+    members: Vec<Vec<u8>>,
+    /// `CJ` of each event.
+    events: Vec<Vec<u8>>,
+    bundle_sha256: String,
+    passed: bundle::Passed,
 }
 
 /// Each bundle of ``texts`` (JSON texts, exactly `bytes` or `str`) read whole and judged by
@@ -195,7 +206,10 @@ pub fn judge_bundles<'py>(
 ) -> PyResult<Vec<PyObject>> {
     guarded(py, || {
         let trusted = key_map(&trusted);
-        let key_sets: HashMap<Vec<u8>, _> = key_sets.iter().map(|(text, keys)| (text.clone(), key_map(keys))).collect();
+        let key_sets: HashMap<Vec<u8>, _> = key_sets
+            .iter()
+            .map(|(text, keys)| (text.clone(), key_map(keys)))
+            .collect();
         let borrowed: Vec<Option<&[u8]>> = collect_exact(texts.iter().map(text_of));
         let outcomes: Vec<Outcome<'_>> = py.allow_threads(|| {
             collect_exact(borrowed.iter().map(|text| match text {
@@ -221,32 +235,52 @@ fn judged<'t>(
     trusted: &HashMap<String, crate::checks::Key>,
     key_sets: &HashMap<Vec<u8>, HashMap<String, crate::checks::Key>>,
 ) -> Outcome<'t> {
-    let Some(split) = bundle::split(text) else { return Outcome::Undecided };
+    let Some(split) = bundle::split(text) else {
+        return Outcome::Undecided;
+    };
     let Some(parts) = bundle::write(&split, &split.events, text.len(), 1, false) else {
         return Outcome::Undecided;
     };
     let (Some(members), Some(events)) = (
         parts.members.into_iter().collect::<Option<Vec<Vec<u8>>>>(),
-        parts.events.into_iter().map(|event| event.map(|written| written.text)).collect::<Option<Vec<Vec<u8>>>>(),
+        parts
+            .events
+            .into_iter()
+            .map(|event| event.map(|written| written.text))
+            .collect::<Option<Vec<Vec<u8>>>>(),
     ) else {
         return Outcome::Undecided; // a part this path does not write: bundle_sha256 is the pure path's
     };
-    let names = split.members.iter().zip(&members).map(|((key, _), text)| (key.as_str(), text.as_slice()));
+    let names = split
+        .members
+        .iter()
+        .zip(&members)
+        .map(|((key, _), text)| (key.as_str(), text.as_slice()));
     let event_texts: Vec<&[u8]> = collect_exact(events.iter().map(Vec::as_slice));
     let digest = bundle::bundle_sha256(names, &event_texts);
     let member_texts: Vec<&[u8]> = collect_exact(members.iter().map(Vec::as_slice));
     match bundle::judge(&split, &member_texts, &event_texts, &digest, trusted, key_sets) {
         Judgement::Undecided => Outcome::Undecided,
         Judgement::KeysWanted(text) => Outcome::KeysWanted(text),
-        Judgement::Passed(passed) => Outcome::Passed(Box::new((split, members, events, digest, passed))),
+        Judgement::Passed(passed) => Outcome::Passed(Box::new(Passing {
+            split,
+            members,
+            events,
+            bundle_sha256: digest,
+            passed,
+        })),
     }
 }
 
 /// A passed bundle as Python takes it.
-fn judged_bundle(
-    py: Python<'_>,
-    (split, members, events, digest, passed): (Split<'_>, Vec<Vec<u8>>, Vec<Vec<u8>>, String, bundle::Passed),
-) -> PyResult<JudgedBundle> {
+fn judged_bundle(py: Python<'_>, passing: Passing<'_>) -> PyResult<JudgedBundle> {
+    let Passing {
+        split,
+        members,
+        events,
+        bundle_sha256,
+        passed,
+    } = passing;
     let members = collect_exact(split.members.iter().zip(&members).map(|((key, part), written)| {
         let text = PyBytes::new(py, written);
         let raw = match part {
@@ -262,7 +296,7 @@ fn judged_bundle(
     Ok(JudgedBundle {
         members: PyList::new(py, members)?.unbind(),
         events: PyList::new(py, events.iter().map(|text| PyBytes::new(py, text)))?.unbind(),
-        bundle_sha256: digest,
+        bundle_sha256,
         record_sha256: passed.record_sha256,
         trusted_key_id: passed.trusted_key_id,
         state: PyBytes::new(py, &passed.built.state).unbind(),

@@ -667,8 +667,8 @@ def _keys_detail(keys: KeySet) -> str:
 def verify_bundle_texts(
     texts: Sequence[Any], *, trusted_keys: KeySet | Iterable[Mapping[str, Any]] = REGISTRY_KEYS
 ) -> list[Verified]:
-    """:func:`verify_bundle_parts` of each of ``texts`` (``threads=1``, a verifier each), the
-    same :class:`Verified`, judged in one compiled call where that path serves: a replay's
+    """``verify_bundle_parts`` of each of ``texts`` (``threads=1``, a verifier each), the
+    same ``Verified``, judged in one compiled call where that path serves: a replay's
     many small bundles (issue 39 item 2).
 
     That call (:func:`merge.native.bundle.judge_bundles`) reads each text whole and runs §10's
@@ -676,7 +676,7 @@ def verify_bundle_texts(
     passes every one in the form it holds to this module's verdicts (every part written, a
     trusted signature of the simple form, every event decided there, the published state the
     fold's bytes); each other text, and every text on the pure path, goes through
-    :func:`verify_bundle_parts` whole. The key sets of ``public_keys`` are parsed here (§3),
+    ``verify_bundle_parts`` whole. The key sets of ``public_keys`` are parsed here (§3),
     each once a run (kept by their canonical text), and ``source_aliases`` is compared here, as
     that function compares it.
     """

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 else:
     JudgedBundle = Any
 
-__all__ = ["READ_AHEAD", "BundleRead", "BundleReader", "JudgedBundle", "judge_bundles", "read_bundle"]
+__all__ = ["READ_AHEAD", "BundleRead", "BundleReader", "judge_bundles", "read_bundle"]
 
 
 class BundleRead(NamedTuple):

@@ -272,7 +272,7 @@ def _matched(
 
 
 def fold_result(unhashed: bytes, state_sha256: str, superseded: list[tuple[str, list[str]]]) -> FoldResult:
-    """The :class:`FoldResult` of a fold the compiled path made whole (no input left to the pure
+    """The :class:`merge.FoldResult` of a fold the compiled path made whole (no input left to the pure
     path, so none rejected): its state's bytes without ``state_sha256``, that hash, and who
     superseded whom (a bundle's fold, :func:`merge.native.bundle.judge_bundles`)."""
     return _folded(decode_state_unchecked(unhashed), state_sha256, [], superseded)

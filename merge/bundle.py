@@ -35,13 +35,15 @@ from .identifiers import (
     short_pith_number,
 )
 from .keys import KeySet
-from .native.bundle import BundleReader, JudgedBundle, judge_bundles, read_bundle
+from .native.bundle import BundleReader, judge_bundles, read_bundle
 from .native.canonical import canonical_texts
 from .native.fold import fold_result
 from .signatures import SignatureVerifier
 from .state import MERGE_VERSION, FoldResult
 
 if TYPE_CHECKING:  # imported where a policy is checked: a bundle verified without one never loads them
+    from pith_merge_native import JudgedBundle  # (the compiled path's, only named here)
+
     from .witness.policy import Policy
     from .witness.quorum import Cosignatures, QuorumReport, WitnessStatus
     from .witness.statement import Statement

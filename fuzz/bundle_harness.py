@@ -7,7 +7,10 @@ bundle, with its test key) and the :mod:`merge.testing.mutations` to apply to it
 is then verified on the compiled path and on the pure one (``PITH_MERGE_PURE=1``, switched in this
 process: :func:`merge.native.native_available` reads it at each call), and the two verdicts must
 be the same (:func:`verdict`): ``ok``, each check's name and ``ok``, ``state_sha256``, and the
-rejected events (index and code). Neither may raise: a bundle is untrusted data (§10).
+rejected events (index and code). Neither may raise: a bundle is untrusted data (§10). On the
+compiled path the text is also verified as a batch of one (:func:`merge.bundle.verify_bundle_texts`,
+the replay's route: one compiled call judging §10's checks), whose verdict, each check's detail
+included, must be ``verify_bundle``'s there.
 
 A difference raises :class:`Difference` (an ``AssertionError``), which libFuzzer reports as a crash.
 """
@@ -22,10 +25,11 @@ from typing import Any, Final, NamedTuple
 
 from fuzz.harness import SIGNERS, _Reader
 from merge import REGISTRY_KEYS, verify_bundle
+from merge.bundle import BundleReport, verify_bundle_texts
 from merge.native import PURE_ENVIRONMENT_VARIABLE, native_available
 from merge.testing.mutations import Mutation, mutate_text
 
-__all__ = ["SEEDS", "Difference", "Seed", "check", "mutated", "verdict"]
+__all__ = ["SEEDS", "BatchDifference", "Difference", "Seed", "check", "mutated", "verdict"]
 
 ROOT: Final = Path(__file__).resolve().parent.parent
 
@@ -67,6 +71,12 @@ class Difference(AssertionError):
         return "checks differ: " + ", ".join(names or ["ok"])
 
 
+class BatchDifference(Difference):
+    """On the compiled path, a batch of one (:func:`verify_bundle_texts`) and ``verify_bundle``
+    gave one text different verdicts (details included): here ``compiled`` is the batch's,
+    ``pure`` ``verify_bundle``'s."""
+
+
 @contextmanager
 def _pure(on: bool) -> Iterator[None]:
     """The pure path while it lasts (when ``on``), the compiled one otherwise."""
@@ -84,20 +94,26 @@ def _pure(on: bool) -> Iterator[None]:
             os.environ[PURE_ENVIRONMENT_VARIABLE] = before
 
 
-def verdict(text: bytes | str, trusted_keys: Any, *, pure: bool) -> tuple[Any, ...]:
+def verdict(
+    text: bytes | str, trusted_keys: Any, *, pure: bool, batch: bool = False, details: bool = False
+) -> tuple[Any, ...]:
     """What the two paths must agree on: ``("report", ok, ((check, ok), ...), state_sha256,
-    ((index, code), ...))``, or ``("raised", exception type, message)``."""
+    ((index, code), ...))``, or ``("raised", exception type, message)``. ``batch``: verified as
+    a batch of one (:func:`verify_bundle_texts`); ``details``: each check's detail too."""
     with _pure(pure):
         assert native_available() is not pure
         try:
-            report = verify_bundle(text, trusted_keys=trusted_keys, threads=1)
+            if batch:
+                report: BundleReport = verify_bundle_texts([text], trusted_keys=trusted_keys)[0].report
+            else:
+                report = verify_bundle(text, trusted_keys=trusted_keys, threads=1)
         except Exception as exc:
             return ("raised", type(exc).__name__, str(exc)[:300])
     result = report.result
     return (
         "report",
         report.ok,
-        tuple((check.name, check.ok) for check in report.checks),
+        tuple((check.name, check.ok, check.detail if details else None) for check in report.checks),
         None if result is None else result.state_sha256,
         None if result is None else tuple((r.index, str(r.code)) for r in result.rejected),
     )
@@ -119,3 +135,7 @@ def check(data: bytes) -> None:
     pure = verdict(text, seed.trusted_keys, pure=True)
     if compiled != pure or compiled[0] != "report":
         raise Difference(text, mutations, compiled, pure)
+    alone = verdict(text, seed.trusted_keys, pure=False, details=True)
+    batched = verdict(text, seed.trusted_keys, pure=False, batch=True, details=True)
+    if batched != alone:
+        raise BatchDifference(text, mutations, batched, alone)

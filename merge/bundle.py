@@ -8,8 +8,8 @@ default that is the Pith registry key :data:`REGISTRY_KEYS`.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Final, NamedTuple
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, TypeGuard
 
 import msgspec
 
@@ -35,12 +35,15 @@ from .identifiers import (
     short_pith_number,
 )
 from .keys import KeySet
-from .native.bundle import BundleReader, read_bundle
+from .native.bundle import BundleReader, judge_bundles, read_bundle
 from .native.canonical import canonical_texts
+from .native.fold import fold_result
 from .signatures import SignatureVerifier
 from .state import MERGE_VERSION, FoldResult
 
 if TYPE_CHECKING:  # imported where a policy is checked: a bundle verified without one never loads them
+    from pith_merge_native import JudgedBundle  # (the compiled path's, only named here)
+
     from .witness.policy import Policy
     from .witness.quorum import Cosignatures, QuorumReport, WitnessStatus
     from .witness.statement import Statement
@@ -56,7 +59,11 @@ __all__ = [
     "event_inputs",
     "event_texts",
     "verify_bundle",
+    "verify_bundle_texts",
 ]
+
+#: ``bundle_type`` of a registry bundle (§10).
+BUNDLE_TYPE: Final = "pith_open_graph_bundle"
 
 #: The Pith registry's signing key (``pith-v1-2026-05``), the built-in trust anchor (§10).
 REGISTRY_KEYS: Final[tuple[Mapping[str, Any], ...]] = (
@@ -268,11 +275,11 @@ def verify_bundle_parts(
         checks[name] = Check(name, ok, detail)
 
     kind = members.get("bundle_type")
-    record("bundle_type", kind == "pith_open_graph_bundle", f"bundle_type is {kind!r}")
+    record("bundle_type", kind == BUNDLE_TYPE, _is_detail("bundle_type", kind))
     trusted_key_id = _check_signature(parts, trusted, record)
     subject = _check_record(parts, record)
     merge_version = members.get("merge_version")
-    record("merge_version", merge_version == MERGE_VERSION, f"merge_version is {merge_version!r}")
+    record("merge_version", merge_version == MERGE_VERSION, _is_detail("merge_version", merge_version))
     keys = _check_keys(members, record)
     result = _check_state(parts, subject, keys, threads, record, verifier)
     report = BundleReport(tuple(checks[name] for name in BUNDLE_CHECKS), result, trusted_key_id)
@@ -386,18 +393,15 @@ def _check_signature(parts: BundleParts, trusted: KeySet, record: Any) -> str | 
     if computed is None:
         record("bundle_sha256", False, "the bundle is not canonical-able JSON")
     else:
-        record(
-            "bundle_sha256",
-            computed == claimed,
-            f"computed {computed}" + ("" if computed == claimed else f", signed {claimed!r}"),
-        )
+        same = computed == claimed
+        record("bundle_sha256", same, _COMPUTED.format(computed) + ("" if same else f", signed {claimed!r}"))
     # The signature must cover the bundle as it is: the hash we computed, not the claimed one.
     verdict = signed_check(signature, BUNDLE_SIGNED_MESSAGE, computed, trusted, what="the bundle hash")
     if verdict.problems:
         record("bundle_signature", False, "; ".join(verdict.problems))
         return None
     assert verdict.key is not None
-    record("bundle_signature", True, f"signed by trusted key {verdict.key.key_id}")
+    record("bundle_signature", True, _SIGNED_BY.format(verdict.key.key_id))
     return verdict.key.key_id
 
 
@@ -409,24 +413,22 @@ def _check_record(parts: BundleParts, record: Any) -> str | None:
     if digest is None:
         record("canonical_sha256", False, "canonical_record is missing or not canonical-able")
     else:
-        record("canonical_sha256", digest == claimed, f"H(canonical_record) is {digest}")
+        record("canonical_sha256", digest == claimed, _RECORD_HASH.format(digest))
     pith_number = bundle.get("pith_number")
     valid_digest = isinstance(claimed, str) and HEX64_PATTERN.fullmatch(claimed) and digest == claimed
     want = derived_pith_number(canonical_record, digest) if valid_digest and digest is not None else None
     if want is not None:
         assert digest is not None
-        record("pith_number", pith_number == want, f"derived {want}")
+        record("pith_number", pith_number == want, _DERIVED.format(want))
         want_short = short_pith_number(digest)
         short = bundle.get("short_pith_number")
-        record("short_pith_number", short == want_short, f"derived {want_short}")
+        record("short_pith_number", short == want_short, _DERIVED.format(want_short))
     else:
         record("pith_number", False, "cannot derive: canonical_sha256 or submitted_at is wrong")
         record("short_pith_number", False, "cannot derive: canonical_sha256 is wrong")
     source = canonical_record.get("source") if isinstance(canonical_record, Mapping) else None
-    same = source is not None and same_json(bundle.get("source"), source)
-    record(
-        "source", same, "equals canonical_record.source" if same else "differs from canonical_record.source"
-    )
+    same = source is not None and parts.same_member("source", source)
+    record("source", same, _SAME_SOURCE if same else "differs from canonical_record.source")
     return string_value(pith_number)
 
 
@@ -458,6 +460,31 @@ class BundleParts(msgspec.Struct, frozen=True):
     #: H of ``canonical_record`` (§10's ``canonical_sha256``), ``None`` when it is no object or
     #: not canonical-able.
     record_sha256: str | None = None
+    #: ``CJ`` of each member the compiled reader wrote (with :attr:`canonical_events`: every
+    #: member, each canonical-able), by name: what the checks compare by canonical text, read
+    #: here rather than encoded again. Empty on the pure path.
+    written: Mapping[str, bytes | None] = msgspec.field(default_factory=dict)
+
+    def same_member(self, name: str, value: Any) -> bool:
+        """Whether the member ``name`` equals ``value`` as JSON (:func:`merge.canonical.same_json`),
+        ``value`` a part of ``canonical_record`` (§10: ``source``). Where the compiled reader
+        wrote both, by the member's written text and ``value``'s, which is canonical-able as
+        the written record it is part of is; else :func:`same_json` of the two."""
+        text = self.written.get(name)
+        if text is not None and self.written.get("canonical_record") is not None:
+            return text == encode_canonical_unchecked(value)
+        return same_json(self.members.get(name), value)
+
+    def member_text(self, name: str) -> bytes | None:
+        """``CJ`` of the member ``name`` (a missing one is ``null``), ``None`` when it is not
+        canonical-able: the compiled reader's text where it wrote it, else encoded here."""
+        text = self.written.get(name)
+        if text is not None:
+            return text
+        try:
+            return canonical_json(self.members.get(name))
+        except MergeError:
+            return None
 
     def published(self) -> Any:
         """The published state, parsed (decoded from :attr:`state` where the reader kept only
@@ -491,6 +518,7 @@ def read_parts(document: Any, threads: int | None, reader: BundleReader | None =
         canonical_events=read.canonical_events,
         identities=read.identities,
         record_sha256=_record_sha256(read.members, read.written.get("canonical_record")),
+        written=read.written if read.canonical_events else {},
     )
 
 
@@ -527,16 +555,28 @@ def _read_compiled(document: Any, threads: int | None, reader: BundleReader | No
     read = reader.read(document, threads) if reader is not None else read_bundle(document, threads)
     if read is None or read.bundle_sha256 is None:
         return None
-    # Every member written; the small ones decoded together, as the object of their texts (one
-    # call, not one each), the state not at all (its canonical text is compared, never decoded).
-    small = b",".join(_encode_key(key) + b":" + raw for key, raw, _ in read.members if key != "state")
+    return _members_read(read.members, read.events, read.bundle_sha256, tuple(read.identities))
+
+
+def _members_read(
+    members: Iterable[tuple[str, bytes, bytes | None]],
+    events: list[Any],
+    bundle_sha256: str,
+    identities: tuple[tuple[str, bytes, str | None] | None, ...],
+) -> _Read | None:
+    """A bundle the compiled path wrote whole (``members``: ``(key, raw text, CJ)``, ``events``
+    their canonical texts): the small members decoded together, as the object of their texts
+    (one call, not one each), the state not at all (its canonical text is compared, never
+    decoded); ``None`` when they do not decode (the pure path decodes the bundle, and says why)."""
+    members = list(members)
+    small = b",".join(_encode_key(key) + b":" + raw for key, raw, _ in members if key != "state")
     try:
-        members: dict[str, Any] = decode_json(b"{" + small + b"}")
+        decoded: dict[str, Any] = decode_json(b"{" + small + b"}")
     except _NOT_READ:
         return None
-    members["events"] = read.events
-    written = {key: canonical for key, _, canonical in read.members}
-    return _Read(members, written, read.bundle_sha256, True, tuple(read.identities))
+    decoded["events"] = events
+    written = {key: canonical for key, _, canonical in members}
+    return _Read(decoded, written, bundle_sha256, True, identities)
 
 
 def _record_sha256(members: Mapping[str, Any], written: bytes | None) -> str | None:
@@ -554,7 +594,7 @@ def _check_keys(bundle: Mapping[str, Any], record: Any) -> KeySet | None:
     except KeySetError as exc:
         record("public_keys", False, str(exc))
         return None
-    record("public_keys", True, f"{len(keys)} key(s): {', '.join(keys)}")
+    record("public_keys", True, _keys_detail(keys))
     return keys
 
 
@@ -589,21 +629,141 @@ def _check_state(  # noqa: PLR0917 (the facts of one bundle)
         events, subject=subject, keys=keys, published=published_text, threads=threads, verifier=verifier
     )
     published = None if same else parts.published()  # decoded to say why only
-    detail = f"folded state_sha256 {result.state_sha256}"
+    detail = _FOLDED.format(result.state_sha256)
     if result.rejected:
         detail += f"; {len(result.rejected)} event(s) not admitted"
     if not same:
         claimed = published.get("state_sha256") if isinstance(published, Mapping) else None
         detail += f"; published state differs (its state_sha256 {claimed!r})"
     record("state", same, detail)
-    aliases = encode_canonical_unchecked(result.state.current.source_aliases)
-    try:
-        same_aliases = canonical_json(bundle.get("source_aliases")) == aliases
-    except MergeError:
-        same_aliases = False
-    record(
-        "source_aliases",
-        same_aliases,
-        "equal state.current.source_aliases" if same_aliases else "differ from the folded state's",
-    )
+    checks = _aliases_check(parts, result)
+    record(checks.name, checks.ok, checks.detail)
     return result
+
+
+def _aliases_check(parts: BundleParts, result: FoldResult) -> Check:
+    """§10's ``source_aliases``: the member equals the folded state's ``current.source_aliases``."""
+    aliases = encode_canonical_unchecked(result.state.current.source_aliases)
+    same = parts.member_text("source_aliases") == aliases
+    detail = "equal state.current.source_aliases" if same else "differ from the folded state's"
+    return Check("source_aliases", same, detail)
+
+
+# The details of the checks that pass, one place for both routes (verify_bundle_parts', and
+# verify_bundle_texts' of a bundle the compiled path judged).
+_COMPUTED: Final = "computed {}"
+_SIGNED_BY: Final = "signed by trusted key {}"
+_RECORD_HASH: Final = "H(canonical_record) is {}"
+_DERIVED: Final = "derived {}"
+_SAME_SOURCE: Final = "equals canonical_record.source"
+_FOLDED: Final = "folded state_sha256 {}"
+
+
+def _is_detail(name: str, value: Any) -> str:
+    return f"{name} is {value!r}"
+
+
+def _keys_detail(keys: KeySet) -> str:
+    return f"{len(keys)} key(s): {', '.join(keys)}"
+
+
+def verify_bundle_texts(
+    texts: Sequence[Any], *, trusted_keys: KeySet | Iterable[Mapping[str, Any]] = REGISTRY_KEYS
+) -> list[Verified]:
+    """``verify_bundle_parts`` of each of ``texts`` (``threads=1``, a verifier each), the
+    same ``Verified``, judged in one compiled call where that path serves: a replay's
+    many small bundles (issue 39 item 2).
+
+    That call (:func:`merge.native.bundle.judge_bundles`) reads each text whole and runs §10's
+    checks over its parts, the fold of its events among them, and decides only a bundle that
+    passes every one in the form it holds to this module's verdicts (every part written, a
+    trusted signature of the simple form, every event decided there, the published state the
+    fold's bytes); each other text, and every text on the pure path, goes through
+    ``verify_bundle_parts`` whole. The key sets of ``public_keys`` are parsed here (§3),
+    each once a run (kept by their canonical text), and ``source_aliases`` is compared here, as
+    that function compares it.
+    """
+    trusted = KeySet.parse(trusted_keys)
+    texts = list(texts)
+    judged = _judged_texts(texts, trusted)
+    return [
+        verified if verified is not None else verify_bundle_parts(text, trusted_keys=trusted, threads=1)
+        for text, verified in zip(texts, judged, strict=True)
+    ]
+
+
+def _judged_texts(texts: list[Any], trusted: KeySet) -> list[Verified | None]:
+    """What the compiled path judged of ``texts``: each one's :class:`Verified`, or ``None``
+    where it did not decide (or does not serve)."""
+    known = dict(_KEY_SETS)
+    outcomes: list[Any] = judge_bundles(texts, trusted, known) or [None] * len(texts)
+    wanted = {outcome for outcome in outcomes if isinstance(outcome, bytes)}
+    if wanted:
+        # Key sets not met before: parsed here (§3), and the texts that want them judged again.
+        for text in wanted:
+            keys = _key_set(text)
+            if keys is not None:
+                known[text] = _KEY_SETS[text] = keys
+        again = [at for at, outcome in enumerate(outcomes) if isinstance(outcome, bytes) and outcome in known]
+        redone = judge_bundles([texts[at] for at in again], trusted, known) or []
+        for at, outcome in zip(again, redone, strict=True):
+            outcomes[at] = outcome
+        if len(_KEY_SETS) > _KEY_SETS_KEPT:
+            _KEY_SETS.clear()
+    return [_passed(outcome, known) if _is_judged(outcome) else None for outcome in outcomes]
+
+
+def _is_judged(outcome: JudgedBundle | bytes | None) -> TypeGuard[JudgedBundle]:
+    return outcome is not None and not isinstance(outcome, bytes)
+
+
+#: The key sets of bundles judged on the compiled path, by the canonical text of their
+#: ``public_keys``: a replay meets the same in bundle after bundle (at most this many kept).
+_KEY_SETS: Final[dict[bytes, KeySet]] = {}
+_KEY_SETS_KEPT: Final = 64
+
+
+def _key_set(text: bytes) -> KeySet | None:
+    """The key set (§3) of a canonical text of ``public_keys``; ``None`` when it is none (the
+    bundle's ``public_keys`` check fails: :func:`verify_bundle_parts` says why)."""
+    try:
+        return KeySet.parse(decode_json(text))
+    except (KeySetError, *_NOT_READ):
+        return None
+
+
+def _passed(judged: JudgedBundle, key_sets: Mapping[bytes, KeySet]) -> Verified | None:
+    """The :class:`Verified` of a bundle the compiled path judged: every check of §10 passed
+    but ``source_aliases``, compared here (:func:`_aliases_check`); ``None`` where its small
+    members do not decode as :func:`_read_compiled` decodes them."""
+    events = judged.events
+    # No identities: read without a cache, as read_bundle reads a text (BundleRead.identities).
+    read = _members_read(judged.members, events, judged.bundle_sha256, (None,) * len(events))
+    if read is None:
+        return None
+    members, written = read.members, read.written
+    parts = BundleParts(
+        members,
+        state=written["state"],
+        bundle_sha256=judged.bundle_sha256,
+        canonical_events=True,
+        record_sha256=judged.record_sha256,
+        written=written,
+    )
+    keys = key_sets[written["public_keys"] or b""]
+    result = fold_result(judged.state, judged.state_sha256, judged.superseded)
+    checks = (
+        Check("bundle_type", True, _is_detail("bundle_type", members["bundle_type"])),
+        Check("bundle_sha256", True, _COMPUTED.format(judged.bundle_sha256)),
+        Check("bundle_signature", True, _SIGNED_BY.format(judged.trusted_key_id)),
+        Check("canonical_sha256", True, _RECORD_HASH.format(judged.record_sha256)),
+        Check("pith_number", True, _DERIVED.format(members["pith_number"])),
+        Check("short_pith_number", True, _DERIVED.format(members["short_pith_number"])),
+        Check("source", True, _SAME_SOURCE),
+        Check("merge_version", True, _is_detail("merge_version", members["merge_version"])),
+        Check("public_keys", True, _keys_detail(keys)),
+        Check("state", True, _FOLDED.format(result.state_sha256)),
+        _aliases_check(parts, result),
+    )
+    report = BundleReport(checks, result, judged.trusted_key_id)
+    return Verified(report, members, True, read.identities, keys)

@@ -18,7 +18,7 @@ import pytest
 
 from merge import verify_bundle
 from merge.admission import MAX_INPUT_BYTES
-from merge.bundle import BundleParts, BundleReport, parse_document, read_parts
+from merge.bundle import BundleParts, BundleReport, parse_document, read_parts, verify_bundle_texts
 from merge.canonical import decode_json, encode_canonical_unchecked
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -35,10 +35,12 @@ def _summary(report: BundleReport) -> tuple[Any, ...]:
 
 
 def _same_as_values(text: bytes, trusted: Any) -> BundleReport:
-    """The report of ``text`` and of its parsed value (today's route) must be equal."""
+    """The report of ``text`` and of its parsed value (today's route) must be equal, and so
+    must that of ``text`` verified in a batch (the replay's route, one compiled call)."""
     as_text = verify_bundle(text, trusted_keys=trusted)
     as_value = verify_bundle(decode_json(text), trusted_keys=trusted)
     assert _summary(as_text) == _summary(as_value)
+    assert _summary(verify_bundle_texts([text], trusted_keys=trusted)[0].report) == _summary(as_text)
     return as_text
 
 

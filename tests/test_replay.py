@@ -429,6 +429,72 @@ def test_fold_subjects_and_replay_report_do_not_depend_on_the_grouping() -> None
     assert whole.problem_counts == {"bad_event_id": 1200, "not_json": 1}
 
 
+def test_a_batch_of_small_subjects_folds_as_each_subject_alone(each_path: str) -> None:
+    """fold_subjects verifies the lone bundles of a batch of small subjects in one call
+    (merge.bundle.verify_bundle_texts, issue 39 item 2): each subject's outcome is still that of
+    fold_subject alone, its bundle verified there, whatever else the batch holds."""
+    good = EXAMPLE_BUNDLE.read_bytes()
+    bundle = json.loads(good)
+    broken = json.dumps({**bundle, "merge_version": "x"}).encode()
+    padded = json.dumps(bundle, indent=4).encode()
+    line = json.dumps(bundle["events"][0]).encode()
+    subject = bundle["pith_number"]
+    items: dict[str, list[CorpusItem | InputProblem]] = {
+        "a-good": [CorpusItem(subject, "a.json", "bundle", good)],
+        "b-broken": [CorpusItem(subject, "b.json", "bundle", broken)],
+        "c-not-json": [CorpusItem(subject, "c.json", "bundle", b"{")],
+        "d-padded-and-a-line": [
+            CorpusItem(subject, "d.json", "bundle", padded),
+            CorpusItem(subject, "d:1", "event", line),
+        ],
+        "e-three": [CorpusItem(subject, f"e{n}.json", "bundle", good) for n in range(3)],
+        "f-problem": [InputProblem("f.json", "not_json", "not JSON")],
+        "g-good-again": [CorpusItem(subject, "g.json", "bundle", padded)],
+    }
+    keys, trusted = KeySet.parse(EXAMPLE_KEYS), KeySet.parse(EXAMPLE_KEYS)
+    rows, counts = fold_subjects(((name, iter(group)) for name, group in items.items()), keys, trusted)
+    log = ProblemLog()
+    for (summary, kept), (name, group) in zip(rows, items.items(), strict=True):
+        alone = fold_subject(name, group, keys, trusted)
+        assert summary == alone.summary
+        for problem in alone.problems:
+            log.add(problem)
+        assert set(kept) <= set(alone.problems)
+    assert counts == log.counts
+    assert not rows[0][1]
+    assert [problem.code for problem in rows[1][1]] == ["bundle_failed", "untrusted_bundle_keys"]
+
+
+def test_small_subjects_are_batched_and_a_large_one_streams_alone() -> None:
+    """merge.replay.corpus._batches: subjects in order; small ones (few, small items) together
+    in lists, at most _BATCH_SUBJECTS a batch; a larger one alone, its items read as they come
+    (no more than one past the small bound before it is folded: one subject in memory)."""
+    from merge.replay.corpus import _BATCH_SUBJECTS, _SMALL_BYTES, _SMALL_ITEMS, _batches
+
+    taken: list[int] = []
+
+    def streamed(count: int) -> Iterator[CorpusItem]:
+        for n in range(count):
+            taken.append(n)
+            yield CorpusItem("big", f"big:{n}", "event", b"{}")
+
+    small = [
+        (f"s{n:03d}", [CorpusItem(f"s{n:03d}", f"s:{n}", "bundle", b"{}")])
+        for n in range(_BATCH_SUBJECTS + 5)
+    ]
+    large_item = [CorpusItem("l", "l.json", "bundle", b" " * (_SMALL_BYTES + 1))]
+    groups = [*small[:3], ("big", streamed(50)), *small[3:], ("large", large_item)]
+    batches = []
+    for batch in _batches(groups):
+        if batch[0][0] == "big":
+            assert len(taken) == _SMALL_ITEMS + 1  # read no further before its turn
+        batches.append([(name, list(group)) for name, group in batch])
+    assert [name for batch in batches for name, _ in batch] == [name for name, _ in groups]
+    assert [len(batch) for batch in batches] == [3, 1, _BATCH_SUBJECTS, 2, 1]
+    assert len(taken) == 50
+    assert len(batches[1][0][1]) == 50
+
+
 def test_spill_round_trip_and_stable_partitions(tmp_path: Path) -> None:
     rng = random.Random(5)
     items = [

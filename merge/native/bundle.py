@@ -1,22 +1,29 @@
 """A bundle's text read on the compiled path (the door ``native/src/py/bundle.rs``): its members
-split as a decode would, its events and members written canonically, ``bundle_sha256``; the
-checks of §10 stay :mod:`merge.bundle`'s."""
+split as a decode would, its events and members written canonically, ``bundle_sha256``; and a
+batch of bundle texts judged there (:func:`judge_bundles`), each decided only where it passes
+§10's checks in the form that path holds to :mod:`merge.bundle`'s verdicts."""
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 from .. import signatures
 from . import _extension, native_available
+from .fold import key_table
 
 if TYPE_CHECKING:
     from concurrent.futures import Future, ThreadPoolExecutor  # (imported where a reader starts one)
 
     import pith_merge_native
+    from pith_merge_native import JudgedBundle
 
-__all__ = ["READ_AHEAD", "BundleRead", "BundleReader", "read_bundle"]
+    from ..keys import KeySet
+else:
+    JudgedBundle = Any
+
+__all__ = ["READ_AHEAD", "BundleRead", "BundleReader", "judge_bundles", "read_bundle"]
 
 
 class BundleRead(NamedTuple):
@@ -92,3 +99,21 @@ def read_bundle(text: Any, threads: int | None, cache: Any = None) -> BundleRead
     if read is None:
         return None
     return BundleRead(read.members, read.events, read.identities, read.bundle_sha256)
+
+
+def judge_bundles(
+    texts: list[Any], trusted: KeySet, key_sets: Mapping[bytes, KeySet]
+) -> list[JudgedBundle | bytes | None] | None:
+    """Each of ``texts`` read whole and judged by §10's checks on the compiled path, in one call
+    without the GIL (``native/src/bundle.rs``'s ``judge``): a ``JudgedBundle`` (its members and
+    events as :func:`read_bundle` gives them, ``bundle_sha256``, ``H(canonical_record)``, the
+    trusted key's id and the fold's state, its ``state_sha256`` and supersessions) where it
+    passed every check but ``source_aliases``; the canonical text of its ``public_keys`` where
+    only that key set, not among ``key_sets`` (by that text), is wanting; ``None`` for
+    :mod:`merge.bundle` to judge. ``trusted``: the keys of bundle signatures. ``None`` when the
+    compiled path does not serve."""
+    if not native_available():
+        return None
+    tables = {text: key_table(keys) for text, keys in key_sets.items()}
+    judged: list[JudgedBundle | bytes | None] = _extension().judge_bundles(texts, key_table(trusted), tables)
+    return judged

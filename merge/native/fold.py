@@ -30,6 +30,7 @@ __all__ = [
     "fold_native_encoded",
     "fold_native_many",
     "fold_native_matching",
+    "fold_result",
     "key_table",
 ]
 
@@ -267,8 +268,21 @@ def _matched(
     decoded = decode_state_unchecked(unhashed)  # type: ignore[arg-type]
     state_sha256 = finished.digest.result()
     same = published is not None and is_spliced_state(published, unhashed, state_sha256)
+    return _folded(decoded, state_sha256, rejected, finished.superseded), same
+
+
+def fold_result(unhashed: bytes, state_sha256: str, superseded: list[tuple[str, list[str]]]) -> FoldResult:
+    """The :class:`merge.FoldResult` of a fold the compiled path made whole (no input left to the pure
+    path, so none rejected): its state's bytes without ``state_sha256``, that hash, and who
+    superseded whom (a bundle's fold, :func:`merge.native.bundle.judge_bundles`)."""
+    return _folded(decode_state_unchecked(unhashed), state_sha256, [], superseded)
+
+
+def _folded(
+    decoded: Any, state_sha256: str, rejected: list[Rejection], superseded: list[tuple[str, list[str]]]
+) -> FoldResult:
     state = msgspec.structs.replace(decoded, state_sha256=state_sha256)
-    return FoldResult(state, tuple(rejected), _supersessions(finished.superseded)), same
+    return FoldResult(state, tuple(rejected), _supersessions(superseded))
 
 
 def key_table(keys: KeySet) -> list[pith_merge_native.Key]:

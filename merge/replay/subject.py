@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..batch import fold
-from ..bundle import NOT_JSON, REGISTRY_KEYS, CheckedReport, parse_document, verify_bundle_parts
+from ..bundle import NOT_JSON, REGISTRY_KEYS, CheckedReport, Verified, parse_document, verify_bundle_parts
 from ..keys import KeySet
 from ..record import record_disagreement, verify_record
 from ..signatures import SignatureVerifier
@@ -45,6 +45,7 @@ def fold_subject(
     trusted_keys: KeySet | Iterable[Mapping[str, Any]] = REGISTRY_KEYS,
     *,
     threads: int | None = 1,
+    verified: Mapping[str, Verified] | None = None,
 ) -> SubjectOutcome:
     """Fold every event of one subject (log lines and bundles' events), verify its bundles and
     its records, and compare each record with the folded state.
@@ -53,12 +54,14 @@ def fold_subject(
     is reported with the subject's, in its place.
     ``keys``: the caller's key set for log events (``None``: only the bundles' keys).
     ``trusted_keys``: the anchors bundle signatures (§10) and record receipts (§11) are checked against.
+    ``verified``: bundles verified already (:func:`merge.bundle.verify_bundle_texts`, with
+    ``trusted_keys``), by their item's ``source``: taken as they are, not verified again.
     """
     trusted = KeySet.parse(trusted_keys)
     # One verifier for every bundle's fold and the subject's: a bundle's signatures, and those of
     # the log lines that repeat its events, are verified once (its cache: (key, digest, signature)).
     verifier = SignatureVerifier(threads)
-    gathered = _gather(items, keys, trusted, verifier, threads)
+    gathered = _gather(items, keys, trusted, verified or {}, (verifier, threads))
     result = _fold_gathered(subject, gathered, keys, verifier, threads)
     return _summary(subject, gathered, result)
 
@@ -96,8 +99,8 @@ def _gather(
     items: Iterable[CorpusItem | InputProblem],
     keys: KeySet | None,
     trusted: KeySet,
-    verifier: SignatureVerifier,
-    threads: int | None,
+    verified: Mapping[str, Verified],
+    verifying: tuple[SignatureVerifier, int | None],
 ) -> _Gathered:
     """Gather: the subject's problems in their place, and each distinct item once (dedup), a
     record verified, an event taken, a bundle verified and its events and keys taken."""
@@ -122,7 +125,7 @@ def _gather(
             gathered.sources.append(item.source)
         else:
             gathered.distinct += 1
-            _gather_bundle(gathered, item, trusted, verifier, threads)
+            _gather_bundle(gathered, item, trusted, verified.get(item.source) or verifying)
     return gathered
 
 
@@ -152,14 +155,19 @@ def _verify_record_item(
 
 
 def _gather_bundle(
-    gathered: _Gathered, item: CorpusItem, trusted: KeySet, verifier: SignatureVerifier, threads: int | None
+    gathered: _Gathered,
+    item: CorpusItem,
+    trusted: KeySet,
+    verified: Verified | tuple[SignatureVerifier, int | None],
 ) -> None:
     """Bundles: one verified on its own (§10), its events taken, and its keys when a trusted key
-    signed it."""
+    signed it. ``verified``: its verification, or the verifier and threads to make it with."""
     gathered.bundles += 1
-    # Read once, as a text: on the compiled path its events come as canonical texts (issue 26),
-    # folded there, and meeting the subject's canonical log lines as identical texts.
-    verified = verify_bundle_parts(item.data, trusted_keys=trusted, threads=threads, verifier=verifier)
+    if isinstance(verified, tuple):
+        # Read once, as a text: on the compiled path its events come as canonical texts (issue
+        # 26), folded there, and meeting the subject's canonical log lines as identical texts.
+        verifier, threads = verified
+        verified = verify_bundle_parts(item.data, trusted_keys=trusted, threads=threads, verifier=verifier)
     report, bundle = verified.report, verified.members
     kind = report.check("bundle_type")
     if kind.detail.startswith(NOT_JSON):

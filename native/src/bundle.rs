@@ -1,7 +1,9 @@
 //! Bundles (spec §10), the part of `merge.bundle` that reads a bundle given as a JSON text: its
 //! members split as a decode would (the last of duplicate keys winning), its events and other
-//! members written canonically (§1), and `bundle_sha256` (§2) over those bytes, never joined.
-//! Every check of §10 stays `merge.bundle`'s; what this path cannot read, that one decodes.
+//! members written canonically (§1), and `bundle_sha256` (§2) over those bytes, never joined;
+//! and §10's checks over those parts ([`judge`]) where a bundle passes them all in the one form
+//! this path holds to `merge.bundle`'s verdicts. What this path does not read or judge, that
+//! one decodes and judges.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -10,11 +12,16 @@ use serde::de::{Deserialize, Deserializer, Error, MapAccess, Visitor};
 use serde_json::value::RawValue;
 use sha2::{Digest, Sha256};
 
-use crate::admission::MAX_INPUT_BYTES;
-use crate::canonical::{canonical_document, canonical_document_value, canonical_value, write_str, MAX_DEPTH};
-use crate::identifiers::is_event_id;
+use crate::admission::{Input, MAX_INPUT_BYTES};
+use crate::batch;
+use crate::canonical::{self, canonical_document, canonical_document_value, canonical_value, write_str, MAX_DEPTH};
+use crate::checks::{decode_signature, signature_form_is_simple, Key};
+use crate::identifiers::{self, b32, is_event_id, state_sha256, ALGORITHM, SIGNATURE_STATUS};
 use crate::json::{text_rules_hold, Json};
+use crate::maps::HashMap;
 use crate::pool::parallel_map;
+use crate::state::Built;
+use crate::verify::Verifier;
 
 /// The member of a bundle that holds its events.
 pub const EVENTS: &str = "events";
@@ -266,6 +273,173 @@ pub fn bundle_sha256<'a>(members: impl IntoIterator<Item = (&'a str, &'a [u8])>,
     hex::encode(digest.finalize())
 }
 
+/// `bundle_type` of a registry bundle (§10).
+pub const BUNDLE_TYPE: &str = "pith_open_graph_bundle";
+/// `merge_version` of a bundle of merge-v1 (§10), the state's own.
+pub const MERGE_VERSION: &str = "pith-open-graph-merge-v1";
+/// `signed_message` of a bundle signature (§10): the 32 bytes of `bundle_sha256`.
+pub const BUNDLE_SIGNED_MESSAGE: &str = "bundle_sha256_bytes";
+/// What a state's canonical bytes hold right after where `state_sha256` goes (§1, §9).
+const AFTER_STATE_SHA256: &[u8] = b",\"state_type\":";
+
+/// What [`judge`] made of a bundle it read whole.
+pub enum Judgement {
+    /// Not decided here: `merge.bundle`'s checks judge it (one failed, or it is not of the one
+    /// form this path holds to the pure path's verdicts).
+    Undecided,
+    /// Every check up to `public_keys` passed, and this key set (its canonical text) is not among
+    /// those given: the caller parses it (§3) and asks again.
+    KeysWanted(Vec<u8>),
+    /// Every check of §10 passed but `source_aliases`, which the caller compares with the state.
+    Passed(Passed),
+}
+
+/// A bundle that passed: what the checks' details and the report's fold are made of.
+pub struct Passed {
+    pub trusted_key_id: String,
+    /// H of `canonical_record`.
+    pub record_sha256: String,
+    /// The fold of its events: the state's bytes without `state_sha256`, and who superseded whom.
+    pub built: Built,
+    pub state_sha256: String,
+}
+
+/// The checks of §10 over a bundle read whole (`split`, each member written in `members`, in
+/// its order, each event in `events`, and `bundle_sha256` over them), each passing only where
+/// `merge.bundle`'s would pass with the same details: anything else is [`Judgement::Undecided`].
+/// `trusted`: the keys of bundle signatures; `key_sets`: the key sets (§3) known by the
+/// canonical text of `public_keys`, each already checked by the caller.
+pub fn judge(
+    split: &Split<'_>,
+    members: &[&[u8]],
+    events: &[&[u8]],
+    bundle_sha256: &str,
+    trusted: &HashMap<String, Key>,
+    key_sets: &HashMap<Vec<u8>, HashMap<String, Key>>,
+) -> Judgement {
+    let member = |name: &str| {
+        let at = split.members.binary_search_by(|(key, _)| key.as_str().cmp(name)).ok()?;
+        Some(members[at])
+    };
+    let parsed = |name: &str| member(name).and_then(|text| serde_json::from_slice::<Json<'_>>(text).ok());
+    let is_string = |name: &str, want: &str| parsed(name).is_some_and(|value| value.as_str() == Some(want));
+    if !is_string("bundle_type", BUNDLE_TYPE) || !is_string("merge_version", MERGE_VERSION) {
+        return Judgement::Undecided;
+    }
+    let Some(trusted_key_id) = signed(parsed("bundle_signature"), bundle_sha256, trusted) else {
+        return Judgement::Undecided;
+    };
+    let (Some(record_text), Some(source_text)) = (member("canonical_record"), member("source")) else {
+        return Judgement::Undecided;
+    };
+    let Some(subject) = record_holds(record_text, source_text, &parsed) else {
+        return Judgement::Undecided;
+    };
+    // public_keys: a non-empty list (`or ()` makes any other false value the empty set).
+    let Some(keys_text) = member("public_keys").filter(|text| text.starts_with(b"[") && *text != b"[]") else {
+        return Judgement::Undecided;
+    };
+    let Some(keys) = key_sets.get(keys_text) else {
+        return Judgement::KeysWanted(keys_text.to_vec());
+    };
+    let Some(published) = member("state") else {
+        return Judgement::Undecided;
+    };
+    let inputs: Vec<Input<'_>> = events
+        .iter()
+        .map(|text| Input {
+            group: 0,
+            text: Some(text),
+        })
+        .collect();
+    let subjects = [subject.1.clone()];
+    let judged = batch::judge(&inputs, &subjects, keys, Verifier { cache: None }, 1, None);
+    let Some(batch::Judged { verdicts, fallback }) = judged.into_iter().next() else {
+        return Judgement::Undecided;
+    };
+    if !fallback.is_empty() {
+        return Judgement::Undecided; // its verdict, or its rejection's words, are the pure path's
+    }
+    let built = batch::build(&subjects[0], verdicts);
+    let state_sha256 = state_sha256(&built.state);
+    if !is_spliced(published, &built.state, &state_sha256) {
+        return Judgement::Undecided;
+    }
+    Judgement::Passed(Passed {
+        trusted_key_id,
+        record_sha256: subject.0,
+        built,
+        state_sha256,
+    })
+}
+
+/// `bundle_signature` (§10, `merge.checks.signed_check`): an object of a v1 signature over
+/// `bundle_sha256` by a key of `trusted`, naming that hash; the key's id when it is.
+fn signed(signature: Option<Json<'_>>, bundle_sha256: &str, trusted: &HashMap<String, Key>) -> Option<String> {
+    let signature = signature.filter(|value| matches!(value, Json::Object(_)))?;
+    let field = |key: &str| signature.get(key).and_then(Json::as_str);
+    let key_id = field("key_id")?;
+    let key = trusted.get(key_id)?;
+    let encoded = field("signature_b64").filter(|text| signature_form_is_simple(text))?;
+    let signature_bytes = decode_signature(encoded)?;
+    let mut digest = [0_u8; 32];
+    hex::decode_to_slice(bundle_sha256, &mut digest).ok()?;
+    let holds = field("bundle_sha256") == Some(bundle_sha256)
+        && field("algorithm") == Some(ALGORITHM)
+        && field("signed_message") == Some(BUNDLE_SIGNED_MESSAGE)
+        && field("signature_status") == Some(SIGNATURE_STATUS)
+        && field("public_key_fingerprint") == Some(key.fingerprint_hex.as_str())
+        && Verifier { cache: None }.verify(&key.public_key, &digest, &signature_bytes);
+    holds.then(|| key_id.to_owned())
+}
+
+/// `canonical_sha256`, `pith_number`, `short_pith_number` and `source` (§10, §2) over the
+/// written texts of `canonical_record` and `source`: `(H(canonical_record), the subject)`
+/// when all four hold.
+fn record_holds<'t>(
+    record_text: &[u8],
+    source_text: &[u8],
+    parsed: &impl Fn(&str) -> Option<Json<'t>>,
+) -> Option<(String, String)> {
+    let record: Json<'_> = serde_json::from_slice(record_text).ok()?;
+    let digest: [u8; 32] = Sha256::digest(record_text).into();
+    let digest_hex = hex::encode(digest);
+    let claimed = parsed("canonical_sha256")?;
+    if claimed.as_str() != Some(digest_hex.as_str()) {
+        return None;
+    }
+    let submitted_at = record.get("metadata")?.get("submitted_at")?.as_str()?;
+    let digest_b32 = b32(&digest);
+    let pith_number = identifiers::pith_number(&digest_b32, submitted_at)?;
+    let short = format!("pith:{}", &digest_b32[..8]);
+    if parsed("pith_number")?.as_str() != Some(pith_number.as_str())
+        || parsed("short_pith_number")?.as_str() != Some(short.as_str())
+    {
+        return None;
+    }
+    // The record was written whole, so its source is canonical-able: written, it is `CJ`.
+    let source = record.get("source").filter(|source| !matches!(source, Json::Null))?;
+    let mut written = Vec::with_capacity(source_text.len());
+    canonical::write(&mut written, source);
+    (written == source_text).then_some((digest_hex, pith_number))
+}
+
+/// Whether `published` is the state `unhashed` with `"state_sha256"` in its place (§9):
+/// `merge.state.is_spliced_state`.
+fn is_spliced(published: &[u8], unhashed: &[u8], state_sha256: &str) -> bool {
+    let Some(at) = unhashed
+        .windows(AFTER_STATE_SHA256.len())
+        .rposition(|window| window == AFTER_STATE_SHA256)
+    else {
+        return false;
+    };
+    let field = [b",\"state_sha256\":\"", state_sha256.as_bytes(), b"\""].concat();
+    published.len() == unhashed.len() + field.len()
+        && published.starts_with(&unhashed[..at])
+        && published[at..].starts_with(&field)
+        && published.ends_with(&unhashed[at..])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -298,6 +472,18 @@ mod tests {
         ] {
             assert!(super::split(not_split).is_none());
         }
+    }
+
+    #[test]
+    fn a_published_state_is_the_folded_one_with_its_hash_in_place() {
+        let unhashed = br#"{"a":1,"pith_number":"p","state_type":"s","v":2}"#;
+        let spliced = br#"{"a":1,"pith_number":"p","state_sha256":"ab","state_type":"s","v":2}"#;
+        assert!(is_spliced(spliced, unhashed, "ab"));
+        assert!(!is_spliced(spliced, unhashed, "ac"));
+        assert!(!is_spliced(&spliced[..spliced.len() - 1], unhashed, "ab"));
+        let longer = br#"{"a":1,"pith_number":"p","state_sha256":"ab","state_type":"s","v":22}"#;
+        assert!(!is_spliced(longer, unhashed, "ab"));
+        assert!(!is_spliced(spliced, br#"{"a":1}"#, "ab")); // no state_type: never a state
     }
 
     #[test]

@@ -540,7 +540,7 @@ fn schema_instant(shape: &Shape<'_, '_>, event_id: &str, signer_fingerprint: &st
 ///
 /// Only the form of [`signature_form_is_simple`] comes here: the others fall back, and Python's
 /// `b64decode` says on the pure path what they are.
-fn decode_signature(text: &str) -> Option<[u8; 64]> {
+pub fn decode_signature(text: &str) -> Option<[u8; 64]> {
     let mut out = [0_u8; 66];
     match BASE64.decode_slice(text, &mut out) {
         Ok(64) => Some(out[..64].try_into().expect("64 bytes")),

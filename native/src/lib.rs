@@ -5,8 +5,9 @@
 //! [`timestamps`] (§4), [`identifiers`] (§2), [`verify`] (§2's Ed25519, with libsodium's
 //! verdicts), [`admission`] (§5), [`checks`] (§4, §6, §8), [`chains`] (§7), [`state`] (§9),
 //! [`batch`] (the fold of many inputs), [`engine`] (the incremental engine's judging),
-//! [`bundle`] (§10: reading a bundle's text), [`store`] (an input prepared for an event store),
-//! and [`py`], the boundary with `merge.native`, one file per service.
+//! [`bundle`] (§10: reading a bundle's text, and judging one that passes), [`store`] (an input
+//! prepared for an event store), and [`py`], the boundary with `merge.native`, one file per
+//! service.
 
 mod admission;
 mod batch;
@@ -42,6 +43,7 @@ fn pith_merge_native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(py::canonical::canonical_texts, module)?)?;
     module.add_function(wrap_pyfunction!(py::bundle::read_bundle, module)?)?;
     module.add_function(wrap_pyfunction!(py::store::prepare_inputs, module)?)?;
+    module.add_function(wrap_pyfunction!(py::bundle::judge_bundles, module)?)?;
     module.add_class::<py::fold::Key>()?;
     module.add_class::<py::fold::ValidEvent>()?;
     module.add_class::<py::fold::Judgement>()?;
@@ -51,6 +53,7 @@ fn pith_merge_native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<py::fold::Finished>()?;
     module.add_class::<py::bundle::BundleCache>()?;
     module.add_class::<py::bundle::BundleRead>()?;
+    module.add_class::<py::bundle::JudgedBundle>()?;
     module.add_class::<py::engine::EventJudge>()?;
     module.add_class::<py::engine::JudgedInput>()?;
     module.add("REASONS", py::codes(Reason::ALL))?;

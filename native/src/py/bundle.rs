@@ -5,8 +5,9 @@ use std::sync::Mutex;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
 
+use super::fold::{key_map, Key};
 use super::{guarded, text_of};
-use crate::bundle::{self, Part};
+use crate::bundle::{self, Judgement, Part, Split};
 use crate::maps::HashMap;
 use crate::pool::{collect_exact, locked, vec_with_capacity};
 
@@ -151,4 +152,155 @@ fn identity_of(py: Python<'_>, identity: Option<&bundle::Identity>) -> PyResult<
         .into_pyobject(py)?
         .into_any()
         .unbind())
+}
+
+/// A bundle that passed §10's checks on this path (see [`judge_bundles`]), as Python takes it
+/// (`merge.native.bundle.JudgedBundle`).
+#[pyclass(module = "pith_merge_native", frozen, get_all)]
+pub struct JudgedBundle {
+    /// Its members but ``events``, in key order: ``[(key, raw text, canonical text)]``.
+    members: Py<PyList>,
+    /// Each event's canonical text.
+    events: Py<PyList>,
+    bundle_sha256: String,
+    /// H of ``canonical_record``.
+    record_sha256: String,
+    /// The trusted key that signed it.
+    trusted_key_id: String,
+    /// The fold of its events: the state's canonical bytes without ``state_sha256``.
+    state: Py<PyBytes>,
+    state_sha256: String,
+    /// Who superseded whom: ``[(superseded id, [ids of the events that superseded it])]``.
+    superseded: Py<PyList>,
+}
+
+/// What one text became, before it crosses to Python.
+enum Outcome<'t> {
+    Undecided,
+    KeysWanted(Vec<u8>),
+    Passed(Box<Passing<'t>>),
+}
+
+/// A bundle that passed, with what was read of it.
+struct Passing<'t> {
+    split: Split<'t>,
+    /// `CJ` of each member of `split`, in order.
+    members: Vec<Vec<u8>>,
+    /// `CJ` of each event.
+    events: Vec<Vec<u8>>,
+    bundle_sha256: String,
+    passed: bundle::Passed,
+}
+
+/// Each bundle of ``texts`` (JSON texts, exactly `bytes` or `str`) read whole and judged by
+/// §10's checks (`bundle::judge`) in one call, without the GIL, one thread: a
+/// [`JudgedBundle`] where it passed them all but ``source_aliases``; the canonical text of its
+/// ``public_keys`` (`bytes`) where only a key set not among ``key_sets`` (by that text) is
+/// wanting; else ``None``, for `merge.bundle` to judge. ``trusted``: the keys of bundle signatures.
+#[pyfunction]
+pub fn judge_bundles<'py>(
+    py: Python<'py>,
+    texts: Vec<Bound<'py, PyAny>>,
+    trusted: Vec<Bound<'py, Key>>,
+    key_sets: HashMap<Vec<u8>, Vec<Bound<'py, Key>>>,
+) -> PyResult<Vec<PyObject>> {
+    guarded(py, || {
+        let trusted = key_map(&trusted);
+        let key_sets: HashMap<Vec<u8>, _> = key_sets
+            .iter()
+            .map(|(text, keys)| (text.clone(), key_map(keys)))
+            .collect();
+        let borrowed: Vec<Option<&[u8]>> = collect_exact(texts.iter().map(text_of));
+        let outcomes: Vec<Outcome<'_>> = py.allow_threads(|| {
+            collect_exact(borrowed.iter().map(|text| match text {
+                Some(text) => judged(text, &trusted, &key_sets),
+                None => Outcome::Undecided,
+            }))
+        });
+        let mut done = vec_with_capacity(outcomes.len());
+        for outcome in outcomes {
+            done.push(match outcome {
+                Outcome::Undecided => py.None(),
+                Outcome::KeysWanted(text) => PyBytes::new(py, &text).into_any().unbind(),
+                Outcome::Passed(passed) => Py::new(py, judged_bundle(py, *passed)?)?.into_any(),
+            });
+        }
+        Ok(done)
+    })
+}
+
+/// `text` read and written whole (one thread; no cache), then judged.
+fn judged<'t>(
+    text: &'t [u8],
+    trusted: &HashMap<String, crate::checks::Key>,
+    key_sets: &HashMap<Vec<u8>, HashMap<String, crate::checks::Key>>,
+) -> Outcome<'t> {
+    let Some(split) = bundle::split(text) else {
+        return Outcome::Undecided;
+    };
+    let Some(parts) = bundle::write(&split, &split.events, text.len(), 1, false) else {
+        return Outcome::Undecided;
+    };
+    let (Some(members), Some(events)) = (
+        parts.members.into_iter().collect::<Option<Vec<Vec<u8>>>>(),
+        parts
+            .events
+            .into_iter()
+            .map(|event| event.map(|written| written.text))
+            .collect::<Option<Vec<Vec<u8>>>>(),
+    ) else {
+        return Outcome::Undecided; // a part this path does not write: bundle_sha256 is the pure path's
+    };
+    let names = split
+        .members
+        .iter()
+        .zip(&members)
+        .map(|((key, _), text)| (key.as_str(), text.as_slice()));
+    let event_texts: Vec<&[u8]> = collect_exact(events.iter().map(Vec::as_slice));
+    let digest = bundle::bundle_sha256(names, &event_texts);
+    let member_texts: Vec<&[u8]> = collect_exact(members.iter().map(Vec::as_slice));
+    match bundle::judge(&split, &member_texts, &event_texts, &digest, trusted, key_sets) {
+        Judgement::Undecided => Outcome::Undecided,
+        Judgement::KeysWanted(text) => Outcome::KeysWanted(text),
+        Judgement::Passed(passed) => Outcome::Passed(Box::new(Passing {
+            split,
+            members,
+            events,
+            bundle_sha256: digest,
+            passed,
+        })),
+    }
+}
+
+/// A passed bundle as Python takes it.
+fn judged_bundle(py: Python<'_>, passing: Passing<'_>) -> PyResult<JudgedBundle> {
+    let Passing {
+        split,
+        members,
+        events,
+        bundle_sha256,
+        passed,
+    } = passing;
+    let members = collect_exact(split.members.iter().zip(&members).map(|((key, part), written)| {
+        let text = PyBytes::new(py, written);
+        let raw = match part {
+            Part::Text(raw) => PyBytes::new(py, raw),
+            Part::Value(_) => text.clone(), // a parsed member's text is its canonical text
+        };
+        (key.clone(), raw, text)
+    }));
+    let superseded = PyList::empty(py);
+    for (id, by) in passed.built.superseded.iter() {
+        superseded.append((id, by))?;
+    }
+    Ok(JudgedBundle {
+        members: PyList::new(py, members)?.unbind(),
+        events: PyList::new(py, events.iter().map(|text| PyBytes::new(py, text)))?.unbind(),
+        bundle_sha256,
+        record_sha256: passed.record_sha256,
+        trusted_key_id: passed.trusted_key_id,
+        state: PyBytes::new(py, &passed.built.state).unbind(),
+        state_sha256: passed.state_sha256,
+        superseded: superseded.unbind(),
+    })
 }

@@ -1,0 +1,187 @@
+"""verify_bundle_texts: a batch of bundle texts judged in one compiled call (issue 39 item 2),
+held to verify_bundle_parts, the reference, bundle by bundle.
+
+The compiled judgement (``merge.native.bundle.judge_bundles``) decides only a bundle that passes
+every check of §10 in the one form it holds to the pure path's verdicts, and hands every other
+back. So each case below is a bundle that passes, with one rule of §10 broken (re-signed where the
+signature is not the point, so that the checks after it run), and each must give, on both paths,
+the very :class:`merge.bundle.Verified` that :func:`verify_bundle_parts` gives: the same checks
+and details, the same fold, members, key set and identities. The unbroken bundle must be decided
+by the compiled call (else the comparisons would hold vacuously).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+import pytest
+
+from merge import canonical_json
+from merge.bundle import Verified, _judged_texts, verify_bundle_parts, verify_bundle_texts
+from merge.keys import KeySet
+from merge.signing import make_bundle, sign_bundle
+
+from .builders import KEY_A, KEY_B, KEYS, RECORD, event, record_event
+
+TRUST = [KEY_A.key_object()]
+SIGNED_AT = "2026-07-06T00:00:00Z"
+REC = record_event()
+G1 = event(created_at="2026-07-05T07:00:00Z")
+X1 = event(created_at="2026-07-05T08:00:00Z", prev_event=G1["event_id"], payload={"n": 2})
+GOOD = make_bundle(KEY_A, RECORD, [REC, G1, X1], public_keys=KEYS, built_at=SIGNED_AT)
+
+Bundle = dict[str, Any]
+
+
+def _whole(verified: Verified) -> tuple[Any, ...]:
+    """Everything a :class:`Verified` says, comparable."""
+    report, result = verified.report, verified.report.result
+    folded = None if result is None else (canonical_json(result.state), result.rejected, result.superseded)
+    keys = None if verified.keys is None else verified.keys.as_json()
+    members = verified.members
+    if isinstance(members, dict):
+        members = msgspec.json.encode(members, enc_hook=str)
+    return (
+        report.checks,
+        report.trusted_key_id,
+        folded,
+        members,
+        repr(verified.members),
+        verified.canonical_events,
+        verified.identities,
+        keys,
+    )
+
+
+def _text(bundle: Bundle) -> bytes:
+    return json.dumps(bundle, indent=1, ensure_ascii=False).encode()
+
+
+def _resigned(change: Callable[[Bundle], None]) -> Callable[[], Bundle]:
+    """GOOD changed by ``change``, then signed again by the trusted key."""
+
+    def made() -> Bundle:
+        bundle = json.loads(json.dumps(GOOD))
+        change(bundle)
+        return sign_bundle(KEY_A, bundle, signed_at=SIGNED_AT)
+
+    return made
+
+
+def _unsigned(change: Callable[[Bundle], None]) -> Callable[[], Bundle]:
+    """GOOD changed by ``change``, its signature left as it was (or changed by ``change``)."""
+
+    def made() -> Bundle:
+        bundle = json.loads(json.dumps(GOOD))
+        change(bundle)
+        return bundle
+
+    return made
+
+
+def _set(path: tuple[Any, ...], value: Any) -> Callable[[Bundle], None]:
+    def change(bundle: Bundle) -> None:
+        target: Any = bundle
+        for step in path[:-1]:
+            target = target[step]
+        target[path[-1]] = value
+
+    return change
+
+
+def _drop(name: str) -> Callable[[Bundle], None]:
+    return lambda bundle: bundle.pop(name)
+
+
+def _events(*events: Any) -> Callable[[Bundle], None]:
+    return _set(("events",), list(events))
+
+
+SIGNATURE = ("bundle_signature",)
+CASES: dict[str, Callable[[], Bundle]] = {
+    "good": lambda: GOOD,
+    "bundle_type": _resigned(_set(("bundle_type",), "other")),
+    "bundle_type missing": _resigned(_drop("bundle_type")),
+    "merge_version": _resigned(_set(("merge_version",), "merge-v2")),
+    "merge_version a number": _resigned(_set(("merge_version",), 1)),
+    "bundle_sha256 claimed wrong": _unsigned(_set((*SIGNATURE, "bundle_sha256"), "0" * 64)),
+    "not re-signed": _unsigned(_set(("built_at",), "2026-07-07T00:00:00Z")),
+    "signature missing": _unsigned(_drop("bundle_signature")),
+    "signature not an object": _unsigned(_set(SIGNATURE, [1])),
+    "signature algorithm": _unsigned(_set((*SIGNATURE, "algorithm"), "rsa")),
+    "signature signed_message": _unsigned(_set((*SIGNATURE, "signed_message"), "x")),
+    "signature status": _unsigned(_set((*SIGNATURE, "signature_status"), "unsigned")),
+    "signature fingerprint": _unsigned(_set((*SIGNATURE, "public_key_fingerprint"), "00" * 16)),
+    "signature key untrusted": lambda: sign_bundle(KEY_B, GOOD, signed_at=SIGNED_AT),
+    "signature base64 unpadded": _unsigned(
+        lambda bundle: bundle["bundle_signature"].update(
+            signature_b64=bundle["bundle_signature"]["signature_b64"].rstrip("=")
+        )
+    ),
+    "signature base64 of 63 bytes": _unsigned(
+        _set((*SIGNATURE, "signature_b64"), "A" * 84)  # 63 bytes, padded form not simple
+    ),
+    "signature bytes wrong": _unsigned(_set((*SIGNATURE, "signature_b64"), "A" * 86 + "==")),
+    "canonical_sha256 wrong": _resigned(_set(("canonical_sha256",), "f" * 64)),
+    "canonical_sha256 upper case": _resigned(
+        lambda bundle: bundle.update(canonical_sha256=bundle["canonical_sha256"].upper())
+    ),
+    "canonical_record changed": _resigned(_set(("canonical_record", "schema_version"), "1.1")),
+    "canonical_record not an object": _resigned(_set(("canonical_record",), [])),
+    "submitted_at short": _resigned(_set(("canonical_record", "metadata", "submitted_at"), "201")),
+    "pith_number wrong": _resigned(_set(("pith_number",), "pith:1999:AAAA")),
+    "short_pith_number wrong": _resigned(_set(("short_pith_number",), "pith:AAAAAAAA")),
+    "short_pith_number missing": _resigned(_drop("short_pith_number")),
+    "source differs": _resigned(_set(("source", "version"), 99)),
+    "source missing": _resigned(_drop("source")),
+    "source reordered": _resigned(
+        lambda bundle: bundle.update(source=dict(reversed(bundle["source"].items())))
+    ),
+    "public_keys missing": _resigned(_drop("public_keys")),
+    "public_keys empty": _resigned(_set(("public_keys",), [])),
+    "public_keys null": _resigned(_set(("public_keys",), None)),
+    "public_keys broken": _resigned(_set(("public_keys", 0, "public_key_b64"), "AAAA")),
+    "public_keys other": _resigned(_set(("public_keys",), KEYS[:1])),
+    "public_keys reordered": _resigned(_set(("public_keys",), list(reversed(KEYS)))),
+    "state differs": _resigned(_set(("state", "event_count"), 7)),
+    "state missing": _resigned(_drop("state")),
+    "state null": _resigned(_set(("state",), None)),
+    "source_aliases differ": _resigned(_set(("source_aliases",), [])),
+    "source_aliases missing": _resigned(_drop("source_aliases")),
+    "an event invalid": _resigned(_events(REC, G1, {**X1, "payload": {"n": 3}})),
+    "an event rejected": _resigned(_events(REC, G1, X1, {"no": "event_id"})),
+    "an event a string": _resigned(_events(REC, G1, X1, "x")),
+    "an event twice": _resigned(_events(REC, G1, X1, G1)),
+    "no events": _resigned(_events()),
+    "events not a list": _resigned(_set(("events",), {})),
+    "pith_number a number": _unsigned(_set(("pith_number",), 1.5)),
+}
+
+
+@pytest.mark.parametrize("case", CASES.values(), ids=CASES.keys())
+def test_each_bundle_as_verify_bundle_parts_verifies_it(each_path: str, case: Callable[[], Bundle]) -> None:
+    text = _text(case())
+    batch = verify_bundle_texts([text], trusted_keys=TRUST)
+    assert len(batch) == 1
+    assert _whole(batch[0]) == _whole(verify_bundle_parts(text, trusted_keys=TRUST, threads=1))
+
+
+def test_the_good_bundle_is_decided_by_the_compiled_call(each_path: str) -> None:
+    """Else the comparisons above would hold vacuously: the compiled call decides a bundle that
+    passes (and, with a key set it has not met, asks for it first); the pure path decides none."""
+    judged = _judged_texts([_text(GOOD)], KeySet.parse(TRUST))
+    assert (judged[0] is not None) == (each_path == "compiled")
+    assert verify_bundle_texts([_text(GOOD)], trusted_keys=TRUST)[0].report.ok
+
+
+def test_a_batch_of_every_case_at_once(each_path: str) -> None:
+    """Every case in one call (their key sets met and parsed together), and texts that are no
+    bundle, each verified as alone, in order."""
+    texts: list[Any] = [_text(case()) for case in CASES.values()]
+    texts += [b"", b"[]", b"{", "not json", _text(GOOD).decode(), bytearray(_text(GOOD))]
+    batch = verify_bundle_texts(texts, trusted_keys=TRUST)
+    alone = [verify_bundle_parts(text, trusted_keys=TRUST, threads=1) for text in texts]
+    assert [_whole(verified) for verified in batch] == [_whole(verified) for verified in alone]

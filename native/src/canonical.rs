@@ -133,11 +133,7 @@ fn write_cow(out: &mut Vec<u8>, text: &Cow<str>) {
 /// `CJ(text)`: a JSON string, escaped as §1 says.
 pub fn write_str(out: &mut Vec<u8>, text: &str) {
     // Most strings written here (event ids, targets, timestamps) need no escape: copied at once.
-    // The test has no early exit, so that it is vectorized (ids are 71 bytes).
-    let plain = !text.bytes().fold(false, |escape, byte| {
-        escape | (byte < 0x20) | (byte == b'"') | (byte == b'\\')
-    });
-    if plain {
+    if is_plain(text) {
         out.reserve(text.len() + 2);
         out.push(b'"');
         out.extend_from_slice(text.as_bytes());
@@ -145,6 +141,23 @@ pub fn write_str(out: &mut Vec<u8>, text: &str) {
     } else {
         serde_json::to_writer(out, text).expect("writing JSON to memory cannot fail");
     }
+}
+
+/// The length of `CJ(text)`: what [`write_str`] appends, counted without writing it.
+pub fn str_len(text: &str) -> usize {
+    if is_plain(text) {
+        text.len() + 2
+    } else {
+        serde_json::to_string(text).expect("writing JSON to memory cannot fail").len()
+    }
+}
+
+/// True when `text` has no character that §1 escapes. The test has no early exit, so that it is
+/// vectorized (ids are 71 bytes).
+fn is_plain(text: &str) -> bool {
+    !text.bytes().fold(false, |escape, byte| {
+        escape | (byte < 0x20) | (byte == b'"') | (byte == b'\\')
+    })
 }
 
 /// `CJ` of a string or null.

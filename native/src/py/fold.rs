@@ -310,6 +310,8 @@ impl StateDigest {
 #[pyclass(module = "pith_merge_native")]
 pub struct Judgement {
     subject: String,
+    /// The threads it was last judged on, which build its state too.
+    threads: usize,
     /// `None` once `finish` has taken them.
     verdicts: Option<HashMap<String, Verdict>>,
 }
@@ -368,6 +370,7 @@ impl Judgement {
                 .ok_or_else(|| PyValueError::new_err("this judgement was finished already"))?;
             Ok(Judgement {
                 subject: self.subject.clone(),
+                threads: self.threads,
                 verdicts: Some(verdicts.clone()),
             })
         })
@@ -387,6 +390,7 @@ impl Judgement {
     ) -> PyResult<Vec<usize>> {
         guarded(py, || {
             let subjects = [self.subject.clone()];
+            self.threads = threads;
             let verdicts = self
                 .verdicts
                 .as_mut()
@@ -423,16 +427,16 @@ impl Judgement {
         guarded(py, || {
             let verdicts = self.merged(invalid, valid)?;
             let count = verdicts.len();
-            let subject = &self.subject;
+            let (subject, threads) = (&self.subject, self.threads);
             let mut built = py.allow_threads(|| {
-                let mut built = batch::build(subject, verdicts);
+                let mut built = batch::build(subject, verdicts, threads);
                 if free_now {
-                    drop(std::mem::take(&mut built.events));
+                    drop(std::mem::take(&mut built.spent));
                     trim_from(count);
                 }
                 built
             });
-            free_later(std::mem::take(&mut built.events), count);
+            free_later(std::mem::take(&mut built.spent), count);
             finished(py, built, StateDigest::of)
         })
     }
@@ -459,7 +463,7 @@ pub fn finish_many<'py>(
         let mut events = vec_with_capacity(built.len());
         let mut done = vec_with_capacity(built.len());
         for (mut built, digest) in built {
-            events.push(std::mem::take(&mut built.events));
+            events.push(std::mem::take(&mut built.spent));
             done.push(finished(py, built, |_| StateDigest {
                 digest: Deferred::ready(digest),
             })?);
@@ -505,6 +509,7 @@ pub fn judge_many(
             |(subject, judged)| {
                 let judgement = Judgement {
                     subject,
+                    threads,
                     verdicts: Some(judged.verdicts),
                 };
                 (judgement, judged.fallback)

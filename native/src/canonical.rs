@@ -197,7 +197,7 @@ mod tests {
     }
 
     #[test]
-    fn strings_are_written_as_serde_json_escapes_them() {
+    fn strings_are_written_as_serde_json_escapes_them_and_counted_so() {
         // Every character below 0x80 alone, between plain text, and a few beyond.
         let texts: Vec<String> = (0u8..0x80)
             .map(|byte| format!("sha256:{}ab", byte as char))
@@ -206,6 +206,7 @@ mod tests {
         for text in &texts {
             let mut out = Vec::new();
             write_str(&mut out, text);
+            assert_eq!(str_len(text), out.len(), "{text:?}: str_len counts what write_str writes");
             assert_eq!(
                 String::from_utf8(out).unwrap(),
                 serde_json::to_string(text).unwrap(),

@@ -1144,12 +1144,13 @@ def test_a_states_entries_written_in_runs_on_threads_are_the_pure_paths_bytes() 
     hints = [event()]
     for n in range(1, 300):  # over two runs of 128
         created_at = f"2026-07-05T{6 + n // 60:02d}:{n % 60:02d}:00Z"
-        hints.append(event(prev_event=hints[-1]["event_id"], payload={"n": n, "s": "\"\\\n"}, created_at=created_at))
+        payload = {"n": n, "s": '"\\\n'}  # escapes in the payloads' bytes
+        hints.append(event(prev_event=hints[-1]["event_id"], payload=payload, created_at=created_at))
     corrections = [event("correction", created_at="2026-07-05T06:30:00Z")]
     texts = [to_text(value) for value in [record_event(), *hints, *corrections]]
-    states = {threads: canonical_json(both(texts, SUBJECT, KEYS, threads).state) for threads in (1, 2, 3, None)}
-    assert len(set(states.values())) == 1
-    current = both(texts, SUBJECT, KEYS, 2).state.current
+    results = [both(texts, SUBJECT, KEYS, threads) for threads in (1, 2, 3)]
+    assert len({canonical_json(result.state) for result in results}) == 1
+    current = results[0].state.current
     assert (len(current.mirror_hints), len(current.corrections)) == (300, 1)
     assert current.record_created is not None
 

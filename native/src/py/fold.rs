@@ -407,7 +407,8 @@ impl Judgement {
         })
     }
 
-    /// Merge the pure path's verdicts in (§5), classify (§7) and build the state (§9).
+    /// Merge the pure path's verdicts in (§5), classify (§7) and build the state (§9), its
+    /// entries written on the threads it was judged on.
     ///
     /// ``invalid``: ``(event_id, §6 reason)``; ``valid``: the events it judged valid. Returns
     /// ``(CJ(state) without state_sha256, [(superseded id, [ids that superseded it])], digest)``:

@@ -1135,26 +1135,6 @@ def test_a_streamed_folds_texts_are_freed_once_judged(monkeypatch: pytest.Monkey
     assert result.state.valid_event_count == len(chain) + 1
 
 
-@needs_native
-def test_a_states_entries_written_in_runs_on_threads_are_the_pure_paths_bytes() -> None:
-    """The compiled path writes a long list of ``current`` in runs of entries, each at its own
-    place in the state, on the fold's threads (``native/src/state.rs``, ``RUN_ENTRIES``): a list
-    of several runs, one of one run, the empty ones and the record between them give the pure
-    path's bytes, whatever the threads."""
-    hints = [event()]
-    for n in range(1, 300):  # over two runs of 128
-        created_at = f"2026-07-05T{6 + n // 60:02d}:{n % 60:02d}:00Z"
-        payload = {"n": n, "s": '"\\\n'}  # escapes in the payloads' bytes
-        hints.append(event(prev_event=hints[-1]["event_id"], payload=payload, created_at=created_at))
-    corrections = [event("correction", created_at="2026-07-05T06:30:00Z")]
-    texts = [to_text(value) for value in [record_event(), *hints, *corrections]]
-    results = [both(texts, SUBJECT, KEYS, threads) for threads in (1, 2, 3)]
-    assert len({canonical_json(result.state) for result in results}) == 1
-    current = results[0].state.current
-    assert (len(current.mirror_hints), len(current.corrections)) == (300, 1)
-    assert current.record_created is not None
-
-
 #: The adapters (pyproject.toml's TID251 exceptions): they import the core, never the compiled door.
 ADAPTERS = [
     "cli",

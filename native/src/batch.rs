@@ -161,10 +161,10 @@ pub fn judge(
 /// A subject and its verdicts, the pure path's merged in: what a state is built from.
 pub type Merged = (String, HashMap<String, Verdict>);
 
-/// The state of `subject` from its verdicts (§7, §9), its entries written on `threads` threads.
-pub fn build(subject: &str, verdicts: HashMap<String, Verdict>, threads: usize) -> Built {
+/// The state of `subject` from its verdicts (§7, §9).
+pub fn build(subject: &str, verdicts: HashMap<String, Verdict>) -> Built {
     let count = verdicts.len();
-    let built = state::build(subject, verdicts, threads);
+    let built = state::build(subject, verdicts);
     trim_from(count); // the payloads, freed as the state was written: their pages, for the decode
     built
 }
@@ -173,13 +173,11 @@ pub fn build(subject: &str, verdicts: HashMap<String, Verdict>, threads: usize) 
 pub fn build_many(jobs: Vec<Merged>, threads: usize) -> Vec<(Built, String)> {
     let count = jobs.iter().map(|(_, verdicts)| verdicts.len()).sum();
     // Each job is taken, once, by the thread that builds it (building consumes the verdicts).
-    // One job: its entries on the threads; else a state a thread.
-    let each = if jobs.len() == 1 { threads } else { 1 };
     let jobs: Vec<Mutex<Option<Merged>>> = collect_exact(jobs.into_iter().map(|job| Mutex::new(Some(job))));
     let built = parallel_map(&jobs, threads, 1, |job| {
         let taken = locked(job).take();
         let (subject, verdicts) = taken.expect("each job built once");
-        let built = state::build(&subject, verdicts, each);
+        let built = state::build(&subject, verdicts);
         let digest = state_sha256(&built.state);
         (built, digest)
     });

@@ -4,15 +4,13 @@
 //! The state's shape is fixed, so its keys are written in code point order by hand around the
 //! canonical bytes of each payload, signer and record, which the checks already made.
 
-use std::cell::RefCell;
-use std::ops::Range;
 use std::sync::Arc;
 
-use crate::canonical::{str_len, write_list, write_opt_str, write_str, write_str_array};
+use crate::canonical::{write_list, write_opt_str, write_str, write_str_array};
 use crate::chains::{classify, supersessions, Classification};
 use crate::checks::{ValidEvent, Verdict};
 use crate::maps::HashMap;
-use crate::pool::{collect_exact, parallel_map, vec_with_capacity};
+use crate::pool::{collect_exact, vec_with_capacity};
 use crate::reasons::Reason;
 
 /// The state's members between `invalid_events` and `pith_number`'s value, in key order (§9):
@@ -100,40 +98,24 @@ fn id_prefix(id: &str) -> u128 {
     u128::from_be_bytes(prefix)
 }
 
-/// What an entry's bytes hold besides its five values (see [`write_entry`]): its keys, in code
-/// point order, each before its value, and the closing brace.
-const ENTRY_KEYS: [&[u8]; 6] = [
-    b"{\"created_at\":",
-    b",\"event_id\":",
-    b",\"payload\":",
-    b",\"signer\":",
-    b",\"target\":",
-    b"}",
-];
-
 /// `CJ` of the entry of an applied event, its five keys in code point order.
 pub fn write_entry(out: &mut Vec<u8>, event: &ValidEvent) {
-    out.extend_from_slice(ENTRY_KEYS[0]);
+    out.extend_from_slice(b"{\"created_at\":");
     write_str(out, event.created_at());
-    out.extend_from_slice(ENTRY_KEYS[1]);
+    out.extend_from_slice(b",\"event_id\":");
     write_str(out, event.event_id());
-    out.extend_from_slice(ENTRY_KEYS[2]);
+    out.extend_from_slice(b",\"payload\":");
     out.extend_from_slice(event.payload());
-    out.extend_from_slice(ENTRY_KEYS[3]);
+    out.extend_from_slice(b",\"signer\":");
     out.extend_from_slice(event.signer());
-    out.extend_from_slice(ENTRY_KEYS[4]);
+    out.extend_from_slice(b",\"target\":");
     write_str(out, event.target());
-    out.extend_from_slice(ENTRY_KEYS[5]);
+    out.push(b'}');
 }
 
-/// The length of [`write_entry`]'s bytes of `event`, counted without writing them.
-fn entry_len(event: &ValidEvent) -> usize {
-    ENTRY_KEYS.iter().map(|key| key.len()).sum::<usize>()
-        + str_len(event.created_at())
-        + str_len(event.event_id())
-        + event.payload().len()
-        + event.signer().len()
-        + str_len(event.target())
+/// The entries of the events at `indices`, as a JSON array (see [`write_entry`]).
+fn write_entries(out: &mut Vec<u8>, valid: &[&ValidEvent], indices: impl IntoIterator<Item = usize>) {
+    write_list(out, indices, |out, at| write_entry(out, valid[at]));
 }
 
 /// `CJ(source_aliases)`: a record's aliases, each with its `created_at`.
@@ -180,9 +162,8 @@ pub fn write_count(out: &mut Vec<u8>, key: &str, count: usize) {
     out.extend_from_slice(format!(",\"{key}\":{count}").as_bytes());
 }
 
-/// Classify the verdicts (§7) and write the state of `subject` (§9), all but `state_sha256`; its
-/// entries written on `threads` threads (see [`write_state`]).
-pub fn build(subject: &str, verdicts: HashMap<String, Verdict>, threads: usize) -> Built {
+/// Classify the verdicts (§7) and write the state of `subject` (§9), all but `state_sha256`.
+pub fn build(subject: &str, verdicts: HashMap<String, Verdict>) -> Built {
     let event_count = verdicts.len();
     let mut keyed: Vec<(u128, Arc<ValidEvent>)> = vec_with_capacity(event_count);
     let mut rejected: Vec<(String, Reason)> = Vec::new();
@@ -253,7 +234,6 @@ pub fn build(subject: &str, verdicts: HashMap<String, Verdict>, threads: usize) 
         record,
         &equivocations,
         &invalid,
-        threads,
     );
     Built {
         state,
@@ -262,47 +242,7 @@ pub fn build(subject: &str, verdicts: HashMap<String, Verdict>, threads: usize) 
     }
 }
 
-/// Entries of one list of `current` that a thread writes at once (see [`write_state`]): about a
-/// hundred KB of payloads, which its scratch buffer holds in its cache until it is copied out.
-const RUN_ENTRIES: usize = 128;
-
-thread_local! {
-    /// A thread's scratch for a run of entries, kept from run to run (see [`write_state`]).
-    static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
-}
-
-/// A part of the state's bytes, in order: a stretch of the skeleton (every byte but the lists'
-/// entries, written on the caller's thread) or a run of entries of one list, with its length.
-enum Piece<'r> {
-    Skeleton(Range<usize>),
-    Run(&'r [usize], usize),
-}
-
-/// The state's buffer, which the threads fill side by side, each piece at its own offset.
-struct Destination {
-    start: *mut u8,
-    capacity: usize,
-}
-
-// SAFETY: the threads write disjoint ranges (`put`), and the buffer is read only once all of
-// them have returned.
-unsafe impl Sync for Destination {}
-
-impl Destination {
-    /// Copy `bytes` to `offset`: each byte of the buffer is written by one `put` only.
-    fn put(&self, offset: usize, bytes: &[u8]) {
-        assert!(offset + bytes.len() <= self.capacity, "a piece of the state past its buffer");
-        // SAFETY: within the buffer (checked above), a range no other `put` writes.
-        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.start.add(offset), bytes.len()) };
-    }
-}
-
 /// The state's canonical bytes, without `state_sha256`: what that hash is taken over (§2).
-///
-/// Written on `threads` threads: the skeleton (every byte but the entries of `current`'s lists)
-/// on the caller's, then the lists' entries in runs of [`RUN_ENTRIES`], each run's length
-/// counted first ([`entry_len`]) so that it has its place in the buffer, and each run written at
-/// that place by whichever thread takes it. The bytes are the same on any number of threads.
 #[allow(clippy::too_many_arguments)]
 fn write_state(
     subject: &str,
@@ -313,30 +253,16 @@ fn write_state(
     record: Option<usize>,
     equivocations: &[Vec<u8>],
     invalid: &[(&str, Reason)],
-    threads: usize,
 ) -> Vec<u8> {
     let mut lists: HashMap<&str, Vec<usize>> = HashMap::default();
     for &at in current {
         lists.entry(valid[at].event_type()).or_default().push(at);
     }
-    let list_of = |event_type: &str| lists.get(event_type).map_or(&[][..], Vec::as_slice);
-    // The runs in the order they are written, and the length of each (commas between entries).
-    let runs: Vec<&[usize]> = CURRENT_LISTS
-        .iter()
-        .flat_map(|(_, event_type)| list_of(event_type).chunks(RUN_ENTRIES))
-        .collect();
-    let run_lengths = parallel_map(&runs, threads, 1, |run| {
-        run.iter().map(|&at| entry_len(valid[at])).sum::<usize>() + run.len() - 1
-    });
-
-    // The skeleton: about 160 bytes an event for the id lists, the record and the forks.
+    // Room for it all at once (entries, then about 160 bytes an event for the id lists).
+    let entry_size = |at: usize| valid[at].payload().len() + valid[at].signer().len() + 160;
+    let estimate: usize = current.iter().map(|&at| entry_size(at)).sum::<usize>() + 160 * event_count + 1024;
     let record_parts = record.and_then(|at| valid[at].record.as_deref());
-    let record_size = record.map_or(0, |at| entry_len(valid[at]))
-        + record_parts.map_or(0, |parts| parts.canonical_record.len() + 160 * parts.source_aliases.len());
-    let forks_size: usize = equivocations.iter().map(Vec::len).sum();
-    let mut out: Vec<u8> = vec_with_capacity(160 * event_count + record_size + forks_size + 1024);
-    // Where in the skeleton each run goes, in order.
-    let mut holes: Vec<usize> = vec_with_capacity(runs.len());
+    let mut out: Vec<u8> = vec_with_capacity(estimate);
     out.extend_from_slice(b"{\"applied_event_ids\":");
     write_str_array(&mut out, classification.applied.iter().map(|&at| valid[at].event_id()));
     out.extend_from_slice(b",\"current\":{");
@@ -346,7 +272,7 @@ fn write_state(
         }
         write_str(&mut out, key);
         out.push(b':');
-        write_list(&mut out, list_of(event_type).chunks(RUN_ENTRIES), |out, _| holes.push(out.len()));
+        write_entries(&mut out, valid, lists.get(event_type).into_iter().flatten().copied());
         match *key {
             // canonical_record sorts between author_attestations and citation_signatures,
             // record_created between mirror_hints and replication_records, source_aliases
@@ -386,54 +312,6 @@ fn write_state(
     out.extend_from_slice(STATE_TYPE_AND_VERSION);
     write_count(&mut out, "valid_event_count", classification.applied.len());
     out.push(b'}');
-    if runs.is_empty() {
-        return out;
-    }
-    fill(&out, &holes, &runs, &run_lengths, valid, threads)
-}
-
-/// The state's bytes: the `skeleton` with each run of entries written at its hole (see
-/// [`write_state`]), the pieces copied and written on `threads` threads.
-fn fill(
-    skeleton: &[u8],
-    holes: &[usize],
-    runs: &[&[usize]],
-    run_lengths: &[usize],
-    valid: &[&ValidEvent],
-    threads: usize,
-) -> Vec<u8> {
-    let total = skeleton.len() + run_lengths.iter().sum::<usize>();
-    // Each piece with its offset in the state's bytes.
-    let mut pieces: Vec<(usize, Piece<'_>)> = vec_with_capacity(2 * runs.len() + 1);
-    let (mut from, mut offset) = (0, 0);
-    for ((&hole, &run), &length) in holes.iter().zip(runs).zip(run_lengths) {
-        pieces.push((offset, Piece::Skeleton(from..hole)));
-        offset += hole - from;
-        pieces.push((offset, Piece::Run(run, length)));
-        offset += length;
-        from = hole;
-    }
-    pieces.push((offset, Piece::Skeleton(from..skeleton.len())));
-    let mut out: Vec<u8> = vec_with_capacity(total);
-    let destination = Destination {
-        start: out.as_mut_ptr(),
-        capacity: total,
-    };
-    parallel_map(&pieces, threads, 1, |(offset, piece)| match piece {
-        Piece::Skeleton(stretch) => destination.put(*offset, &skeleton[stretch.clone()]),
-        Piece::Run(run, length) => SCRATCH.with_borrow_mut(|scratch| {
-            scratch.clear();
-            write_list(scratch, run.iter(), |out, &at| write_entry(out, valid[at]));
-            // Without its brackets: the skeleton has them, around all of a list's runs.
-            let written = &scratch[1..scratch.len() - 1];
-            assert_eq!(written.len(), *length, "a run of entries not of its counted length");
-            destination.put(*offset, written);
-        }),
-    });
-    // SAFETY: the pieces cover the buffer's `total` bytes one after the other (each piece's
-    // offset is the sum of the lengths before it, the last one ending at `total`), and each was
-    // written whole above, on a thread that has returned.
-    unsafe { out.set_len(total) };
     out
 }
 

@@ -310,8 +310,6 @@ impl StateDigest {
 #[pyclass(module = "pith_merge_native")]
 pub struct Judgement {
     subject: String,
-    /// The threads it was last judged on, which build its state too.
-    threads: usize,
     /// `None` once `finish` has taken them.
     verdicts: Option<HashMap<String, Verdict>>,
 }
@@ -370,7 +368,6 @@ impl Judgement {
                 .ok_or_else(|| PyValueError::new_err("this judgement was finished already"))?;
             Ok(Judgement {
                 subject: self.subject.clone(),
-                threads: self.threads,
                 verdicts: Some(verdicts.clone()),
             })
         })
@@ -390,7 +387,6 @@ impl Judgement {
     ) -> PyResult<Vec<usize>> {
         guarded(py, || {
             let subjects = [self.subject.clone()];
-            self.threads = threads;
             let verdicts = self
                 .verdicts
                 .as_mut()
@@ -407,8 +403,7 @@ impl Judgement {
         })
     }
 
-    /// Merge the pure path's verdicts in (§5), classify (§7) and build the state (§9), its
-    /// entries written on the threads it was judged on.
+    /// Merge the pure path's verdicts in (§5), classify (§7) and build the state (§9).
     ///
     /// ``invalid``: ``(event_id, §6 reason)``; ``valid``: the events it judged valid. Returns
     /// ``(CJ(state) without state_sha256, [(superseded id, [ids that superseded it])], digest)``:
@@ -428,9 +423,9 @@ impl Judgement {
         guarded(py, || {
             let verdicts = self.merged(invalid, valid)?;
             let count = verdicts.len();
-            let (subject, threads) = (&self.subject, self.threads);
+            let subject = &self.subject;
             let mut built = py.allow_threads(|| {
-                let mut built = batch::build(subject, verdicts, threads);
+                let mut built = batch::build(subject, verdicts);
                 if free_now {
                     drop(std::mem::take(&mut built.spent));
                     trim_from(count);
@@ -510,7 +505,6 @@ pub fn judge_many(
             |(subject, judged)| {
                 let judgement = Judgement {
                     subject,
-                    threads,
                     verdicts: Some(judged.verdicts),
                 };
                 (judgement, judged.fallback)

@@ -36,15 +36,10 @@ pub const CURRENT_LISTS: [(&str, &str); 8] = [
 pub struct Built {
     pub state: Vec<u8>,
     pub superseded: Supersessions,
-    /// What the build is done with, which the caller frees when it suits.
-    pub spent: Spent,
+    /// The valid events, as the verdicts held them (sorting moves a pointer, not the whole
+    /// event): the caller frees them when it suits.
+    pub events: Vec<Arc<ValidEvent>>,
 }
-
-/// What a build is done with once the state is written: the valid events, as the verdicts held
-/// them (sorting moves a pointer, not the whole event), and the ids their verdicts were keyed
-/// by. Freeing them (a block for each, allocated on the judging threads) is left to the caller,
-/// off the fold's serial path.
-pub type Spent = (Vec<Arc<ValidEvent>>, Vec<String>);
 
 /// Who superseded whom (§7): each superseded event's id with the ids of the events that
 /// superseded it, sorted by the first. In three buffers, not a string per id: these outlive the
@@ -167,13 +162,9 @@ pub fn build(subject: &str, verdicts: HashMap<String, Verdict>) -> Built {
     let event_count = verdicts.len();
     let mut keyed: Vec<(u128, Arc<ValidEvent>)> = vec_with_capacity(event_count);
     let mut rejected: Vec<(String, Reason)> = Vec::new();
-    let mut ids: Vec<String> = vec_with_capacity(event_count);
     for (event_id, verdict) in verdicts {
         match verdict {
-            Verdict::Valid(event) => {
-                keyed.push((id_prefix(event.event_id()), event));
-                ids.push(event_id);
-            }
+            Verdict::Valid(event) => keyed.push((id_prefix(event.event_id()), event)),
             Verdict::Invalid(reason) => rejected.push((event_id, reason)),
         }
     }
@@ -238,7 +229,7 @@ pub fn build(subject: &str, verdicts: HashMap<String, Verdict>) -> Built {
     Built {
         state,
         superseded,
-        spent: (events, ids),
+        events,
     }
 }
 

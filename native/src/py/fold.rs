@@ -427,12 +427,12 @@ impl Judgement {
             let mut built = py.allow_threads(|| {
                 let mut built = batch::build(subject, verdicts);
                 if free_now {
-                    drop(std::mem::take(&mut built.spent));
+                    drop(std::mem::take(&mut built.events));
                     trim_from(count);
                 }
                 built
             });
-            free_later(std::mem::take(&mut built.spent), count);
+            free_later(std::mem::take(&mut built.events), count);
             finished(py, built, StateDigest::of)
         })
     }
@@ -459,7 +459,7 @@ pub fn finish_many<'py>(
         let mut events = vec_with_capacity(built.len());
         let mut done = vec_with_capacity(built.len());
         for (mut built, digest) in built {
-            events.push(std::mem::take(&mut built.spent));
+            events.push(std::mem::take(&mut built.events));
             done.push(finished(py, built, |_| StateDigest {
                 digest: Deferred::ready(digest),
             })?);

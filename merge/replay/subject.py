@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -61,7 +61,18 @@ def fold_subject(
     # One verifier for every bundle's fold and the subject's: a bundle's signatures, and those of
     # the log lines that repeat its events, are verified once (its cache: (key, digest, signature)).
     verifier = SignatureVerifier(threads)
-    gathered = _gather(items, keys, trusted, verified or {}, (verifier, threads))
+    done = verified or {}
+
+    def verify(item: CorpusItem) -> Verified:
+        """A bundle's verification: the one made already, else made here. Read once, as a text:
+        on the compiled path its events come as canonical texts (issue 26), folded there, and
+        meeting the subject's canonical log lines as identical texts."""
+        made = done.get(item.source)
+        if made is not None:
+            return made
+        return verify_bundle_parts(item.data, trusted_keys=trusted, threads=threads, verifier=verifier)
+
+    gathered = _gather(items, keys, trusted, verify)
     result = _fold_gathered(subject, gathered, keys, verifier, threads)
     return _summary(subject, gathered, result)
 
@@ -99,11 +110,10 @@ def _gather(
     items: Iterable[CorpusItem | InputProblem],
     keys: KeySet | None,
     trusted: KeySet,
-    verified: Mapping[str, Verified],
-    verifying: tuple[SignatureVerifier, int | None],
+    verify: Callable[[CorpusItem], Verified],
 ) -> _Gathered:
     """Gather: the subject's problems in their place, and each distinct item once (dedup), a
-    record verified, an event taken, a bundle verified and its events and keys taken."""
+    record verified, an event taken, a bundle verified (``verify``) and its events and keys taken."""
     gathered = _Gathered(keys if keys is not None else KeySet())
     # Identical items fold identically (spec §5), so only one copy of each is kept: memory grows
     # with the distinct inputs of a subject, not with how often they were repeated. Where a kept
@@ -125,7 +135,7 @@ def _gather(
             gathered.sources.append(item.source)
         else:
             gathered.distinct += 1
-            _gather_bundle(gathered, item, trusted, verified.get(item.source) or verifying)
+            _gather_bundle(gathered, item, verify(item))
     return gathered
 
 
@@ -154,20 +164,10 @@ def _verify_record_item(
     return item.source, parsed, report.ok
 
 
-def _gather_bundle(
-    gathered: _Gathered,
-    item: CorpusItem,
-    trusted: KeySet,
-    verified: Verified | tuple[SignatureVerifier, int | None],
-) -> None:
-    """Bundles: one verified on its own (§10), its events taken, and its keys when a trusted key
-    signed it. ``verified``: its verification, or the verifier and threads to make it with."""
+def _gather_bundle(gathered: _Gathered, item: CorpusItem, verified: Verified) -> None:
+    """Bundles: one verified on its own (§10, ``verified``), its events taken, and its keys
+    when a trusted key signed it."""
     gathered.bundles += 1
-    if isinstance(verified, tuple):
-        # Read once, as a text: on the compiled path its events come as canonical texts (issue
-        # 26), folded there, and meeting the subject's canonical log lines as identical texts.
-        verifier, threads = verified
-        verified = verify_bundle_parts(item.data, trusted_keys=trusted, threads=threads, verifier=verifier)
     report, bundle = verified.report, verified.members
     kind = report.check("bundle_type")
     if kind.detail.startswith(NOT_JSON):

@@ -91,9 +91,12 @@ class AsyncEventStore:
         # The loops whose drain start is queued (see _start_drain): one call_soon per step.
         self._starting: set[asyncio.AbstractEventLoop] = set()
 
+    def _closed_error(self) -> StoreError:
+        return StoreError("the store is closed", path=self.store.location)
+
     async def _run(self, call: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
         if self._closed:
-            raise StoreError("the store is closed", path=self.store.location)
+            raise self._closed_error()
         return await off_loop(self._executor, call, *args, **kwargs)
 
     def append(self, item: Any, *, subject: str | None = None) -> asyncio.Future[Stored | Refused]:
@@ -121,7 +124,7 @@ class AsyncEventStore:
         future: asyncio.Future[Stored | Refused] = loop.create_future()
         try:
             if self._closed:
-                raise StoreError("the store is closed", path=self.store.location)
+                raise self._closed_error()
             if subject is not None:
                 subject = require_subject(subject)  # a caller's mistake: its own, not the batch's
         except MergeError as exc:
@@ -147,7 +150,7 @@ class AsyncEventStore:
         except RuntimeError:  # the executor was shut down (aclose) meanwhile: nothing drains now
             with self._waiting_lock:
                 waiting, self._waiting, self._draining = self._waiting, [], False
-            closed = StoreError("the store is closed", path=self.store.location)
+            closed = self._closed_error()
             for _, _, future, owner in waiting:
                 _post(owner, [(future, closed)])
 

@@ -635,27 +635,23 @@ class EventStore(ABC):
         in Rust, and append kept no copy for it (:func:`prepare_all`).
         """
         compiled = merger.path == "compiled"  # (it judges the texts in Rust: no copy helps it)
-        admitted = {} if compiled else self._admitted.get(merger.subject, {})
+        feed = merger.extend if compiled else merger.extend_admitted
+        admitted = self._admitted.get(merger.subject, {})
         batch: list[Any] = []
         last = after
         for seq, raw in self.read(merger.subject, after=after):
-            copy = raw if compiled else admitted.get(raw)
-            batch.append(admit(raw) if copy is None else copy)
+            if compiled:
+                batch.append(raw)
+            else:
+                copy = admitted.get(raw)
+                batch.append(admit(raw) if copy is None else copy)
             last = seq
             if len(batch) >= LOAD_BATCH:
-                self._feed(merger, batch, compiled)
+                feed(batch)
                 batch = []
         if batch:
-            self._feed(merger, batch, compiled)
+            feed(batch)
         return last
-
-    @staticmethod
-    def _feed(merger: Merger, batch: list[Any], texts: bool) -> None:
-        """Add a batch of stored inputs: as texts (``texts``), else as admitted copies."""
-        if texts:
-            merger.extend(batch)
-        else:
-            merger.extend_admitted(batch)
 
     def __enter__(self) -> EventStore:
         return self
@@ -693,7 +689,10 @@ def prepare_all(
     compiled = preparer(items if type(items) is list else list(items), PreparedInput, subject)
     outcomes: list[tuple[PreparedInput, Admitted | None] | Refused] = []
     for index, (item, row) in enumerate(zip(items, compiled, strict=True)):
-        outcome = (row, None) if row is not None else prepare(item, subject, index)  # (None: the pure path's)
+        if row is not None:
+            outcomes.append((row, None))
+            continue
+        outcome = prepare(item, subject, index)  # (None: the pure path's to decide)
         outcomes.append(outcome if isinstance(outcome, Refused) else (outcome[0], None))
     return outcomes
 

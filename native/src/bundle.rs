@@ -19,7 +19,7 @@ use crate::checks::{decode_signature, signature_form_is_simple, Key};
 use crate::identifiers::{self, b32, is_event_id, state_sha256, ALGORITHM, SIGNATURE_STATUS};
 use crate::json::{text_rules_hold, Json};
 use crate::maps::HashMap;
-use crate::pool::parallel_map;
+use crate::pool::{collect_exact, parallel_map};
 use crate::state::Built;
 use crate::verify::Verifier;
 
@@ -371,6 +371,50 @@ pub fn judge(
         built,
         state_sha256,
     })
+}
+
+/// A bundle's text read and written whole (one thread, no cache): its parts, the canonical
+/// text of each member and event, and `bundle_sha256` over them.
+pub struct Whole<'t> {
+    pub split: Split<'t>,
+    /// `CJ` of each member of `split`, in its order.
+    pub members: Vec<Vec<u8>>,
+    /// `CJ` of each event.
+    pub events: Vec<Vec<u8>>,
+    pub bundle_sha256: String,
+}
+
+/// `text` read and written whole, then judged by §10's checks ([`judge`]); `None` where this
+/// path does not write every part of it (its `bundle_sha256` is then the pure path's).
+pub fn judge_text<'t>(
+    text: &'t [u8],
+    trusted: &HashMap<String, Key>,
+    key_sets: &HashMap<Vec<u8>, HashMap<String, Key>>,
+) -> Option<(Whole<'t>, Judgement)> {
+    let split = split(text)?;
+    let parts = write(&split, &split.events, text.len(), 1, false)?;
+    let members = parts.members.into_iter().collect::<Option<Vec<Vec<u8>>>>()?;
+    let events = parts
+        .events
+        .into_iter()
+        .map(|event| event.map(|written| written.text))
+        .collect::<Option<Vec<Vec<u8>>>>()?;
+    let names = split
+        .members
+        .iter()
+        .zip(&members)
+        .map(|((key, _), text)| (key.as_str(), text.as_slice()));
+    let event_texts: Vec<&[u8]> = collect_exact(events.iter().map(Vec::as_slice));
+    let digest = bundle_sha256(names, &event_texts);
+    let member_texts: Vec<&[u8]> = collect_exact(members.iter().map(Vec::as_slice));
+    let judgement = judge(&split, &member_texts, &event_texts, &digest, trusted, key_sets);
+    let whole = Whole {
+        split,
+        members,
+        events,
+        bundle_sha256: digest,
+    };
+    Some((whole, judgement))
 }
 
 /// `bundle_signature` (§10, `merge.checks.signed_check`): an object of a v1 signature over

@@ -7,7 +7,7 @@ use pyo3::types::{PyBytes, PyList};
 
 use super::fold::{key_map, Key};
 use super::{guarded, text_of};
-use crate::bundle::{self, Judgement, Part, Split};
+use crate::bundle::{self, Judgement, Part, Whole};
 use crate::maps::HashMap;
 use crate::pool::{collect_exact, locked, vec_with_capacity};
 
@@ -174,26 +174,8 @@ pub struct JudgedBundle {
     superseded: Py<PyList>,
 }
 
-/// What one text became, before it crosses to Python.
-enum Outcome<'t> {
-    Undecided,
-    KeysWanted(Vec<u8>),
-    Passed(Box<Passing<'t>>),
-}
-
-/// A bundle that passed, with what was read of it.
-struct Passing<'t> {
-    split: Split<'t>,
-    /// `CJ` of each member of `split`, in order.
-    members: Vec<Vec<u8>>,
-    /// `CJ` of each event.
-    events: Vec<Vec<u8>>,
-    bundle_sha256: String,
-    passed: bundle::Passed,
-}
-
 /// Each bundle of ``texts`` (JSON texts, exactly `bytes` or `str`) read whole and judged by
-/// §10's checks (`bundle::judge`) in one call, without the GIL, one thread: a
+/// §10's checks (`bundle::judge_text`) in one call, without the GIL, one thread: a
 /// [`JudgedBundle`] where it passed them all but ``source_aliases``; the canonical text of its
 /// ``public_keys`` (`bytes`) where only a key set not among ``key_sets`` (by that text) is
 /// wanting; else ``None``, for `merge.bundle` to judge. ``trusted``: the keys of bundle signatures.
@@ -211,76 +193,33 @@ pub fn judge_bundles<'py>(
             .map(|(text, keys)| (text.clone(), key_map(keys)))
             .collect();
         let borrowed: Vec<Option<&[u8]>> = collect_exact(texts.iter().map(text_of));
-        let outcomes: Vec<Outcome<'_>> = py.allow_threads(|| {
-            collect_exact(borrowed.iter().map(|text| match text {
-                Some(text) => judged(text, &trusted, &key_sets),
-                None => Outcome::Undecided,
-            }))
+        let outcomes: Vec<Option<(Whole<'_>, Judgement)>> = py.allow_threads(|| {
+            collect_exact(
+                borrowed
+                    .iter()
+                    .map(|text| text.and_then(|text| bundle::judge_text(text, &trusted, &key_sets))),
+            )
         });
         let mut done = vec_with_capacity(outcomes.len());
         for outcome in outcomes {
             done.push(match outcome {
-                Outcome::Undecided => py.None(),
-                Outcome::KeysWanted(text) => PyBytes::new(py, &text).into_any().unbind(),
-                Outcome::Passed(passed) => Py::new(py, judged_bundle(py, *passed)?)?.into_any(),
+                Some((_, Judgement::KeysWanted(text))) => PyBytes::new(py, &text).into_any().unbind(),
+                Some((whole, Judgement::Passed(passed))) => Py::new(py, judged_bundle(py, whole, passed)?)?.into_any(),
+                None | Some((_, Judgement::Undecided)) => py.None(),
             });
         }
         Ok(done)
     })
 }
 
-/// `text` read and written whole (one thread; no cache), then judged.
-fn judged<'t>(
-    text: &'t [u8],
-    trusted: &HashMap<String, crate::checks::Key>,
-    key_sets: &HashMap<Vec<u8>, HashMap<String, crate::checks::Key>>,
-) -> Outcome<'t> {
-    let Some(split) = bundle::split(text) else {
-        return Outcome::Undecided;
-    };
-    let Some(parts) = bundle::write(&split, &split.events, text.len(), 1, false) else {
-        return Outcome::Undecided;
-    };
-    let (Some(members), Some(events)) = (
-        parts.members.into_iter().collect::<Option<Vec<Vec<u8>>>>(),
-        parts
-            .events
-            .into_iter()
-            .map(|event| event.map(|written| written.text))
-            .collect::<Option<Vec<Vec<u8>>>>(),
-    ) else {
-        return Outcome::Undecided; // a part this path does not write: bundle_sha256 is the pure path's
-    };
-    let names = split
-        .members
-        .iter()
-        .zip(&members)
-        .map(|((key, _), text)| (key.as_str(), text.as_slice()));
-    let event_texts: Vec<&[u8]> = collect_exact(events.iter().map(Vec::as_slice));
-    let digest = bundle::bundle_sha256(names, &event_texts);
-    let member_texts: Vec<&[u8]> = collect_exact(members.iter().map(Vec::as_slice));
-    match bundle::judge(&split, &member_texts, &event_texts, &digest, trusted, key_sets) {
-        Judgement::Undecided => Outcome::Undecided,
-        Judgement::KeysWanted(text) => Outcome::KeysWanted(text),
-        Judgement::Passed(passed) => Outcome::Passed(Box::new(Passing {
-            split,
-            members,
-            events,
-            bundle_sha256: digest,
-            passed,
-        })),
-    }
-}
-
 /// A passed bundle as Python takes it.
-fn judged_bundle(py: Python<'_>, passing: Passing<'_>) -> PyResult<JudgedBundle> {
-    let Passing {
+fn judged_bundle(py: Python<'_>, whole: Whole<'_>, passed: bundle::Passed) -> PyResult<JudgedBundle> {
+    let Whole {
         split,
         members,
         events,
         bundle_sha256,
-        passed,
-    } = passing;
+    } = whole;
     let members = collect_exact(split.members.iter().zip(&members).map(|((key, part), written)| {
         let text = PyBytes::new(py, written);
         let raw = match part {

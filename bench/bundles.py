@@ -24,7 +24,7 @@ from merge.canonical import decode_json
 from merge.signing import make_bundle
 
 from .bound import compiled_limit, signature_jobs, verify_serial
-from .measure import Result, best_times, best_times_beside
+from .measure import Result, best_times, best_times_beside, cpu_seconds
 from .workload import WorkloadSpec, bench_keys, generate
 
 __all__ = ["bench_bundles"]
@@ -194,10 +194,9 @@ def _written(directory: Path, snapshots: list[bytes], trusted: list[dict[str, ob
 
 def _cpu_of(command: list[str]) -> float:
     """The CPU time (user + system) of one run of ``command``."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    before = cpu_seconds(resource.RUSAGE_CHILDREN)
     _ran(command)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+    return cpu_seconds(resource.RUSAGE_CHILDREN) - before
 
 
 def _ran(command: list[str]) -> None:

@@ -11,6 +11,7 @@ as verifications a second, which ``python -m bench`` divides by the limit.
 
 from __future__ import annotations
 
+import resource
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -18,7 +19,15 @@ from typing import Any, Final, TypeVar
 
 T = TypeVar("T")
 
-__all__ = ["RATE_UNITS", "TIME_UNITS", "Result", "best_cpu_time", "best_times", "best_times_beside"]
+__all__ = [
+    "RATE_UNITS",
+    "TIME_UNITS",
+    "Result",
+    "best_cpu_time",
+    "best_times",
+    "best_times_beside",
+    "cpu_seconds",
+]
 
 #: Units that are a rate of events (or signatures) a second: an event is one verification (spec
 #: §6 check 12), so the rate is comparable with the limit's as it stands.
@@ -128,3 +137,10 @@ def best_cpu_time(run: Callable[[], T], repeat: int) -> tuple[float, T]:
         best = min(best, time.process_time() - start)
     assert value is not None
     return best, value
+
+
+def cpu_seconds(who: int = resource.RUSAGE_SELF) -> float:
+    """User + system CPU time so far of this process (``RUSAGE_SELF``) or of its waited-for
+    children (``RUSAGE_CHILDREN``), in seconds."""
+    used = resource.getrusage(who)
+    return used.ru_utime + used.ru_stime

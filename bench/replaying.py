@@ -28,7 +28,7 @@ from merge.canonical import decode_json
 from merge.signing import make_bundle
 
 from .bound import signature_jobs, verify_serial
-from .measure import Result
+from .measure import Result, cpu_seconds
 from .workload import Workload, WorkloadSpec, bench_keys, generate, write_corpus
 
 __all__ = ["bench_replay", "run_replay", "write_bundle_corpus"]
@@ -255,7 +255,7 @@ def _child(keys_path: str, workers: int, corpus: list[str]) -> dict[str, Any]:
         start_fold(self, total)
 
     merge.replay.progress._Progress.start_fold = timed_start_fold  # type: ignore[method-assign]
-    cpu_before = _cpu_seconds(resource.RUSAGE_SELF)
+    cpu_before = cpu_seconds(resource.RUSAGE_SELF)
     start = time.perf_counter()
     report = replay(corpus, keys=keys, trusted_keys=trusted, workers=workers)
     seconds = time.perf_counter() - start
@@ -266,7 +266,7 @@ def _child(keys_path: str, workers: int, corpus: list[str]) -> dict[str, Any]:
     children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     # The CPU time of the replay and of its workers (all joined by now), less this process's
     # before the replay (its imports): on a shared box, the fairer measure of the work done.
-    cpu = sum(_cpu_seconds(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)) - cpu_before
+    cpu = sum(cpu_seconds(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)) - cpu_before
     return {
         "seconds": seconds,
         "cpu_seconds": cpu,
@@ -278,11 +278,6 @@ def _child(keys_path: str, workers: int, corpus: list[str]) -> dict[str, Any]:
         "children_mb": children,
         "peak_mb": max(own, children),
     }
-
-
-def _cpu_seconds(who: int) -> float:
-    used = resource.getrusage(who)
-    return used.ru_utime + used.ru_stime
 
 
 def _vm_hwm_kib() -> float:

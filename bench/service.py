@@ -21,14 +21,13 @@ from __future__ import annotations
 import json
 import os
 import random
-import resource
 import tempfile
 import time
 from pathlib import Path
 
 from merge import fold_subjects
 
-from .measure import Result
+from .measure import Result, cpu_seconds
 from .workload import WorkloadSpec, generate
 
 __all__ = ["bench_service"]
@@ -41,11 +40,6 @@ def _process_cpu(pid: int) -> float:
     """Seconds of CPU (user and system, every thread) the process ``pid`` has used (Linux)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _own_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
 
 
 def bench_service(subjects: int, *, repeat: int) -> list[Result]:
@@ -71,11 +65,11 @@ def bench_service(subjects: int, *, repeat: int) -> list[Result]:
                 folded = time.perf_counter() - start
                 with start_service(server, str(Path(folder) / f"{server}{run}.db"), keys) as running:
                     pid = running.process.pid
-                    cpu, own, start = _process_cpu(pid), _own_cpu(), time.perf_counter()
+                    cpu, own, start = _process_cpu(pid), cpu_seconds(), time.perf_counter()
                     answers = post_all(running.url, log, CLIENTS)
                     elapsed = time.perf_counter() - start
                     server_cpu.append((_process_cpu(pid) - cpu) / len(log))
-                    client_cpu.append((_own_cpu() - own) / len(log))
+                    client_cpu.append((cpu_seconds() - own) / len(log))
                     assert len(answers) == len(log)
                     assert all(status == 200 for _, _, status, _ in answers)
                     with client(running.url) as http:

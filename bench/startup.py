@@ -27,7 +27,7 @@ from pathlib import Path
 
 import merge
 
-from .measure import Result, best_times
+from .measure import Result, best_times, cpu_seconds
 
 __all__ = ["bench_startup"]
 
@@ -106,11 +106,9 @@ def _timed(argv: list[str], env: dict[str, str], name: str, cpu: dict[str, float
     """A rival of the loop: run ``argv``, keeping its CPU time in ``cpu[name]`` when the least."""
 
     def run() -> None:
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        before = cpu_seconds(resource.RUSAGE_CHILDREN)
         _ran(argv, env)
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        spent = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
-        cpu[name] = min(cpu[name], spent)
+        cpu[name] = min(cpu[name], cpu_seconds(resource.RUSAGE_CHILDREN) - before)
 
     return run
 

@@ -24,13 +24,9 @@ from merge.bundle import Verified, _judged_texts, verify_bundle_parts, verify_bu
 from merge.keys import KeySet
 from merge.signing import make_bundle, sign_bundle
 
-from .builders import KEY_A, KEY_B, KEYS, RECORD, event, record_event
+from .builders import KEY_A, KEY_B, KEYS, RECORD
+from .test_bundle_verdicts import G1, REC, SIGNED_AT, TRUST, X1
 
-TRUST = [KEY_A.key_object()]
-SIGNED_AT = "2026-07-06T00:00:00Z"
-REC = record_event()
-G1 = event(created_at="2026-07-05T07:00:00Z")
-X1 = event(created_at="2026-07-05T08:00:00Z", prev_event=G1["event_id"], payload={"n": 2})
 GOOD = make_bundle(KEY_A, RECORD, [REC, G1, X1], public_keys=KEYS, built_at=SIGNED_AT)
 
 Bundle = dict[str, Any]

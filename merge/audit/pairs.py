@@ -225,11 +225,18 @@ def _changes(  # noqa: PLR0917 (the facts of one pair)
         # What a neighbour's fate means to its prev's children, fork siblings and the events it
         # names in supersedes is whether it applied (§7): being superseded changes nothing there.
         was, now = old_fates.get(eid, ABSENT), new_fates.get(eid, ABSENT)
-        return (was, now) if _applied(was) != _applied(now) else None
+        return (was, now) if was != now and _applied(was) != _applied(now) else None
 
-    changed = sorted(eid for eid in old_fates.keys() & new_fates.keys() if old_fates[eid] != new_fates[eid])
+    # (``now`` defaults to ``was``: an event NEW lacks was dropped, its fate did not change.)
+    changed = sorted(eid for eid, was in old_fates.items() if new_fates.get(eid, was) != was)
     causes: dict[str, list[Cause]] = {}
     snapshots = ((new, new_fates), (old, old_fates))
+    prevs = run.prevs  # (each link read once a run: _prev_link)
+    # A change is explained when a cause leads back to an input NEW added or dropped: its own
+    # copies or keys, an added or dropped neighbour, or a changed neighbour that is explained.
+    roots = added | (old_fates.keys() - new_fates.keys())
+    explained: set[str] = set()
+    naming: dict[str, list[str]] = defaultdict(list)  # neighbour -> the changes it is a cause of
     for eid in changed:
         was, now = old_fates[eid], new_fates[eid]
         found: list[Cause] = []
@@ -239,8 +246,10 @@ def _changes(  # noqa: PLR0917 (the facts of one pair)
                 found.append(Cause("copy", eid))
             if key_ids:
                 found.append(Cause("keys", key_ids=key_ids))
+            if found:
+                explained.add(eid)
         neighbours: list[tuple[Literal["prev", "fork_sibling", "superseder"], str]] = []
-        if (link := _prev_link(eid, snapshots, run)) is not None:
+        if (link := prevs[eid] if eid in prevs else _prev_link(eid, snapshots, run)) is not None:
             neighbours.append(("prev", link))
         if eid in forks_old or eid in forks_new:  # (most changes have no fork, no superseder)
             siblings = set(forks_old.get(eid, ())) | set(forks_new.get(eid, ()))
@@ -250,20 +259,13 @@ def _changes(  # noqa: PLR0917 (the facts of one pair)
         for kind, other in neighbours:
             if (moved := fate_change(other)) is not None:
                 found.append(Cause(kind, other, *moved))
+                if other in roots:
+                    explained.add(eid)
+                if other != eid:
+                    naming[other].append(eid)
         causes[eid] = found
 
-    # A change is explained when a cause leads back to an input NEW added or dropped: its own
-    # copies or keys, an added or dropped neighbour, or a changed neighbour that is explained.
     # Found from the roots outwards: each explained event explains the changes that name it.
-    roots = added | (old_fates.keys() - new_fates.keys())
-    explained: set[str] = set()
-    naming: dict[str, list[str]] = defaultdict(list)  # neighbour -> the changes it is a cause of
-    for eid, found in causes.items():
-        if any(c.kind in ("copy", "keys") or c.event_id in roots for c in found):
-            explained.add(eid)
-        for cause in found:
-            if cause.event_id is not None and cause.event_id != eid:
-                naming[cause.event_id].append(eid)
     pending = list(explained)
     while pending:
         for eid in naming.get(pending.pop(), ()):

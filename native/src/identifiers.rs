@@ -79,34 +79,51 @@ pub struct Body<'a> {
 }
 
 impl Body<'_> {
-    /// `CJ(event body)`, its nine keys written in code point order.
+    /// `CJ(event body)`, its nine keys written in code point order, in pieces: each run of
+    /// keys and small values written into `scratch`, and the two large parts, `CJ(payload)`
+    /// and `CJ(signer)`, given as they are, so that hashing them copies neither.
+    fn pieces(&self, scratch: &mut Vec<u8>, mut emit: impl FnMut(&[u8])) {
+        scratch.clear();
+        scratch.extend_from_slice(b"{\"created_at\":");
+        write_str(scratch, self.created_at);
+        scratch.extend_from_slice(b",\"event_type\":");
+        write_str(scratch, self.event_type);
+        scratch.extend_from_slice(b",\"payload\":");
+        emit(scratch);
+        emit(self.payload);
+        scratch.clear();
+        scratch.extend_from_slice(b",\"prev_event\":");
+        write_opt_str(scratch, self.prev_event);
+        scratch.extend_from_slice(b",\"schema_version\":");
+        write_str(scratch, self.schema_version);
+        scratch.extend_from_slice(b",\"signer\":");
+        emit(scratch);
+        emit(self.signer);
+        scratch.clear();
+        scratch.extend_from_slice(b",\"subject_pith_number\":");
+        write_str(scratch, self.subject);
+        scratch.extend_from_slice(b",\"supersedes\":");
+        write_str_array(scratch, self.supersedes.iter().copied());
+        scratch.extend_from_slice(b",\"target\":");
+        write_str(scratch, self.target);
+        scratch.push(b'}');
+        emit(scratch);
+    }
+
+    /// `CJ(event body)` whole.
+    #[cfg(test)]
     pub fn canonical(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(self.payload.len() + self.signer.len() + 512);
-        out.extend_from_slice(b"{\"created_at\":");
-        write_str(&mut out, self.created_at);
-        out.extend_from_slice(b",\"event_type\":");
-        write_str(&mut out, self.event_type);
-        out.extend_from_slice(b",\"payload\":");
-        out.extend_from_slice(self.payload);
-        out.extend_from_slice(b",\"prev_event\":");
-        write_opt_str(&mut out, self.prev_event);
-        out.extend_from_slice(b",\"schema_version\":");
-        write_str(&mut out, self.schema_version);
-        out.extend_from_slice(b",\"signer\":");
-        out.extend_from_slice(self.signer);
-        out.extend_from_slice(b",\"subject_pith_number\":");
-        write_str(&mut out, self.subject);
-        out.extend_from_slice(b",\"supersedes\":");
-        write_str_array(&mut out, self.supersedes.iter().copied());
-        out.extend_from_slice(b",\"target\":");
-        write_str(&mut out, self.target);
-        out.push(b'}');
+        self.pieces(&mut Vec::new(), |piece| out.extend_from_slice(piece));
         out
     }
 
-    /// `content_sha256`: the SHA-256 of `CJ(event body)`.
+    /// `content_sha256`: the SHA-256 of `CJ(event body)`, hashed as it is written (the body,
+    /// which holds the payload, is never copied whole: a block of the event's size each).
     pub fn content_sha256(&self) -> [u8; 32] {
-        Sha256::digest(self.canonical()).into()
+        let mut digest = Sha256::new();
+        self.pieces(&mut Vec::with_capacity(256), |piece| digest.update(piece));
+        digest.finalize().into()
     }
 }
 
@@ -118,6 +135,47 @@ pub fn state_sha256(state: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::json::Json;
+
+    /// `CJ` of the JSON text `text`, by the canonical writer of any value.
+    fn cj(text: &str) -> Vec<u8> {
+        let value: Json = serde_json::from_str(text).expect("JSON");
+        let mut out = Vec::new();
+        crate::canonical::write(&mut out, &value);
+        out
+    }
+
+    #[test]
+    fn the_content_hash_is_that_of_the_body_written_whole() {
+        let (payload, signer) = (cj(r#"{"b":[1,"é\u0001"],"a":{"z":null}}"#), cj(r#"{"key_id":"k\"1"}"#));
+        for (prev_event, supersedes) in [(None, &[][..]), (Some("sha256:\u{7f}x\\"), &["b", "a\n"][..])] {
+            let body = Body {
+                created_at: "2026-01-01T00:00:00Z",
+                event_type: "graph_snapshot",
+                payload: &payload,
+                prev_event,
+                schema_version: "1.0",
+                signer: &signer,
+                subject: "pith:2026:ABC",
+                supersedes,
+                target: "graph\u{1}",
+            };
+            let whole = serde_json::json!({
+                "target": body.target,
+                "supersedes": supersedes,
+                "subject_pith_number": body.subject,
+                "signer": serde_json::from_slice::<serde_json::Value>(&signer).expect("JSON"),
+                "schema_version": body.schema_version,
+                "prev_event": prev_event,
+                "payload": serde_json::from_slice::<serde_json::Value>(&payload).expect("JSON"),
+                "event_type": body.event_type,
+                "created_at": body.created_at,
+            });
+            let expected = cj(&whole.to_string());
+            assert_eq!(body.canonical(), expected);
+            assert_eq!(body.content_sha256(), <[u8; 32]>::from(Sha256::digest(&expected)));
+        }
+    }
 
     #[test]
     fn a_pith_number_needs_four_characters_of_year() {

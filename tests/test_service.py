@@ -1,6 +1,6 @@
 """The example service (examples/service/, docs/embedding.md "A service, end to end"), run for real.
 
-On a threaded WSGI server (waitress) and an ASGI server (uvicorn), each a process of its own,
+On threaded WSGI servers (granian, waitress) and an ASGI server (uvicorn), each a process of its own,
 with 8 concurrent HTTP clients posting a shuffled log with faults (malformed JSON, a JSON
 array, duplicates, copies with a corrupted signature, forks): every request is answered (200,
 or 422 for what is not admitted), the state served is ``fold``'s, byte for byte; and after a
@@ -24,8 +24,10 @@ from merge.store import SQLiteStore
 from .service_client import Answer, b32_of, client, post_all, start_service
 from .store.events import KEYS, history, subject_of
 
+pytest.importorskip("granian")
 pytest.importorskip("waitress")
 pytest.importorskip("uvicorn")
+SERVERS = ["granian", "waitress", "uvicorn"]
 
 SUBJECTS = [subject_of(number) for number in (1, 2, 3)]
 FAULTS = [b"{oops", b"[]", b"", json.dumps({"not": "an event"}).encode()]
@@ -61,7 +63,7 @@ def served_state(url: str, subject: str) -> tuple[bytes, str]:
     return state.content, digest.json()["state_sha256"]
 
 
-@pytest.mark.parametrize("server", ["waitress", "uvicorn"])
+@pytest.mark.parametrize("server", SERVERS)
 def test_eight_clients_posting_a_shuffled_log_get_every_answer_and_folds_state(
     server: str, tmp_path: Path, keys: Path
 ) -> None:
@@ -97,7 +99,7 @@ def test_eight_clients_posting_a_shuffled_log_get_every_answer_and_folds_state(
         assert state == expected_state([*inputs[SUBJECTS[0]], stray], SUBJECTS[0])
 
 
-@pytest.mark.parametrize("server", ["waitress", "uvicorn"])
+@pytest.mark.parametrize("server", SERVERS)
 def test_a_service_killed_mid_load_keeps_every_acknowledged_event(
     server: str, tmp_path: Path, keys: Path
 ) -> None:
@@ -113,8 +115,7 @@ def test_a_service_killed_mid_load_keeps_every_acknowledged_event(
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and sum(status == 200 for _, _, status, _ in list(answers)) < 20:
             time.sleep(0.001)
-        running.process.kill()  # SIGKILL, mid-load: 20 answered, the others under way
-        running.process.wait(30)
+        running.kill()  # SIGKILL to all its processes, mid-load: 20 answered, the others under way
         stop.set()
         posting.join(120)
     acknowledged = [(b32, raw) for b32, raw, status, _ in answers if status == 200]

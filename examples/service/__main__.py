@@ -34,17 +34,15 @@ def listen(host: str, port: int) -> socket.socket:
     return listening
 
 
-def granian_app(store: str, keys: Path, threads: int, asgi: bool) -> Any:
-    """The application granian's worker process runs: the service made there (its store opened
-    after the fork, not shared with the parent)."""
-    service = Service(open_store(store), keys=json.loads(keys.read_bytes()))
-    return asgi_app(service, workers=threads) if asgi else wsgi_app(service)
+def granian_app(store: str, keys: Path) -> Any:
+    """The WSGI application granian's worker process runs: the service made there (its store
+    opened after the fork, not shared with the parent)."""
+    return wsgi_app(Service(open_store(store), keys=json.loads(keys.read_bytes())))
 
 
-def serve_granian(listening: socket.socket, store: str, keys: Path, threads: int, *, asgi: bool) -> None:
-    """Serve on granian, in one worker process, on ``listening``: its HTTP layer is Rust (off
-    the GIL); as WSGI, ``threads`` Python threads call the application; as ASGI, its loop
-    (uvloop when installed) runs the application, whose calls run on ``threads`` threads."""
+def serve_granian(listening: socket.socket, store: str, keys: Path, threads: int) -> None:
+    """Serve on granian: one worker process whose ``threads`` Python threads call the WSGI
+    application (its HTTP layer Rust, off the GIL), on ``listening``."""
     from granian._granian import SocketHolder
     from granian.constants import Interfaces
     from granian.log import LogLevels
@@ -63,28 +61,26 @@ def serve_granian(listening: socket.socket, store: str, keys: Path, threads: int
 
     Granian(
         "examples.service:app",  # (a name only: the application comes from the loader below)
-        interface=Interfaces.ASGI if asgi else Interfaces.WSGI,
+        interface=Interfaces.WSGI,
         workers=1,
-        blocking_threads=1 if asgi else threads,
+        blocking_threads=threads,
         log_level=LogLevels.error,  # (it warns of more Python threads than 2 x cores + 1)
-    ).serve(target_loader=partial(granian_app, store, keys, threads, asgi), wrap_loader=False)
+    ).serve(target_loader=partial(granian_app, store, keys), wrap_loader=False)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m examples.service", description=__doc__.split("\n\n")[0])
-    servers = ["granian", "granian-asgi", "waitress", "uvicorn"]
-    parser.add_argument("--server", choices=servers, default="granian")
+    parser.add_argument("--server", choices=["granian", "waitress", "uvicorn"], default="granian")
     parser.add_argument("--store", required=True, help="a path or a store URL")
     parser.add_argument("--keys", required=True, type=Path, help="a JSON file of key objects")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8080)
     parser.add_argument("--threads", type=int, default=8)
     options = parser.parse_args()
-    if options.server.startswith("granian"):
+    if options.server == "granian":
         listening = listen(options.host, options.port)
         print(f"listening on http://{options.host}:{listening.getsockname()[1]}", flush=True)
-        asgi = options.server != "granian"
-        serve_granian(listening, options.store, options.keys, options.threads, asgi=asgi)
+        serve_granian(listening, options.store, options.keys, options.threads)
         return
     service = Service(open_store(options.store), keys=json.loads(options.keys.read_bytes()))
     if options.server == "waitress":

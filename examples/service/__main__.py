@@ -78,6 +78,9 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=8)
     options = parser.parse_args()
     if options.server == "granian":
+        # Opened here once and closed, before granian's worker is forked (which opens its own):
+        # a store or a key file that cannot be opened fails this command, not the worker.
+        Service(open_store(options.store), keys=json.loads(options.keys.read_bytes())).store.close()
         listening = listen(options.host, options.port)
         print(f"listening on http://{options.host}:{listening.getsockname()[1]}", flush=True)
         serve_granian(listening, options.store, options.keys, options.threads)

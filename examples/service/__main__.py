@@ -55,7 +55,8 @@ def serve_granian(listening: socket.socket, store: str, keys: Path, threads: int
 
         def _init_shared_socket(self) -> None:
             self._ssp, self._sfd = None, listening.fileno()
-            self._shd = SocketHolder(listening.fileno(), False, 1024)  # (fd, a Unix socket?, backlog)
+            # (fd, a Unix socket?, backlog: its stub names no constructor)
+            self._shd = SocketHolder(listening.fileno(), False, 1024)  # type: ignore[call-arg]
             listening.set_inheritable(True)
             self._sso = listening
 

@@ -70,9 +70,18 @@ class Running:
 @contextmanager
 def start_service(server: str, store: str, keys: Path, *, threads: int = 8) -> Iterator[Running]:
     """Start the service; stopped (killed) when the block ends, unless it was killed already."""
-    command = [sys.executable, "-m", "examples.service", "--server", server, "--store", store]
-    command += ["--keys", str(keys), "--port", "0", "--threads", str(threads)]
-    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, text=True, start_new_session=True)
+    command = ["-m", "examples.service", "--server", server, "--store", store]
+    with start_server([*command, "--keys", str(keys), "--port", "0", "--threads", str(threads)]) as running:
+        yield running
+
+
+@contextmanager
+def start_server(arguments: list[str]) -> Iterator[Running]:
+    """Start ``python ARGUMENTS`` (in the checkout), a process group of its own that prints
+    ``listening on URL`` first; killed, the whole group, when the block ends."""
+    process = subprocess.Popen(
+        [sys.executable, *arguments], cwd=ROOT, stdout=subprocess.PIPE, text=True, start_new_session=True
+    )
     running = Running(process, "")
     try:
         assert process.stdout is not None

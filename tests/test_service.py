@@ -10,6 +10,7 @@ state served is the fold of the store.
 
 from __future__ import annotations
 
+import ast
 import json
 import random
 import threading
@@ -21,7 +22,7 @@ import pytest
 from merge import canonical_json, fold
 from merge.store import SQLiteStore
 
-from .service_client import Answer, b32_of, client, post_all, start_service
+from .service_client import Answer, b32_of, client, connect, post_all, start_server, start_service
 from .store.events import KEYS, history, subject_of
 
 pytest.importorskip("granian")
@@ -61,6 +62,72 @@ def served_state(url: str, subject: str) -> tuple[bytes, str]:
     assert state.status_code == digest.status_code == 200
     assert state.headers["etag"] == f'"{digest.json()["state_sha256"]}"'
     return state.content, digest.json()["state_sha256"]
+
+
+#: A probe served the way the service is on granian (examples/service/__main__.py): each call
+#: waits at a barrier of 8 (so 8 calls can pass only if 8 threads run them at once), then answers
+#: the TCP_NODELAY of every TCP connection its process holds.
+GRANIAN_PROBE = """
+import os, socket, sys, threading
+from examples.service.__main__ import listen, serve_granian
+
+def load():
+    barrier = threading.Barrier(8, timeout=30)
+    def app(environ, start_response):
+        try:
+            barrier.wait()
+        except threading.BrokenBarrierError:
+            start_response("500 Internal Server Error", [("content-length", "0")])
+            return [b""]
+        nodelay = []
+        for fd in os.listdir("/proc/self/fd"):
+            try:
+                connection = socket.socket(fileno=os.dup(int(fd)))
+            except OSError:
+                continue
+            with connection:
+                if connection.type == socket.SOCK_STREAM and connection.family == socket.AF_INET:
+                    try:
+                        connection.getpeername()
+                    except OSError:
+                        continue  # (the listening socket)
+                    nodelay.append(connection.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+        body = repr(nodelay).encode()
+        start_response("200 OK", [("content-length", str(len(body)))])
+        return [body]
+    return app
+
+listening = listen("127.0.0.1", 0)
+print(f"listening on http://127.0.0.1:{listening.getsockname()[1]}", flush=True)
+serve_granian(listening, load, 8)
+"""
+
+
+def test_granian_calls_the_application_on_8_threads_at_once_on_connections_without_nagle() -> None:
+    with start_server(["-c", GRANIAN_PROBE]) as running:
+        answers: list[tuple[int, bytes]] = []
+        lock = threading.Lock()
+
+        def ask() -> None:
+            connection = connect(running.url)
+            try:
+                connection.request("GET", "/")
+                response = connection.getresponse()
+                with lock:
+                    answers.append((response.status, response.read()))
+            finally:
+                connection.close()
+
+        clients = [threading.Thread(target=ask) for _ in range(8)]
+        for thread in clients:
+            thread.start()
+        for thread in clients:
+            thread.join(60)
+        assert sorted(status for status, _ in answers) == [200] * 8  # 8 calls at once
+        for _, body in answers:  # each connection the worker accepted: TCP_NODELAY set
+            nodelay = ast.literal_eval(body.decode())
+            assert len(nodelay) >= 1
+            assert all(nodelay), nodelay
 
 
 @pytest.mark.parametrize("server", SERVERS)

@@ -1,4 +1,4 @@
-"""Run the service: ``python -m examples.service --server waitress --store events.db --keys keys.json``.
+"""Run the service: ``python -m examples.service --server granian --store events.db --keys keys.json``.
 
 ``--server granian`` (a threaded WSGI server whose HTTP layer is Rust: ``--threads`` Python
 threads call the application, in one worker process of its own; the lightest of the three,
@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import socket
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -40,9 +41,9 @@ def granian_app(store: str, keys: Path) -> Any:
     return wsgi_app(Service(open_store(store), keys=json.loads(keys.read_bytes())))
 
 
-def serve_granian(listening: socket.socket, store: str, keys: Path, threads: int) -> None:
+def serve_granian(listening: socket.socket, load: Callable[[], Any], threads: int) -> None:
     """Serve on granian: one worker process whose ``threads`` Python threads call the WSGI
-    application (its HTTP layer Rust, off the GIL), on ``listening``."""
+    application that ``load()`` makes there (its HTTP layer Rust, off the GIL), on ``listening``."""
     from granian._granian import SocketHolder
     from granian.constants import Interfaces
     from granian.log import LogLevels
@@ -66,7 +67,7 @@ def serve_granian(listening: socket.socket, store: str, keys: Path, threads: int
         workers=1,
         blocking_threads=threads,
         log_level=LogLevels.error,  # (it warns of more Python threads than 2 x cores + 1)
-    ).serve(target_loader=partial(granian_app, store, keys), wrap_loader=False)
+    ).serve(target_loader=load, wrap_loader=False)
 
 
 def main() -> None:
@@ -84,7 +85,7 @@ def main() -> None:
         Service(open_store(options.store), keys=json.loads(options.keys.read_bytes())).store.close()
         listening = listen(options.host, options.port)
         print(f"listening on http://{options.host}:{listening.getsockname()[1]}", flush=True)
-        serve_granian(listening, options.store, options.keys, options.threads)
+        serve_granian(listening, partial(granian_app, options.store, options.keys), options.threads)
         return
     service = Service(open_store(options.store), keys=json.loads(options.keys.read_bytes()))
     if options.server == "waitress":

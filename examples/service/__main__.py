@@ -1,10 +1,11 @@
 """Run the service: ``python -m examples.service --server granian --store events.db --keys keys.json``.
 
 ``--server granian`` (a threaded WSGI server whose HTTP layer is Rust: ``--threads`` Python
-threads call the application, in one worker process of its own; the lightest of the three,
-docs/performance.md), ``waitress`` (a threaded WSGI server, pure Python, ``--threads`` request
-threads) or ``uvicorn`` (ASGI, one event loop, ``--threads`` worker threads; uvloop and
-httptools, C, when installed); ``--store``: a path or store URL
+threads call the application, in one worker process that granian forks, so the service is one
+process group, stopped or killed as one; the lightest of the three, docs/performance.md),
+``waitress`` (a threaded WSGI server, pure Python, ``--threads`` request threads) or ``uvicorn``
+(ASGI, one event loop, ``--threads`` worker threads; uvloop and httptools, C, when installed);
+``--store``: a path or store URL
 (``sqlite:///…``, ``postgresql://…``), opened once; ``--keys``: a JSON file of key objects.
 Prints ``listening on http://HOST:PORT`` once it accepts connections (``--port 0``: any free
 port). Needs the ``service`` extra: ``pip install 'pith-merge[service]'``.
@@ -28,8 +29,8 @@ from .app import Service, asgi_app, wsgi_app
 def listen(host: str, port: int) -> socket.socket:
     """A listening socket with TCP_NODELAY, which every connection accepted from it inherits
     (Linux): a response written in two parts (headers, body) would otherwise wait for the
-    client's delayed ACK, 40 ms each. Neither asyncio's transports nor granian set it on a
-    connection of a socket handed over to them."""
+    client's delayed ACK, 40 ms each. asyncio's transports do not set it on the connections of a
+    socket handed over to them, and granian sets it on none of its connections."""
     listening = socket.create_server((host, port), backlog=1024)
     listening.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     return listening

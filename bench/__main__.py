@@ -226,7 +226,7 @@ def run(names: Sequence[str], sizes: Sizes, repeat: int, log: Callable[[str], No
     )
     step(
         "service",
-        f"service: {sizes.service_subjects * 4} events from 8 clients on waitress and uvicorn",
+        f"service: {sizes.service_subjects * 4} events from 8 clients on granian, waitress and uvicorn",
         lambda: bench_service(sizes.service_subjects, repeat=max(repeat, 3)),
     )
     step(

@@ -1,8 +1,10 @@
 """Clients of the example service (examples/service/), for its tests and its benchmark.
 
-``start_service`` runs ``python -m examples.service`` as a process of its own (a real server on
-127.0.0.1, any free port); ``post_all`` posts ``(b32, raw)`` pairs from ``clients`` threads at
-once, each with its own keep-alive HTTP/1.1 connection (TCP_NODELAY), and returns every answer.
+``start_service`` runs ``python -m examples.service`` as a process group of its own (a real
+server on 127.0.0.1, any free port; granian serves from a worker process of the group, so the
+service is stopped, or killed, as a group); ``post_all`` posts ``(b32, raw)`` pairs from
+``clients`` threads at once, each with its own keep-alive HTTP/1.1 connection (TCP_NODELAY),
+and returns every answer.
 
 The posting clients are the standard library's ``http.client``: a real HTTP/1.1 client, and
 the lightest well-kept one (about 110 us of CPU a request on the development box, against
@@ -15,12 +17,15 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
+import signal
 import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -32,27 +37,60 @@ NODELAY = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]
 
 
 class Running:
-    """A started service: its process and its base URL."""
+    """A started service: its process (the leader of its process group) and its base URL."""
 
     def __init__(self, process: subprocess.Popen[str], url: str) -> None:
         self.process = process
         self.url = url
 
+    def pids(self) -> list[int]:
+        """The live processes of the service's group (Linux's ``/proc``; zombies left out)."""
+        found = []
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                try:
+                    fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+                except OSError:  # (gone meanwhile)
+                    continue
+                if int(fields[2]) == self.process.pid and fields[0] != "Z":
+                    found.append(int(entry.name))
+        return found
+
+    def kill(self) -> None:
+        """SIGKILL to every process of the service, and wait until none is left."""
+        with suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait(30)
+        deadline = time.monotonic() + 30
+        while self.pids() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert not self.pids(), "the service's processes outlived SIGKILL"
+
 
 @contextmanager
 def start_service(server: str, store: str, keys: Path, *, threads: int = 8) -> Iterator[Running]:
     """Start the service; stopped (killed) when the block ends, unless it was killed already."""
-    command = [sys.executable, "-m", "examples.service", "--server", server, "--store", store]
-    command += ["--keys", str(keys), "--port", "0", "--threads", str(threads)]
-    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    command = ["-m", "examples.service", "--server", server, "--store", store]
+    with start_server([*command, "--keys", str(keys), "--port", "0", "--threads", str(threads)]) as running:
+        yield running
+
+
+@contextmanager
+def start_server(arguments: list[str]) -> Iterator[Running]:
+    """Start ``python ARGUMENTS`` (in the checkout), a process group of its own that prints
+    ``listening on URL`` first; killed, the whole group, when the block ends."""
+    process = subprocess.Popen(
+        [sys.executable, *arguments], cwd=ROOT, stdout=subprocess.PIPE, text=True, start_new_session=True
+    )
+    running = Running(process, "")
     try:
         assert process.stdout is not None
         line = process.stdout.readline()
         assert line.startswith("listening on "), line
-        yield Running(process, line.split()[-1])
+        running.url = line.split()[-1]
+        yield running
     finally:
-        process.kill()
-        process.wait(30)
+        running.kill()
         if process.stdout is not None:
             process.stdout.close()
 

@@ -1,6 +1,6 @@
 """The example service (examples/service/, docs/embedding.md "A service, end to end"), run for real.
 
-On a threaded WSGI server (waitress) and an ASGI server (uvicorn), each a process of its own,
+On threaded WSGI servers (granian, waitress) and an ASGI server (uvicorn), each a process of its own,
 with 8 concurrent HTTP clients posting a shuffled log with faults (malformed JSON, a JSON
 array, duplicates, copies with a corrupted signature, forks): every request is answered (200,
 or 422 for what is not admitted), the state served is ``fold``'s, byte for byte; and after a
@@ -10,6 +10,7 @@ state served is the fold of the store.
 
 from __future__ import annotations
 
+import ast
 import json
 import random
 import threading
@@ -21,11 +22,13 @@ import pytest
 from merge import canonical_json, fold
 from merge.store import SQLiteStore
 
-from .service_client import Answer, b32_of, client, post_all, start_service
+from .service_client import Answer, b32_of, client, connect, post_all, start_server, start_service
 from .store.events import KEYS, history, subject_of
 
+pytest.importorskip("granian")
 pytest.importorskip("waitress")
 pytest.importorskip("uvicorn")
+SERVERS = ["granian", "waitress", "uvicorn"]
 
 SUBJECTS = [subject_of(number) for number in (1, 2, 3)]
 FAULTS = [b"{oops", b"[]", b"", json.dumps({"not": "an event"}).encode()]
@@ -61,7 +64,73 @@ def served_state(url: str, subject: str) -> tuple[bytes, str]:
     return state.content, digest.json()["state_sha256"]
 
 
-@pytest.mark.parametrize("server", ["waitress", "uvicorn"])
+#: A probe served the way the service is on granian (examples/service/__main__.py): each call
+#: waits at a barrier of 8 (so 8 calls can pass only if 8 threads run them at once), then answers
+#: the TCP_NODELAY of every TCP connection its process holds.
+GRANIAN_PROBE = """
+import os, socket, sys, threading
+from examples.service.__main__ import listen, serve_granian
+
+def load():
+    barrier = threading.Barrier(8, timeout=30)
+    def app(environ, start_response):
+        try:
+            barrier.wait()
+        except threading.BrokenBarrierError:
+            start_response("500 Internal Server Error", [("content-length", "0")])
+            return [b""]
+        nodelay = []
+        for fd in os.listdir("/proc/self/fd"):
+            try:
+                connection = socket.socket(fileno=os.dup(int(fd)))
+            except OSError:
+                continue
+            with connection:
+                if connection.type == socket.SOCK_STREAM and connection.family == socket.AF_INET:
+                    try:
+                        connection.getpeername()
+                    except OSError:
+                        continue  # (the listening socket)
+                    nodelay.append(connection.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+        body = repr(nodelay).encode()
+        start_response("200 OK", [("content-length", str(len(body)))])
+        return [body]
+    return app
+
+listening = listen("127.0.0.1", 0)
+print(f"listening on http://127.0.0.1:{listening.getsockname()[1]}", flush=True)
+serve_granian(listening, load, 8)
+"""
+
+
+def test_granian_calls_the_application_on_8_threads_at_once_on_connections_without_nagle() -> None:
+    with start_server(["-c", GRANIAN_PROBE]) as running:
+        answers: list[tuple[int, bytes]] = []
+        lock = threading.Lock()
+
+        def ask() -> None:
+            connection = connect(running.url)
+            try:
+                connection.request("GET", "/")
+                response = connection.getresponse()
+                with lock:
+                    answers.append((response.status, response.read()))
+            finally:
+                connection.close()
+
+        clients = [threading.Thread(target=ask) for _ in range(8)]
+        for thread in clients:
+            thread.start()
+        for thread in clients:
+            thread.join(60)
+        assert sorted(status for status, _ in answers) == [200] * 8  # 8 calls at once
+        for _, body in answers:  # each connection the worker accepted: TCP_NODELAY set
+            nodelay = ast.literal_eval(body.decode())
+            assert len(nodelay) >= 1
+            assert all(nodelay), nodelay
+
+
+@pytest.mark.parametrize("server", SERVERS)
 def test_eight_clients_posting_a_shuffled_log_get_every_answer_and_folds_state(
     server: str, tmp_path: Path, keys: Path
 ) -> None:
@@ -97,7 +166,7 @@ def test_eight_clients_posting_a_shuffled_log_get_every_answer_and_folds_state(
         assert state == expected_state([*inputs[SUBJECTS[0]], stray], SUBJECTS[0])
 
 
-@pytest.mark.parametrize("server", ["waitress", "uvicorn"])
+@pytest.mark.parametrize("server", SERVERS)
 def test_a_service_killed_mid_load_keeps_every_acknowledged_event(
     server: str, tmp_path: Path, keys: Path
 ) -> None:
@@ -113,8 +182,7 @@ def test_a_service_killed_mid_load_keeps_every_acknowledged_event(
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and sum(status == 200 for _, _, status, _ in list(answers)) < 20:
             time.sleep(0.001)
-        running.process.kill()  # SIGKILL, mid-load: 20 answered, the others under way
-        running.process.wait(30)
+        running.kill()  # SIGKILL to all its processes, mid-load: 20 answered, the others under way
         stop.set()
         posting.join(120)
     acknowledged = [(b32, raw) for b32, raw, status, _ in answers if status == 200]

@@ -1,5 +1,5 @@
 """The embedding recipe of docs/embedding.md as a runnable HTTP service (issue 38 item 6).
 
-``python -m examples.service --server waitress|uvicorn --store events.db --keys keys.json``;
+``python -m examples.service --server granian|waitress|uvicorn --store events.db --keys keys.json``;
 the application is :mod:`examples.service.app`.
 """

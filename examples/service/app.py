@@ -13,7 +13,7 @@ Routes (``<B32>`` is the 26 base32 characters that end a pith number, ``pith:YYY
 - ``GET /pith/<B32>/state_sha256``: ``{"state_sha256": ...}``.
 
 :class:`Service` holds it all and answers ``handle(method, path, body)``; :func:`wsgi_app` puts
-it on a threaded WSGI server (waitress), :func:`asgi_app` on an ASGI server (uvicorn), where
+it on a threaded WSGI server (granian, waitress), :func:`asgi_app` on an ASGI server (uvicorn), where
 every call runs on a worker thread (:func:`merge.aio.off_loop`), never on the loop. One store
 object serves every thread (each its own connection; appends of threads at the same moment
 share a commit). Each subject's :class:`merge.Merger` is kept with a lock that makes an add and
@@ -170,7 +170,7 @@ def _sized(headers: list[tuple[str, str]], payload: bytes) -> list[tuple[str, st
 
 
 def wsgi_app(service: Service) -> Callable[..., Iterable[bytes]]:
-    """The service as a WSGI application (for a threaded server: waitress, gunicorn's gthread)."""
+    """The service as a WSGI application (for a threaded server: granian, waitress, gunicorn's gthread)."""
 
     def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         try:

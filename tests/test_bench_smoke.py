@@ -101,6 +101,7 @@ def test_quick_run_measures_every_figure(tmp_path: Path) -> None:
         "group commit sqlite: 8 threads / 1 thread",
         "asyncio: longest loop stall, afold_json",
         "asyncio: longest loop stall, 20 appends",
+        "service on granian / one fold_subjects",
         "service on waitress / one fold_subjects",
         "service on uvicorn / one fold_subjects",
         "unchanged round conditional bundle fetches",

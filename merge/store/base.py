@@ -18,7 +18,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
-import time
 from abc import ABC, abstractmethod
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -218,6 +217,7 @@ class EventStore(ABC):
         self._appending = 0  # threads inside append_many (a list's), waiting or about to
         self._last_group = 1  # how many appends the last commit served
         self._gate: threading.Lock | None = None  # held by a gathering leader, released by an arrival
+        self._wanted = 0  # how many appends the gathering leader waits for (its own included)
         # How an append admits, finds the subject of and hashes its inputs: on the compiled path
         # (chosen once, when the store is made, as json.scanner binds its scanner) without the
         # GIL for the common case, so that appends of other threads run meanwhile.
@@ -400,8 +400,8 @@ class EventStore(ABC):
             leads = not self._leading
             if leads:
                 self._leading = True
-            elif self._gate is not None:  # a leader gathering appends hears of this one
-                self._gate.release()
+            elif self._gate is not None and len(self._waiting) >= self._wanted:
+                self._gate.release()  # the gathering leader's group is complete: it goes on
                 self._gate = None
         if not leads:
             request.wake.acquire()  # until its rows are committed, or it is handed the lead
@@ -420,49 +420,49 @@ class EventStore(ABC):
         return request.new
 
     def _lead(self) -> None:
-        """Lead one commit: gather the appends waiting and those under way, storing each
-        caller's rows in the commit's transaction as it comes, commit, wake each member, and
-        hand the lead to the first append that came meanwhile (it gathers the next commit).
+        """Lead one commit: open its transaction, gather the appends waiting and those under
+        way, store their rows, commit, wake each member, and hand the lead to the first append
+        that came meanwhile (it gathers the next commit).
 
         Gather: the appends other threads have begun (admitting their inputs now), and as many
         as the last commit served, join this commit if they come within :data:`GATHER_SECONDS`.
         Without it, the callers of the last commit, back with their next append a moment after
         this leader took the list, would wait for the next commit: two cohorts of half the
         threads, taking turns. One thread alone never waits here; after a burst, one commit
-        waits once. The rows that came are stored while the others are awaited (the database's
-        work beside the other threads' admission), and only the commit waits for the last.
+        waits once. The leader sleeps through the gathering and is woken once, by the append
+        that completes the group (or by the deadline), never by each arrival: a wake-up is a
+        context switch and a turn of the GIL, and the arrivals' Python is what a round of
+        appends waits for. Then it stores every member's rows at once, while no member runs.
         """
-        deadline = time.monotonic() + GATHER_SECONDS
-        with self._group:
-            wanted = max(self._appending, self._last_group)
-            came, self._waiting = self._waiting, []  # (the leader's own first)
-        group = list(came)
+        group: list[_Request] | None = None
+        failure: BaseException | None = None
         try:
             with self._group_writer() as store:
-                while True:
-                    if came:
-                        news = iter(store([row for member in came for row in member.rows]))
-                        for member in came:
-                            member.new = [next(news) for _ in member.rows]
-                    with self._group:
-                        left = deadline - time.monotonic()
-                        if len(group) >= wanted or left <= 0:
-                            break  # (those that come now wait for the next commit)
-                        came, self._waiting = self._waiting, []
-                        group += came
-                        if came:
-                            continue
+                with self._group:
+                    wanted = max(self._appending, self._last_group)
+                    gate = None
+                    if len(self._waiting) < wanted:  # (the leader's own is in it, first)
                         gate = self._gate = threading.Lock()
                         gate.acquire()
-                    gate.acquire(timeout=left)  # released by the next append that comes
+                        self._wanted = wanted
+                if gate is not None:
+                    gate.acquire(timeout=GATHER_SECONDS)  # released by the append that completes it
+                with self._group:
+                    self._gate = None
+                    group, self._waiting = self._waiting, []  # (those that come now: the next commit)
+                news = iter(store([row for member in group for row in member.rows]))
+                for member in group:
+                    member.new = [next(news) for _ in member.rows]
         except BaseException as exc:
-            for member in group:
-                member.error = exc
+            failure = exc
         finally:
             with self._group:
                 self._gate = None
+                if group is None:  # (failed before the group was taken: all that wait share it)
+                    group, self._waiting = self._waiting, []
                 self._last_group = len(group)
                 for member in group:
+                    member.error = failure
                     member.done = True
                 successor = self._waiting[0] if self._waiting else None
                 self._leading = successor is not None
@@ -474,8 +474,8 @@ class EventStore(ABC):
     @contextmanager
     def _group_writer(self) -> Iterator[Callable[[list[PreparedInput]], list[bool]]]:
         """The write transaction of a group commit; entering gives ``store(rows) -> new of
-        each``, called for each caller's rows as they come; committed when the block ends,
-        durably (see :meth:`_transaction`). An adapter may store rows faster."""
+        each``, called once with every member's rows; committed when the block ends, durably
+        (see :meth:`_transaction`). An adapter may store rows faster."""
         with self._transaction() as insert:
             yield lambda rows: [insert(row) for row in rows]
 

@@ -13,7 +13,7 @@ tables, is refused with :class:`~merge.store.StoreError`, never misread.
 Threads: one store object serves every thread of a process, each on its own connection,
 borrowed from the store's pool (:mod:`psycopg_pool`) at its first call and kept while the thread
 lives, each with its own answer deadline. Appends of several threads at once share one
-transaction (group commit), each caller's rows sent in one round trip (a pipelined ``executemany``).
+transaction (group commit), the group's rows sent in one round trip (a pipelined ``executemany``).
 
 Concurrency: write transactions take turns on a transaction-level advisory lock, so sequence
 numbers are handed out in commit order: a fold that has read up to ``seq`` never misses an
@@ -490,8 +490,8 @@ class PostgresStore(EventStore):
 
     @contextmanager
     def _group_writer(self) -> Iterator[Callable[[list[PreparedInput]], list[bool]]]:
-        """A group commit's transaction: each caller's rows in one round trip (psycopg's
-        pipelined ``executemany``), as they come."""
+        """A group commit's transaction: the group's rows in one round trip (psycopg's
+        pipelined ``executemany``)."""
         conn = self._conn()
         with self._errors(), self._answered_transaction(conn):
             with self._answered(conn):

@@ -13,6 +13,7 @@ import json
 import random
 import threading
 import time
+import types
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -185,6 +186,59 @@ def test_appends_of_threads_at_the_same_moment_share_commits(
     assert len(commits) < len(inputs) // 2, commits  # shared: far fewer commits than appends
     assert max(commits) > 1
     assert sorted(store.events(subject_of(1))) == sorted(inputs)
+
+
+def test_a_gathering_leader_is_woken_once_a_commit_not_by_each_arrival(
+    store: EventStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A gathering leader sleeps on a gate (a lock acquired with a timeout) until the append
+    # that completes its group comes: one wake-up a commit. Before, each arrival released the
+    # gate, and the leader took the GIL to store that caller's rows and slept on a new gate:
+    # up to 7 wake-ups a commit of 8, each a context switch and a turn of the GIL.
+    import merge.store.base as base
+
+    gates = 0
+    commits = 0
+    real_lock = threading.Lock
+
+    class Counted:
+        def __init__(self) -> None:
+            self.lock = real_lock()
+
+        def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+            nonlocal gates
+            if timeout >= 0:  # (a gate; a waiting append's wake-up has no timeout)
+                gates += 1
+            return self.lock.acquire(blocking, timeout)
+
+        def release(self) -> None:
+            self.lock.release()
+
+    real = type(store)._group_writer
+
+    @contextmanager
+    def counted_commit(self: EventStore) -> Iterator[Callable[[list[Any]], list[bool]]]:
+        nonlocal commits
+        with real(self) as store_rows:
+            yield store_rows
+        commits += 1
+
+    monkeypatch.setattr(base, "threading", types.SimpleNamespace(Lock=Counted))
+    monkeypatch.setattr(type(store), "_group_writer", counted_commit)
+    inputs = list(history(1, 4 * THREADS))
+    pauses = random.Random(7)
+
+    def work(number: int) -> None:
+        for item in inputs[number::THREADS]:
+            # The appends of a round come spread over 0-3 ms, inside GATHER_SECONDS: a leader
+            # gathers them (when the last commit was shared), and would be woken by each if
+            # arrivals woke it (18-20 gates for 6-10 commits, measured so).
+            time.sleep(pauses.uniform(0, 0.003))
+            assert isinstance(store.append(item), Stored)
+
+    assert run_threads(THREADS, work) == []
+    assert sorted(store.events(subject_of(1))) == sorted(inputs)
+    assert gates <= commits, (gates, commits)
 
 
 def test_a_shared_commit_that_fails_fails_every_append_in_it_and_stores_none(

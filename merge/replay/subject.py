@@ -40,7 +40,7 @@ from ..bundle import (
 from ..keys import KeySet
 from ..record import record_disagreement, verify_record
 from ..signatures import SignatureVerifier
-from ..state import FoldResult
+from ..state import FoldResult, State
 from .results import CorpusItem, InputProblem, SubjectOutcome, SubjectSummary
 
 __all__ = ["fold_subject", "keys_suffice", "passing_summary"]
@@ -91,18 +91,7 @@ def passing_summary(subject: str, passed: Passing) -> SubjectSummary:
     :func:`keys_suffice` of ``keys`` and its ``public_keys``: the subject's fold is then the
     bundle's own (``_fold_gathered``), and it has no problem: no event rejected (the compiled
     path decided each), no key in conflict, no record to compare, nothing gathered but it."""
-    return SubjectSummary(
-        subject=subject,
-        state_sha256=passed.state_sha256,
-        event_count=passed.event_count,
-        valid_event_count=passed.valid_event_count,
-        invalid_event_count=passed.invalid_event_count,
-        equivocation_count=passed.equivocation_count,
-        bundles=1,
-        state_matches=True,
-        rejected=0,
-        bundle_mismatches=0,
-    )
+    return _row(subject, passed, bundles=1, state_matches=True, rejected=0)
 
 
 def keys_suffice(keys: KeySet | None, carried: KeySet) -> bool:
@@ -297,13 +286,9 @@ def _summary(subject: str, gathered: _Gathered, result: FoldResult) -> SubjectOu
             InputProblem(source, "record_disagrees", why) for source, why in disagreements if why
         )
         record_agrees = not any(why for _, why in disagreements)
-    summary = SubjectSummary(
-        subject=subject,
-        state_sha256=state.state_sha256,
-        event_count=state.event_count,
-        valid_event_count=state.valid_event_count,
-        invalid_event_count=state.invalid_event_count,
-        equivocation_count=state.equivocation_count,
+    summary = _row(
+        subject,
+        state,
         bundles=gathered.bundles,
         state_matches=None if gathered.bundles == 0 else gathered.mismatches == 0,
         rejected=len(result.rejected),
@@ -313,6 +298,20 @@ def _summary(subject: str, gathered: _Gathered, result: FoldResult) -> SubjectOu
         record_agrees=record_agrees,
     )
     return SubjectOutcome(summary, state, tuple(gathered.problems))
+
+
+def _row(subject: str, state: State | Passing, **rest: Any) -> SubjectSummary:
+    """A subject's row: the numbers of its folded ``state`` (or of the one
+    :func:`merge.bundle.passing` read), and ``rest``."""
+    return SubjectSummary(
+        subject=subject,
+        state_sha256=state.state_sha256,
+        event_count=state.event_count,
+        valid_event_count=state.valid_event_count,
+        invalid_event_count=state.invalid_event_count,
+        equivocation_count=state.equivocation_count,
+        **rest,
+    )
 
 
 def _handed_over(values: list[Any]) -> Iterator[Any]:

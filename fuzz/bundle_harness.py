@@ -24,8 +24,9 @@ from pathlib import Path
 from typing import Any, Final, NamedTuple
 
 from fuzz.harness import SIGNERS, _Reader
-from merge import REGISTRY_KEYS, verify_bundle
-from merge.bundle import BundleReport, verify_bundle_texts
+from merge import REGISTRY_KEYS, canonical_json, verify_bundle
+from merge.bundle import BundleReport, judge_bundle_texts, passing, verify_bundle_texts
+from merge.keys import KeySet
 from merge.native import PURE_ENVIRONMENT_VARIABLE, native_available
 from merge.testing.mutations import Mutation, mutate_text
 
@@ -105,6 +106,8 @@ def verdict(
         try:
             if batch:
                 report: BundleReport = verify_bundle_texts([text], trusted_keys=trusted_keys)[0].report
+                if not _passing_holds(text, trusted_keys, report):
+                    return ("raised", "PassingDiffers", "merge.bundle.passing differs from the report")
             else:
                 report = verify_bundle(text, trusted_keys=trusted_keys, threads=1)
         except Exception as exc:
@@ -116,6 +119,34 @@ def verdict(
         tuple((check.name, check.ok, check.detail if details else None) for check in report.checks),
         None if result is None else result.state_sha256,
         None if result is None else tuple((r.index, str(r.code)) for r in result.rejected),
+    )
+
+
+def _passing_holds(text: bytes | str, trusted_keys: Any, report: BundleReport) -> bool:
+    """Where :func:`merge.bundle.passing` reads a judged bundle as passing (a replay's lone
+    bundle, issue 39 item 2), the report passes, and its state is the one ``passing`` read."""
+    judged = judge_bundle_texts([text], KeySet.parse(trusted_keys))[0]
+    passed = passing(judged) if judged is not None else None
+    if passed is None:
+        return True
+    result = report.result
+    if not report.ok or result is None:
+        return False
+    state = result.state
+    return (passed.state, passed.state_sha256, passed.pith_number) == (
+        canonical_json(state),
+        state.state_sha256,
+        state.pith_number,
+    ) and (
+        passed.event_count,
+        passed.valid_event_count,
+        passed.invalid_event_count,
+        passed.equivocation_count,
+    ) == (
+        state.event_count,
+        state.valid_event_count,
+        state.invalid_event_count,
+        state.equivocation_count,
     )
 
 

@@ -56,8 +56,13 @@ __all__ = [
     "BundleReport",
     "Check",
     "CheckedReport",
+    "Judged",
+    "Passing",
     "event_inputs",
     "event_texts",
+    "judge_bundle_texts",
+    "passing",
+    "verified_of",
     "verify_bundle",
     "verify_bundle_texts",
 ]
@@ -674,29 +679,36 @@ def verify_bundle_texts(
     same ``Verified``, judged in one compiled call where that path serves: a replay's
     many small bundles (issue 39 item 2).
 
-    That call (:func:`merge.native.bundle.judge_bundles`) reads each text whole and runs §10's
-    checks over its parts, the fold of its events among them, and decides only a bundle that
-    passes every one in the form it holds to this module's verdicts (every part written, a
-    trusted signature of the simple form, every event decided there, the published state the
-    fold's bytes); each other text, and every text on the pure path, goes through
-    ``verify_bundle_parts`` whole. The key sets of ``public_keys`` are parsed here (§3),
-    each once a run (kept by their canonical text), and ``source_aliases`` is compared here, as
-    that function compares it.
+    That call (:func:`judge_bundle_texts`) reads each text whole and runs §10's checks over its
+    parts, the fold of its events among them, and decides only a bundle that passes every one
+    in the form it holds to this module's verdicts (every part written, a trusted signature of
+    the simple form, every event decided there, the published state the fold's bytes); each
+    other text, and every text on the pure path, goes through ``verify_bundle_parts`` whole
+    (:func:`verified_of`).
     """
     trusted = KeySet.parse(trusted_keys)
     texts = list(texts)
+    judged = judge_bundle_texts(texts, trusted)
+    return [verified_of(text, passed, trusted) for text, passed in zip(texts, judged, strict=True)]
+
+
+class Judged(NamedTuple):
+    """A bundle text the compiled path judged (:func:`judge_bundle_texts`): it passed every
+    check of §10 but ``source_aliases``, which is compared with its state here."""
+
+    #: What the compiled call returned of it (its members' and events' texts, its hashes, the
+    #: trusted key's id, the fold's state as bytes).
+    bundle: JudgedBundle
+    #: Its ``public_keys`` (§3), parsed here once a run (kept by their canonical text).
+    keys: KeySet
+
+
+def judge_bundle_texts(texts: list[Any], trusted: KeySet) -> list[Judged | None]:
+    """What the compiled path judged of ``texts`` in one call
+    (:func:`merge.native.bundle.judge_bundles`), each bundle's :class:`Judged`, or ``None``
+    where it did not decide (or does not serve): :func:`verified_of` makes the verdict."""
     if not texts:  # (a replay's batch of one large subject holds no lone bundle: no call)
         return []
-    judged = _judged_texts(texts, trusted)
-    return [
-        verified if verified is not None else verify_bundle_parts(text, trusted_keys=trusted, threads=1)
-        for text, verified in zip(texts, judged, strict=True)
-    ]
-
-
-def _judged_texts(texts: list[Any], trusted: KeySet) -> list[Verified | None]:
-    """What the compiled path judged of ``texts``: each one's :class:`Verified`, or ``None``
-    where it did not decide (or does not serve)."""
     known = dict(_KEY_SETS)
     outcomes: list[Any] = judge_bundles(texts, trusted, known) or [None] * len(texts)
     wanted = {outcome for outcome in outcomes if isinstance(outcome, bytes)}
@@ -712,7 +724,90 @@ def _judged_texts(texts: list[Any], trusted: KeySet) -> list[Verified | None]:
             outcomes[at] = outcome
         if len(_KEY_SETS) > _KEY_SETS_KEPT:
             _KEY_SETS.clear()
-    return [_passed(outcome, known) if _is_judged(outcome) else None for outcome in outcomes]
+    return [
+        Judged(outcome, known[_member_text(outcome, "public_keys")]) if _is_judged(outcome) else None
+        for outcome in outcomes
+    ]
+
+
+def verified_of(text: Any, judged: Judged | None, trusted: KeySet) -> Verified:
+    """``verify_bundle_parts(text, trusted_keys=trusted, threads=1)``: made from ``judged``,
+    what the compiled path judged of ``text`` (:func:`judge_bundle_texts`), where it decided."""
+    verified = _passed(judged) if judged is not None else None
+    return verified if verified is not None else verify_bundle_parts(text, trusted_keys=trusted, threads=1)
+
+
+class Passing(NamedTuple):
+    """A bundle whose :func:`verified_of` report passes every check of §10 (:func:`passing`):
+    what a replay reads of that report, read off the compiled call's bytes instead."""
+
+    #: Its ``public_keys`` (§3).
+    keys: KeySet
+    #: ``CJ`` of its state (the published one, which is the fold's), and what it says.
+    state: bytes
+    state_sha256: str
+    pith_number: str
+    event_count: int
+    valid_event_count: int
+    invalid_event_count: int
+    equivocation_count: int
+
+
+class _Aliases(msgspec.Struct, gc=False):
+    source_aliases: msgspec.Raw
+
+
+class _StateNumbers(msgspec.Struct, gc=False):
+    """The parts of a state (:class:`merge.state.State`) that :class:`Passing` holds, the rest
+    of its text skipped; ``current.source_aliases`` as its text."""
+
+    pith_number: str
+    event_count: int
+    valid_event_count: int
+    invalid_event_count: int
+    equivocation_count: int
+    current: _Aliases
+
+
+_read_numbers: Final = msgspec.json.Decoder(_StateNumbers).decode
+
+
+def passing(judged: Judged) -> Passing | None:
+    """What :func:`verified_of` of ``judged`` says, where its report passes every check (``ok``),
+    without making that report: ``None`` where it would not pass, or not be made from ``judged``
+    (its small members do not decode: :func:`_passed`). ``source_aliases`` is compared as
+    :func:`_aliases_check` compares it, by canonical text: the fold's state is ``CJ`` (§1), so
+    the text of its ``current.source_aliases`` is theirs, sliced rather than decoded and written
+    again (a replay's lone bundle, issue 39 item 2)."""
+    bundle, keys = judged
+    if _members_read(bundle.members, bundle.events, bundle.bundle_sha256, ()) is None:
+        return None
+    try:
+        numbers = _read_numbers(bundle.state)
+    except _NOT_READ:
+        return None
+    if _member_text(bundle, "source_aliases") != bytes(numbers.current.source_aliases):
+        return None
+    return Passing(
+        keys,
+        _member_text(bundle, "state"),
+        bundle.state_sha256,
+        numbers.pith_number,
+        numbers.event_count,
+        numbers.valid_event_count,
+        numbers.invalid_event_count,
+        numbers.equivocation_count,
+    )
+
+
+def _member_text(judged: JudgedBundle, name: str) -> bytes:
+    """``CJ`` of the member ``name`` of a bundle the compiled path judged (``null`` when it has
+    none, as :meth:`BundleParts.member_text` reads a missing member)."""
+    for key, _, written in judged.members:
+        if key == name:
+            text: bytes = written
+            return text
+    return b"null"
 
 
 def _is_judged(outcome: JudgedBundle | bytes | None) -> TypeGuard[JudgedBundle]:
@@ -734,10 +829,11 @@ def _key_set(text: bytes) -> KeySet | None:
         return None
 
 
-def _passed(judged: JudgedBundle, key_sets: Mapping[bytes, KeySet]) -> Verified | None:
+def _passed(passed: Judged) -> Verified | None:
     """The :class:`Verified` of a bundle the compiled path judged: every check of §10 passed
     but ``source_aliases``, compared here (:func:`_aliases_check`); ``None`` where its small
     members do not decode as :func:`_read_compiled` decodes them."""
+    judged, keys = passed
     events = judged.events
     # No identities: read without a cache, as read_bundle reads a text (BundleRead.identities).
     read = _members_read(judged.members, events, judged.bundle_sha256, (None,) * len(events))
@@ -752,7 +848,6 @@ def _passed(judged: JudgedBundle, key_sets: Mapping[bytes, KeySet]) -> Verified 
         record_sha256=judged.record_sha256,
         written=written,
     )
-    keys = key_sets[written["public_keys"] or b""]
     result = fold_result(judged.state, judged.state_sha256, judged.superseded)
     checks = (
         Check("bundle_type", True, _is_detail("bundle_type", members["bundle_type"])),

@@ -13,18 +13,24 @@ by the compiled call (else the comparisons would hold vacuously).
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import msgspec
 import pytest
 
+import merge.replay.corpus
 from merge import canonical_json
-from merge.bundle import Verified, _judged_texts, verify_bundle_parts, verify_bundle_texts
+from merge.bundle import Verified, judge_bundle_texts, verify_bundle_parts, verify_bundle_texts
 from merge.keys import KeySet
+from merge.replay.corpus import fold_subjects
+from merge.replay.results import CorpusItem, InputProblem
+from merge.replay.states import write_state
 from merge.signing import make_bundle, sign_bundle
 
-from .builders import KEY_A, KEY_B, KEYS, RECORD
+from .builders import KEY_A, KEY_B, KEY_STRANGER, KEYS, RECORD
 from .test_bundle_verdicts import G1, REC, SIGNED_AT, TRUST, X1
 
 GOOD = make_bundle(KEY_A, RECORD, [REC, G1, X1], public_keys=KEYS, built_at=SIGNED_AT)
@@ -168,7 +174,7 @@ def test_each_bundle_as_verify_bundle_parts_verifies_it(each_path: str, case: Ca
 def test_the_good_bundle_is_decided_by_the_compiled_call(each_path: str) -> None:
     """Else the comparisons above would hold vacuously: the compiled call decides a bundle that
     passes (and, with a key set it has not met, asks for it first); the pure path decides none."""
-    judged = _judged_texts([_text(GOOD)], KeySet.parse(TRUST))
+    judged = judge_bundle_texts([_text(GOOD)], KeySet.parse(TRUST))
     assert (judged[0] is not None) == (each_path == "compiled")
     assert verify_bundle_texts([_text(GOOD)], trusted_keys=TRUST)[0].report.ok
 
@@ -181,3 +187,51 @@ def test_a_batch_of_every_case_at_once(each_path: str) -> None:
     batch = verify_bundle_texts(texts, trusted_keys=TRUST)
     alone = [verify_bundle_parts(text, trusted_keys=TRUST, threads=1) for text in texts]
     assert [_whole(verified) for verified in batch] == [_whole(verified) for verified in alone]
+
+
+#: A replay's caller keys beside a bundle's own (KEYS): a subject of one trusted bundle folds
+#: with the bundle's key set only where the caller's add none and conflict with none.
+CALLER_KEYS: dict[str, list[dict[str, Any]] | None] = {
+    "none": None,
+    "the bundle's": KEYS,
+    "fewer": KEYS[:1],
+    "one more": [*KEYS, KEY_STRANGER.key_object()],
+    "one in conflict": [*KEYS[:1], {**KEY_STRANGER.key_object(), "key_id": KEYS[1]["key_id"]}],
+}
+
+
+@pytest.mark.parametrize("caller", CALLER_KEYS.values(), ids=CALLER_KEYS.keys())
+def test_a_lone_bundle_replays_as_fold_subject_folds_it(
+    each_path: str, caller: list[dict[str, Any]] | None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """fold_subjects reads the outcome of a subject that is one bundle passing every check off
+    the compiled call's bytes (merge.bundle.passing, issue 39 item 2): for each case, with each
+    caller key set, its row, its problems and the state it writes are fold_subject's. The good
+    bundle with no caller keys or some of its own takes that road on the compiled path (no fold_subject),
+    else the comparison would hold vacuously."""
+    keys = None if caller is None else KeySet.parse(caller)
+    trusted = KeySet.parse(TRUST)
+    fold_subject = merge.replay.corpus.fold_subject
+    folded: list[str] = []
+
+    def counted(subject: str, *args: Any, **options: Any) -> Any:
+        folded.append(subject)
+        return fold_subject(subject, *args, **options)
+
+    monkeypatch.setattr(merge.replay.corpus, "fold_subject", counted)
+    for number, (name, case) in enumerate(CASES.items()):
+        items: list[CorpusItem | InputProblem] = [CorpusItem(name, f"{number}.json", "bundle", _text(case()))]
+        batch, alone = tmp_path / f"{number}-batch", tmp_path / f"{number}-alone"
+        batch.mkdir()
+        alone.mkdir()
+        rows, counts = fold_subjects(iter([(name, items)]), keys, trusted, str(batch))
+        outcome = fold_subject(name, items, keys, trusted)
+        write_state(alone, outcome.state)
+        assert rows == [(outcome.summary, outcome.problems)], name
+        assert counts == Counter(problem.code for problem in outcome.problems), name
+        assert {path.name: path.read_bytes() for path in batch.iterdir()} == {
+            path.name: path.read_bytes() for path in alone.iterdir()
+        }, name
+    # Keys that are the bundle's, or some of them, add none: the subject folds with the bundle's.
+    fast = each_path == "compiled" and caller in (None, KEYS, KEYS[:1])
+    assert ("good" in folded) != fast

@@ -26,7 +26,7 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any, Final
 
-from ..bundle import REGISTRY_KEYS, verify_bundle_texts
+from ..bundle import REGISTRY_KEYS, judge_bundle_texts, passing, verified_of
 from ..errors import InputError
 from ..keys import KeySet
 from .progress import _Progress
@@ -41,8 +41,8 @@ from .results import (
 )
 from .scan import _Placed, _scan_corpus, _scan_unit, _Unit, _units
 from .spill import _partition_groups, _spill_scan
-from .states import write_state
-from .subject import fold_subject
+from .states import write_state, write_state_text
+from .subject import fold_subject, keys_suffice, passing_summary
 from .workers import _outcome, _pool, _ready, _signals_held, _stopped_by_signals, _submitted
 
 __all__ = ["fold_subjects", "replay", "replay_report"]
@@ -64,18 +64,36 @@ def fold_subjects(
     the engines differ only in how ``(subject, items)`` reach it. ``groups`` come in subject
     order, each subject once; the rows keep at most :data:`merge.replay.results.PROBLEM_SAMPLE`
     problems, the first in that order, so that :func:`replay_report` finds the report's first ones among them.
+
+    A subject that is one bundle which passes every check of §10 on the compiled path, and
+    whose key set is its own, has the summary and state ``fold_subject`` would give it read off
+    that path's bytes (:func:`merge.bundle.passing`, :func:`merge.replay.subject.passing_summary`):
+    the registry's shape, a small bundle a subject, without a report or a state made of Python
+    objects that the replay would not read (issue 39 item 2).
     """
     rows: _Rows = []
     log = ProblemLog()
+    suffice: dict[int, tuple[KeySet, bool]] = {}  # keys_suffice of each key set met, by its id
     for batch in _batches(groups):
         # The lone bundles of a batch of small subjects (the registry's shape: a subject, a
-        # bundle) verified in one call (issue 39 item 2), then each subject folded in order.
-        lone = [items[0] for _, items in batch if isinstance(items, list) and len(items) == 1]
-        bundles = [item for item in lone if isinstance(item, CorpusItem) and item.kind == "bundle"]
-        texts = [item.data for item in bundles]
-        judged = verify_bundle_texts(texts, trusted_keys=trusted_keys)
-        verified = dict(zip((item.source for item in bundles), judged, strict=True))
-        for subject, items in batch:
+        # bundle) judged in one call (issue 39 item 2), then each subject folded in order.
+        lone = [_lone_bundle(items) for _, items in batch]
+        bundles = [item for item in lone if item is not None]
+        judged = iter(judge_bundle_texts([item.data for item in bundles], trusted_keys))
+        for (subject, items), bundle in zip(batch, lone, strict=True):
+            made = next(judged) if bundle is not None else None
+            passed = passing(made) if made is not None else None
+            if passed is not None:
+                fits = suffice.get(id(passed.keys))
+                if fits is None:  # (the key set is kept with its verdict: its id stays its own)
+                    fits = suffice[id(passed.keys)] = (passed.keys, keys_suffice(keys, passed.keys))
+                if fits[1]:
+                    # Its outcome read off the compiled call's bytes: no report made, no state decoded.
+                    if out_dir is not None:
+                        write_state_text(out_dir, passed.pith_number, passed.state)
+                    rows.append((passing_summary(subject, passed), ()))
+                    continue
+            verified = {} if bundle is None else {bundle.source: verified_of(bundle.data, made, trusted_keys)}
             outcome = fold_subject(subject, items, keys, trusted_keys, verified=verified)
             if out_dir is not None:
                 write_state(out_dir, outcome.state)
@@ -84,6 +102,15 @@ def fold_subjects(
                 log.add(problem)
             rows.append((outcome.summary, tuple(log.kept[kept:])))
     return rows, log.counts
+
+
+def _lone_bundle(items: Iterable[CorpusItem | InputProblem]) -> CorpusItem | None:
+    """The bundle of a small subject (a list, from :func:`_batches`) that is that bundle alone."""
+    if isinstance(items, list) and len(items) == 1:
+        (item,) = items
+        if isinstance(item, CorpusItem) and item.kind == "bundle":
+            return item
+    return None
 
 
 #: Subjects batched together by :func:`_batches`: at most this many, their items at most so

@@ -11,7 +11,7 @@ from typing import Final
 from ..canonical import canonical_json
 from ..state import State
 
-__all__ = ["state_filename", "write_state"]
+__all__ = ["state_filename", "write_state", "write_state_text"]
 
 _PITH_NUMBER: Final = re.compile(r"pith:([0-9]{4}):([A-Z2-7]{26})")
 
@@ -30,8 +30,13 @@ def state_filename(subject: str) -> str:
 
 def write_state(out_dir: str | os.PathLike[str], state: State) -> Path:
     """Write ``CJ(state)`` (exact canonical bytes) to ``out_dir/state_filename(subject)``."""
-    path = Path(out_dir) / state_filename(state.pith_number)
+    return write_state_text(out_dir, state.pith_number, canonical_json(state))
+
+
+def write_state_text(out_dir: str | os.PathLike[str], pith_number: str, text: bytes) -> Path:
+    """Write ``text``, ``CJ`` of the state of ``pith_number``, as :func:`write_state` writes a state."""
+    path = Path(out_dir) / state_filename(pith_number)
     temporary = path.with_name(path.name + ".tmp")
-    temporary.write_bytes(canonical_json(state))
+    temporary.write_bytes(text)
     temporary.replace(path)  # atomic: a reader never sees half a state
     return path

@@ -28,14 +28,22 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..batch import fold
-from ..bundle import NOT_JSON, REGISTRY_KEYS, CheckedReport, Verified, parse_document, verify_bundle_parts
+from ..bundle import (
+    NOT_JSON,
+    REGISTRY_KEYS,
+    CheckedReport,
+    Passing,
+    Verified,
+    parse_document,
+    verify_bundle_parts,
+)
 from ..keys import KeySet
 from ..record import record_disagreement, verify_record
 from ..signatures import SignatureVerifier
-from ..state import FoldResult
+from ..state import FoldResult, State
 from .results import CorpusItem, InputProblem, SubjectOutcome, SubjectSummary
 
-__all__ = ["fold_subject"]
+__all__ = ["fold_subject", "keys_suffice", "passing_summary"]
 
 
 def fold_subject(
@@ -75,6 +83,25 @@ def fold_subject(
     gathered = _gather(items, keys, trusted, verify)
     result = _fold_gathered(subject, gathered, keys, verifier, threads)
     return _summary(subject, gathered, result)
+
+
+def passing_summary(subject: str, passed: Passing) -> SubjectSummary:
+    """``fold_subject(subject, [bundle], keys, …)``'s summary for a subject that is one bundle
+    whose verification passed every check (``passed``: :func:`merge.bundle.passing`), where
+    :func:`keys_suffice` of ``keys`` and its ``public_keys``: the subject's fold is then the
+    bundle's own (``_fold_gathered``), and it has no problem: no event rejected (the compiled
+    path decided each), no key in conflict, no record to compare, nothing gathered but it."""
+    return _row(subject, passed, bundles=1, state_matches=True, rejected=0)
+
+
+def keys_suffice(keys: KeySet | None, carried: KeySet) -> bool:
+    """Whether a subject of one trusted bundle whose ``public_keys`` are ``carried``, given the
+    caller's ``keys``, folds with exactly ``carried`` and finds no ``key_conflict``
+    (``_gather_keys``): then its fold is the bundle's own (``_fold_gathered``)."""
+    base = keys if keys is not None else KeySet()
+    if base.conflicts(carried.values()):
+        return False
+    return base.union(carried.values(), on_conflict="keep") == carried
 
 
 #: Where an item that was repeated first came → where its repeats are.
@@ -259,13 +286,9 @@ def _summary(subject: str, gathered: _Gathered, result: FoldResult) -> SubjectOu
             InputProblem(source, "record_disagrees", why) for source, why in disagreements if why
         )
         record_agrees = not any(why for _, why in disagreements)
-    summary = SubjectSummary(
-        subject=subject,
-        state_sha256=state.state_sha256,
-        event_count=state.event_count,
-        valid_event_count=state.valid_event_count,
-        invalid_event_count=state.invalid_event_count,
-        equivocation_count=state.equivocation_count,
+    summary = _row(
+        subject,
+        state,
         bundles=gathered.bundles,
         state_matches=None if gathered.bundles == 0 else gathered.mismatches == 0,
         rejected=len(result.rejected),
@@ -275,6 +298,20 @@ def _summary(subject: str, gathered: _Gathered, result: FoldResult) -> SubjectOu
         record_agrees=record_agrees,
     )
     return SubjectOutcome(summary, state, tuple(gathered.problems))
+
+
+def _row(subject: str, state: State | Passing, **rest: Any) -> SubjectSummary:
+    """A subject's row: the numbers of its folded ``state`` (or of the one
+    :func:`merge.bundle.passing` read), and ``rest``."""
+    return SubjectSummary(
+        subject=subject,
+        state_sha256=state.state_sha256,
+        event_count=state.event_count,
+        valid_event_count=state.valid_event_count,
+        invalid_event_count=state.invalid_event_count,
+        equivocation_count=state.equivocation_count,
+        **rest,
+    )
 
 
 def _handed_over(values: list[Any]) -> Iterator[Any]:

@@ -1,7 +1,7 @@
 //! Bundles (spec §10), the part of `merge.bundle` that reads a bundle given as a JSON text: its
 //! members split as a decode would (the last of duplicate keys winning), its events and other
 //! members written canonically (§1), and `bundle_sha256` (§2) over those bytes, never joined;
-//! and §10's checks over those parts ([`judge`]) where a bundle passes them all in the one form
+//! and §10's checks over those parts ([`judge_texts`]) where a bundle passes them all in the one form
 //! this path holds to `merge.bundle`'s verdicts. What this path does not read or judge, that
 //! one decodes and judges.
 
@@ -282,7 +282,7 @@ pub const BUNDLE_SIGNED_MESSAGE: &str = "bundle_sha256_bytes";
 /// What a state's canonical bytes hold right after where `state_sha256` goes (§1, §9).
 const AFTER_STATE_SHA256: &[u8] = b",\"state_type\":";
 
-/// What [`judge`] made of a bundle it read whole.
+/// What [`judge_texts`] made of a bundle it read whole.
 pub enum Judgement {
     /// Not decided here: `merge.bundle`'s checks judge it (one failed, or it is not of the one
     /// form this path holds to the pure path's verdicts).
@@ -304,70 +304,73 @@ pub struct Passed {
     pub state_sha256: String,
 }
 
-/// The checks of §10 over a bundle read whole (`split`, each member written in `members`, in
-/// its order, each event in `events`, and `bundle_sha256` over them), each passing only where
-/// `merge.bundle`'s would pass with the same details: anything else is [`Judgement::Undecided`].
+/// A bundle that passed every check of §10 before its fold ([`checked`]): what its fold and its
+/// verdict take.
+struct Ready<'k> {
+    trusted_key_id: String,
+    /// `(H(canonical_record), the subject)`.
+    subject: (String, String),
+    /// Its key set (§3), among those given.
+    keys: &'k HashMap<String, Key>,
+}
+
+/// Why a bundle does not reach its fold: `None`, not decided here ([`Judgement::Undecided`]);
+/// else the canonical text of the key set wanted ([`Judgement::KeysWanted`]).
+type NotReady = Option<Vec<u8>>;
+
+/// The checks of §10 before the fold over a bundle read whole, each passing only where
+/// `merge.bundle`'s would pass with the same details: what the fold takes when they all pass,
+/// else why not.
 /// `trusted`: the keys of bundle signatures; `key_sets`: the key sets (§3) known by the
 /// canonical text of `public_keys`, each already checked by the caller.
-pub fn judge(
-    split: &Split<'_>,
-    members: &[&[u8]],
-    events: &[&[u8]],
-    bundle_sha256: &str,
+fn checked<'k>(
+    whole: &Whole<'_>,
     trusted: &HashMap<String, Key>,
-    key_sets: &HashMap<Vec<u8>, HashMap<String, Key>>,
-) -> Judgement {
-    let member = |name: &str| {
-        let at = split.members.binary_search_by(|(key, _)| key.as_str().cmp(name)).ok()?;
-        Some(members[at])
-    };
+    key_sets: &'k HashMap<Vec<u8>, HashMap<String, Key>>,
+) -> Result<Ready<'k>, NotReady> {
+    let member = |name: &str| whole.member(name);
     let parsed = |name: &str| member(name).and_then(|text| serde_json::from_slice::<Json<'_>>(text).ok());
     let is_string = |name: &str, want: &str| parsed(name).is_some_and(|value| value.as_str() == Some(want));
     if !is_string("bundle_type", BUNDLE_TYPE) || !is_string("merge_version", MERGE_VERSION) {
-        return Judgement::Undecided;
+        return Err(None);
     }
-    let Some(trusted_key_id) = signed(parsed("bundle_signature"), bundle_sha256, trusted) else {
-        return Judgement::Undecided;
-    };
+    let trusted_key_id = signed(parsed("bundle_signature"), &whole.bundle_sha256, trusted).ok_or(None)?;
     let (Some(record_text), Some(source_text)) = (member("canonical_record"), member("source")) else {
-        return Judgement::Undecided;
+        return Err(None);
     };
-    let Some(subject) = record_holds(record_text, source_text, &parsed) else {
-        return Judgement::Undecided;
-    };
+    let subject = record_holds(record_text, source_text, &parsed).ok_or(None)?;
     // public_keys: a non-empty list (`or ()` makes any other false value the empty set).
     let Some(keys_text) = member("public_keys").filter(|text| text.starts_with(b"[") && *text != b"[]") else {
-        return Judgement::Undecided;
+        return Err(None);
     };
     let Some(keys) = key_sets.get(keys_text) else {
-        return Judgement::KeysWanted(keys_text.to_vec());
+        return Err(Some(keys_text.to_vec()));
     };
-    let Some(published) = member("state") else {
-        return Judgement::Undecided;
-    };
-    let inputs: Vec<Input<'_>> = events
-        .iter()
-        .map(|text| Input {
-            group: 0,
-            text: Some(text),
-        })
-        .collect();
-    let subjects = [subject.1.clone()];
-    let judged = batch::judge(&inputs, &subjects, keys, Verifier { cache: None }, 1, None);
-    let Some(batch::Judged { verdicts, fallback }) = judged.into_iter().next() else {
-        return Judgement::Undecided;
-    };
-    if !fallback.is_empty() {
+    if member("state").is_none() {
+        return Err(None);
+    }
+    Ok(Ready {
+        trusted_key_id,
+        subject,
+        keys,
+    })
+}
+
+/// The verdict of a [`Ready`] bundle from its events' judgement (`judged`, by `batch::judge`):
+/// passed where every event was decided here and the published state is the fold's.
+fn folded(whole: &Whole<'_>, ready: Ready<'_>, judged: batch::Judged) -> Judgement {
+    if !judged.fallback.is_empty() {
         return Judgement::Undecided; // its verdict, or its rejection's words, are the pure path's
     }
-    let built = batch::build(&subjects[0], verdicts);
+    let built = batch::build(&ready.subject.1, judged.verdicts);
     let state_sha256 = state_sha256(&built.state);
+    let published = whole.member("state").expect("checked");
     if !is_spliced(published, &built.state, &state_sha256) {
         return Judgement::Undecided;
     }
     Judgement::Passed(Passed {
-        trusted_key_id,
-        record_sha256: subject.0,
+        trusted_key_id: ready.trusted_key_id,
+        record_sha256: ready.subject.0,
         built,
         state_sha256,
     })
@@ -384,13 +387,21 @@ pub struct Whole<'t> {
     pub bundle_sha256: String,
 }
 
-/// `text` read and written whole, then judged by §10's checks ([`judge`]); `None` where this
-/// path does not write every part of it (its `bundle_sha256` is then the pure path's).
-pub fn judge_text<'t>(
-    text: &'t [u8],
-    trusted: &HashMap<String, Key>,
-    key_sets: &HashMap<Vec<u8>, HashMap<String, Key>>,
-) -> Option<(Whole<'t>, Judgement)> {
+impl Whole<'_> {
+    /// `CJ` of the member `name`, if the bundle has it.
+    fn member(&self, name: &str) -> Option<&[u8]> {
+        let at = self
+            .split
+            .members
+            .binary_search_by(|(key, _)| key.as_str().cmp(name))
+            .ok()?;
+        Some(&self.members[at])
+    }
+}
+
+/// `text` read and written whole; `None` where this path does not write every part of it (its
+/// `bundle_sha256` is then the pure path's).
+fn read_whole(text: &[u8]) -> Option<Whole<'_>> {
     let split = split(text)?;
     let parts = write(&split, &split.events, text.len(), 1, false)?;
     let members = parts.members.into_iter().collect::<Option<Vec<Vec<u8>>>>()?;
@@ -405,16 +416,77 @@ pub fn judge_text<'t>(
         .zip(&members)
         .map(|((key, _), text)| (key.as_str(), text.as_slice()));
     let event_texts: Vec<&[u8]> = collect_exact(events.iter().map(Vec::as_slice));
-    let digest = bundle_sha256(names, &event_texts);
-    let member_texts: Vec<&[u8]> = collect_exact(members.iter().map(Vec::as_slice));
-    let judgement = judge(&split, &member_texts, &event_texts, &digest, trusted, key_sets);
-    let whole = Whole {
+    let bundle_sha256 = bundle_sha256(names, &event_texts);
+    Some(Whole {
         split,
         members,
         events,
-        bundle_sha256: digest,
-    };
-    Some((whole, judgement))
+        bundle_sha256,
+    })
+}
+
+/// Each of `texts` (`None`: no text) read and written whole, then judged by §10's checks, each
+/// passing only where `merge.bundle`'s would pass with the same details (anything else is
+/// [`Judgement::Undecided`]); `None` where this path does not write every part of it (its
+/// `bundle_sha256` is then the pure path's). The events of the bundles that reach their fold
+/// are judged together, one `batch::judge` a key set, each bundle a subject of its own there
+/// (its copies, its verdicts and its fallback its own, as alone): a judgement's fixed costs
+/// once a call rather than once a bundle. `trusted`: the keys of bundle signatures;
+/// `key_sets`: the key sets (§3) known by the canonical text of `public_keys`, each already
+/// checked by the caller.
+pub fn judge_texts<'t>(
+    texts: &[Option<&'t [u8]>],
+    trusted: &HashMap<String, Key>,
+    key_sets: &HashMap<Vec<u8>, HashMap<String, Key>>,
+) -> Vec<Option<(Whole<'t>, Judgement)>> {
+    let wholes: Vec<Option<Whole<'t>>> = collect_exact(texts.iter().map(|text| text.and_then(read_whole)));
+    let mut checks: Vec<Option<Result<Ready<'_>, NotReady>>> = collect_exact(
+        wholes
+            .iter()
+            .map(|whole| whole.as_ref().map(|whole| checked(whole, trusted, key_sets))),
+    );
+    // The bundles to fold, by key set (the same map given for the same text of `public_keys`).
+    let mut by_keys: Vec<(&HashMap<String, Key>, Vec<usize>)> = Vec::new();
+    for (at, check) in checks.iter().enumerate() {
+        if let Some(Ok(ready)) = check {
+            match by_keys.iter_mut().find(|(keys, _)| std::ptr::eq(*keys, ready.keys)) {
+                Some((_, bundles)) => bundles.push(at),
+                None => by_keys.push((ready.keys, vec![at])),
+            }
+        }
+    }
+    let mut judged: Vec<Option<batch::Judged>> = collect_exact(texts.iter().map(|_| None));
+    for (keys, bundles) in &by_keys {
+        let mut inputs = Vec::new();
+        let mut subjects = Vec::with_capacity(bundles.len());
+        for (group, &at) in bundles.iter().enumerate() {
+            let whole = wholes[at].as_ref().expect("a bundle checked was read");
+            inputs.extend(whole.events.iter().map(|text| Input {
+                group,
+                text: Some(text.as_slice()),
+            }));
+            let Some(Ok(ready)) = &checks[at] else {
+                unreachable!("grouped as ready")
+            };
+            subjects.push(ready.subject.1.clone());
+        }
+        let outcomes = batch::judge(&inputs, &subjects, keys, Verifier { cache: None }, 1, None);
+        for (&at, outcome) in bundles.iter().zip(outcomes) {
+            judged[at] = Some(outcome);
+        }
+    }
+    let mut done = Vec::with_capacity(texts.len());
+    for ((whole, check), judged) in wholes.into_iter().zip(checks.iter_mut()).zip(judged) {
+        done.push(whole.map(|whole| {
+            let judgement = match (check.take().expect("a whole is checked"), judged) {
+                (Err(wanted), _) => wanted.map_or(Judgement::Undecided, Judgement::KeysWanted),
+                (Ok(ready), Some(judged)) => folded(&whole, ready, judged),
+                (Ok(_), None) => Judgement::Undecided, // (judged with its key set above)
+            };
+            (whole, judgement)
+        }));
+    }
+    done
 }
 
 /// `bundle_signature` (§10, `merge.checks.signed_check`): an object of a v1 signature over

@@ -175,7 +175,7 @@ pub struct JudgedBundle {
 }
 
 /// Each bundle of ``texts`` (JSON texts, exactly `bytes` or `str`) read whole and judged by
-/// §10's checks (`bundle::judge_text`) in one call, without the GIL, one thread: a
+/// §10's checks (`bundle::judge_texts`) in one call, without the GIL, one thread: a
 /// [`JudgedBundle`] where it passed them all but ``source_aliases``; the canonical text of its
 /// ``public_keys`` (`bytes`) where only a key set not among ``key_sets`` (by that text) is
 /// wanting; else ``None``, for `merge.bundle` to judge. ``trusted``: the keys of bundle signatures.
@@ -193,13 +193,8 @@ pub fn judge_bundles<'py>(
             .map(|(text, keys)| (text.clone(), key_map(keys)))
             .collect();
         let borrowed: Vec<Option<&[u8]>> = collect_exact(texts.iter().map(text_of));
-        let outcomes: Vec<Option<(Whole<'_>, Judgement)>> = py.allow_threads(|| {
-            collect_exact(
-                borrowed
-                    .iter()
-                    .map(|text| text.and_then(|text| bundle::judge_text(text, &trusted, &key_sets))),
-            )
-        });
+        let outcomes: Vec<Option<(Whole<'_>, Judgement)>> =
+            py.allow_threads(|| bundle::judge_texts(&borrowed, &trusted, &key_sets));
         let mut done = vec_with_capacity(outcomes.len());
         for outcome in outcomes {
             done.push(match outcome {

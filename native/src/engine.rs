@@ -247,6 +247,10 @@ pub struct Core {
     dirty: u32,
     invalid_written: Option<Arc<Vec<u8>>>,
     snapshot: Option<Arc<Snapshot>>,
+    /// Whether the state was read (see [`Core::read`]) since it was last written ahead: then a
+    /// reader follows each change (a service publishes the state after each add), and
+    /// [`Core::write_ahead`] writes the next state along with the change that makes it.
+    followed: bool,
 }
 
 impl Core {
@@ -270,6 +274,7 @@ impl Core {
             dirty: 0,
             invalid_written: None,
             snapshot: None,
+            followed: false,
         }
     }
 
@@ -525,6 +530,30 @@ impl Core {
         snapshot
     }
 
+    /// The state, as a reader asks for it: [`Core::snapshot`], noting that it was read.
+    pub fn read(&mut self) -> Arc<Snapshot> {
+        self.followed = true;
+        self.snapshot()
+    }
+
+    /// The state as a reader asks for it when it is written already (no change since), else
+    /// `None`: a read that costs a lookup (its owner need not let go of anything for it).
+    pub fn read_written(&mut self) -> Option<Arc<Snapshot>> {
+        let snapshot = self.snapshot.clone()?;
+        self.followed = true;
+        Some(snapshot)
+    }
+
+    /// After a change: the new state written now when a reader read the one before (so that
+    /// the caller who merges without the GIL writes it, and the read after it is a lookup),
+    /// else nothing. Once unread, no state is written ahead again until one is read: a caller
+    /// that adds without reading pays for no state.
+    pub fn write_ahead(&mut self) {
+        if std::mem::take(&mut self.followed) {
+            self.snapshot();
+        }
+    }
+
     /// Whether `snapshot` is the state now (no input changed it since).
     pub fn snapshot_is(&self, snapshot: &Arc<Snapshot>) -> bool {
         self.snapshot.as_ref().is_some_and(|own| Arc::ptr_eq(own, snapshot))
@@ -708,6 +737,36 @@ mod tests {
         assert!(state.contains(r#""graph_snapshots":[{"event_id":"g1"}],"mirror_hints":[{"event_id":"m0"}]"#));
         assert_eq!(core.superseded(), [("g0".to_owned(), vec!["g1".to_owned()])]);
         assert!(state.contains(&format!(r#""state_sha256":"{}""#, second.sha256)));
+    }
+
+    #[test]
+    fn the_state_is_written_ahead_only_while_a_reader_follows_each_change() {
+        let subject = "pith:2024:AAAAAAAAAAAAAAAAAAAAAAAAAA";
+        let mut core = Core::new(subject.to_owned());
+        // Never read: a change writes no state ahead.
+        merged(&mut core, "g0", "graph_snapshot", None, 0, &[]);
+        core.write_ahead();
+        assert!(core.read_written().is_none(), "written ahead for no reader");
+        // Read, then changed: the change writes the new state, and it is the state written anew.
+        let first = core.read();
+        merged(&mut core, "g1", "graph_snapshot", Some("g0"), 1, &["g0"]);
+        core.write_ahead();
+        let ahead = core.read_written().expect("a reader followed: written ahead");
+        assert!(!Arc::ptr_eq(&first, &ahead));
+        let mut again = Core::new(subject.to_owned());
+        merged(&mut again, "g0", "graph_snapshot", None, 0, &[]);
+        merged(&mut again, "g1", "graph_snapshot", Some("g0"), 1, &["g0"]);
+        assert_eq!(text(&ahead), text(&again.snapshot()));
+        // Its reader keeps it going.
+        merged(&mut core, "m0", "mirror_hint", None, 2, &[]);
+        core.write_ahead();
+        assert!(core.read_written().is_some(), "read ahead, then not written ahead");
+        // Written ahead but not read since: the change after writes nothing ahead.
+        merged(&mut core, "m1", "mirror_hint", Some("m0"), 3, &[]);
+        core.write_ahead();
+        merged(&mut core, "m2", "mirror_hint", Some("m1"), 4, &[]);
+        core.write_ahead();
+        assert!(core.read_written().is_none(), "written ahead with no reader since");
     }
 
     #[test]

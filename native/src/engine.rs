@@ -33,6 +33,9 @@ pub enum Judged {
     Invalid(String, Reason),
     /// Admitted and valid.
     Valid(Box<Pieces>),
+    /// Admitted with this `event_id`, an event valid already: not judged (§5, see
+    /// [`judge_one_unless_valid`]).
+    Known(String),
 }
 
 /// A valid event as the incremental engine keeps it.
@@ -91,9 +94,26 @@ pub fn judge(
 
 /// [`judge`] of one text.
 pub fn judge_one(text: Option<&[u8]>, subject: &str, keys: &HashMap<String, Key>, verifier: Verifier<'_>) -> Judged {
+    judge_one_unless_valid(text, subject, keys, verifier, |_| false)
+}
+
+/// [`judge_one`], unless `valid` says the admitted copy's event is valid already: then it is
+/// [`Judged::Known`], neither checked nor verified (§5: a valid event ignores later copies, as
+/// `Merger._known` has it on the pure path; a client that posts an event again pays for its
+/// admission alone).
+pub fn judge_one_unless_valid(
+    text: Option<&[u8]>,
+    subject: &str,
+    keys: &HashMap<String, Key>,
+    verifier: Verifier<'_>,
+    valid: impl FnOnce(&str) -> bool,
+) -> Judged {
     let Some(copy) = text.and_then(admit) else {
         return Judged::Fallback;
     };
+    if valid(&copy.event_id) {
+        return Judged::Known(copy.event_id);
+    }
     match checks::judge(&copy, subject, keys, verifier) {
         None => Judged::Fallback,
         Some(Verdict::Invalid(reason)) => Judged::Invalid(copy.event_id, reason),
@@ -108,6 +128,7 @@ impl Judged {
             Judged::Fallback => None,
             Judged::Invalid(event_id, reason) => Some((event_id, Merged::Invalid(reason))),
             Judged::Valid(pieces) => Some((pieces.event_id.clone(), Merged::Valid(pieces))),
+            Judged::Known(event_id) => Some((event_id, Merged::Known)),
         }
     }
 }
@@ -805,5 +826,19 @@ mod tests {
         // Admitted, but not of §4's shape: the pure path words why (`unsupported_schema_version`).
         let other_shape = format!(r#"{{"event_id": "{id}", "schema_version": "2.0"}}"#);
         assert!(matches!(judged(&[Some(other_shape.as_bytes())])[0], Judged::Fallback));
+        // The same text, its event valid already: not judged at all (so not left to the pure path).
+        let keys = HashMap::default();
+        let judge_known = |valid: bool| {
+            let verifier = Verifier { cache: None };
+            judge_one_unless_valid(
+                Some(other_shape.as_bytes()),
+                "pith:2024:AAAAAAAAAAAAAAAAAAAAAAAAAA",
+                &keys,
+                verifier,
+                |_| valid,
+            )
+        };
+        assert!(matches!(judge_known(false), Judged::Fallback));
+        assert!(matches!(judge_known(true), Judged::Known(known) if known == id));
     }
 }

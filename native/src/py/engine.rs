@@ -128,7 +128,10 @@ impl EventJudge {
         guarded(py, || {
             let text = text_of(&item);
             let done = py.allow_threads(|| {
-                let judged = engine::judge_one(text, &self.subject, &self.keys, self.verifier());
+                // A copy of an event valid already is admitted and not judged (§5): valid stays
+                // valid, so the lock may be let go of between this look and the merge.
+                let valid = |event_id: &str| locked(&self.book).core.standing(event_id) == Some(true);
+                let judged = engine::judge_one_unless_valid(text, &self.subject, &self.keys, self.verifier(), valid);
                 let (event_id, verdict) = judged.merged()?;
                 let mut book = locked(&self.book);
                 let outcome = book.core.merge(event_id, verdict, None);

@@ -121,7 +121,10 @@ class Merger:
 
     Costs: extending a chain is O(log n) amortized (no re-fold, no re-verification); the state
     is joined from its events' written entries and hashed on first read after a change, and
-    cached with its ``state_sha256``. A plain object without I/O, which every thread of a
+    cached with its ``state_sha256``. On the compiled path, once the state was read after a
+    change, the next change writes the next state within its own call, without the GIL (a
+    service that publishes the state after each add then reads it with a lookup); a caller that
+    stops reading pays for one such state at most. A plain object without I/O, which every thread of a
     process may share: it takes its own lock to merge an input or read a state (see the
     module's note and docs/embedding.md).
     """
@@ -471,7 +474,8 @@ class Merger:
 
     @property
     def state_sha256(self) -> str:
-        """``state.state_sha256``, computed on first read after a change and cached."""
+        """``state.state_sha256``, computed on first read after a change (on the compiled path,
+        within the change when the state before it was read) and cached."""
         if self._judge is not None:
             return self._judge.state_sha256()
         return self._read().sha256

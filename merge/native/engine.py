@@ -17,10 +17,11 @@ __all__ = ["event_judge"]
 
 #: merge.Reason's members in order, as the compiled twin hands them back.
 _REASONS: Final = list(Reason)
-#: The key set last given and its compiled table: a service makes an engine per subject, all
-#: with the key set it parsed once at start-up, whose table is then made once (a KeySet does not
-#: change). One entry, replaced whole (a slice assignment: no lock needed).
-_last_table: list[tuple[KeySet, list[pith_merge_native.Key]]] = []
+#: The key set last given and its compiled table (``KeyTable``, decoded once and shared by every
+#: engine made with it): a service makes an engine per subject, all with the key set it parsed
+#: once at start-up, whose table is then made once (a KeySet does not change). One entry,
+#: replaced whole (a slice assignment: no lock needed).
+_last_table: list[tuple[KeySet, pith_merge_native.KeyTable]] = []
 
 
 def event_judge(subject: str, keys: KeySet, status: type) -> pith_merge_native.EventJudge | None:
@@ -33,7 +34,7 @@ def event_judge(subject: str, keys: KeySet, status: type) -> pith_merge_native.E
         return None
     last = _last_table[0] if _last_table else None
     if last is None or last[0] is not keys:
-        last = (keys, key_table(keys))
+        last = (keys, _extension().KeyTable(key_table(keys)))
         _last_table[:] = [last]
     judge: pith_merge_native.EventJudge = _extension().EventJudge(subject, last[1], status, _REASONS)
     return judge

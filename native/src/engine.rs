@@ -33,6 +33,9 @@ pub enum Judged {
     Invalid(String, Reason),
     /// Admitted and valid.
     Valid(Box<Pieces>),
+    /// Admitted with this `event_id`, an event valid already: not judged (§5, see
+    /// [`judge_one_unless_valid`]).
+    Known(String),
 }
 
 /// A valid event as the incremental engine keeps it.
@@ -91,9 +94,26 @@ pub fn judge(
 
 /// [`judge`] of one text.
 pub fn judge_one(text: Option<&[u8]>, subject: &str, keys: &HashMap<String, Key>, verifier: Verifier<'_>) -> Judged {
+    judge_one_unless_valid(text, subject, keys, verifier, |_| false)
+}
+
+/// [`judge_one`], unless `valid` says the admitted copy's event is valid already: then it is
+/// [`Judged::Known`], neither checked nor verified (§5: a valid event ignores later copies, as
+/// `Merger._known` has it on the pure path; a client that posts an event again pays for its
+/// admission alone).
+pub fn judge_one_unless_valid(
+    text: Option<&[u8]>,
+    subject: &str,
+    keys: &HashMap<String, Key>,
+    verifier: Verifier<'_>,
+    valid: impl FnOnce(&str) -> bool,
+) -> Judged {
     let Some(copy) = text.and_then(admit) else {
         return Judged::Fallback;
     };
+    if valid(&copy.event_id) {
+        return Judged::Known(copy.event_id);
+    }
     match checks::judge(&copy, subject, keys, verifier) {
         None => Judged::Fallback,
         Some(Verdict::Invalid(reason)) => Judged::Invalid(copy.event_id, reason),
@@ -108,6 +128,7 @@ impl Judged {
             Judged::Fallback => None,
             Judged::Invalid(event_id, reason) => Some((event_id, Merged::Invalid(reason))),
             Judged::Valid(pieces) => Some((pieces.event_id.clone(), Merged::Valid(pieces))),
+            Judged::Known(event_id) => Some((event_id, Merged::Known)),
         }
     }
 }
@@ -247,6 +268,10 @@ pub struct Core {
     dirty: u32,
     invalid_written: Option<Arc<Vec<u8>>>,
     snapshot: Option<Arc<Snapshot>>,
+    /// Whether the state was read (see [`Core::read`]) since it was last written ahead: then a
+    /// reader follows each change (a service publishes the state after each add), and
+    /// [`Core::write_ahead`] writes the next state along with the change that makes it.
+    followed: bool,
 }
 
 impl Core {
@@ -270,6 +295,7 @@ impl Core {
             dirty: 0,
             invalid_written: None,
             snapshot: None,
+            followed: false,
         }
     }
 
@@ -525,6 +551,30 @@ impl Core {
         snapshot
     }
 
+    /// The state, as a reader asks for it: [`Core::snapshot`], noting that it was read.
+    pub fn read(&mut self) -> Arc<Snapshot> {
+        self.followed = true;
+        self.snapshot()
+    }
+
+    /// The state as a reader asks for it when it is written already (no change since), else
+    /// `None`: a read that costs a lookup (its owner need not let go of anything for it).
+    pub fn read_written(&mut self) -> Option<Arc<Snapshot>> {
+        let snapshot = self.snapshot.clone()?;
+        self.followed = true;
+        Some(snapshot)
+    }
+
+    /// After a change: the new state written now when a reader read the one before (so that
+    /// the caller who merges without the GIL writes it, and the read after it is a lookup),
+    /// else nothing. Once unread, no state is written ahead again until one is read: a caller
+    /// that adds without reading pays for no state.
+    pub fn write_ahead(&mut self) {
+        if std::mem::take(&mut self.followed) {
+            self.snapshot();
+        }
+    }
+
     /// Whether `snapshot` is the state now (no input changed it since).
     pub fn snapshot_is(&self, snapshot: &Arc<Snapshot>) -> bool {
         self.snapshot.as_ref().is_some_and(|own| Arc::ptr_eq(own, snapshot))
@@ -711,6 +761,36 @@ mod tests {
     }
 
     #[test]
+    fn the_state_is_written_ahead_only_while_a_reader_follows_each_change() {
+        let subject = "pith:2024:AAAAAAAAAAAAAAAAAAAAAAAAAA";
+        let mut core = Core::new(subject.to_owned());
+        // Never read: a change writes no state ahead.
+        merged(&mut core, "g0", "graph_snapshot", None, 0, &[]);
+        core.write_ahead();
+        assert!(core.read_written().is_none(), "written ahead for no reader");
+        // Read, then changed: the change writes the new state, and it is the state written anew.
+        let first = core.read();
+        merged(&mut core, "g1", "graph_snapshot", Some("g0"), 1, &["g0"]);
+        core.write_ahead();
+        let ahead = core.read_written().expect("a reader followed: written ahead");
+        assert!(!Arc::ptr_eq(&first, &ahead));
+        let mut again = Core::new(subject.to_owned());
+        merged(&mut again, "g0", "graph_snapshot", None, 0, &[]);
+        merged(&mut again, "g1", "graph_snapshot", Some("g0"), 1, &["g0"]);
+        assert_eq!(text(&ahead), text(&again.snapshot()));
+        // Its reader keeps it going.
+        merged(&mut core, "m0", "mirror_hint", None, 2, &[]);
+        core.write_ahead();
+        assert!(core.read_written().is_some(), "read ahead, then not written ahead");
+        // Written ahead but not read since: the change after writes nothing ahead.
+        merged(&mut core, "m1", "mirror_hint", Some("m0"), 3, &[]);
+        core.write_ahead();
+        merged(&mut core, "m2", "mirror_hint", Some("m1"), 4, &[]);
+        core.write_ahead();
+        assert!(core.read_written().is_none(), "written ahead with no reader since");
+    }
+
+    #[test]
     fn a_late_valid_copy_and_a_late_fork_change_the_state_they_touch() {
         let mut core = Core::new("pith:2024:AAAAAAAAAAAAAAAAAAAAAAAAAA".to_owned());
         // An invalid copy first, then a better one (further down the checks), then a valid one.
@@ -746,5 +826,19 @@ mod tests {
         // Admitted, but not of §4's shape: the pure path words why (`unsupported_schema_version`).
         let other_shape = format!(r#"{{"event_id": "{id}", "schema_version": "2.0"}}"#);
         assert!(matches!(judged(&[Some(other_shape.as_bytes())])[0], Judged::Fallback));
+        // The same text, its event valid already: not judged at all (so not left to the pure path).
+        let keys = HashMap::default();
+        let judge_known = |valid: bool| {
+            let verifier = Verifier { cache: None };
+            judge_one_unless_valid(
+                Some(other_shape.as_bytes()),
+                "pith:2024:AAAAAAAAAAAAAAAAAAAAAAAAAA",
+                &keys,
+                verifier,
+                |_| valid,
+            )
+        };
+        assert!(matches!(judge_known(false), Judged::Fallback));
+        assert!(matches!(judge_known(true), Judged::Known(known) if known == id));
     }
 }

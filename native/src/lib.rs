@@ -56,6 +56,7 @@ fn pith_merge_native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<py::bundle::JudgedBundle>()?;
     module.add_class::<py::engine::EventJudge>()?;
     module.add_class::<py::engine::JudgedInput>()?;
+    module.add_class::<py::engine::KeyTable>()?;
     module.add("REASONS", py::codes(Reason::ALL))?;
     module.add("CHECK_ORDER", py::codes(Reason::CHECK_ORDER))?;
     module.add("EVENT_TYPES", checks::EVENT_TYPES.to_vec())?;

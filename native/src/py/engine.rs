@@ -9,7 +9,7 @@
 //! while it is held no Python code runs (no Python object is made), so a thread waiting for it
 //! never holds what its holder needs.
 
-use std::sync::{Mutex, MutexGuard, TryLockError};
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
@@ -18,7 +18,7 @@ use pyo3::types::{PyBytes, PyList, PyString, PyTuple, PyType};
 use super::fold::{key_map, Key};
 use super::{guarded, text_of};
 use crate::checks;
-use crate::engine::{self, Core, Merged, Outcome, Pieces};
+use crate::engine::{self, Core, Merged, Outcome, Pieces, Snapshot};
 use crate::maps::HashMap;
 use crate::pool::collect_exact;
 use crate::reasons::Reason;
@@ -42,13 +42,30 @@ impl Book {
     }
 }
 
+/// A key set (§3) decoded for judging, made once and shared by every engine of that key set:
+/// a service makes an engine per subject, all with the one key set it parsed at start-up.
+#[pyclass(module = "pith_merge_native", frozen)]
+pub struct KeyTable {
+    keys: Arc<HashMap<String, checks::Key>>,
+}
+
+#[pymethods]
+impl KeyTable {
+    #[new]
+    fn new(keys: Vec<Bound<'_, Key>>) -> Self {
+        KeyTable {
+            keys: Arc::new(key_map(&keys)),
+        }
+    }
+}
+
 /// The compiled half of one engine: one subject, one key set (§3), the signature verdicts
 /// reached so far, and the engine's state. Shareable by threads: its state is behind a lock,
 /// and every input is merged whole under it.
 #[pyclass(module = "pith_merge_native", frozen)]
 pub struct EventJudge {
     subject: String,
-    keys: HashMap<String, checks::Key>,
+    keys: Arc<HashMap<String, checks::Key>>,
     verdicts: Verdicts,
     book: Mutex<Book>,
     /// `merge.engine.EventStatus`, and `merge.Reason`'s members in order.
@@ -80,7 +97,7 @@ impl EventJudge {
     fn new(
         py: Python<'_>,
         subject: String,
-        keys: Vec<Bound<'_, Key>>,
+        keys: Bound<'_, KeyTable>,
         status: Bound<'_, PyType>,
         reasons: Vec<Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
@@ -90,7 +107,7 @@ impl EventJudge {
             }
             Ok(EventJudge {
                 subject: subject.clone(),
-                keys: key_map(&keys),
+                keys: keys.get().keys.clone(),
                 verdicts: Verdicts::default(),
                 book: Mutex::new(Book {
                     core: Core::new(subject),
@@ -104,14 +121,22 @@ impl EventJudge {
 
     /// Judge one input (§5, §6; verification included) and merge it, as the next input, all
     /// without the GIL: its ``EventStatus``, or ``None`` when the pure path is to judge it (see
-    /// `engine`; nothing was merged then).
+    /// `engine`; nothing was merged then). When the state before it was read, the state after
+    /// it is written too, in the same call (`Core::write_ahead`): a service that publishes the
+    /// state after each add then reads it at the cost of a lookup.
     fn add(&self, py: Python<'_>, item: Bound<'_, PyAny>) -> PyResult<PyObject> {
         guarded(py, || {
             let text = text_of(&item);
             let done = py.allow_threads(|| {
-                let judged = engine::judge_one(text, &self.subject, &self.keys, self.verifier());
+                // A copy of an event valid already is admitted and not judged (§5): valid stays
+                // valid, so the lock may be let go of between this look and the merge.
+                let valid = |event_id: &str| locked(&self.book).core.standing(event_id) == Some(true);
+                let judged = engine::judge_one_unless_valid(text, &self.subject, &self.keys, self.verifier(), valid);
                 let (event_id, verdict) = judged.merged()?;
-                Some(locked(&self.book).core.merge(event_id, verdict, None))
+                let mut book = locked(&self.book);
+                let outcome = book.core.merge(event_id, verdict, None);
+                book.core.write_ahead();
+                Some(outcome)
             });
             match done {
                 None => Ok(py.None()),
@@ -172,6 +197,7 @@ impl EventJudge {
                         }
                     });
                 }
+                book.core.write_ahead();
                 done
             });
             done.into_iter()
@@ -216,15 +242,13 @@ impl EventJudge {
 
     /// The state's ``state_sha256`` (§2), written and hashed without the GIL when it changed.
     fn state_sha256(&self, py: Python<'_>) -> PyResult<String> {
-        guarded(py, || {
-            Ok(py.allow_threads(|| locked(&self.book).core.snapshot().sha256.clone()))
-        })
+        guarded(py, || Ok(self.read(py).sha256.clone()))
     }
 
     /// The state's canonical JSON (§1, §9), ``state_sha256`` included.
     fn state_json<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
         guarded(py, || {
-            let snapshot = py.allow_threads(|| locked(&self.book).core.snapshot());
+            let snapshot = self.read(py);
             let json = py.allow_threads(|| snapshot.json());
             Ok(PyBytes::new(py, &json))
         })
@@ -239,7 +263,7 @@ impl EventJudge {
     ) -> PyResult<(Bound<'py, PyBytes>, Vec<(String, Vec<String>)>, Vec<(usize, PyObject)>)> {
         guarded(py, || {
             let (snapshot, superseded, rejected) = loop {
-                let snapshot = py.allow_threads(|| locked(&self.book).core.snapshot());
+                let snapshot = self.read(py);
                 let book = self.book(py);
                 // The same state still (no input merged between the two locks), else again.
                 if book.core.snapshot_is(&snapshot) {
@@ -257,6 +281,15 @@ impl EventJudge {
         Verifier {
             cache: Some(&self.verdicts),
         }
+    }
+
+    /// The state (§9) as a reader asks for it: written already (looked up with the GIL, the
+    /// read after an add when it was written ahead), else written and hashed without the GIL.
+    fn read(&self, py: Python<'_>) -> Arc<Snapshot> {
+        if let Some(snapshot) = self.book(py).core.read_written() {
+            return snapshot;
+        }
+        py.allow_threads(|| locked(&self.book).core.read())
     }
 
     /// The lock, taken with the GIL (for a quick read): while another thread holds it, waited

@@ -775,10 +775,10 @@ _read_numbers: Final = msgspec.json.Decoder(_StateNumbers).decode
 def passing(judged: Judged) -> Passing | None:
     """What :func:`verified_of` of ``judged`` says, where its report passes every check (``ok``),
     without making that report: ``None`` where it would not pass, or not be made from ``judged``
-    (its small members do not decode: :func:`_passed`). ``source_aliases`` is compared as
-    :func:`_aliases_check` compares it, by canonical text: the fold's state is ``CJ`` (§1), so
-    the text of its ``current.source_aliases`` is theirs, sliced rather than decoded and written
-    again (a replay's lone bundle, issue 39 item 2)."""
+    (its small members do not decode as :func:`verified_of` reads them). ``source_aliases`` is
+    compared as the report's check compares it, by canonical text: the fold's state is ``CJ``
+    (§1), so the text of its ``current.source_aliases`` is theirs, sliced rather than decoded and
+    written again (a replay's lone bundle, issue 39 item 2)."""
     bundle, keys = judged
     if _members_read(bundle.members, bundle.events, bundle.bundle_sha256, ()) is None:
         return None

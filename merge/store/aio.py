@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import suppress
@@ -71,23 +70,6 @@ def _post(loop: asyncio.AbstractEventLoop, settled: list[tuple[asyncio.Future[An
         loop.call_soon_threadsafe(_settle, loop, settled)
 
 
-class _Groups:
-    """The ``subject=`` groups of one batch, taken one at a time by the threads that store them
-    (see :meth:`AsyncEventStore._store_batch`); ``finished`` is set once every group is stored."""
-
-    def __init__(self, groups: list[list[_Waiting]]) -> None:
-        self.pending = deque(groups)  # (popleft is atomic: no lock to take a group)
-        self.left = len(groups)
-        self.finished = threading.Event()
-        self._lock = threading.Lock()
-
-    def one_done(self) -> None:
-        with self._lock:
-            self.left -= 1
-            if self.left == 0:
-                self.finished.set()
-
-
 class AsyncEventStore:
     """``store``'s calls, awaited: each runs on one of ``workers`` threads of this object's own.
 
@@ -99,7 +81,6 @@ class AsyncEventStore:
     def __init__(self, store: EventStore, *, workers: int = WORKERS) -> None:
         self.store = store
         self._executor = ThreadPoolExecutor(workers, thread_name_prefix="pith-merge store")
-        self._workers = workers
         self._closed = False
         # Appends waiting for the drain (see append): a plain lock, taken on the loop only to
         # put one in the list; the drain takes the whole list at once.
@@ -130,11 +111,10 @@ class AsyncEventStore:
         ``subject=`` that is no subject) is raised by the await, as a coroutine's would be.
 
         The appends awaited meanwhile are stored together: one worker thread drains them, all
-        that wait, by one :meth:`~merge.store.EventStore.append_many` per ``subject=``, the
-        calls made at once from several threads so that the store's group commit joins them
-        in one commit (each call still all or nothing), while the next ones gather. The drain
-        starts after the loop's current step, so a burst made in one step is one batch, and its
-        admission does not compete for the GIL with the step making it. The results come back a slice of
+        that wait, by one :meth:`~merge.store.EventStore.append_many` (one commit) per
+        ``subject=``, while the next ones gather. The drain starts after the loop's current
+        step, so a burst made in one step is one batch, and its admission does not compete for
+        the GIL with the step making it. The results come back a slice of
         :data:`~merge.store.aio.SETTLE_SLICE` per loop iteration. If the shared commit fails,
         every append in it raises its :class:`~merge.store.StoreError` (nothing of it is
         stored); a refused input is its own :class:`~merge.store.Refused`, as ever. Cancelling
@@ -181,8 +161,8 @@ class AsyncEventStore:
                 pass
 
     def _store_batch(self) -> bool:
-        """Store the appends waiting now (one append_many per subject=, made at once) and send
-        each its result; False when none waited (and the drain ends)."""
+        """Store the appends waiting now (one append_many per subject=) and send each its
+        result; False when none waited (and the drain ends)."""
         with self._waiting_lock:
             batch, self._waiting = self._waiting, []
             if not batch:
@@ -191,48 +171,19 @@ class AsyncEventStore:
         by_subject: dict[str | None, list[_Waiting]] = {}
         for waiting in batch:
             by_subject.setdefault(waiting[1], []).append(waiting)
-        # Each subject= is a call of its own (all or nothing by itself), but the calls are made
-        # at once, by this thread and by helpers of the executor, so that the store's group
-        # commit joins them in one commit, as it joins threads' appends: a service's round of 8
-        # posts to 8 subjects was 8 commits in a row. This thread takes groups too, and waits
-        # only for groups a thread has taken: a helper that starts late (its threads busy, or
-        # one waiting for this drain, as aclose's does) finds none left, so no drain waits for
-        # a thread that cannot come.
-        groups = _Groups(list(by_subject.values()))
-        for _ in range(min(len(by_subject), self._workers) - 1):
+        for subject, group in by_subject.items():
+            outcome: list[Stored | Refused] | BaseException
             try:
-                self._executor.submit(self._store_groups, groups)
-            except RuntimeError:  # shut down meanwhile: this thread stores them all
-                break
-        self._store_groups(groups)
-        groups.finished.wait()
+                outcome = self.store.append_many([waiting[0] for waiting in group], subject=subject)
+            except BaseException as exc:  # every append of the commit hears it
+                outcome = exc
+            by_loop: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[Any], Any]]] = {}
+            for index, (_, _, future, loop) in enumerate(group):
+                result = outcome if isinstance(outcome, BaseException) else outcome[index]
+                by_loop.setdefault(loop, []).append((future, result))
+            for loop, settled in by_loop.items():
+                _post(loop, settled)
         return True
-
-    def _store_groups(self, groups: _Groups) -> None:
-        """On a worker thread: store the groups of ``groups`` left, one at a time."""
-        while True:
-            try:
-                group = groups.pending.popleft()
-            except IndexError:
-                return
-            try:
-                self._store_group(group)
-            finally:
-                groups.one_done()
-
-    def _store_group(self, group: list[_Waiting]) -> None:
-        """One ``append_many`` for the appends of one ``subject=``, and each its result."""
-        outcome: list[Stored | Refused] | BaseException
-        try:
-            outcome = self.store.append_many([waiting[0] for waiting in group], subject=group[0][1])
-        except BaseException as exc:  # every append of the call hears it
-            outcome = exc
-        by_loop: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[Any], Any]]] = {}
-        for index, (_, _, future, loop) in enumerate(group):
-            result = outcome if isinstance(outcome, BaseException) else outcome[index]
-            by_loop.setdefault(loop, []).append((future, result))
-        for loop, settled in by_loop.items():
-            _post(loop, settled)
 
     async def append_many(
         self, items: Iterable[Any], *, subject: str | None = None

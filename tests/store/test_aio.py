@@ -8,8 +8,7 @@
 - a closed AsyncEventStore refuses with a StoreError.
 
 AsyncEventStore.append (a Future, not a coroutine; docs/embedding.md, "asyncio"):
-- a burst made in one step of the loop is one batch, one append_many per subject=, made at
-  once so that the store's group commit joins them (fewer commits than subjects);
+- a burst made in one step of the loop is one batch, one append_many;
 - its results come back a slice of SETTLE_SLICE per loop iteration;
 - a failed commit raises its StoreError in every append of it; a mistake of the call is raised
   by the await; a cancelled append is stored all the same;
@@ -21,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import random
 import threading
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -175,64 +173,6 @@ def test_a_burst_made_in_one_step_is_one_batch(
         stored.event_id  # type: ignore[union-attr]
         for stored in connect().append_many(inputs)
     ]  # in the order of the calls
-
-
-def test_a_batch_of_many_subjects_shares_commits(
-    connect: Callable[[], EventStore], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # A service files each post under its URL's subject: a round of 8 posts is a batch of 8
-    # subject= groups, each its own append_many. Made one after another they were 8 commits;
-    # made at once, the store's group commit joins them.
-    store = connect()
-    numbers = range(1, 9)
-    commits: list[int] = []
-    real = type(store)._group_writer
-
-    @contextmanager
-    def slow_commit(self: EventStore) -> Iterator[Callable[[list[Any]], list[bool]]]:
-        stored: list[Any] = []
-        with real(self) as store_rows:
-            yield lambda rows: stored.extend(rows) or store_rows(rows)
-            time.sleep(0.05)  # a slow disk: the other groups arrive while this commit is under way
-        commits.append(len(stored))
-
-    monkeypatch.setattr(type(store), "_group_writer", slow_commit)
-    inputs = [(number, item) for number in numbers for item in history(number, 3)]
-
-    async def main() -> list[Stored | Refused]:
-        async with AsyncEventStore(store) as astore:
-            return await asyncio.gather(
-                *(astore.append(item, subject=subject_of(number)) for number, item in inputs)
-            )
-
-    results = asyncio.run(main())
-    assert [(result.subject, result.new) for result in results] == [  # type: ignore[union-attr]
-        (subject_of(number), True) for number, _ in inputs
-    ]
-    assert sum(commits) == len(inputs)
-    assert len(commits) < len(numbers), commits
-    monkeypatch.undo()
-    for number in numbers:
-        assert sorted(connect().events(subject_of(number))) == sorted(history(number, 3))
-
-
-def test_a_batch_of_many_subjects_on_one_thread_is_stored(connect: Callable[[], EventStore]) -> None:
-    # No helper thread to hand a group to: the draining thread stores them all, in turn.
-    store = connect()
-    numbers = range(1, 6)
-
-    async def main() -> list[Stored | Refused]:
-        async with AsyncEventStore(store, workers=1) as astore:
-            futures = [
-                astore.append(item, subject=subject_of(number))
-                for number in numbers
-                for item in history(number, 2)
-            ]
-            return await asyncio.wait_for(asyncio.gather(*futures), timeout=60)
-
-    assert all(isinstance(result, Stored) for result in asyncio.run(main()))
-    for number in numbers:
-        assert sorted(connect().events(subject_of(number))) == sorted(history(number, 2))
 
 
 def test_a_bursts_results_come_back_a_slice_per_loop_iteration(store: EventStore) -> None:

@@ -27,9 +27,6 @@ pub struct Input<'a> {
     pub group: usize,
     /// Its JSON text; `None` for a parsed value (or a `str` with no UTF-8), which the pure path admits.
     pub text: Option<&'a [u8]>,
-    /// The value of `text`, where the caller parsed it already (a bundle's reader, which wrote
-    /// `text` from it): admitted as it is rather than parsed again (see [`admit`]).
-    pub value: Option<&'a Json<'a>>,
 }
 
 /// A JSON text with its hash, computed once (in parallel): the key of the deduplication.
@@ -38,8 +35,6 @@ pub struct Text<'a> {
     hash: u64,
     pub group: usize,
     pub bytes: &'a [u8],
-    /// [`Input::value`] (a copy's is its first copy's: the same text, the same value).
-    pub value: Option<&'a Json<'a>>,
 }
 
 impl std::hash::Hash for Text<'_> {
@@ -67,7 +62,6 @@ pub fn distinct_texts<'a>(inputs: &[Input<'a>], threads: usize) -> (Vec<Text<'a>
             hash: hasher.hash_one(bytes),
             group: input.group,
             bytes,
-            value: input.value,
         })
     };
     let hashing_threads = if inputs.len() < PARALLEL_HASHING { 1 } else { threads };
@@ -86,63 +80,34 @@ pub fn distinct_texts<'a>(inputs: &[Input<'a>], threads: usize) -> (Vec<Text<'a>
 }
 
 /// A copy of an event, admitted: its `event_id`, its JSON value and the length of its text.
-pub struct Admitted<'v, 'a> {
+pub struct Admitted<'a> {
     pub event_id: String,
-    pub event: Value<'v, 'a>,
+    pub event: Json<'a>,
     pub text_bytes: usize,
 }
 
-/// An admitted copy's value: parsed from its text by [`admit`], or the one the caller gave.
-pub enum Value<'v, 'a> {
-    Parsed(Json<'a>),
-    Given(&'v Json<'a>),
-}
-
-impl<'a> std::ops::Deref for Value<'_, 'a> {
-    type Target = Json<'a>;
-
-    fn deref(&self) -> &Json<'a> {
-        match self {
-            Value::Parsed(value) => value,
-            Value::Given(value) => value,
-        }
-    }
-}
-
 /// `text` admitted as `merge.admission.admit` admits it, or `None`: the pure path then admits or
-/// rejects it, and words the rejection. `given`: the value of `text` where the caller parsed
-/// it already (a bundle's reader parsed the event's text in the bundle and wrote `text`, its
-/// `CJ`, from that value: `text` parses to that value, so it is admitted as it is, not parsed
-/// again); §5's size limit is `text`'s either way.
-pub fn admit<'v, 'a>(text: &'a [u8], given: Option<&'v Json<'a>>) -> Option<Admitted<'v, 'a>> {
+/// rejects it, and words the rejection.
+pub fn admit(text: &[u8]) -> Option<Admitted<'_>> {
     if text.len() > MAX_INPUT_BYTES {
         return None;
     }
-    let event = match given {
-        Some(value) => Value::Given(value),
-        None => Value::Parsed(parse(text)?),
-    };
-    let event_id = event
-        .get("event_id")
-        .and_then(Json::as_str)
-        .filter(|id| is_event_id(id))?
-        .to_owned();
-    Some(Admitted {
-        event_id,
-        event,
-        text_bytes: text.len(),
-    })
-}
-
-/// The value of `text` as §5 reads it, or `None` where serde_json refuses it.
-fn parse(text: &[u8]) -> Option<Json<'_>> {
     // serde_json refuses what msgspec refuses (bad UTF-8, lone surrogate escapes, bad syntax,
     // more than 128 levels) and keeps the last of duplicate keys, as §5 says. The UTF-8 is
     // checked once for the whole text, not string by string as `from_slice` does (a call for
     // each key and value: about a quarter of the parse's instructions): a byte that is not UTF-8 is refused
     // either way, inside a string or out of one (where JSON allows only ASCII).
     let text = std::str::from_utf8(text).ok()?;
-    serde_json::from_str::<Json>(text).ok()
+    let event = serde_json::from_str::<Json>(text).ok()?;
+    let event_id = event
+        .get("event_id")
+        .and_then(Json::as_str)
+        .filter(|id| is_event_id(id))?;
+    Some(Admitted {
+        event_id: event_id.to_owned(),
+        event,
+        text_bytes: text.len(),
+    })
 }
 
 /// A copy's verdict: the reason of the first §6 check it failed, or what passed (the valid
@@ -215,7 +180,7 @@ mod tests {
     fn only_texts_with_an_event_id_of_its_form_are_admitted_here() {
         let id = format!("sha256:{}", "0".repeat(64));
         let text = format!(r#"{{"event_id": "sha256:x", "event_id": "{id}"}}"#);
-        assert_eq!(admit(text.as_bytes(), None).map(|copy| copy.event_id), Some(id.clone()));
+        assert_eq!(admit(text.as_bytes()).map(|copy| copy.event_id), Some(id.clone()));
         for refused in [
             r#"{"event_id": "sha256:x"}"#,
             r#"{"event_id": 1}"#,
@@ -223,29 +188,10 @@ mod tests {
             "{",
             "\"\\ud800\"",
         ] {
-            assert!(admit(refused.as_bytes(), None).is_none(), "{refused}");
+            assert!(admit(refused.as_bytes()).is_none(), "{refused}");
         }
         let padded = format!(r#"{{"event_id": "{id}"}}{}"#, " ".repeat(MAX_INPUT_BYTES));
-        assert!(admit(padded.as_bytes(), None).is_none());
-    }
-
-    #[test]
-    fn a_value_given_is_admitted_as_its_text_would_be_and_held_to_the_texts_size() {
-        let id = format!("sha256:{}", "0".repeat(64));
-        let text = format!(r#"{{"event_id":"{id}","n":1}}"#);
-        let spaced = format!(r#"{{"n": 1, "event_id": "{id}"}}"#);
-        let value: Json = serde_json::from_str(&spaced).unwrap();
-        let given = admit(text.as_bytes(), Some(&value)).expect("admitted");
-        assert!(matches!(given.event, Value::Given(_)));
-        assert_eq!((given.event_id.as_str(), given.text_bytes), (id.as_str(), text.len()));
-        let parsed = admit(text.as_bytes(), None).expect("admitted");
-        assert!(matches!(parsed.event, Value::Parsed(_)));
-        assert_eq!(parsed.event_id, given.event_id);
-        // §5's limit is the text's, whatever value comes with it.
-        let padded = format!("{text}{}", " ".repeat(MAX_INPUT_BYTES));
-        assert!(admit(padded.as_bytes(), Some(&value)).is_none());
-        let no_id: Json = serde_json::from_str(r#"{"event_id": "sha256:x"}"#).unwrap();
-        assert!(admit(text.as_bytes(), Some(&no_id)).is_none());
+        assert!(admit(padded.as_bytes()).is_none());
     }
 
     #[test]
@@ -254,27 +200,19 @@ mod tests {
             Input {
                 group: 0,
                 text: Some(b"a".as_slice()),
-                value: None,
             },
-            Input {
-                group: 0,
-                text: None,
-                value: None,
-            },
+            Input { group: 0, text: None },
             Input {
                 group: 1,
                 text: Some(b"a".as_slice()),
-                value: None,
             },
             Input {
                 group: 0,
                 text: Some(b"a".as_slice()),
-                value: None,
             },
             Input {
                 group: 0,
                 text: Some(b"b".as_slice()),
-                value: None,
             },
         ];
         let (unique, copy_of) = distinct_texts(&inputs, 2);

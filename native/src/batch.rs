@@ -117,7 +117,7 @@ pub fn judge(
         if let Some(outcome) = known.and_then(|(kept, context)| kept.get(context, text.bytes)) {
             return outcome;
         }
-        let judged = admit(text.bytes, text.value).and_then(|copy| {
+        let judged = admit(text.bytes).and_then(|copy| {
             let verdict = checks::judge(&copy, &subjects[text.group], keys, verifier)?;
             Some(Outcome::Judged(copy.event_id, verdict))
         });

@@ -149,54 +149,41 @@ pub fn snapshot_identity(text: &[u8], value: &Json) -> Option<Identity> {
     })
 }
 
-/// What [`write`] keeps of each event besides its canonical text.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub enum Keep {
-    /// The text alone.
-    Text,
-    /// Its [`snapshot_identity`] too (an audit's snapshots).
-    Identity,
-    /// Its value too, as parsed to be written: the value of the canonical text, which the
-    /// judging of the events then takes rather than parse that text again ([`judge_texts`]).
-    Value,
-}
-
-/// An event of a bundle written canonically (§1): its text, and its [`snapshot_identity`] or
-/// its value where [`Keep`] says so.
-pub struct Written<'a> {
+/// An event of a bundle written canonically (§1): its text, and its [`snapshot_identity`] when
+/// asked for.
+pub struct Written {
     pub text: Vec<u8>,
     pub identity: Option<Identity>,
-    pub value: Option<Json<'a>>,
 }
 
-/// `raw`, an event's text, written canonically, with what `keep` says; `None` where this path
-/// does not write it (see `canonical::canonical_text`).
-pub fn write_event(raw: &[u8], keep: Keep) -> Option<Written<'_>> {
+/// `raw`, an event's text, written canonically, with its identity when `identify`; `None` where
+/// this path does not write it (see `canonical::canonical_text`).
+pub fn write_event(raw: &[u8], identify: bool) -> Option<Written> {
     let (value, text) = canonical_value(raw, MAX_DEPTH)?;
-    let identity = match keep {
-        Keep::Identity => snapshot_identity(&text, &value),
-        Keep::Text | Keep::Value => None,
+    let identity = if identify {
+        snapshot_identity(&text, &value)
+    } else {
+        None
     };
-    let value = (keep == Keep::Value).then_some(value);
-    Some(Written { text, identity, value })
+    Some(Written { text, identity })
 }
 
 /// A split bundle's parts written canonically (§1), by [`write`].
-pub struct Parts<'a> {
+pub struct Parts {
     /// `CJ` of each member of [`Split::members`], in order (`None` where this path does not write it).
     pub members: Vec<Option<Vec<u8>>>,
     /// Each event given to [`write`], in order, written (`None` where this path does not write it).
-    pub events: Vec<Option<Written<'a>>>,
+    pub events: Vec<Option<Written>>,
 }
 
 /// The members of `split` and `events` (its events not written already) written canonically on
-/// `threads` threads, each event with what `keep` says. `size`: the length of the
+/// `threads` threads, each event with its identity when `identify`. `size`: the length of the
 /// bundle's text. `None` when the member parsed as the text was split (the state) is not
 /// written: its text is not kept, so the pure path decodes the bundle, and says why.
-pub fn write<'a>(split: &Split<'_>, events: &[&'a [u8]], size: usize, threads: usize, keep: Keep) -> Option<Parts<'a>> {
+pub fn write(split: &Split<'_>, events: &[&[u8]], size: usize, threads: usize, identify: bool) -> Option<Parts> {
     // The members first (the state, the one large one, among them), so that a thread takes it
     // at once while the others share the events, rather than last, on one thread.
-    let jobs: Vec<(Option<&Part<'_>>, &'a [u8])> = split
+    let jobs: Vec<(Option<&Part<'_>>, &[u8])> = split
         .members
         .iter()
         .map(|(_, part)| (Some(part), &b""[..]))
@@ -205,7 +192,7 @@ pub fn write<'a>(split: &Split<'_>, events: &[&'a [u8]], size: usize, threads: u
     // A member's text is no longer than the text less its events'.
     let room = size - split.events.iter().map(|event| event.len()).sum::<usize>();
     let mut written = parallel_map(&jobs, threads, 16, |&(member, raw)| match member {
-        None => write_event(raw, keep).map(Job::Event),
+        None => write_event(raw, identify).map(Job::Event),
         Some(Part::Text(raw)) => canonical_document(raw).map(Job::Member),
         Some(Part::Value(value)) => canonical_document_value(value, room).map(Job::Member),
     });
@@ -222,7 +209,7 @@ pub fn write<'a>(split: &Split<'_>, events: &[&'a [u8]], size: usize, threads: u
         Some(Job::Member(text)) => Some(text),
         _ => None,
     };
-    let event = |job: Option<Job<'a>>| match job {
+    let event = |job: Option<Job>| match job {
         Some(Job::Event(written)) => Some(written),
         _ => None,
     };
@@ -233,9 +220,9 @@ pub fn write<'a>(split: &Split<'_>, events: &[&'a [u8]], size: usize, threads: u
 }
 
 /// What one job of [`write`] wrote.
-enum Job<'a> {
+enum Job {
     Member(Vec<u8>),
-    Event(Written<'a>),
+    Event(Written),
 }
 
 /// `bundle_sha256`: the lower-case hex SHA-256 of `CJ` of the bundle without `bundle_signature`,
@@ -397,9 +384,6 @@ pub struct Whole<'t> {
     pub members: Vec<Vec<u8>>,
     /// `CJ` of each event.
     pub events: Vec<Vec<u8>>,
-    /// The value of each event, parsed as it was written: its judging takes it rather than
-    /// parse its `CJ` again (the same value).
-    pub values: Vec<Json<'t>>,
     pub bundle_sha256: String,
 }
 
@@ -419,13 +403,13 @@ impl Whole<'_> {
 /// `bundle_sha256` is then the pure path's).
 fn read_whole(text: &[u8]) -> Option<Whole<'_>> {
     let split = split(text)?;
-    let parts = write(&split, &split.events, text.len(), 1, Keep::Value)?;
+    let parts = write(&split, &split.events, text.len(), 1, false)?;
     let members = parts.members.into_iter().collect::<Option<Vec<Vec<u8>>>>()?;
-    let (events, values): (Vec<Vec<u8>>, Vec<Json<'_>>) = parts
+    let events = parts
         .events
         .into_iter()
-        .map(|event| event.map(|written| (written.text, written.value.expect("kept"))))
-        .collect::<Option<_>>()?;
+        .map(|event| event.map(|written| written.text))
+        .collect::<Option<Vec<Vec<u8>>>>()?;
     let names = split
         .members
         .iter()
@@ -437,7 +421,6 @@ fn read_whole(text: &[u8]) -> Option<Whole<'_>> {
         split,
         members,
         events,
-        values,
         bundle_sha256,
     })
 }
@@ -478,10 +461,9 @@ pub fn judge_texts<'t>(
         let mut subjects = Vec::with_capacity(bundles.len());
         for (group, &at) in bundles.iter().enumerate() {
             let whole = wholes[at].as_ref().expect("a bundle checked was read");
-            inputs.extend(whole.events.iter().zip(&whole.values).map(|(text, value)| Input {
+            inputs.extend(whole.events.iter().map(|text| Input {
                 group,
                 text: Some(text.as_slice()),
-                value: Some(value),
             }));
             let Some(Ok(ready)) = &checks[at] else {
                 unreachable!("grouped as ready")

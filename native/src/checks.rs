@@ -306,12 +306,7 @@ impl<'v, 'a> Shape<'v, 'a> {
 
 /// The verdict on an admitted copy, as the pure path would give it, or `None`: the pure path
 /// judges it (see the module's note on what it leaves).
-pub fn judge(
-    copy: &Admitted<'_, '_>,
-    subject: &str,
-    keys: &HashMap<String, Key>,
-    verifier: Verifier,
-) -> Option<Verdict> {
+pub fn judge(copy: &Admitted<'_>, subject: &str, keys: &HashMap<String, Key>, verifier: Verifier) -> Option<Verdict> {
     if !canonical_able(&copy.event, 0) {
         return None; // §6 check 1, with its path and cause, is the pure path's
     }

@@ -91,7 +91,7 @@ pub fn judge(
 
 /// [`judge`] of one text.
 pub fn judge_one(text: Option<&[u8]>, subject: &str, keys: &HashMap<String, Key>, verifier: Verifier<'_>) -> Judged {
-    let Some(copy) = text.and_then(|text| admit(text, None)) else {
+    let Some(copy) = text.and_then(admit) else {
         return Judged::Fallback;
     };
     match checks::judge(&copy, subject, keys, verifier) {

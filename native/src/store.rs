@@ -21,7 +21,7 @@ pub struct Prepared {
 /// `text` prepared as `merge.store.base.prepare` prepares it, or `None` for the pure path to
 /// decide. `subject_given`: the caller names the subject, so the event's own is not read.
 pub fn prepare(text: &[u8], subject_given: bool) -> Option<Prepared> {
-    let copy = admit(text, None)?;
+    let copy = admit(text)?;
     // A value that is not canonical-able is the pure path's, as in the batch fold (checks::judge):
     // its admission may differ there (nesting deeper than 64 is a rejection of §5).
     if !canonical_able(&copy.event, 0) {

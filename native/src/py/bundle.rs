@@ -7,7 +7,7 @@ use pyo3::types::{PyBytes, PyList};
 
 use super::fold::{key_map, Key};
 use super::{guarded, text_of};
-use crate::bundle::{self, Judgement, Keep, Part, Whole};
+use crate::bundle::{self, Judgement, Part, Whole};
 use crate::maps::HashMap;
 use crate::pool::{collect_exact, locked, vec_with_capacity};
 
@@ -86,8 +86,8 @@ pub fn read_bundle<'py>(
             .map(|(raw, _)| *raw)
             .collect();
         // An event's identity is for an audit's snapshots, which share a cache.
-        let keep = if cache.is_some() { Keep::Identity } else { Keep::Text };
-        let Some(parts) = py.allow_threads(|| bundle::write(&split, &unknown, bytes.len(), threads, keep)) else {
+        let identify = cache.is_some();
+        let Some(parts) = py.allow_threads(|| bundle::write(&split, &unknown, bytes.len(), threads, identify)) else {
             return Ok(None); // the pure path decodes the bundle, and says why
         };
         let mut new = parts.events.into_iter();
@@ -214,7 +214,6 @@ fn judged_bundle(py: Python<'_>, whole: Whole<'_>, passed: bundle::Passed) -> Py
         members,
         events,
         bundle_sha256,
-        ..
     } = whole;
     let members = collect_exact(split.members.iter().zip(&members).map(|((key, part), written)| {
         let text = PyBytes::new(py, written);

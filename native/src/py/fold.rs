@@ -537,7 +537,6 @@ fn judged_lists(
     let inputs: Vec<Input<'_>> = collect_exact(held.iter().map(|(group, item)| Input {
         group: *group,
         text: text_of(item),
-        value: None,
     }));
     py.allow_threads(|| batch::judge(&inputs, subjects, &keys, verifier, threads, kept))
 }

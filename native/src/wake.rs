@@ -31,7 +31,10 @@ impl Latch {
                     if left.is_zero() {
                         return false;
                     }
-                    self.opened.wait_timeout(open, left).unwrap_or_else(PoisonError::into_inner).0
+                    self.opened
+                        .wait_timeout(open, left)
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .0
                 }
             };
         }

@@ -20,7 +20,9 @@ pub struct Gate {
 impl Gate {
     #[new]
     fn new() -> Self {
-        Gate { latch: Arc::new(Latch::default()) }
+        Gate {
+            latch: Arc::new(Latch::default()),
+        }
     }
 
     /// Wait until the gate is open, at most `timeout` seconds (`None`: no limit); whether it is.

@@ -25,10 +25,11 @@ impl Gate {
         }
     }
 
-    /// Wait until the gate is open, at most `timeout` seconds (`None`: no limit); whether it is.
+    /// Wait until the gate is open, at most `timeout` seconds (`None`, or more than a
+    /// `Duration` holds: no limit; a negative or NaN one: none); whether it is.
     #[pyo3(signature = (timeout = None))]
     fn wait(&self, py: Python<'_>, timeout: Option<f64>) -> bool {
-        let timeout = timeout.map(|seconds| Duration::from_secs_f64(seconds.max(0.0)));
+        let timeout = timeout.and_then(|seconds| Duration::try_from_secs_f64(seconds.max(0.0)).ok());
         let latch = Arc::clone(&self.latch);
         py.allow_threads(move || latch.wait(timeout))
     }

@@ -37,6 +37,7 @@ from ..engine import Merger
 from ..errors import InputError, MergeError
 from ..identifiers import require_subject
 from ..keys import KeySet
+from ..native.store import Gate, GateOpener, wake_gates
 from ..state import MERGE_VERSION, FoldResult, State, decode_state, decode_state_unchecked, with_state_sha256
 
 __all__ = [
@@ -157,23 +158,43 @@ class _Live(msgspec.Struct):
     seq: int
 
 
+class _LockGate:
+    """A wake-up given once, on the pure path: a lock held from the start, released once."""
+
+    __slots__ = ("_lock",)
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._lock.acquire()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        return self._lock.acquire(timeout=-1 if timeout is None else timeout)
+
+    def open(self) -> None:
+        self._lock.release()
+
+
+def _open_each(gates: list[Any]) -> None:
+    for gate in gates:
+        gate.open()
+
+
 class _Request:
     """One caller's rows waiting for a shared commit (see :meth:`EventStore._commit_together`).
 
-    ``wake``: held from the start, released once, by the leader of the commit that served the
+    ``wake``: closed from the start, opened once, by the leader of the commit that served the
     rows (``done``) or, before, by one that hands this caller the lead of the next commit: each
     waiting caller is woken only when there is something for it, never by another's news.
     """
 
     __slots__ = ("done", "error", "new", "rows", "wake")
 
-    def __init__(self, rows: list[PreparedInput]) -> None:
+    def __init__(self, rows: list[PreparedInput], wake: Gate) -> None:
         self.rows = rows
         self.new: list[bool] = []
         self.error: BaseException | None = None
         self.done = False
-        self.wake = threading.Lock()
-        self.wake.acquire()
+        self.wake = wake
 
 
 class EventStore(ABC):
@@ -216,12 +237,19 @@ class EventStore(ABC):
         self._leading = False
         self._appending = 0  # threads inside append_many (a list's), waiting or about to
         self._last_group = 1  # how many appends the last commit served
-        self._gate: threading.Lock | None = None  # held by a gathering leader, released by an arrival
+        self._gate: Gate | None = None  # waited on by a gathering leader, opened by an arrival
         self._wanted = 0  # how many appends the gathering leader waits for (its own included)
         # How an append admits, finds the subject of and hashes its inputs: on the compiled path
         # (chosen once, when the store is made, as json.scanner binds its scanner) without the
         # GIL for the common case, so that appends of other threads run meanwhile.
         self._preparer = compiled_preparer()
+        # The group commit's wake-ups: on the compiled path a gate is waited on without the
+        # GIL, and a leader opens its members' gates in one call that gives the GIL up for all
+        # of them (each a futex wake: held under the GIL, 8 of them were most of a round).
+        compiled_gates = wake_gates()
+        self._new_gate: Callable[[], Gate]
+        self._open_all: GateOpener
+        self._new_gate, self._open_all = compiled_gates or (_LockGate, _open_each)
 
     # -- storage primitives: what an adapter implements ------------------------------------
 
@@ -394,17 +422,17 @@ class EventStore(ABC):
         transaction fails, it fails for every caller in it (nothing of it is stored): each
         raises a :class:`StoreError`.
         """
-        request = _Request(rows)
+        request = _Request(rows, self._new_gate())
         with self._group:
             self._waiting.append(request)
             leads = not self._leading
             if leads:
                 self._leading = True
             elif self._gate is not None and len(self._waiting) >= self._wanted:
-                self._gate.release()  # the gathering leader's group is complete: it goes on
+                self._gate.open()  # the gathering leader's group is complete: it goes on
                 self._gate = None
         if not leads:
-            request.wake.acquire()  # until its rows are committed, or it is handed the lead
+            request.wake.wait()  # until its rows are committed, or it is handed the lead
             leads = not request.done
         if leads:
             self._lead()
@@ -442,11 +470,10 @@ class EventStore(ABC):
                     wanted = max(self._appending, self._last_group)
                     gate = None
                     if len(self._waiting) < wanted:  # (the leader's own is in it, first)
-                        gate = self._gate = threading.Lock()
-                        gate.acquire()
+                        gate = self._gate = self._new_gate()
                         self._wanted = wanted
                 if gate is not None:
-                    gate.acquire(timeout=GATHER_SECONDS)  # released by the append that completes it
+                    gate.wait(GATHER_SECONDS)  # opened by the append that completes it
                 with self._group:
                     self._gate = None
                     group, self._waiting = self._waiting, []  # (those that come now: the next commit)
@@ -466,10 +493,8 @@ class EventStore(ABC):
                     member.done = True
                 successor = self._waiting[0] if self._waiting else None
                 self._leading = successor is not None
-            for member in group:
-                member.wake.release()  # (the leader's own too: nobody waits on it)
-            if successor is not None:
-                successor.wake.release()
+            # All at once (the leader's own too: nobody waits on it), the successor last.
+            self._open_all([member.wake for member in group] + ([successor.wake] if successor else []))
 
     @contextmanager
     def _group_writer(self) -> Iterator[Callable[[list[PreparedInput]], list[bool]]]:

@@ -26,6 +26,7 @@ mod state;
 mod store;
 mod timestamps;
 mod verify;
+mod wake;
 
 use pyo3::prelude::*;
 
@@ -43,6 +44,7 @@ fn pith_merge_native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(py::canonical::canonical_texts, module)?)?;
     module.add_function(wrap_pyfunction!(py::bundle::read_bundle, module)?)?;
     module.add_function(wrap_pyfunction!(py::store::prepare_inputs, module)?)?;
+    module.add_function(wrap_pyfunction!(py::wake::open_all, module)?)?;
     module.add_function(wrap_pyfunction!(py::bundle::judge_bundles, module)?)?;
     module.add_class::<py::fold::Key>()?;
     module.add_class::<py::fold::ValidEvent>()?;
@@ -57,6 +59,7 @@ fn pith_merge_native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<py::engine::EventJudge>()?;
     module.add_class::<py::engine::JudgedInput>()?;
     module.add_class::<py::engine::KeyTable>()?;
+    module.add_class::<py::wake::Gate>()?;
     module.add("REASONS", py::codes(Reason::ALL))?;
     module.add("CHECK_ORDER", py::codes(Reason::CHECK_ORDER))?;
     module.add("EVENT_TYPES", checks::EVENT_TYPES.to_vec())?;

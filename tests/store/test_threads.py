@@ -13,7 +13,6 @@ import json
 import random
 import threading
 import time
-import types
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -191,28 +190,28 @@ def test_appends_of_threads_at_the_same_moment_share_commits(
 def test_a_gathering_leader_is_woken_once_a_commit_not_by_each_arrival(
     store: EventStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # A gathering leader sleeps on a gate (a lock acquired with a timeout) until the append
-    # that completes its group comes: one wake-up a commit. Before, each arrival released the
-    # gate, and the leader took the GIL to store that caller's rows and slept on a new gate:
-    # up to 7 wake-ups a commit of 8, each a context switch and a turn of the GIL.
-    import merge.store.base as base
-
+    # A gathering leader sleeps on a gate (waited on with a timeout) until the append that
+    # completes its group comes: one wake-up a commit. Before, each arrival released the gate,
+    # and the leader took the GIL to store that caller's rows and slept on a new gate: up to 7
+    # wake-ups a commit of 8, each a context switch and a turn of the GIL.
     gates = 0
     commits = 0
-    real_lock = threading.Lock
+    real_gate = store._new_gate
 
     class Counted:
+        """The store's gate (compiled or pure), its waits with a timeout counted."""
+
         def __init__(self) -> None:
-            self.lock = real_lock()
+            self.gate = real_gate()
 
-        def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        def wait(self, timeout: float | None = None) -> bool:
             nonlocal gates
-            if timeout >= 0:  # (a gate; a waiting append's wake-up has no timeout)
+            if timeout is not None:  # (a gate; a waiting append's wake-up has no timeout)
                 gates += 1
-            return self.lock.acquire(blocking, timeout)
+            return self.gate.wait(timeout)
 
-        def release(self) -> None:
-            self.lock.release()
+        def open(self) -> None:
+            self.gate.open()
 
     real = type(store)._group_writer
 
@@ -223,7 +222,8 @@ def test_a_gathering_leader_is_woken_once_a_commit_not_by_each_arrival(
             yield store_rows
         commits += 1
 
-    monkeypatch.setattr(base, "threading", types.SimpleNamespace(Lock=Counted))
+    monkeypatch.setattr(store, "_new_gate", Counted)
+    monkeypatch.setattr(store, "_open_all", lambda counted: [gate.open() for gate in counted])
     monkeypatch.setattr(type(store), "_group_writer", counted_commit)
     inputs = list(history(1, 4 * THREADS))
     pauses = random.Random(7)

@@ -10,7 +10,7 @@ batch fold and the incremental :class:`merge.Merger` both use these two.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from enum import StrEnum
 from typing import Any, Final, TypeVar
 
@@ -28,7 +28,7 @@ from .canonical import (
 from .errors import InputError, MergeError
 from .identifiers import EVENT_ID_PATTERN
 from .identifiers import event_id as body_event_id
-from .native.store import InputPreparer, input_preparer
+from .native.store import Gate, GateOpener, InputPreparer, input_preparer, wake_gates
 from .reasons import Reason
 from .schema import Event
 
@@ -36,10 +36,13 @@ __all__ = [
     "JSON_TEXT_TYPES",
     "MAX_INPUT_BYTES",
     "Admitted",
+    "Gate",
+    "GateOpener",
     "RejectCode",
     "Rejection",
     "admit",
     "admit_batch",
+    "compiled_gates",
     "compiled_preparer",
     "copy_identity",
     "prevailing_verdict",
@@ -209,6 +212,16 @@ def compiled_preparer() -> InputPreparer | None:
     :func:`admit`. The one place an adapter learns of the compiled path for it (issue 37: no
     adapter imports ``merge.native``)."""
     return input_preparer()
+
+
+def compiled_gates() -> tuple[Callable[[], Gate], GateOpener] | None:
+    """What the appends an event store gathers into one commit wait on, on the compiled path: a
+    gate's maker and ``open_all(gates)``, each waited on and opened without the GIL
+    (:func:`merge.native.store.wake_gates`); ``None`` when the pure path serves, where the store
+    waits on a lock per append. Beside :func:`compiled_preparer`, the other thing an event
+    store takes from the compiled path, through here (issue 37: no adapter imports
+    ``merge.native``)."""
+    return wake_gates()
 
 
 def require_inputs(inputs: Iterable[Any]) -> Iterable[Any]:

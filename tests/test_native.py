@@ -195,6 +195,7 @@ def test_the_seams_types_are_frozen_and_checked() -> None:
 RUST_ROOMS = [
     "maps",
     "pool",
+    "wake",
     "reasons",
     "json",
     "canonical",

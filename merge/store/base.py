@@ -30,14 +30,23 @@ import msgspec
 
 from .. import __version__
 from .._compat import OldMethodName
-from ..admission import JSON_TEXT_TYPES, Admitted, Rejection, admit, compiled_preparer, require_inputs
+from ..admission import (
+    JSON_TEXT_TYPES,
+    Admitted,
+    Gate,
+    GateOpener,
+    Rejection,
+    admit,
+    compiled_gates,
+    compiled_preparer,
+    require_inputs,
+)
 from ..batch import EncodedFold, fold_stream_encoded
 from ..canonical import canonical_sha256_hex
 from ..engine import Merger
 from ..errors import InputError, MergeError
 from ..identifiers import require_subject
 from ..keys import KeySet
-from ..native.store import Gate, GateOpener, wake_gates
 from ..state import MERGE_VERSION, FoldResult, State, decode_state, decode_state_unchecked, with_state_sha256
 
 __all__ = [
@@ -246,10 +255,10 @@ class EventStore(ABC):
         # The group commit's wake-ups: on the compiled path a gate is waited on without the
         # GIL, and a leader opens its members' gates in one call that gives the GIL up for all
         # of them (each a futex wake: held under the GIL, 8 of them were most of a round).
-        compiled_gates = wake_gates()
+        gates = compiled_gates()
         self._new_gate: Callable[[], Gate]
         self._open_all: GateOpener
-        self._new_gate, self._open_all = compiled_gates or (_LockGate, _open_each)
+        self._new_gate, self._open_all = gates or (_LockGate, _open_each)
 
     # -- storage primitives: what an adapter implements ------------------------------------
 

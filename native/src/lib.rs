@@ -1,7 +1,8 @@
 //! pith-merge's compiled per-event path (merge-v1), an optional accelerator of the pure-Python
 //! engine, which stays the reference. Its rooms are `merge/`'s, under the same names, each
 //! using only the rooms listed before it:
-//! [`maps`], [`pool`] (threads and memory), [`reasons`], [`json`] and [`canonical`] (§1),
+//! [`maps`], [`pool`] (threads and memory), [`wake`] (a thread's wake-up, waited on without
+//! the GIL: the group commit's), [`reasons`], [`json`] and [`canonical`] (§1),
 //! [`timestamps`] (§4), [`identifiers`] (§2), [`verify`] (§2's Ed25519, with libsodium's
 //! verdicts), [`admission`] (§5), [`checks`] (§4, §6, §8), [`chains`] (§7), [`state`] (§9),
 //! [`batch`] (the fold of many inputs), [`engine`] (the incremental engine's judging),

@@ -1,6 +1,6 @@
 //! The boundary with Python (PyO3), `merge.native`'s only partner: one file per service, each
 //! the thin twin of its domain room ([`fold`]: `batch`; [`bundle`]: `bundle`; [`canonical`]:
-//! `canonical`; [`verify`]: `verify`; [`engine`]: `engine`, the incremental engine's judge; [`store`]: `store`, an event store's append), and here what they share. Each entry point takes its
+//! `canonical`; [`verify`]: `verify`; [`engine`]: `engine`, the incremental engine's judge; [`store`]: `store`, an event store's append; [`wake`]: `wake`, its group commit's wake-ups), and here what they share. Each entry point takes its
 //! arguments from Python objects, gives up the GIL for the work, and hands the results back;
 //! nothing here decides a verdict.
 //!

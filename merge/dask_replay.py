@@ -13,11 +13,14 @@ The work, as one Dask graph (see ``docs/dask.md``):
 2. **Scan** (one task per block, a ``dask.bag`` partition). Each segment is read and every line
    attributed to its subject with the local replayer's own functions, so what is admitted, what is
    a problem and why are the same. A byte range starts at the first line that *starts* inside it
-   and reads its last line to the end, so every line is read exactly once.
+   and reads its last line to the end, so every line is read exactly once. The scans are
+   persisted before the rest is built on them, so that each block is read once.
 3. **Route** (``Bag.groupby(subject, shuffle="tasks")``): Dask's task-based shuffle sends every
-   record to the partition of its subject, whichever block it came from.
+   record to the partition of its subject, whichever block it came from. A regular ``*.json``
+   file travels as a reference (path, size, CRC-32), not its text.
 4. **Fold** (one task per shuffled partition): each subject's records are put back in corpus order
-   and folded by :func:`merge.replay.fold_subjects`, the local replayer's loop over subjects; states
+   (a referenced file read again, and a ``changed_since_scan`` problem if it is not what the scan
+   read) and folded by :func:`merge.replay.fold_subjects`, the local replayer's loop over subjects; states
    are written to ``out_dir`` (atomically, by :func:`merge.replay.write_state`) and one summary row
    per subject comes back, made into the report by :func:`merge.replay.replay_report`, as locally.
 

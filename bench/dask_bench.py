@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 
     from .dask_probe import Snapshot
 
-__all__ = ["SCALE", "bench_dask", "main"]
+__all__ = ["SCALE", "bench_dask", "cluster_cpu_seconds", "main"]
 
 #: ``--scale``: many small subjects (a record and one event each; at 2 events no fault is drawn).
 SCALE = WorkloadSpec(subjects=100_000, events_per_subject=2, seed=2)
@@ -74,7 +74,7 @@ def bench_dask(
     from .dask_probe import Probe, probe_config
 
     workload = generate(spec)
-    on_dask_runs: list[tuple[float, Snapshot]] = []
+    on_dask_runs: list[tuple[float, Snapshot, float]] = []
     with tempfile.TemporaryDirectory(prefix="pith-merge-dask-bench-") as scratch:
         corpus = write_corpus(workload, Path(scratch) / "corpus")
         corpus_bytes = sum(path.stat().st_size for path in corpus)
@@ -95,9 +95,10 @@ def bench_dask(
             probe = Probe(client)
 
             def on_dask() -> ReplayReport:
-                before, start = probe.read(), time.perf_counter()
+                before, start, cpu = probe.read(), time.perf_counter(), cluster_cpu_seconds()
                 report = replay_on_dask(corpus, client=client, keys=keys)
-                on_dask_runs.append((time.perf_counter() - start, probe.read() - before))
+                seconds = time.perf_counter() - start
+                on_dask_runs.append((seconds, probe.read() - before, cluster_cpu_seconds() - cpu))
                 return report
 
             runs: dict[str, Callable[[], ReplayReport]] = {
@@ -137,7 +138,7 @@ def bench_dask(
     local_1 = best["local, workers=1"]
     local_n = best[f"local, workers={workers}"]
     on_dask_seconds = best[f"dask, {workers} worker processes"]
-    cost = min(on_dask_runs, key=lambda run: run[0])[1]  # the counters of the fastest run
+    _, cost, dask_cpu = min(on_dask_runs, key=lambda run: run[0])  # the counters of the fastest run
     what = f"{spec.subjects} subjects x {spec.events_per_subject} events, {events} events in all"
     results = [Result(f"replay {name}", events / seconds, "events/s", what) for name, seconds in best.items()]
     results += [
@@ -154,6 +155,13 @@ def bench_dask(
             f"throughput of the cluster ({workers} processes) over the local replay's on one",
         ),
         Result("replay dask: LocalCluster start-up", start_up, "s", "paid once per cluster, not timed above"),
+        Result(
+            "replay dask: CPU time, all processes",
+            dask_cpu,
+            "s",
+            f"client, scheduler, nannies and workers (the fastest run); {dask_cpu / events * 1e6:,.0f} us"
+            " an event",
+        ),
         Result(
             "replay dask: tasks",
             cost.tasks,
@@ -207,12 +215,29 @@ def bench_dask(
             local_1_seconds=local_1,
             local_n_seconds=local_n,
             dask_seconds=on_dask_seconds,
+            dask_cpu_seconds=dask_cpu,
             tasks=cost.tasks,
             scheduler_cpu=cost.scheduler_cpu,
             transfers=cost.transfers,
             transfer_bytes=cost.transfer_bytes,
         )
     return results
+
+
+def cluster_cpu_seconds() -> float:
+    """CPU time (user and system) of this process and its children, recursively: with a
+    ``LocalCluster`` started here, the client, the scheduler, the nannies and the workers."""
+    import psutil  # type: ignore[import-untyped]  # (a dependency of distributed; no type stubs)
+
+    total = 0.0
+    me = psutil.Process()
+    for process in (me, *me.children(recursive=True)):
+        try:
+            times = process.cpu_times()
+        except psutil.Error:  # ended meanwhile
+            continue
+        total += times.user + times.system
+    return total
 
 
 def main(argv: Sequence[str] | None = None) -> int:

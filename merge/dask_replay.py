@@ -13,11 +13,14 @@ The work, as one Dask graph (see ``docs/dask.md``):
 2. **Scan** (one task per block, a ``dask.bag`` partition). Each segment is read and every line
    attributed to its subject with the local replayer's own functions, so what is admitted, what is
    a problem and why are the same. A byte range starts at the first line that *starts* inside it
-   and reads its last line to the end, so every line is read exactly once.
+   and reads its last line to the end, so every line is read exactly once. The scans are
+   persisted before the rest is built on them, so that each block is read once.
 3. **Route** (``Bag.groupby(subject, shuffle="tasks")``): Dask's task-based shuffle sends every
-   record to the partition of its subject, whichever block it came from.
+   record to the partition of its subject, whichever block it came from. A regular ``*.json``
+   file travels as a reference (path, size, CRC-32), not its text.
 4. **Fold** (one task per shuffled partition): each subject's records are put back in corpus order
-   and folded by :func:`merge.replay.fold_subjects`, the local replayer's loop over subjects; states
+   (a referenced file read again, and a ``changed_since_scan`` problem if it is not what the scan
+   read) and folded by :func:`merge.replay.fold_subjects`, the local replayer's loop over subjects; states
    are written to ``out_dir`` (atomically, by :func:`merge.replay.write_state`) and one summary row
    per subject comes back, made into the report by :func:`merge.replay.replay_report`, as locally.
 
@@ -35,7 +38,10 @@ from __future__ import annotations
 
 import logging
 import os
+import stat
+import zlib
 from collections.abc import Iterable, Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Final, NamedTuple, cast
 
@@ -48,6 +54,7 @@ from .keys import KeySet
 # walk_corpus, scan_walked, scan_file and scan_log: the local replayer's own walking, reading and attribution,
 # so that both engines read a corpus alike (the same items, the same problems, the same words).
 from .replay import (
+    CHANGED,
     JSON_SUFFIX,
     CorpusItem,
     FoldedSubjects,
@@ -139,6 +146,9 @@ class Record(NamedTuple):
     """One corpus item on its way to its subject, with where it was read (to restore order).
 
     ``in_range``: read from a byte range, so ``source`` holds the line number inside the range.
+    ``path``: a regular ``*.json`` file read whole, sent as a reference: ``data`` is empty, and
+    the fold reads the file again and checks it is the ``size`` bytes of CRC-32 ``crc`` the scan
+    read (:func:`_read_back`); ``""``: ``data`` is the item's text.
     """
 
     subject: str
@@ -148,6 +158,9 @@ class Record(NamedTuple):
     source: str
     kind: ItemKind
     data: bytes
+    path: str = ""
+    size: int = 0
+    crc: int = 0
 
 
 class Problem(NamedTuple):
@@ -278,11 +291,18 @@ def _scan_block(block: tuple[tuple[int, Segment], ...]) -> Scanned:
     for number, segment in block:
         if segment.whole:
             entries = (scan_walked if segment.walked else scan_file)(Path(segment.path))
+            # A regular *.json file is one text, read whole: it travels as a reference (the
+            # shuffle would carry its text, a bundle's kilobytes, through two pickles and a socket).
+            path = segment.path if _regular_document(segment.path) else ""
             for position, entry in enumerate(entries, start=1):
-                _keep(scanned, number, position, entry, in_range=False)
+                _keep(scanned, number, position, entry, in_range=False, path=path)
         else:
             _scan_range(scanned, number, segment)
     return scanned
+
+
+def _scan_blocks(blocks: Iterable[tuple[tuple[int, Segment], ...]]) -> list[Scanned]:
+    return [_scan_block(block) for block in blocks]
 
 
 def _scan_range(scanned: Scanned, number: int, segment: Segment) -> None:
@@ -310,14 +330,63 @@ def _scan_range(scanned: Scanned, number: int, segment: Segment) -> None:
 
 
 def _keep(
-    scanned: Scanned, number: int, position: int, entry: CorpusItem | InputProblem, *, in_range: bool
+    scanned: Scanned,
+    number: int,
+    position: int,
+    entry: CorpusItem | InputProblem,
+    *,
+    in_range: bool,
+    path: str = "",
 ) -> None:
     if isinstance(entry, InputProblem):
         scanned.problems.append(Problem(number, position, in_range, entry.source, entry.code, entry.detail))
+    elif path:
+        data = entry.data
+        scanned.records.append(
+            Record(
+                entry.subject,
+                number,
+                position,
+                in_range,
+                entry.source,
+                entry.kind,
+                b"",
+                path,
+                len(data),
+                zlib.crc32(data),
+            )
+        )
     else:
         scanned.records.append(
             Record(entry.subject, number, position, in_range, entry.source, entry.kind, entry.data)
         )
+
+
+def _regular_document(path: str) -> bool:
+    """Whether ``path`` is a regular ``*.json`` file, which a fold can read again (a FIFO named
+    on the command line cannot be: its text travels as a copy)."""
+    if not path.endswith(JSON_SUFFIX):
+        return False
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _read_back(record: Record, source: str) -> CorpusItem | InputProblem:
+    """The item of ``record``: its text, or (a reference) its file read again, checked to be what
+    the scan read; a file changed since is a :data:`merge.replay.CHANGED` problem, not folded (as
+    the local replay's spill reports a log line that changed)."""
+    if not record.path:
+        return CorpusItem(record.subject, source, record.kind, record.data)
+    try:
+        with open(record.path, "rb", buffering=0) as handle:
+            data = handle.read(record.size + 1)  # a byte more: a file that grew is seen to
+    except OSError as exc:
+        return InputProblem(source, CHANGED, f"the file cannot be read again ({exc.strerror}): not folded")
+    if len(data) != record.size or zlib.crc32(data) != record.crc:
+        return InputProblem(source, CHANGED, "the file is not what the scan read (it changed): not folded")
+    return CorpusItem(record.subject, source, record.kind, data)
 
 
 def _first_lines(counts: Iterable[tuple[int, int]], segments: Sequence[Segment]) -> dict[int, int]:
@@ -354,9 +423,7 @@ def _fold_subjects(
         (
             subject,
             [
-                CorpusItem(
-                    subject, _source(r.source, r.segment, r.position, r.in_range, first), r.kind, r.data
-                )
+                _read_back(r, _source(r.source, r.segment, r.position, r.in_range, first))
                 # Back in corpus order: the order the local replay hands a subject's items over in.
                 for r in sorted(records, key=lambda record: (record.segment, record.position))
             ],
@@ -379,6 +446,10 @@ def _records(scanned: Iterable[Scanned]) -> list[Record]:
 
 def _line_counts(scanned: Iterable[Scanned]) -> list[tuple[int, int]]:
     return [count for part in scanned for count in part.lines]
+
+
+def _first_lines_of(parts: Iterable[list[tuple[int, int]]], segments: Sequence[Segment]) -> dict[int, int]:
+    return _first_lines((count for part in parts for count in part), segments)
 
 
 def _problems(scanned: Iterable[Scanned], first: Mapping[int, int]) -> list[InputProblem]:
@@ -433,7 +504,9 @@ def replay_on_dask(
 
     from distributed import futures_of
 
-    folded_bag, problems_bag = replay_graph(plan, key_set, trusted, out)
+    # The scans first, persisted: the graph over them reads each block once (see _over_scan).
+    scanned = client.persist(_scan_bag(plan))  # type: ignore[no-untyped-call]
+    folded_bag, problems_bag = _over_scan(scanned, plan, key_set, trusted, out)
     # Persisted, then gathered partition by partition: computing a bag would add a task that
     # concatenates every partition on one worker, so every subject's summary row would travel
     # to that worker first and all of them sit in its memory (see docs/dask.md, "At scale").
@@ -460,9 +533,26 @@ def replay_graph(plan: Plan, keys: KeySet | None, trusted: KeySet, out_dir: str 
     and subjects only decide which records travel to which partition. ``python -m
     bench.dask_bench --model`` counts its tasks for any number of blocks.
     """
-    bag, delayed = _import_dask()
-    scanned = bag.from_sequence(plan.blocks, partition_size=1).map(_scan_block)
-    first = delayed(_first_lines)(scanned.map_partitions(_line_counts), plan.segments)
+    return _over_scan(_scan_bag(plan), plan, keys, trusted, out_dir)
+
+
+def _scan_bag(plan: Plan) -> Any:
+    """The scans of ``plan``'s blocks: a bag of one :class:`Scanned` a partition."""
+    return _import_dask().from_sequence(plan.blocks, partition_size=1).map_partitions(_scan_blocks)
+
+
+def _over_scan(
+    scanned: Any, plan: Plan, keys: KeySet | None, trusted: KeySet, out_dir: str | None
+) -> tuple[Any, Any]:
+    """:func:`replay_graph` over ``scanned``, the bag of the scans.
+
+    :func:`replay_on_dask` persists the scans first, so that each block is read once: the first
+    line numbers (a collection passed to the fold and problem tasks) are finalised apart from
+    the bags that use them, and Dask fused a copy of the scans into each use (every block was
+    read two or three times; counted in session 12)."""
+    first = scanned.reduction(
+        _line_counts, partial(_first_lines_of, segments=plan.segments), split_every=False
+    )
     by_subject = scanned.map_partitions(_records).groupby(_subject, shuffle="tasks")
     folded_bag = by_subject.map_partitions(_fold_subjects, first, keys, trusted, out_dir)
     problems_bag = scanned.map_partitions(_problems, first)
@@ -518,12 +608,11 @@ def run_replay_cli(
         return replay_on_dask(paths, client=client, keys=keys, trusted_keys=trusted_keys, out_dir=out_dir)
 
 
-def _import_dask() -> tuple[Any, Any]:
-    """``(dask.bag, dask.delayed)``, or :class:`DaskUnavailableError` saying how to install them."""
+def _import_dask() -> Any:
+    """``dask.bag``, or :class:`DaskUnavailableError` saying how to install Dask."""
     try:
         import dask.bag
         import distributed  # noqa: F401 (the scheduler of every replay here)
-        from dask.delayed import delayed
     except ImportError as exc:
         raise DaskUnavailableError(exc.name or "dask.distributed") from exc
-    return dask.bag, delayed
+    return dask.bag

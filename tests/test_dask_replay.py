@@ -30,6 +30,7 @@ from merge.dask_replay import (
     SchedulerError,
     _first_lines,
     _fold_subjects,
+    _read_back,
     _scan_block,
     _source,
     plan_corpus,
@@ -38,6 +39,7 @@ from merge.dask_replay import (
 )
 from merge.keys import KeySet
 from merge.replay import (
+    CHANGED,
     CorpusItem,
     InputProblem,
     ProblemLog,
@@ -407,7 +409,7 @@ def test_byte_ranges_reassemble_the_local_scan(tmp_path: Path, blocksize: int, h
     scanned = [_scan_block(block) for block in plan.blocks]
     first = _first_lines([count for part in scanned for count in part.lines], plan.segments)
     items = [
-        CorpusItem(r.subject, _source(r.source, r.segment, r.position, r.in_range, first), r.kind, r.data)
+        _read_back(r, _source(r.source, r.segment, r.position, r.in_range, first))
         for part in scanned
         for r in part.records
     ]
@@ -598,3 +600,33 @@ def test_a_shuffled_partition_is_folded_as_a_spill_partition(tmp_path: Path) -> 
     trusted = KeySet.parse(REGISTRY_KEYS)
     folded = _fold_subjects(shuffled, {0: 0}, KeySet.parse(KEYS), trusted, None)
     assert replay_report(ProblemLog(), folded) == replay([log], keys=KEYS, workers=1)
+
+
+@pytest.mark.parametrize("change", ["rewritten", "grown", "removed"])
+def test_a_bundle_changed_after_the_scan_is_reported_not_folded(tmp_path: Path, change: str) -> None:
+    """A ``*.json`` file travels to its fold as a reference (path, size, CRC-32), read again
+    there: if it is not the text the scan read, the fold reports ``changed_since_scan`` and
+    folds nothing of it, as the local spill does for a log line (no cluster needed)."""
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    bundle = corpus / "a.bundle.json"
+    bundle.write_bytes(GOLDEN_BUNDLE.read_bytes())
+    plan = plan_corpus([str(corpus)])
+    scanned = [_scan_block(block) for block in plan.blocks]
+    (record,) = [r for part in scanned for r in part.records]
+    assert (record.data, record.path, record.size) == (b"", str(bundle), bundle.stat().st_size)
+    trusted = KeySet.parse(REGISTRY_KEYS)
+    unchanged = _fold_subjects([(record.subject, [record])], {}, None, trusted, None)
+    assert replay_report(ProblemLog(), unchanged) == replay([corpus], workers=1)
+    text = GOLDEN_BUNDLE.read_bytes()
+    if change == "rewritten":  # the same size, one byte else
+        bundle.write_bytes(text.replace(b'"bundle_type"', b'"bundle_typE"', 1))
+    elif change == "grown":
+        bundle.write_bytes(text + b" ")
+    else:
+        bundle.unlink()
+    folded = _fold_subjects([(record.subject, [record])], {}, None, trusted, None)
+    report = replay_report(ProblemLog(), folded)
+    assert [(p.source, p.code) for p in report.problems] == [(str(bundle), CHANGED)]
+    (row,) = report.subjects
+    assert (row.bundles, row.event_count, row.state_matches) == (0, 0, None)

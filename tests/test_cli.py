@@ -1233,14 +1233,21 @@ def faulty_replay(
     environment = dict(
         os.environ, TMPDIR=str(spill), PITH_FAULT_DIR=str(faults), PITH_FAULT=fault, PITH_FAULT_PARTITION="07"
     )
-    process = subprocess.Popen(
-        [sys.executable, "-m", "tests.replay_faults", "replay", str(corpus), "--keys", str(KEYS), *args],
-        cwd=ROOT,
-        env=environment,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=session,
-    )
+    # The replay is started with SIGHUP as a shell leaves it, whatever this run's: under nohup
+    # it is ignored, which the child inherits, and a replay rightly keeps ignoring a signal its
+    # starter ignores (the SIGHUP test would wait in vain).
+    hang_up = signal.signal(signal.SIGHUP, signal.SIG_DFL)
+    try:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "tests.replay_faults", "replay", str(corpus), "--keys", str(KEYS), *args],
+            cwd=ROOT,
+            env=environment,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=session,
+        )
+    finally:
+        signal.signal(signal.SIGHUP, hang_up)
     return process, faults, spill
 
 

@@ -4,6 +4,7 @@ texts read ahead on a thread of its own come back as if read when asked for."""
 
 from __future__ import annotations
 
+import gc
 import json
 import threading
 from typing import Any
@@ -13,7 +14,7 @@ import pytest
 from merge import audit_history, native_available
 from merge.native import bundle as native_bundle
 from merge.native import native_module
-from merge.native.bundle import BundleRead, BundleReader, read_bundle
+from merge.native.bundle import READ_AHEAD, BundleRead, BundleReader, read_bundle
 from merge.signing import make_bundle
 
 from .builders import KEY_A, KEYS, RECORD, event, record_event
@@ -117,6 +118,18 @@ def test_texts_read_ahead_are_read_as_when_asked_for_and_the_thread_ends_with_th
     assert ahead[0] is not None
     assert ahead[3] is not None
     assert ahead[3].events[0] is ahead[0].events[0]
+
+
+@compiled_only
+def test_a_read_handed_over_is_not_kept_while_the_thread_reads_on() -> None:
+    """The reader's thread holds its list of texts until it ends; a read handed over is not
+    held there (each a bundle's canonical texts and state: a history's would pile up)."""
+    texts = [_events_text(REC, G1, X1, Y) for _ in range(READ_AHEAD + 4)]
+    with BundleReader(texts) as reader:
+        first = reader.read(texts[0], 1)
+        assert first is not None
+        assert _reader_threads()  # (waiting for a permit: texts are left)
+        assert not any(isinstance(holder, native_bundle._Reading) for holder in gc.get_referrers(first))
 
 
 @compiled_only

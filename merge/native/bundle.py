@@ -114,9 +114,12 @@ class BundleReader:
             reading = self._pending.popleft()
             reading.done.wait()
             self._permits.release()
-            if reading.error is not None:
-                raise reading.error
-            return reading.read
+            # Handed over, not kept: the thread holds its list of readings until it ends.
+            read, error = reading.read, reading.error
+            reading.read = reading.error = None
+            if error is not None:
+                raise error
+            return read
         return read_bundle(text, threads, self.cache)
 
 

@@ -5,6 +5,7 @@ batch of bundle texts judged there (:func:`judge_bundles`), each decided only wh
 
 from __future__ import annotations
 
+import threading
 from collections import deque
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
@@ -14,8 +15,6 @@ from . import _extension, native_available
 from .fold import key_table
 
 if TYPE_CHECKING:
-    from concurrent.futures import Future, ThreadPoolExecutor  # (imported where a reader starts one)
-
     import pith_merge_native
     from pith_merge_native import JudgedBundle
 
@@ -45,44 +44,82 @@ class BundleRead(NamedTuple):
 READ_AHEAD: Final = 2
 
 
+class _Reading:
+    """A text a :class:`BundleReader` reads ahead: its read, or what the read raised, once
+    ``done`` is set."""
+
+    __slots__ = ("done", "error", "read", "text")
+
+    def __init__(self, text: Any) -> None:
+        self.text = text
+        self.done = threading.Event()
+        self.read: BundleRead | None = None
+        self.error: BaseException | None = None
+
+
 class BundleReader:
     """Reads the bundles of one run (an audit) on the compiled path (:func:`read_bundle`): with
     one cache of the events' canonical texts, so that each is written once a run, and with the
     texts to come (``ahead``) read in order on a thread of its own, :data:`READ_AHEAD` at most
     before the one asked for, while the caller works on the one before (reading a bundle lets go
-    of the GIL). A context manager: leaving it stops the thread."""
+    of the GIL). A context manager: leaving it stops the thread. Where no thread can be started,
+    each text is read when asked for, on the caller's thread."""
 
     def __init__(self, ahead: Iterable[Any] = ()) -> None:
         serving = native_available()
         self.cache: pith_merge_native.BundleCache | None = _extension().BundleCache() if serving else None
-        self._texts = deque(text for text in ahead if type(text) in (bytes, str)) if serving else deque()
-        self._pending: deque[tuple[Any, Future[BundleRead | None]]] = deque()
-        self._thread: ThreadPoolExecutor | None = None
-        if self._texts:
-            from concurrent.futures import ThreadPoolExecutor
-
-            self._thread = ThreadPoolExecutor(1, thread_name_prefix="pith-merge-read")
-        self._fill()
+        readings = [_Reading(text) for text in ahead if type(text) in (bytes, str)] if serving else []
+        self._pending = deque(readings)
+        # A permit a read ahead: the thread takes one before each read, the caller gives one
+        # back as it takes a read.
+        self._permits = threading.Semaphore(READ_AHEAD)
+        self._stopping = False
+        self._thread: threading.Thread | None = None
+        if readings:
+            # A plain thread, not a pool: concurrent.futures is 4-15 ms of imports for one worker.
+            thread = threading.Thread(
+                target=self._read_ahead, args=(readings,), name="pith-merge-read", daemon=True
+            )
+            try:
+                thread.start()
+            except RuntimeError:  # no thread to spare (issue 29 item 3): each read when asked for
+                self._pending.clear()
+            else:
+                self._thread = thread
 
     def __enter__(self) -> BundleReader:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
         if self._thread is not None:
-            self._thread.shutdown(cancel_futures=True)
+            self._stopping = True
+            self._permits.release()  # (a thread waiting for a permit sees it stop)
+            self._thread.join()
 
-    def _fill(self) -> None:
-        while self._thread is not None and self._texts and len(self._pending) < READ_AHEAD:
-            text = self._texts.popleft()
-            # One thread: the caller's fold keeps the cores busy meanwhile.
-            self._pending.append((text, self._thread.submit(read_bundle, text, 1, self.cache)))
+    def _read_ahead(self, readings: list[_Reading]) -> None:
+        for reading in readings:
+            self._permits.acquire()
+            if self._stopping:
+                return
+            try:
+                # One thread: the caller's fold keeps the cores busy meanwhile.
+                reading.read = read_bundle(reading.text, 1, self.cache)
+            except BaseException as error:  # raised where the read is asked for
+                reading.error = error
+            reading.done.set()
 
     def read(self, text: Any, threads: int | None) -> BundleRead | None:
         """:func:`read_bundle` of ``text``: read ahead already when it is the next text given."""
-        if self._pending and self._pending[0][0] is text:
-            _, reading = self._pending.popleft()
-            self._fill()
-            return reading.result()
+        if self._pending and self._pending[0].text is text:
+            reading = self._pending.popleft()
+            reading.done.wait()
+            self._permits.release()
+            # Handed over, not kept: the thread holds its list of readings until it ends.
+            read, error = reading.read, reading.error
+            reading.read = reading.error = None
+            if error is not None:
+                raise error
+            return read
         return read_bundle(text, threads, self.cache)
 
 

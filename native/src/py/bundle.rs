@@ -1,5 +1,6 @@
 //! The bundle reader's door (`merge.native.read_bundle`, the twin of `bundle`).
 
+use std::ops::Range;
 use std::sync::Mutex;
 
 use pyo3::prelude::*;
@@ -18,10 +19,20 @@ use crate::pool::{collect_exact, locked, vec_with_capacity};
 #[derive(Default)]
 pub struct BundleCache {
     written: Mutex<HashMap<Box<[u8]>, WrittenEvent>>,
+    /// The last bundle read, whose events the next one mostly begins with (a registry's log
+    /// grows): an event found there at its own position, by its raw text, is not hashed.
+    last: Mutex<Option<LastRead>>,
 }
 
 /// An event's canonical text and its identity, as [`read_bundle`] hands them over.
 type WrittenEvent = (Py<PyBytes>, PyObject);
+
+/// A bundle read with a cache: its text (immutable, kept alive here), and each event's place in
+/// it with what was made of it (`None`: not written here).
+struct LastRead {
+    text: Py<PyAny>,
+    events: Vec<(Range<usize>, Option<WrittenEvent>)>,
+}
 
 #[pymethods]
 impl BundleCache {
@@ -69,10 +80,20 @@ pub fn read_bundle<'py>(
         };
         let known: Vec<Option<(Bound<'py, PyBytes>, PyObject)>> = match cache {
             Some(cache) => {
+                let last = locked(&cache.get().last);
+                let last_events = last.as_ref().and_then(|last| {
+                    let last_text = last.text.bind(py);
+                    text_of(last_text).map(|bytes| (bytes, &last.events))
+                });
                 let written = locked(&cache.get().written);
-                collect_exact(split.events.iter().map(|raw| {
-                    written
-                        .get(*raw)
+                collect_exact(split.events.iter().enumerate().map(|(at, raw)| {
+                    // At its own position in the last bundle (one comparison), else by its text.
+                    let in_place = last_events.and_then(|(last_text, events)| {
+                        let (place, made) = events.get(at)?;
+                        (last_text.get(place.clone()) == Some(*raw)).then_some(made.as_ref())?
+                    });
+                    in_place
+                        .or_else(|| written.get(*raw))
                         .map(|(text, identity)| (text.bind(py).clone(), identity.clone_ref(py)))
                 }))
             }
@@ -111,6 +132,26 @@ pub fn read_bundle<'py>(
             };
             canonical.push(text);
             identities.push(identity);
+        }
+        if let Some(cache) = cache {
+            let start = bytes.as_ptr() as usize;
+            let events =
+                split
+                    .events
+                    .iter()
+                    .zip(canonical.iter().zip(&identities))
+                    .map(|(raw, (written, identity))| {
+                        let at = raw.as_ptr() as usize - start; // (each raw text is a slice of `bytes`)
+                        let made = written
+                            .as_ref()
+                            .map(|written| (written.clone().unbind(), identity.clone_ref(py)));
+                        (at..at + raw.len(), made)
+                    });
+            let read = LastRead {
+                text: text.clone().unbind(),
+                events: collect_exact(events),
+            };
+            *locked(&cache.get().last) = Some(read);
         }
         let members = &parts.members;
         let digest = if members.iter().all(Option::is_some) && canonical.iter().all(Option::is_some) {

@@ -90,6 +90,16 @@ def test_append_stores_once_per_subject_and_says_so(store: EventStore) -> None:
     assert list(store.events(S1)) == [first]
 
 
+def test_a_list_holding_copies_is_stored_once_and_says_new_of_the_first(store: EventStore) -> None:
+    # One commit stores a group's rows together (SQLite: one statement): each row's `new` is
+    # still what storing them one by one says, for copies of stored inputs and within the list.
+    inputs = history(1, 5)
+    store.append_many(inputs[:2])
+    results = store.append_many([inputs[2], inputs[0], inputs[2], inputs[3], inputs[1], inputs[4]])
+    assert [r.new for r in results if isinstance(r, Stored)] == [True, False, False, True, False, True]
+    assert list(store.events(S1)) == [inputs[0], inputs[1], inputs[2], inputs[3], inputs[4]]
+
+
 def test_every_admitted_input_is_kept_valid_or_not(store: EventStore) -> None:
     event = json.loads(history(1, 3)[1])
     copies = [

@@ -18,7 +18,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
-import time
 from abc import ABC, abstractmethod
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -247,7 +246,6 @@ class EventStore(ABC):
         self._leading = False
         self._appending = 0  # threads inside append_many (a list's), waiting or about to
         self._last_group = 1  # how many appends the last commit served
-        self._last_commit = GATHER_SECONDS  # how long the last commit took, its rows stored (s)
         self._gate: Gate | None = None  # waited on by a gathering leader, opened by an arrival
         self._wanted = 0  # how many appends the gathering leader waits for (its own included)
         # How an append admits, finds the subject of and hashes its inputs: on the compiled path
@@ -502,19 +500,13 @@ class EventStore(ABC):
                         gate = self._gate = self._new_gate()
                         self._wanted = wanted
                 if gate is not None:
-                    # Opened by the append that completes the group. Waited for no longer than
-                    # the last commit took: an append that misses this commit waits about as
-                    # long for the next, so a longer wait for one that may not come (fewer
-                    # appends than the last commit served) costs more than it can save.
-                    gate.wait(min(GATHER_SECONDS, self._last_commit))
+                    gate.wait(GATHER_SECONDS)  # opened by the append that completes it
                 with self._group:
                     self._gate = None
                     group, self._waiting = self._waiting, []  # (those that come now: the next commit)
-                taken = time.perf_counter()
                 news = iter(store([row for member in group for row in member.rows]))
                 for member in group:
                     member.new = [next(news) for _ in member.rows]
-            self._last_commit = time.perf_counter() - taken  # (committed: the block has ended)
         except BaseException as exc:
             failure = exc
         finally:

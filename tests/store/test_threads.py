@@ -22,7 +22,6 @@ import pytest
 
 from merge import canonical_json, fold
 from merge.store import EventStore, Refused, Stored, StoreError
-from merge.store.base import GATHER_SECONDS
 
 from . import soak
 from .adapters import CROSS_PROCESS, open_store
@@ -240,59 +239,6 @@ def test_a_gathering_leader_is_woken_once_a_commit_not_by_each_arrival(
     assert run_threads(THREADS, work) == []
     assert sorted(store.events(subject_of(1))) == sorted(inputs)
     assert gates <= commits, (gates, commits)
-
-
-def test_a_leader_waits_for_appends_that_do_not_come_no_longer_than_a_commit_takes(
-    store: EventStore, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # After a commit of 8, a leader waits for as many appends; when fewer come (a service's
-    # round split, the last round of a burst), it waited GATHER_SECONDS (5 ms) for nothing.
-    # Bounded by the last commit's time: an append that misses this commit waits about as
-    # long for the next one, so a longer wait cannot pay.
-    waits: list[float] = []
-    commits: list[float] = []
-    real_gate = store._new_gate
-
-    class Timed:
-        def __init__(self) -> None:
-            self.gate = real_gate()
-
-        def wait(self, timeout: float | None = None) -> bool:
-            if timeout is not None:  # (a gathering leader's)
-                waits.append(timeout)
-            return self.gate.wait(timeout)
-
-        def open(self) -> None:
-            self.gate.open()
-
-    real = type(store)._group_writer
-
-    @contextmanager
-    def timed_commit(self: EventStore) -> Iterator[Callable[[list[Any]], list[bool]]]:
-        start = time.perf_counter()
-        with real(self) as store_rows:
-            yield store_rows
-            time.sleep(0.001)  # a commit of 1 ms, a fifth of GATHER_SECONDS
-        commits.append(time.perf_counter() - start)
-
-    monkeypatch.setattr(store, "_new_gate", Timed)
-    monkeypatch.setattr(store, "_open_all", lambda timed: [gate.open() for gate in timed])
-    monkeypatch.setattr(type(store), "_group_writer", timed_commit)
-    inputs = list(history(1, THREADS + 3))
-    assert isinstance(store.append(inputs[0]), Stored)  # a commit, timed
-    for item in inputs[1:4]:
-        store._last_group = THREADS  # as after a commit of 8: a lone append gathers for 7 more
-        assert isinstance(store.append(item), Stored)
-    assert len(waits) == 3
-    # Each gathering waited at most as long as the commit before it took (a slow disk's commit
-    # may take longer than GATHER_SECONDS: then that, as before; the memory store's 1 ms not).
-    assert all(
-        0 < wait <= min(GATHER_SECONDS, commit) for wait, commit in zip(waits, commits[:3], strict=True)
-    ), (
-        waits,
-        commits,
-    )
-    assert list(store.events(subject_of(1))) == inputs[:4]
 
 
 def test_a_shared_commit_that_fails_fails_every_append_in_it_and_stores_none(

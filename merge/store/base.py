@@ -77,6 +77,8 @@ ADMITTED_BYTES: Final = 32 * 1024 * 1024
 #: The longest a commit's leader waits for the appends under way in other threads to join it
 #: (seconds; see :meth:`EventStore._commit_together`).
 GATHER_SECONDS: Final = 0.005
+#: How many rows a group commit stores by one multi-row ``INSERT`` at most (4 values a row).
+GROUP_ROWS: Final = 256
 #: How many damaged rows :meth:`EventStore.verify_integrity` names in its error (it counts them all).
 SHOWN_PROBLEMS: Final = 5
 
@@ -726,6 +728,18 @@ def _verified(checkpoint: Checkpoint, subject: str) -> State | None:
     if state.pith_number != subject or with_state_sha256(state).state_sha256 != state.state_sha256:
         return None
     return state
+
+
+def first_new(rows: list[PreparedInput], inserted: set[tuple[str, bytes]]) -> list[bool]:
+    """``new`` of each of ``rows`` stored by one statement, as storing them one by one says:
+    ``inserted`` holds the ``(subject, digest)`` of the rows the statement stored, and of the
+    same bytes twice for a subject in ``rows`` the first is the new one."""
+    news = []
+    for row in rows:
+        key = (row.subject, row.digest)
+        news.append(key in inserted)
+        inserted.discard(key)
+    return news
 
 
 def prepare_all(

@@ -25,7 +25,7 @@ from os import PathLike
 from pathlib import Path
 from typing import Final
 
-from .base import BackupRow, Checkpoint, EventStore, PreparedInput, StoreError, log
+from .base import GROUP_ROWS, BackupRow, Checkpoint, EventStore, PreparedInput, StoreError, first_new, log
 
 __all__ = ["APPLICATION_ID", "FORMAT_VERSION", "SQLiteStore", "write_backup"]
 
@@ -33,8 +33,6 @@ __all__ = ["APPLICATION_ID", "FORMAT_VERSION", "SQLiteStore", "write_backup"]
 APPLICATION_ID: Final = 0x50495448
 #: ``PRAGMA user_version``: the layout below. A newer one is refused, not misread.
 FORMAT_VERSION: Final = 1
-#: How many rows a group commit inserts by one statement (4 values a row; SQLite allows 32,766).
-GROUP_ROWS: Final = 256
 
 _SCHEMA: Final = (
     # seq: arrival order across subjects and processes (AUTOINCREMENT: never reused).
@@ -479,8 +477,7 @@ def _insert_rows(conn: sqlite3.Connection, rows: list[PreparedInput]) -> list[bo
     The common case (every row new) is told by the count of changes alone. Else the rows this
     statement inserted are read back: ``seq`` is ``AUTOINCREMENT`` (it only grows) and the
     transaction holds the write lock, so they are the ``changes`` rows of the highest ``seq``
-    (not a range: an ignored row may use up a number). Of the same bytes twice for a subject
-    in ``rows``, the first is the new one.
+    (not a range: an ignored row may use up a number).
     """
     values = ", ".join(["(?, ?, ?, ?)"] * len(rows))
     before = conn.total_changes
@@ -491,15 +488,8 @@ def _insert_rows(conn: sqlite3.Connection, rows: list[PreparedInput]) -> list[bo
     changes = conn.total_changes - before
     if changes == len(rows):
         return [True] * changes
-    inserted = set(
-        conn.execute("SELECT subject, digest FROM inputs ORDER BY seq DESC LIMIT ?", (changes,)).fetchall()
-    )
-    news = []
-    for row in rows:
-        key = (row.subject, row.digest)
-        news.append(key in inserted)
-        inserted.discard(key)
-    return news
+    inserted = conn.execute("SELECT subject, digest FROM inputs ORDER BY seq DESC LIMIT ?", (changes,))
+    return first_new(rows, set(inserted.fetchall()))
 
 
 def _writable(path: Path) -> bool:

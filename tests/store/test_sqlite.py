@@ -20,7 +20,6 @@ import pytest
 
 from merge import canonical_json, fold
 from merge.store import SQLiteStore, StoreError
-from merge.store import sqlite as sqlite_module
 from merge.store.sqlite import APPLICATION_ID, FORMAT_VERSION
 
 from .events import KEYS, history, subject_of
@@ -160,39 +159,6 @@ def test_a_locked_database_times_out_with_a_store_error(tmp_path: Path) -> None:
     finally:
         other.execute("ROLLBACK")
         other.close()
-
-
-def test_a_group_larger_than_one_statement_is_stored_whole_and_says_new_of_each(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # A group's rows go in by statements of GROUP_ROWS rows: copies across two statements, and
-    # within one, are each stored once, and each row's `new` is what one-by-one inserts say.
-    monkeypatch.setattr(sqlite_module, "GROUP_ROWS", 3)
-    inputs = history(1, 7)
-    with SQLiteStore(tmp_path / "s.db") as store:
-        store.append(inputs[1])
-        items = [
-            inputs[0],
-            inputs[1],
-            inputs[2],
-            inputs[0],
-            inputs[3],
-            inputs[3],
-            inputs[4],
-            inputs[5],
-            inputs[1],
-        ]
-        results = store.append_many(items)
-        assert [r.new for r in results] == [True, False, True, False, True, False, True, True, False]  # type: ignore[union-attr]
-        assert list(store.events(subject_of(1))) == [
-            inputs[1],
-            inputs[0],
-            inputs[2],
-            inputs[3],
-            inputs[4],
-            inputs[5],
-        ]
-        assert [r.new for r in store.append_many(inputs[5:7])] == [False, True]  # type: ignore[union-attr]
 
 
 def test_each_thread_has_its_own_connection_closed_when_the_thread_ends(tmp_path: Path) -> None:

@@ -13,6 +13,8 @@ from __future__ import annotations
 import ast
 import json
 import random
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -22,7 +24,7 @@ import pytest
 from merge import canonical_json, fold
 from merge.store import SQLiteStore
 
-from .service_client import Answer, b32_of, client, connect, post_all, start_server, start_service
+from .service_client import ROOT, Answer, b32_of, client, connect, post_all, start_server, start_service
 from .store.events import KEYS, history, subject_of
 
 pytest.importorskip("granian")
@@ -199,3 +201,27 @@ def test_a_service_killed_mid_load_keeps_every_acknowledged_event(
         post_all(again.url, log)  # everything again, after the restart: nothing lost, nothing twice
         for subject in SUBJECTS:
             assert served_state(again.url, subject)[0] == expected_state(inputs[subject], subject)
+
+
+@pytest.mark.parametrize("broken", ["store", "keys"])
+def test_granian_refuses_a_store_or_key_file_it_cannot_open_before_it_serves(
+    tmp_path: Path, keys: Path, broken: str
+) -> None:
+    # Checked before granian's worker is forked (which opens its own store): a store or a key
+    # file that cannot be opened fails the command, and no "listening" line is printed.
+    store = tmp_path / "store.db"
+    if broken == "store":
+        store.mkdir()  # a directory, not an SQLite file
+    else:
+        keys.write_text(json.dumps([{"key_id": "x"}]))  # not a key object
+    done = subprocess.run(
+        [sys.executable, "-m", "examples.service", "--store", str(store), "--keys", str(keys), "--port", "0"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode != 0
+    assert "listening" not in done.stdout
+    assert ("is a directory" if broken == "store" else "key") in done.stderr

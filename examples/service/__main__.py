@@ -21,6 +21,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from merge import KeySet
 from merge.store import open_store
 
 from .app import Service, asgi_app, wsgi_app
@@ -82,8 +83,10 @@ def main() -> None:
     options = parser.parse_args()
     if options.server == "granian":
         # Opened here once and closed, before granian's worker is forked (which opens its own):
-        # a store or a key file that cannot be opened fails this command, not the worker.
-        Service(open_store(options.store), keys=json.loads(options.keys.read_bytes())).store.close()
+        # a store or a key file that cannot be opened fails this command, not the worker. (Not
+        # a whole Service: it would list the store's subjects, which the worker does again.)
+        open_store(options.store).close()
+        KeySet.parse(json.loads(options.keys.read_bytes()))
         listening = listen(options.host, options.port)
         print(f"listening on http://{options.host}:{listening.getsockname()[1]}", flush=True)
         serve_granian(listening, partial(granian_app, options.store, options.keys), options.threads)

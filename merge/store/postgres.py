@@ -48,7 +48,16 @@ from contextlib import contextmanager
 from os import PathLike
 from typing import TYPE_CHECKING, Any, Final
 
-from .base import BackupRow, Checkpoint, EventStore, PreparedInput, StoreError, StoreUnavailable
+from .base import (
+    GROUP_ROWS,
+    BackupRow,
+    Checkpoint,
+    EventStore,
+    PreparedInput,
+    StoreError,
+    StoreUnavailable,
+    first_new,
+)
 from .deadline import Watchdog
 from .sqlite import APPLICATION_ID, write_backup
 
@@ -262,6 +271,7 @@ class PostgresStore(EventStore):
         #: The deadline of every answer (seconds): the longer of the two.
         self.deadline = max(self.timeout, self.statement_timeout)
         self._sql: dict[str, sql.Composed] = {name: self._compose(text) for name, text in _QUERIES.items()}
+        self._group_inserts: dict[int, sql.Composed] = {}  # by row count (see _group_insert)
         if not (isinstance(max_connections, int) and max_connections >= 1):
             raise StoreError(f"max_connections must be 1 or more, not {max_connections!r}", path=self.name)
         self.max_connections = max_connections
@@ -490,28 +500,45 @@ class PostgresStore(EventStore):
 
     @contextmanager
     def _group_writer(self) -> Iterator[Callable[[list[PreparedInput]], list[bool]]]:
-        """A group commit's transaction: the group's rows in one round trip (psycopg's
-        pipelined ``executemany``)."""
+        """A group commit's transaction: the group's rows by one multi-row ``INSERT`` (a
+        statement a :data:`~merge.store.base.GROUP_ROWS`), one round trip, with less of the
+        client's Python than a pipelined ``executemany`` of one statement a row."""
         conn = self._conn()
         with self._errors(), self._answered_transaction(conn):
             with self._answered(conn):
                 self._lock(conn)
             cursor = conn.cursor()
-            query = self._sql["insert"]
 
             def store(rows: list[PreparedInput]) -> list[bool]:
-                with self._answered(conn):
-                    cursor.executemany(
-                        query,
-                        [(row.subject, row.event_id, row.digest, row.raw) for row in rows],
-                        returning=True,
-                    )
-                    news = [cursor.fetchone() is not None]
-                    while cursor.nextset():
-                        news.append(cursor.fetchone() is not None)
+                news: list[bool] = []
+                for start in range(0, len(rows), GROUP_ROWS):
+                    chunk = rows[start : start + GROUP_ROWS]
+                    with self._answered(conn):
+                        cursor.execute(
+                            self._group_insert(len(chunk)),
+                            [
+                                value
+                                for row in chunk
+                                for value in (row.subject, row.event_id, row.digest, row.raw)
+                            ],
+                        )
+                        inserted = {(subject, bytes(digest)) for subject, digest in cursor.fetchall()}
+                    news += first_new(chunk, inserted)
                 return news
 
             yield store
+
+    def _group_insert(self, count: int) -> sql.Composed:
+        """The ``INSERT`` of ``count`` rows that returns the ``(subject, digest)`` of those it
+        stored (a copy of stored bytes, or the second of the same bytes twice, is not)."""
+        query = self._group_inserts.get(count)
+        if query is None:
+            values = ", ".join(["(%s, %s, %s, %s)"] * count)
+            query = self._group_inserts[count] = self._compose(
+                f"INSERT INTO {{schema}}.inputs (subject, event_id, digest, raw) VALUES {values} "
+                "ON CONFLICT (subject, digest) DO NOTHING RETURNING subject, digest"
+            )
+        return query
 
     def subjects(self) -> list[str]:
         return [row[0] for row in self._all("subjects")]

@@ -36,6 +36,8 @@ from merge import MergeError, Merger, Reason, RejectCode, canonical_json, fold
 from merge.admission import MAX_INPUT_BYTES
 from merge.native import PURE_ENVIRONMENT_VARIABLE, native_module
 from merge.store import NO_SUBJECT, NOT_JSON_TEXT, Checkpoint, EventStore, Refused, Stored, StoreError
+from merge.store import postgres as postgres_module
+from merge.store import sqlite as sqlite_module
 
 from .adapters import flip_bit_in_input, new_location, open_store, replace_checkpoint_state
 from .events import KEY_A, KEYS, history, subject_of
@@ -88,6 +90,53 @@ def test_append_stores_once_per_subject_and_says_so(store: EventStore) -> None:
     assert store.append(first.decode()) == Stored(S1, event_id, False)  # str: its UTF-8 bytes
     assert store.count(S1) == 1
     assert list(store.events(S1)) == [first]
+
+
+def test_a_list_holding_copies_is_stored_once_and_says_new_of_the_first(store: EventStore) -> None:
+    # One commit stores a group's rows together (SQLite: one statement): each row's `new` is
+    # still what storing them one by one says, for copies of stored inputs and within the list.
+    inputs = history(1, 5)
+    store.append_many(inputs[:2])
+    results = store.append_many([inputs[2], inputs[0], inputs[2], inputs[3], inputs[1], inputs[4]])
+    assert [r.new for r in results if isinstance(r, Stored)] == [True, False, False, True, False, True]
+    assert list(store.events(S1)) == [inputs[0], inputs[1], inputs[2], inputs[3], inputs[4]]
+
+
+def test_a_group_larger_than_one_statement_is_stored_whole_and_says_new_of_each(
+    store: EventStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # SQLite and PostgreSQL store a group's rows by statements of GROUP_ROWS rows: copies across
+    # two statements, and within one, are each stored once, and each row's `new` is what
+    # one-by-one inserts say.
+    for adapter in (sqlite_module, postgres_module):
+        monkeypatch.setattr(adapter, "GROUP_ROWS", 3)
+    inputs = history(1, 7)
+    store.append(inputs[1])
+    items = [
+        inputs[0],
+        inputs[1],
+        inputs[2],
+        inputs[0],
+        inputs[3],
+        inputs[3],
+        inputs[4],
+        inputs[5],
+        inputs[1],
+    ]
+    results = store.append_many(items)
+    assert [r.new for r in results if isinstance(r, Stored)] == [
+        True,
+        False,
+        True,
+        False,
+        True,
+        False,
+        True,
+        True,
+        False,
+    ]
+    assert list(store.events(S1)) == [inputs[1], inputs[0], inputs[2], inputs[3], inputs[4], inputs[5]]
+    assert [r.new for r in store.append_many(inputs[5:7]) if isinstance(r, Stored)] == [False, True]
 
 
 def test_every_admitted_input_is_kept_valid_or_not(store: EventStore) -> None:

@@ -41,7 +41,6 @@ import os
 import stat
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
-from functools import partial
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Final, NamedTuple, cast
 
@@ -175,11 +174,12 @@ class Problem(NamedTuple):
 
 
 class Scanned(NamedTuple):
-    """What one scan task returns: records, problems, and lines started per byte range."""
+    """What one scan task returns: records, problems, and lines started per byte range
+    (``(segment, starts its file, lines)``: what the first line numbers are made of, without the plan)."""
 
     records: list[Record]
     problems: list[Problem]
-    lines: list[tuple[int, int]]
+    lines: list[tuple[int, bool, int]]
 
 
 # --- planning (runs on a worker) ---------------------------------------------------------------
@@ -301,8 +301,9 @@ def _scan_block(block: tuple[tuple[int, Segment], ...]) -> Scanned:
     return scanned
 
 
-def _scan_blocks(blocks: Iterable[tuple[tuple[int, Segment], ...]]) -> list[Scanned]:
-    return [_scan_block(block) for block in blocks]
+def _scan_nth(plan: Plan, block: int) -> list[Scanned]:
+    """The scan of ``plan``'s ``block`` th block: a bag partition (the plan stays on the cluster)."""
+    return [_scan_block(plan.blocks[block])]
 
 
 def _scan_range(scanned: Scanned, number: int, segment: Segment) -> None:
@@ -313,7 +314,7 @@ def _scan_range(scanned: Scanned, number: int, segment: Segment) -> None:
             scanned.problems.append(
                 Problem(number, 0, False, segment.path, "unreadable", exc.strerror or str(exc))
             )
-        scanned.lines.append((number, 0))
+        scanned.lines.append((number, segment.start == 0, 0))
         return
     with handle:
         reader = _RangeReader(handle, segment.start, segment.end)
@@ -326,7 +327,7 @@ def _scan_range(scanned: Scanned, number: int, segment: Segment) -> None:
                 _keep(scanned, number, last, entry, in_range=True)
             else:  # a file-level problem (a read error): after the lines read so far
                 _keep(scanned, number, last + 1, entry, in_range=False)
-        scanned.lines.append((number, reader.lines))
+        scanned.lines.append((number, segment.start == 0, reader.lines))
 
 
 def _keep(
@@ -389,13 +390,14 @@ def _read_back(record: Record, source: str) -> CorpusItem | InputProblem:
     return CorpusItem(record.subject, source, record.kind, data)
 
 
-def _first_lines(counts: Iterable[tuple[int, int]], segments: Sequence[Segment]) -> dict[int, int]:
-    """Global number of the line before each byte range's first line (0 for the file's first)."""
-    lines = dict(counts)
+def _first_lines(counts: Iterable[tuple[int, bool, int]]) -> dict[int, int]:
+    """Global number of the line before each byte range's first line (0 for the file's first):
+    a range that does not start its file follows the range numbered one less, of the same file."""
     first: dict[int, int] = {}
-    for number, segment in enumerate(segments):
-        if not segment.whole:
-            first[number] = 0 if segment.start == 0 else first[number - 1] + lines.get(number - 1, 0)
+    lines: dict[int, int] = {}
+    for number, starts_file, started in sorted(counts):
+        first[number] = 0 if starts_file else first[number - 1] + lines[number - 1]
+        lines[number] = started
     return first
 
 
@@ -444,12 +446,12 @@ def _records(scanned: Iterable[Scanned]) -> list[Record]:
     return [record for part in scanned for record in part.records]
 
 
-def _line_counts(scanned: Iterable[Scanned]) -> list[tuple[int, int]]:
+def _line_counts(scanned: Iterable[Scanned]) -> list[tuple[int, bool, int]]:
     return [count for part in scanned for count in part.lines]
 
 
-def _first_lines_of(parts: Iterable[list[tuple[int, int]]], segments: Sequence[Segment]) -> dict[int, int]:
-    return _first_lines((count for part in parts for count in part), segments)
+def _first_lines_of(parts: Iterable[list[tuple[int, bool, int]]]) -> dict[int, int]:
+    return _first_lines(count for part in parts for count in part)
 
 
 def _problems(scanned: Iterable[Scanned], first: Mapping[int, int]) -> list[InputProblem]:
@@ -494,19 +496,21 @@ def replay_on_dask(
         raise InputError(f"blocksize must be at least 1 byte, not {blocksize}")
     out = os.fspath(out_dir) if out_dir is not None else None
     threads = sum(client.nthreads().values()) or 1  # type: ignore[no-untyped-call]
-    plan: Plan = client.submit(
-        plan_corpus, names, blocksize=blocksize, threads=threads, out_dir=out, pure=False
-    ).result()
-    if plan.out_dir_error is not None:
-        raise InputError(plan.out_dir_error, source=out)
-    if not plan.segments:
+    # The plan stays on the cluster, where the scans read it: the client learns only its shape.
+    # (Brought here, its segments, one a file, were pickled to the client and back into the graph,
+    # and tokenised by Dask on the way: half a second for 10,000 bundles, with the workers idle.)
+    plan = client.submit(plan_corpus, names, blocksize=blocksize, threads=threads, out_dir=out, pure=False)
+    blocks, out_dir_error = client.submit(_shape, plan, pure=False).result()
+    if out_dir_error is not None:
+        raise InputError(out_dir_error, source=out)
+    if not blocks:
         return ReplayReport((), ())
 
     from distributed import futures_of
 
     # The scans first, persisted: the graph over them reads each block once (see _over_scan).
-    scanned = client.persist(_scan_bag(plan))  # type: ignore[no-untyped-call]
-    folded_bag, problems_bag = _over_scan(scanned, plan, key_set, trusted, out)
+    scanned = client.persist(_scan_bag(plan, blocks))  # type: ignore[no-untyped-call]
+    folded_bag, problems_bag = _over_scan(scanned, key_set, trusted, out)
     # Persisted, then gathered partition by partition: computing a bag would add a task that
     # concatenates every partition on one worker, so every subject's summary row would travel
     # to that worker first and all of them sit in its memory (see docs/dask.md, "At scale").
@@ -533,26 +537,33 @@ def replay_graph(plan: Plan, keys: KeySet | None, trusted: KeySet, out_dir: str 
     and subjects only decide which records travel to which partition. ``python -m
     bench.dask_bench --model`` counts its tasks for any number of blocks.
     """
-    return _over_scan(_scan_bag(plan), plan, keys, trusted, out_dir)
+    from dask.delayed import delayed
+
+    return _over_scan(_scan_bag(delayed(plan), len(plan.blocks)), keys, trusted, out_dir)
 
 
-def _scan_bag(plan: Plan) -> Any:
-    """The scans of ``plan``'s blocks: a bag of one :class:`Scanned` a partition."""
-    return _import_dask().from_sequence(plan.blocks, partition_size=1).map_partitions(_scan_blocks)
+def _shape(plan: Plan) -> tuple[int, str | None]:
+    """What the client needs of the plan: its number of blocks, and why ``out_dir`` cannot be made."""
+    return len(plan.blocks), plan.out_dir_error
 
 
-def _over_scan(
-    scanned: Any, plan: Plan, keys: KeySet | None, trusted: KeySet, out_dir: str | None
-) -> tuple[Any, Any]:
+def _scan_bag(plan: Any, blocks: int) -> Any:
+    """The scans of the ``blocks`` blocks of ``plan`` (a future or a ``dask.delayed`` of a
+    :class:`Plan`): a bag of one :class:`Scanned` a partition."""
+    from dask.delayed import delayed
+
+    bag = _import_dask()
+    return bag.from_delayed([delayed(_scan_nth, pure=True)(plan, block) for block in range(blocks)])
+
+
+def _over_scan(scanned: Any, keys: KeySet | None, trusted: KeySet, out_dir: str | None) -> tuple[Any, Any]:
     """:func:`replay_graph` over ``scanned``, the bag of the scans.
 
     :func:`replay_on_dask` persists the scans first, so that each block is read once: the first
     line numbers (a collection passed to the fold and problem tasks) are finalised apart from
     the bags that use them, and Dask fused a copy of the scans into each use (every block was
     read two or three times; counted in session 12)."""
-    first = scanned.reduction(
-        _line_counts, partial(_first_lines_of, segments=plan.segments), split_every=False
-    )
+    first = scanned.reduction(_line_counts, _first_lines_of, split_every=False)
     by_subject = scanned.map_partitions(_records).groupby(_subject, shuffle="tasks")
     folded_bag = by_subject.map_partitions(_fold_subjects, first, keys, trusted, out_dir)
     problems_bag = scanned.map_partitions(_problems, first)

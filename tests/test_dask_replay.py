@@ -407,7 +407,7 @@ def test_byte_ranges_reassemble_the_local_scan(tmp_path: Path, blocksize: int, h
     paths = [str(tmp_path), str(tmp_path / "nothing-here.jsonl")]
     plan = plan_corpus(paths, blocksize=blocksize)
     scanned = [_scan_block(block) for block in plan.blocks]
-    first = _first_lines([count for part in scanned for count in part.lines], plan.segments)
+    first = _first_lines(count for part in scanned for count in part.lines)
     items = [
         _read_back(r, _source(r.source, r.segment, r.position, r.in_range, first))
         for part in scanned

@@ -182,6 +182,15 @@ class Scanned(NamedTuple):
     lines: list[tuple[int, bool, int]]
 
 
+class Route(NamedTuple):
+    """What every fold needs of all the scans: the first line numbers of the byte ranges
+    (:func:`_first_lines`), and the subjects found in more than one block (``shared``): only
+    their records go through the shuffle; every other subject is folded where it was scanned."""
+
+    first: dict[int, int]
+    shared: frozenset[str]
+
+
 # --- planning (runs on a worker) ---------------------------------------------------------------
 
 
@@ -446,18 +455,62 @@ def _records(scanned: Iterable[Scanned]) -> list[Record]:
     return [record for part in scanned for record in part.records]
 
 
-def _line_counts(scanned: Iterable[Scanned]) -> list[tuple[int, bool, int]]:
-    return [count for part in scanned for count in part.lines]
+def _digest(scanned: Iterable[Scanned]) -> tuple[list[tuple[int, bool, int]], list[str]]:
+    """A block's share of the :class:`Route`: its line counts and its subjects (each once)."""
+    parts = list(scanned)
+    counts = [count for part in parts for count in part.lines]
+    return counts, list({record.subject: None for part in parts for record in part.records})
 
 
-def _first_lines_of(parts: Iterable[list[tuple[int, bool, int]]]) -> dict[int, int]:
-    return _first_lines(count for part in parts for count in part)
+def _route(digests: Iterable[tuple[list[tuple[int, bool, int]], list[str]]]) -> Route:
+    counts: list[tuple[int, bool, int]] = []
+    seen: set[str] = set()
+    shared: set[str] = set()
+    for block_counts, subjects in digests:
+        counts.extend(block_counts)
+        for subject in subjects:  # each once a block: seen before means seen in another block
+            if subject in seen:
+                shared.add(subject)
+            else:
+                seen.add(subject)
+    return Route(_first_lines(counts), frozenset(shared))
 
 
-def _problems(scanned: Iterable[Scanned], first: Mapping[int, int]) -> list[InputProblem]:
+def _fold_unshared(
+    scanned: Iterable[Scanned], route: Route, keys: KeySet | None, trusted: KeySet, out_dir: str | None
+) -> list[FoldedSubjects]:
+    """The subjects of a block that no other block holds, folded where the block was scanned:
+    every record of such a subject is in this block (a bundle a subject: nothing to shuffle)."""
+    groups: dict[str, list[Record]] = {}
+    for part in scanned:
+        for record in part.records:
+            if record.subject not in route.shared:
+                groups.setdefault(record.subject, []).append(record)
+    return _fold_subjects(groups.items(), route.first, keys, trusted, out_dir)
+
+
+def _shared_records(scanned: Iterable[Scanned], route: Route) -> list[Record]:
+    return [record for part in scanned for record in part.records if record.subject in route.shared]
+
+
+def _fold_shared(
+    groups: Iterable[tuple[str, list[Record]]],
+    route: Route,
+    keys: KeySet | None,
+    trusted: KeySet,
+    out_dir: str | None,
+) -> list[FoldedSubjects]:
+    return _fold_subjects(groups, route.first, keys, trusted, out_dir)
+
+
+def _shared_count(route: Route) -> int:
+    return len(route.shared)
+
+
+def _problems(scanned: Iterable[Scanned], route: Route) -> list[InputProblem]:
     found = sorted(problem for part in scanned for problem in part.problems)
     return [
-        InputProblem(_source(p.source, p.segment, p.position, p.in_range, first), p.code, p.detail)
+        InputProblem(_source(p.source, p.segment, p.position, p.in_range, route.first), p.code, p.detail)
         for p in found
     ]
 
@@ -510,13 +563,19 @@ def replay_on_dask(
 
     # The scans first, persisted: the graph over them reads each block once (see _over_scan).
     scanned = client.persist(_scan_bag(plan, blocks))  # type: ignore[no-untyped-call]
-    folded_bag, problems_bag = _over_scan(scanned, key_set, trusted, out)
+    route, unshared, problems_bag = _over_scan(scanned, key_set, trusted, out)
     # Persisted, then gathered partition by partition: computing a bag would add a task that
     # concatenates every partition on one worker, so every subject's summary row would travel
     # to that worker first and all of them sit in its memory (see docs/dask.md, "At scale").
-    folded_bag, problems_bag = client.persist([folded_bag, problems_bag])  # type: ignore[no-untyped-call]
+    route, unshared, problems_bag = client.persist([route, unshared, problems_bag])  # type: ignore[no-untyped-call]
+    folded_futures = futures_of(unshared)  # type: ignore[no-untyped-call]
+    # The shuffle only when a subject is in two blocks (never, in a corpus of a bundle a
+    # subject): asked while the unshared subjects are folded.
+    if client.submit(_shared_count, futures_of(route)[0], pure=False).result():  # type: ignore[no-untyped-call]
+        shared = client.persist(_fold_shared_bag(scanned, route, key_set, trusted, out))  # type: ignore[no-untyped-call]
+        folded_futures += futures_of(shared)  # type: ignore[no-untyped-call]
     # Fold results in any order (replay_report sorts the rows); problems in partition order.
-    folded_parts: list[list[FoldedSubjects]] = client.gather(futures_of(folded_bag))  # type: ignore[no-untyped-call]
+    folded_parts: list[list[FoldedSubjects]] = client.gather(folded_futures)  # type: ignore[no-untyped-call]
     futures = {future.key: future for future in futures_of(problems_bag)}  # type: ignore[no-untyped-call]
     problem_parts: list[list[InputProblem]] = client.gather(  # type: ignore[no-untyped-call]
         [futures[key] for key in problems_bag.__dask_keys__()]
@@ -539,7 +598,10 @@ def replay_graph(plan: Plan, keys: KeySet | None, trusted: KeySet, out_dir: str 
     """
     from dask.delayed import delayed
 
-    return _over_scan(_scan_bag(delayed(plan), len(plan.blocks)), keys, trusted, out_dir)
+    scanned = _scan_bag(delayed(plan), len(plan.blocks))
+    route, unshared, problems_bag = _over_scan(scanned, keys, trusted, out_dir)
+    shared = _fold_shared_bag(scanned, route, keys, trusted, out_dir)
+    return _import_dask().concat([unshared, shared]), problems_bag
 
 
 def _shape(plan: Plan) -> tuple[int, str | None]:
@@ -556,18 +618,29 @@ def _scan_bag(plan: Any, blocks: int) -> Any:
     return bag.from_delayed([delayed(_scan_nth, pure=True)(plan, block) for block in range(blocks)])
 
 
-def _over_scan(scanned: Any, keys: KeySet | None, trusted: KeySet, out_dir: str | None) -> tuple[Any, Any]:
-    """:func:`replay_graph` over ``scanned``, the bag of the scans.
+def _over_scan(
+    scanned: Any, keys: KeySet | None, trusted: KeySet, out_dir: str | None
+) -> tuple[Any, Any, Any]:
+    """Over ``scanned``, the bag of the scans: the :class:`Route` (an item), the folds of each
+    block's unshared subjects and the scan's problems (bags of a partition a block).
 
-    :func:`replay_on_dask` persists the scans first, so that each block is read once: the first
-    line numbers (a collection passed to the fold and problem tasks) are finalised apart from
-    the bags that use them, and Dask fused a copy of the scans into each use (every block was
-    read two or three times; counted in session 12)."""
-    first = scanned.reduction(_line_counts, _first_lines_of, split_every=False)
-    by_subject = scanned.map_partitions(_records).groupby(_subject, shuffle="tasks")
-    folded_bag = by_subject.map_partitions(_fold_subjects, first, keys, trusted, out_dir)
-    problems_bag = scanned.map_partitions(_problems, first)
-    return folded_bag, problems_bag
+    :func:`replay_on_dask` persists the scans first, so that each block is read once: the route
+    (a collection passed to the fold and problem tasks) is finalised apart from the bags that
+    use it, and Dask fused a copy of the scans into each use (every block was read two or three
+    times; counted in session 12)."""
+    route = scanned.reduction(_digest, _route, split_every=False)
+    unshared = scanned.map_partitions(_fold_unshared, route, keys, trusted, out_dir)
+    problems_bag = scanned.map_partitions(_problems, route)
+    return route, unshared, problems_bag
+
+
+def _fold_shared_bag(
+    scanned: Any, route: Any, keys: KeySet | None, trusted: KeySet, out_dir: str | None
+) -> Any:
+    """The folds of the subjects found in more than one block: their records sent to the
+    partition of their subject by Dask's task shuffle, whichever block they came from."""
+    by_subject = scanned.map_partitions(_shared_records, route).groupby(_subject, shuffle="tasks")
+    return by_subject.map_partitions(_fold_shared, route, keys, trusted, out_dir)
 
 
 def run_replay_cli(

@@ -53,7 +53,6 @@ from .keys import KeySet
 # walk_corpus, scan_walked, scan_file and scan_log: the local replayer's own walking, reading and attribution,
 # so that both engines read a corpus alike (the same items, the same problems, the same words).
 from .replay import (
-    CHANGED,
     JSON_SUFFIX,
     CorpusItem,
     FoldedSubjects,
@@ -68,6 +67,7 @@ from .replay import (
     scan_walked,
     walk_corpus,
 )
+from .replay.spill import checked_text
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -389,14 +389,16 @@ def _read_back(record: Record, source: str) -> CorpusItem | InputProblem:
     the local replay's spill reports a log line that changed)."""
     if not record.path:
         return CorpusItem(record.subject, source, record.kind, record.data)
+    data: bytes | str
     try:
         with open(record.path, "rb", buffering=0) as handle:
             data = handle.read(record.size + 1)  # a byte more: a file that grew is seen to
     except OSError as exc:
-        return InputProblem(source, CHANGED, f"the file cannot be read again ({exc.strerror}): not folded")
-    if len(data) != record.size or zlib.crc32(data) != record.crc:
-        return InputProblem(source, CHANGED, "the file is not what the scan read (it changed): not folded")
-    return CorpusItem(record.subject, source, record.kind, data)
+        data = f"the file cannot be read again ({exc.strerror})"
+    changed = "the file is not what the scan read (it changed): not folded"
+    return checked_text(
+        record.subject, source, record.kind, data, size=record.size, crc=record.crc, changed=changed
+    )
 
 
 def _first_lines(counts: Iterable[tuple[int, bool, int]]) -> dict[int, int]:

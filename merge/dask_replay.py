@@ -50,8 +50,9 @@ from .bundle import REGISTRY_KEYS
 from .errors import InputError, MergeError
 from .keys import KeySet
 
-# walk_corpus, scan_walked, scan_file and scan_log: the local replayer's own walking, reading and attribution,
-# so that both engines read a corpus alike (the same items, the same problems, the same words).
+# The local replayer's own walking (_walk: walk_corpus's paths as strings, see plan_corpus),
+# reading and attribution (scan_walked, scan_file and scan_log), so that both engines read a
+# corpus alike (the same items, the same problems, the same words).
 from .replay import (
     JSON_SUFFIX,
     CorpusItem,
@@ -65,8 +66,8 @@ from .replay import (
     scan_file,
     scan_log,
     scan_walked,
-    walk_corpus,
 )
+from .replay.scan import _walk
 from .replay.spill import checked_text
 
 if TYPE_CHECKING:
@@ -75,6 +76,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BLOCKS_PER_THREAD",
     "INSTALL_HINT",
+    "JSON_WEIGHT",
     "MAX_BLOCKSIZE",
     "MIN_BLOCKSIZE",
     "DaskUnavailableError",
@@ -97,6 +99,11 @@ MAX_BLOCKSIZE: Final = 128 * 1024 * 1024
 MIN_BLOCKSIZE: Final = 256 * 1024
 #: Blocks per worker thread the automatic sizing aims for, so that every thread gets work.
 BLOCKS_PER_THREAD: Final = 4
+#: What a ``*.json`` file (a bundle, a record: one text, never cut) counts for when the plan
+#: packs blocks, in bytes. Its size is not read: a ``stat`` a file was half the plan's time on a
+#: corpus of small bundles, and the plan runs alone, before any scan. A scan holds a reference
+#: to such a file, not its text, so the count of files, not their bytes, is the block's weight.
+JSON_WEIGHT: Final = 16 * 1024
 
 
 class DaskUnavailableError(MergeError, ImportError):
@@ -121,7 +128,8 @@ class Segment(msgspec.Struct, frozen=True):
 
     ``whole``: the file is read as the local replayer reads it (``start`` is 0, ``end`` unused).
     Otherwise the lines that *start* in ``[start, end)`` (``end`` ``None``: to the end of file).
-    ``size``: the file's size when it was planned (bytes), to pack segments into blocks.
+    ``size``: what it counts for when segments are packed into blocks: the file's size when it
+    was planned (bytes), or :data:`JSON_WEIGHT` for a ``*.json`` file (not measured).
     ``walked``: found in a directory, so read only if it is a regular file (as locally).
     """
 
@@ -204,31 +212,38 @@ def plan_corpus(
     """Cut a corpus into segments and blocks (step 1 of the module docstring).
 
     ``blocksize`` ``None``: about :data:`BLOCKS_PER_THREAD` blocks per thread, between
-    :data:`MIN_BLOCKSIZE` and :data:`MAX_BLOCKSIZE`. Reads metadata only (walks, sizes).
-    ``out_dir`` is created here, so that a path the workers cannot write fails before any work.
+    :data:`MIN_BLOCKSIZE` and :data:`MAX_BLOCKSIZE`. Reads metadata only (walks, the sizes of
+    logs; a ``*.json`` file weighs :data:`JSON_WEIGHT`). ``out_dir`` is created here, so that a
+    path the workers cannot write fails before any work.
     """
-    files: list[tuple[Path, int, bool]] = []
+    files: list[tuple[str, int, bool, bool]] = []  # (file, size or weight, walked, a *.json file)
     for path in paths:
         root = Path(path)
         walked = root.is_dir()
-        for file in walk_corpus(root) if walked else (root,):
+        # The walk's own paths (walk_corpus's, as strings: a Path a file was the plan's main cost).
+        for file in _walk(root) if walked else (os.fspath(root),):
+            # A walked file is a *.json file or a log (its suffix is one of theirs); a named one
+            # has the suffix Path gives it, as the local replayer reads it.
+            if file.endswith(JSON_SUFFIX) if walked else root.suffix == JSON_SUFFIX:
+                files.append((file, JSON_WEIGHT, walked, True))
+                continue
             try:
-                size = file.stat().st_size
+                size = os.stat(file).st_size
             except OSError:
                 size = 0  # the scan reports it as unreadable, where the local replayer would
-            files.append((file, size, walked))
+            files.append((file, size, walked, False))
     if blocksize is None:
-        total = sum(size for _, size, _ in files)
+        total = sum(size for _, size, _, _ in files)
         blocksize = min(MAX_BLOCKSIZE, max(MIN_BLOCKSIZE, total // max(1, threads * BLOCKS_PER_THREAD)))
     segments: list[Segment] = []
-    for file, size, walked in files:
-        if file.suffix == JSON_SUFFIX or size <= blocksize:  # (a FIFO or a device: size 0)
-            segments.append(Segment(str(file), 0, None, True, size, walked))
+    for file, size, walked, document in files:
+        if document or size <= blocksize:  # (a FIFO or a device: size 0)
+            segments.append(Segment(file, 0, None, True, size, walked))
             continue
         starts = range(0, size, blocksize)
         segments.extend(
             # The last range reads to the end of the file, even if it grew since it was measured.
-            Segment(str(file), start, None if start + blocksize >= size else start + blocksize, False, size)
+            Segment(file, start, None if start + blocksize >= size else start + blocksize, False, size)
             for start in starts
         )
     out_dir_error = None

@@ -25,6 +25,7 @@ from merge import InputError
 from merge.bundle import REGISTRY_KEYS
 from merge.dask_replay import (
     INSTALL_HINT,
+    JSON_WEIGHT,
     DaskUnavailableError,
     Record,
     SchedulerError,
@@ -276,6 +277,27 @@ def small_subjects(root: Path, count: int, *, blocks: int) -> tuple[Path, int]:
     blocksize = -(-path.stat().st_size // blocks)
     assert len(plan_corpus([str(path)], blocksize=blocksize).blocks) == blocks
     return path, blocksize
+
+
+def test_json_files_are_packed_by_count_and_logs_by_size(tmp_path: Path) -> None:
+    """The plan reads no ``*.json`` file's size (each weighs JSON_WEIGHT), but a log's: blocks
+    of bundles hold as many files whatever their bytes; a log larger than a block is cut."""
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for number in range(7):  # sizes from 15 bytes to 60 KB: not what the packing looks at
+        (corpus / f"{number}.json").write_bytes(b" " * (10**number % 60_000) + b'["x"]')
+    (corpus / "z.jsonl").write_bytes(b"{}\n" * (2 * JSON_WEIGHT))
+    plan = plan_corpus([str(corpus), str(corpus / "3.json")], blocksize=2 * JSON_WEIGHT)
+    assert [[Path(segment.path).name for _, segment in block] for block in plan.blocks] == [
+        ["0.json", "1.json"],
+        ["2.json", "3.json"],
+        ["4.json", "5.json"],
+        ["6.json"],
+        ["z.jsonl"],
+        ["z.jsonl"],
+        ["z.jsonl"],
+        ["3.json"],
+    ]
 
 
 def test_tasks_grow_with_blocks_not_with_subjects(client: Any, tmp_path: Path) -> None:

@@ -317,7 +317,9 @@ def _scan_block(block: tuple[tuple[int, Segment], ...]) -> Scanned:
             entries = (scan_walked if segment.walked else scan_file)(Path(segment.path))
             # A regular *.json file is one text, read whole: it travels as a reference (the
             # shuffle would carry its text, a bundle's kilobytes, through two pickles and a socket).
-            path = segment.path if _regular_document(segment.path) else ""
+            # (Found in a directory, it was read only if regular: no second stat to know it.)
+            walked_document = segment.walked and segment.path.endswith(JSON_SUFFIX)
+            path = segment.path if walked_document or _regular_document(segment.path) else ""
             for position, entry in enumerate(entries, start=1):
                 _keep(scanned, number, position, entry, in_range=False, path=path)
         else:

@@ -9,24 +9,29 @@ The work, as one Dask graph (see ``docs/dask.md``):
 1. **Plan** (one task, on a worker: paths are as the *workers* see them). The paths are walked
    exactly as :func:`merge.replay.scan_corpus` walks them. Each file becomes *segments*: a bundle
    (``*.json``) or a small log is one segment, a large JSON Lines log is cut into byte ranges.
-   Consecutive segments are packed into *blocks* of about ``blocksize`` bytes.
+   Consecutive segments are packed into *blocks* of about ``blocksize`` bytes (a ``*.json`` file
+   weighs :data:`JSON_WEIGHT`, unmeasured). The plan stays on the cluster: the client learns
+   only its number of blocks.
 2. **Scan** (one task per block, a ``dask.bag`` partition). Each segment is read and every line
    attributed to its subject with the local replayer's own functions, so what is admitted, what is
    a problem and why are the same. A byte range starts at the first line that *starts* inside it
    and reads its last line to the end, so every line is read exactly once. The scans are
    persisted before the rest is built on them, so that each block is read once.
-3. **Route** (``Bag.groupby(subject, shuffle="tasks")``): Dask's task-based shuffle sends every
-   record to the partition of its subject, whichever block it came from. A regular ``*.json``
-   file travels as a reference (path, size, CRC-32), not its text.
-4. **Fold** (one task per shuffled partition): each subject's records are put back in corpus order
-   (a referenced file read again, and a ``changed_since_scan`` problem if it is not what the scan
-   read) and folded by :func:`merge.replay.fold_subjects`, the local replayer's loop over subjects; states
-   are written to ``out_dir`` (atomically, by :func:`merge.replay.write_state`) and one summary row
-   per subject comes back, made into the report by :func:`merge.replay.replay_report`, as locally.
+3. **Route** (one task over all the scans' subjects): the subjects found in two blocks or more.
+   A subject of one block is folded where it was scanned (a task a block, on the scan's worker);
+   only the shared subjects' records go through ``Bag.groupby(subject, shuffle="tasks")``, Dask's
+   task-based shuffle, to the partition of their subject (not built when there are none). A
+   regular ``*.json`` file travels as a reference (path, size, CRC-32), not its text.
+4. **Fold** (one task per block, one per shuffled partition): each subject's records are put
+   back in corpus order (a referenced file read again, and a ``changed_since_scan`` problem if it
+   is not what the scan read) and folded by :func:`merge.replay.fold_subjects`, the local
+   replayer's loop over subjects; states are written to ``out_dir`` (atomically, by
+   :func:`merge.replay.write_state`) and one summary row per subject comes back, made into the
+   report by :func:`merge.replay.replay_report`, as locally.
 
 Line numbers are global, as in the local replay: a scan only knows a line's number inside its byte
 range, so each scan also counts the lines it started, and a tiny task turns those counts into the
-first line number of every range; sources (``"path:line"``) are completed from it.
+first line number of every range (the route task); sources (``"path:line"``) are completed from it.
 
 The result is the local replay's :class:`merge.replay.ReplayReport`, equal field for field: the same
 summaries, states (same ``state_sha256``) and problems, in the same order. A worker that dies
@@ -607,13 +612,16 @@ def replay_on_dask(
 
 def replay_graph(plan: Plan, keys: KeySet | None, trusted: KeySet, out_dir: str | None) -> tuple[Any, Any]:
     """The replay of ``plan`` as two ``dask.bag`` s, not yet computed: the fold results (a
-    partition per shuffled partition, each a list of one :data:`merge.replay.FoldedSubjects`)
-    and the scan's problems (a partition per block, in corpus order).
+    partition per block, then one per shuffled partition, each a list of one
+    :data:`merge.replay.FoldedSubjects`) and the scan's problems (a partition per block, in
+    corpus order). The shuffle is in it whatever the subjects (:func:`replay_on_dask` leaves it
+    out when no subject is in two blocks).
 
-    Nothing in it is per subject: the graph has a fixed number of tasks per block (the scan,
-    Dask's task shuffle of the blocks' records into as many partitions, a fold per partition),
-    and subjects only decide which records travel to which partition. ``python -m
-    bench.dask_bench --model`` counts its tasks for any number of blocks.
+    Nothing in it is per subject: the graph has a fixed number of tasks per block (the scan, its
+    share of the route, the fold of its own subjects, Dask's task shuffle of the blocks' shared
+    records into as many partitions, a fold per partition), and subjects only decide which
+    records travel to which partition. ``python -m bench.dask_model`` counts its tasks for any
+    number of blocks.
     """
     from dask.delayed import delayed
 

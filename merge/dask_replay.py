@@ -9,24 +9,29 @@ The work, as one Dask graph (see ``docs/dask.md``):
 1. **Plan** (one task, on a worker: paths are as the *workers* see them). The paths are walked
    exactly as :func:`merge.replay.scan_corpus` walks them. Each file becomes *segments*: a bundle
    (``*.json``) or a small log is one segment, a large JSON Lines log is cut into byte ranges.
-   Consecutive segments are packed into *blocks* of about ``blocksize`` bytes.
+   Consecutive segments are packed into *blocks* of about ``blocksize`` bytes (a ``*.json`` file
+   weighs :data:`JSON_WEIGHT`, unmeasured). The plan stays on the cluster: the client learns
+   only its number of blocks.
 2. **Scan** (one task per block, a ``dask.bag`` partition). Each segment is read and every line
    attributed to its subject with the local replayer's own functions, so what is admitted, what is
    a problem and why are the same. A byte range starts at the first line that *starts* inside it
    and reads its last line to the end, so every line is read exactly once. The scans are
    persisted before the rest is built on them, so that each block is read once.
-3. **Route** (``Bag.groupby(subject, shuffle="tasks")``): Dask's task-based shuffle sends every
-   record to the partition of its subject, whichever block it came from. A regular ``*.json``
-   file travels as a reference (path, size, CRC-32), not its text.
-4. **Fold** (one task per shuffled partition): each subject's records are put back in corpus order
-   (a referenced file read again, and a ``changed_since_scan`` problem if it is not what the scan
-   read) and folded by :func:`merge.replay.fold_subjects`, the local replayer's loop over subjects; states
-   are written to ``out_dir`` (atomically, by :func:`merge.replay.write_state`) and one summary row
-   per subject comes back, made into the report by :func:`merge.replay.replay_report`, as locally.
+3. **Route** (one task over all the scans' subjects): the subjects found in two blocks or more.
+   A subject of one block is folded where it was scanned (a task a block, on the scan's worker);
+   only the shared subjects' records go through ``Bag.groupby(subject, shuffle="tasks")``, Dask's
+   task-based shuffle, to the partition of their subject (not built when there are none). A
+   regular ``*.json`` file travels as a reference (path, size, CRC-32), not its text.
+4. **Fold** (one task per block, one per shuffled partition): each subject's records are put
+   back in corpus order (a referenced file read again, and a ``changed_since_scan`` problem if it
+   is not what the scan read) and folded by :func:`merge.replay.fold_subjects`, the local
+   replayer's loop over subjects; states are written to ``out_dir`` (atomically, by
+   :func:`merge.replay.write_state`) and one summary row per subject comes back, made into the
+   report by :func:`merge.replay.replay_report`, as locally.
 
 Line numbers are global, as in the local replay: a scan only knows a line's number inside its byte
 range, so each scan also counts the lines it started, and a tiny task turns those counts into the
-first line number of every range; sources (``"path:line"``) are completed from it.
+first line number of every range (the route task); sources (``"path:line"``) are completed from it.
 
 The result is the local replay's :class:`merge.replay.ReplayReport`, equal field for field: the same
 summaries, states (same ``state_sha256``) and problems, in the same order. A worker that dies
@@ -41,7 +46,6 @@ import os
 import stat
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
-from functools import partial
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Final, NamedTuple, cast
 
@@ -51,10 +55,10 @@ from .bundle import REGISTRY_KEYS
 from .errors import InputError, MergeError
 from .keys import KeySet
 
-# walk_corpus, scan_walked, scan_file and scan_log: the local replayer's own walking, reading and attribution,
-# so that both engines read a corpus alike (the same items, the same problems, the same words).
+# The local replayer's own walking (_walk: walk_corpus's paths as strings, see plan_corpus),
+# reading and attribution (scan_walked, scan_file and scan_log), so that both engines read a
+# corpus alike (the same items, the same problems, the same words).
 from .replay import (
-    CHANGED,
     JSON_SUFFIX,
     CorpusItem,
     FoldedSubjects,
@@ -67,8 +71,9 @@ from .replay import (
     scan_file,
     scan_log,
     scan_walked,
-    walk_corpus,
 )
+from .replay.scan import _walk
+from .replay.spill import checked_text
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -76,6 +81,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BLOCKS_PER_THREAD",
     "INSTALL_HINT",
+    "JSON_WEIGHT",
     "MAX_BLOCKSIZE",
     "MIN_BLOCKSIZE",
     "DaskUnavailableError",
@@ -98,6 +104,11 @@ MAX_BLOCKSIZE: Final = 128 * 1024 * 1024
 MIN_BLOCKSIZE: Final = 256 * 1024
 #: Blocks per worker thread the automatic sizing aims for, so that every thread gets work.
 BLOCKS_PER_THREAD: Final = 4
+#: What a ``*.json`` file (a bundle, a record: one text, never cut) counts for when the plan
+#: packs blocks, in bytes. Its size is not read: a ``stat`` a file was half the plan's time on a
+#: corpus of small bundles, and the plan runs alone, before any scan. A scan holds a reference
+#: to such a file, not its text, so the count of files, not their bytes, is the block's weight.
+JSON_WEIGHT: Final = 16 * 1024
 
 
 class DaskUnavailableError(MergeError, ImportError):
@@ -122,7 +133,8 @@ class Segment(msgspec.Struct, frozen=True):
 
     ``whole``: the file is read as the local replayer reads it (``start`` is 0, ``end`` unused).
     Otherwise the lines that *start* in ``[start, end)`` (``end`` ``None``: to the end of file).
-    ``size``: the file's size when it was planned (bytes), to pack segments into blocks.
+    ``size``: what it counts for when segments are packed into blocks: the file's size when it
+    was planned (bytes), or :data:`JSON_WEIGHT` for a ``*.json`` file (not measured).
     ``walked``: found in a directory, so read only if it is a regular file (as locally).
     """
 
@@ -175,11 +187,21 @@ class Problem(NamedTuple):
 
 
 class Scanned(NamedTuple):
-    """What one scan task returns: records, problems, and lines started per byte range."""
+    """What one scan task returns: records, problems, and lines started per byte range
+    (``(segment, starts its file, lines)``: what the first line numbers are made of, without the plan)."""
 
     records: list[Record]
     problems: list[Problem]
-    lines: list[tuple[int, int]]
+    lines: list[tuple[int, bool, int]]
+
+
+class Route(NamedTuple):
+    """What every fold needs of all the scans: the first line numbers of the byte ranges
+    (:func:`_first_lines`), and the subjects found in more than one block (``shared``): only
+    their records go through the shuffle; every other subject is folded where it was scanned."""
+
+    first: dict[int, int]
+    shared: frozenset[str]
 
 
 # --- planning (runs on a worker) ---------------------------------------------------------------
@@ -195,31 +217,38 @@ def plan_corpus(
     """Cut a corpus into segments and blocks (step 1 of the module docstring).
 
     ``blocksize`` ``None``: about :data:`BLOCKS_PER_THREAD` blocks per thread, between
-    :data:`MIN_BLOCKSIZE` and :data:`MAX_BLOCKSIZE`. Reads metadata only (walks, sizes).
-    ``out_dir`` is created here, so that a path the workers cannot write fails before any work.
+    :data:`MIN_BLOCKSIZE` and :data:`MAX_BLOCKSIZE`. Reads metadata only (walks, the sizes of
+    logs; a ``*.json`` file weighs :data:`JSON_WEIGHT`). ``out_dir`` is created here, so that a
+    path the workers cannot write fails before any work.
     """
-    files: list[tuple[Path, int, bool]] = []
+    files: list[tuple[str, int, bool, bool]] = []  # (file, size or weight, walked, a *.json file)
     for path in paths:
         root = Path(path)
         walked = root.is_dir()
-        for file in walk_corpus(root) if walked else (root,):
+        # The walk's own paths (walk_corpus's, as strings: a Path a file was the plan's main cost).
+        for file in _walk(root) if walked else (os.fspath(root),):
+            # A walked file is a *.json file or a log (its suffix is one of theirs); a named one
+            # has the suffix Path gives it, as the local replayer reads it.
+            if file.endswith(JSON_SUFFIX) if walked else root.suffix == JSON_SUFFIX:
+                files.append((file, JSON_WEIGHT, walked, True))
+                continue
             try:
-                size = file.stat().st_size
+                size = os.stat(file).st_size
             except OSError:
                 size = 0  # the scan reports it as unreadable, where the local replayer would
-            files.append((file, size, walked))
+            files.append((file, size, walked, False))
     if blocksize is None:
-        total = sum(size for _, size, _ in files)
+        total = sum(size for _, size, _, _ in files)
         blocksize = min(MAX_BLOCKSIZE, max(MIN_BLOCKSIZE, total // max(1, threads * BLOCKS_PER_THREAD)))
     segments: list[Segment] = []
-    for file, size, walked in files:
-        if file.suffix == JSON_SUFFIX or size <= blocksize:  # (a FIFO or a device: size 0)
-            segments.append(Segment(str(file), 0, None, True, size, walked))
+    for file, size, walked, document in files:
+        if document or size <= blocksize:  # (a FIFO or a device: size 0)
+            segments.append(Segment(file, 0, None, True, size, walked))
             continue
         starts = range(0, size, blocksize)
         segments.extend(
             # The last range reads to the end of the file, even if it grew since it was measured.
-            Segment(str(file), start, None if start + blocksize >= size else start + blocksize, False, size)
+            Segment(file, start, None if start + blocksize >= size else start + blocksize, False, size)
             for start in starts
         )
     out_dir_error = None
@@ -293,7 +322,9 @@ def _scan_block(block: tuple[tuple[int, Segment], ...]) -> Scanned:
             entries = (scan_walked if segment.walked else scan_file)(Path(segment.path))
             # A regular *.json file is one text, read whole: it travels as a reference (the
             # shuffle would carry its text, a bundle's kilobytes, through two pickles and a socket).
-            path = segment.path if _regular_document(segment.path) else ""
+            # (Found in a directory, it was read only if regular: no second stat to know it.)
+            walked_document = segment.walked and segment.path.endswith(JSON_SUFFIX)
+            path = segment.path if walked_document or _regular_document(segment.path) else ""
             for position, entry in enumerate(entries, start=1):
                 _keep(scanned, number, position, entry, in_range=False, path=path)
         else:
@@ -301,8 +332,9 @@ def _scan_block(block: tuple[tuple[int, Segment], ...]) -> Scanned:
     return scanned
 
 
-def _scan_blocks(blocks: Iterable[tuple[tuple[int, Segment], ...]]) -> list[Scanned]:
-    return [_scan_block(block) for block in blocks]
+def _scan_nth(plan: Plan, block: int) -> list[Scanned]:
+    """The scan of ``plan``'s ``block`` th block: a bag partition (the plan stays on the cluster)."""
+    return [_scan_block(plan.blocks[block])]
 
 
 def _scan_range(scanned: Scanned, number: int, segment: Segment) -> None:
@@ -313,7 +345,7 @@ def _scan_range(scanned: Scanned, number: int, segment: Segment) -> None:
             scanned.problems.append(
                 Problem(number, 0, False, segment.path, "unreadable", exc.strerror or str(exc))
             )
-        scanned.lines.append((number, 0))
+        scanned.lines.append((number, segment.start == 0, 0))
         return
     with handle:
         reader = _RangeReader(handle, segment.start, segment.end)
@@ -326,7 +358,7 @@ def _scan_range(scanned: Scanned, number: int, segment: Segment) -> None:
                 _keep(scanned, number, last, entry, in_range=True)
             else:  # a file-level problem (a read error): after the lines read so far
                 _keep(scanned, number, last + 1, entry, in_range=False)
-        scanned.lines.append((number, reader.lines))
+        scanned.lines.append((number, segment.start == 0, reader.lines))
 
 
 def _keep(
@@ -379,23 +411,26 @@ def _read_back(record: Record, source: str) -> CorpusItem | InputProblem:
     the local replay's spill reports a log line that changed)."""
     if not record.path:
         return CorpusItem(record.subject, source, record.kind, record.data)
+    data: bytes | str
     try:
         with open(record.path, "rb", buffering=0) as handle:
             data = handle.read(record.size + 1)  # a byte more: a file that grew is seen to
     except OSError as exc:
-        return InputProblem(source, CHANGED, f"the file cannot be read again ({exc.strerror}): not folded")
-    if len(data) != record.size or zlib.crc32(data) != record.crc:
-        return InputProblem(source, CHANGED, "the file is not what the scan read (it changed): not folded")
-    return CorpusItem(record.subject, source, record.kind, data)
+        data = f"the file cannot be read again ({exc.strerror})"
+    changed = "the file is not what the scan read (it changed): not folded"
+    return checked_text(
+        record.subject, source, record.kind, data, size=record.size, crc=record.crc, changed=changed
+    )
 
 
-def _first_lines(counts: Iterable[tuple[int, int]], segments: Sequence[Segment]) -> dict[int, int]:
-    """Global number of the line before each byte range's first line (0 for the file's first)."""
-    lines = dict(counts)
+def _first_lines(counts: Iterable[tuple[int, bool, int]]) -> dict[int, int]:
+    """Global number of the line before each byte range's first line (0 for the file's first):
+    a range that does not start its file follows the range numbered one less, of the same file."""
     first: dict[int, int] = {}
-    for number, segment in enumerate(segments):
-        if not segment.whole:
-            first[number] = 0 if segment.start == 0 else first[number - 1] + lines.get(number - 1, 0)
+    lines: dict[int, int] = {}
+    for number, starts_file, started in sorted(counts):
+        first[number] = 0 if starts_file else first[number - 1] + lines[number - 1]
+        lines[number] = started
     return first
 
 
@@ -444,18 +479,62 @@ def _records(scanned: Iterable[Scanned]) -> list[Record]:
     return [record for part in scanned for record in part.records]
 
 
-def _line_counts(scanned: Iterable[Scanned]) -> list[tuple[int, int]]:
-    return [count for part in scanned for count in part.lines]
+def _digest(scanned: Iterable[Scanned]) -> tuple[list[tuple[int, bool, int]], list[str]]:
+    """A block's share of the :class:`Route`: its line counts and its subjects (each once)."""
+    parts = list(scanned)
+    counts = [count for part in parts for count in part.lines]
+    return counts, list({record.subject: None for part in parts for record in part.records})
 
 
-def _first_lines_of(parts: Iterable[list[tuple[int, int]]], segments: Sequence[Segment]) -> dict[int, int]:
-    return _first_lines((count for part in parts for count in part), segments)
+def _route(digests: Iterable[tuple[list[tuple[int, bool, int]], list[str]]]) -> Route:
+    counts: list[tuple[int, bool, int]] = []
+    seen: set[str] = set()
+    shared: set[str] = set()
+    for block_counts, subjects in digests:
+        counts.extend(block_counts)
+        for subject in subjects:  # each once a block: seen before means seen in another block
+            if subject in seen:
+                shared.add(subject)
+            else:
+                seen.add(subject)
+    return Route(_first_lines(counts), frozenset(shared))
 
 
-def _problems(scanned: Iterable[Scanned], first: Mapping[int, int]) -> list[InputProblem]:
+def _fold_unshared(
+    scanned: Iterable[Scanned], route: Route, keys: KeySet | None, trusted: KeySet, out_dir: str | None
+) -> list[FoldedSubjects]:
+    """The subjects of a block that no other block holds, folded where the block was scanned:
+    every record of such a subject is in this block (a bundle a subject: nothing to shuffle)."""
+    groups: dict[str, list[Record]] = {}
+    for part in scanned:
+        for record in part.records:
+            if record.subject not in route.shared:
+                groups.setdefault(record.subject, []).append(record)
+    return _fold_subjects(groups.items(), route.first, keys, trusted, out_dir)
+
+
+def _shared_records(scanned: Iterable[Scanned], route: Route) -> list[Record]:
+    return [record for part in scanned for record in part.records if record.subject in route.shared]
+
+
+def _fold_shared(
+    groups: Iterable[tuple[str, list[Record]]],
+    route: Route,
+    keys: KeySet | None,
+    trusted: KeySet,
+    out_dir: str | None,
+) -> list[FoldedSubjects]:
+    return _fold_subjects(groups, route.first, keys, trusted, out_dir)
+
+
+def _shared_count(route: Route) -> int:
+    return len(route.shared)
+
+
+def _problems(scanned: Iterable[Scanned], route: Route) -> list[InputProblem]:
     found = sorted(problem for part in scanned for problem in part.problems)
     return [
-        InputProblem(_source(p.source, p.segment, p.position, p.in_range, first), p.code, p.detail)
+        InputProblem(_source(p.source, p.segment, p.position, p.in_range, route.first), p.code, p.detail)
         for p in found
     ]
 
@@ -494,25 +573,33 @@ def replay_on_dask(
         raise InputError(f"blocksize must be at least 1 byte, not {blocksize}")
     out = os.fspath(out_dir) if out_dir is not None else None
     threads = sum(client.nthreads().values()) or 1  # type: ignore[no-untyped-call]
-    plan: Plan = client.submit(
-        plan_corpus, names, blocksize=blocksize, threads=threads, out_dir=out, pure=False
-    ).result()
-    if plan.out_dir_error is not None:
-        raise InputError(plan.out_dir_error, source=out)
-    if not plan.segments:
+    # The plan stays on the cluster, where the scans read it: the client learns only its shape.
+    # (Brought here, its segments, one a file, were pickled to the client and back into the graph,
+    # and tokenised by Dask on the way: half a second for 10,000 bundles, with the workers idle.)
+    plan = client.submit(plan_corpus, names, blocksize=blocksize, threads=threads, out_dir=out, pure=False)
+    blocks, out_dir_error = client.submit(_shape, plan, pure=False).result()
+    if out_dir_error is not None:
+        raise InputError(out_dir_error, source=out)
+    if not blocks:
         return ReplayReport((), ())
 
     from distributed import futures_of
 
     # The scans first, persisted: the graph over them reads each block once (see _over_scan).
-    scanned = client.persist(_scan_bag(plan))  # type: ignore[no-untyped-call]
-    folded_bag, problems_bag = _over_scan(scanned, plan, key_set, trusted, out)
+    scanned = client.persist(_scan_bag(plan, blocks))  # type: ignore[no-untyped-call]
+    route, unshared, problems_bag = _over_scan(scanned, key_set, trusted, out)
     # Persisted, then gathered partition by partition: computing a bag would add a task that
     # concatenates every partition on one worker, so every subject's summary row would travel
     # to that worker first and all of them sit in its memory (see docs/dask.md, "At scale").
-    folded_bag, problems_bag = client.persist([folded_bag, problems_bag])  # type: ignore[no-untyped-call]
+    route, unshared, problems_bag = client.persist([route, unshared, problems_bag])  # type: ignore[no-untyped-call]
+    folded_futures = futures_of(unshared)  # type: ignore[no-untyped-call]
+    # The shuffle only when a subject is in two blocks (never, in a corpus of a bundle a
+    # subject): asked while the unshared subjects are folded.
+    if client.submit(_shared_count, futures_of(route)[0], pure=False).result():  # type: ignore[no-untyped-call]
+        shared = client.persist(_fold_shared_bag(scanned, route, key_set, trusted, out))  # type: ignore[no-untyped-call]
+        folded_futures += futures_of(shared)  # type: ignore[no-untyped-call]
     # Fold results in any order (replay_report sorts the rows); problems in partition order.
-    folded_parts: list[list[FoldedSubjects]] = client.gather(futures_of(folded_bag))  # type: ignore[no-untyped-call]
+    folded_parts: list[list[FoldedSubjects]] = client.gather(folded_futures)  # type: ignore[no-untyped-call]
     futures = {future.key: future for future in futures_of(problems_bag)}  # type: ignore[no-untyped-call]
     problem_parts: list[list[InputProblem]] = client.gather(  # type: ignore[no-untyped-call]
         [futures[key] for key in problems_bag.__dask_keys__()]
@@ -525,38 +612,62 @@ def replay_on_dask(
 
 def replay_graph(plan: Plan, keys: KeySet | None, trusted: KeySet, out_dir: str | None) -> tuple[Any, Any]:
     """The replay of ``plan`` as two ``dask.bag`` s, not yet computed: the fold results (a
-    partition per shuffled partition, each a list of one :data:`merge.replay.FoldedSubjects`)
-    and the scan's problems (a partition per block, in corpus order).
+    partition per block, then one per shuffled partition, each a list of one
+    :data:`merge.replay.FoldedSubjects`) and the scan's problems (a partition per block, in
+    corpus order). The shuffle is in it whatever the subjects (:func:`replay_on_dask` leaves it
+    out when no subject is in two blocks).
 
-    Nothing in it is per subject: the graph has a fixed number of tasks per block (the scan,
-    Dask's task shuffle of the blocks' records into as many partitions, a fold per partition),
-    and subjects only decide which records travel to which partition. ``python -m
-    bench.dask_bench --model`` counts its tasks for any number of blocks.
+    Nothing in it is per subject: the graph has a fixed number of tasks per block (the scan, its
+    share of the route, the fold of its own subjects, Dask's task shuffle of the blocks' shared
+    records into as many partitions, a fold per partition), and subjects only decide which
+    records travel to which partition. ``python -m bench.dask_model`` counts its tasks for any
+    number of blocks.
     """
-    return _over_scan(_scan_bag(plan), plan, keys, trusted, out_dir)
+    from dask.delayed import delayed
+
+    scanned = _scan_bag(delayed(plan), len(plan.blocks))
+    route, unshared, problems_bag = _over_scan(scanned, keys, trusted, out_dir)
+    shared = _fold_shared_bag(scanned, route, keys, trusted, out_dir)
+    return _import_dask().concat([unshared, shared]), problems_bag
 
 
-def _scan_bag(plan: Plan) -> Any:
-    """The scans of ``plan``'s blocks: a bag of one :class:`Scanned` a partition."""
-    return _import_dask().from_sequence(plan.blocks, partition_size=1).map_partitions(_scan_blocks)
+def _shape(plan: Plan) -> tuple[int, str | None]:
+    """What the client needs of the plan: its number of blocks, and why ``out_dir`` cannot be made."""
+    return len(plan.blocks), plan.out_dir_error
+
+
+def _scan_bag(plan: Any, blocks: int) -> Any:
+    """The scans of the ``blocks`` blocks of ``plan`` (a future or a ``dask.delayed`` of a
+    :class:`Plan`): a bag of one :class:`Scanned` a partition."""
+    from dask.delayed import delayed
+
+    bag = _import_dask()
+    return bag.from_delayed([delayed(_scan_nth, pure=True)(plan, block) for block in range(blocks)])
 
 
 def _over_scan(
-    scanned: Any, plan: Plan, keys: KeySet | None, trusted: KeySet, out_dir: str | None
-) -> tuple[Any, Any]:
-    """:func:`replay_graph` over ``scanned``, the bag of the scans.
+    scanned: Any, keys: KeySet | None, trusted: KeySet, out_dir: str | None
+) -> tuple[Any, Any, Any]:
+    """Over ``scanned``, the bag of the scans: the :class:`Route` (an item), the folds of each
+    block's unshared subjects and the scan's problems (bags of a partition a block).
 
-    :func:`replay_on_dask` persists the scans first, so that each block is read once: the first
-    line numbers (a collection passed to the fold and problem tasks) are finalised apart from
-    the bags that use them, and Dask fused a copy of the scans into each use (every block was
-    read two or three times; counted in session 12)."""
-    first = scanned.reduction(
-        _line_counts, partial(_first_lines_of, segments=plan.segments), split_every=False
-    )
-    by_subject = scanned.map_partitions(_records).groupby(_subject, shuffle="tasks")
-    folded_bag = by_subject.map_partitions(_fold_subjects, first, keys, trusted, out_dir)
-    problems_bag = scanned.map_partitions(_problems, first)
-    return folded_bag, problems_bag
+    :func:`replay_on_dask` persists the scans first, so that each block is read once: the route
+    (a collection passed to the fold and problem tasks) is finalised apart from the bags that
+    use it, and Dask fused a copy of the scans into each use (every block was read two or three
+    times; counted in session 12)."""
+    route = scanned.reduction(_digest, _route, split_every=False)
+    unshared = scanned.map_partitions(_fold_unshared, route, keys, trusted, out_dir)
+    problems_bag = scanned.map_partitions(_problems, route)
+    return route, unshared, problems_bag
+
+
+def _fold_shared_bag(
+    scanned: Any, route: Any, keys: KeySet | None, trusted: KeySet, out_dir: str | None
+) -> Any:
+    """The folds of the subjects found in more than one block: their records sent to the
+    partition of their subject by Dask's task shuffle, whichever block they came from."""
+    by_subject = scanned.map_partitions(_shared_records, route).groupby(_subject, shuffle="tasks")
+    return by_subject.map_partitions(_fold_shared, route, keys, trusted, out_dir)
 
 
 def run_replay_cli(

@@ -25,12 +25,16 @@ from merge import InputError
 from merge.bundle import REGISTRY_KEYS
 from merge.dask_replay import (
     INSTALL_HINT,
+    JSON_WEIGHT,
     DaskUnavailableError,
     Record,
     SchedulerError,
+    _digest,
     _first_lines,
     _fold_subjects,
+    _fold_unshared,
     _read_back,
+    _route,
     _scan_block,
     _source,
     plan_corpus,
@@ -275,6 +279,27 @@ def small_subjects(root: Path, count: int, *, blocks: int) -> tuple[Path, int]:
     return path, blocksize
 
 
+def test_json_files_are_packed_by_count_and_logs_by_size(tmp_path: Path) -> None:
+    """The plan reads no ``*.json`` file's size (each weighs JSON_WEIGHT), but a log's: blocks
+    of bundles hold as many files whatever their bytes; a log larger than a block is cut."""
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for number in range(7):  # sizes from 15 bytes to 60 KB: not what the packing looks at
+        (corpus / f"{number}.json").write_bytes(b" " * (10**number % 60_000) + b'["x"]')
+    (corpus / "z.jsonl").write_bytes(b"{}\n" * (2 * JSON_WEIGHT))
+    plan = plan_corpus([str(corpus), str(corpus / "3.json")], blocksize=2 * JSON_WEIGHT)
+    assert [[Path(segment.path).name for _, segment in block] for block in plan.blocks] == [
+        ["0.json", "1.json"],
+        ["2.json", "3.json"],
+        ["4.json", "5.json"],
+        ["6.json"],
+        ["z.jsonl"],
+        ["z.jsonl"],
+        ["z.jsonl"],
+        ["3.json"],
+    ]
+
+
 def test_tasks_grow_with_blocks_not_with_subjects(client: Any, tmp_path: Path) -> None:
     """Issue 26: ten times the subjects in as many blocks is as many tasks, and fewer tasks than
     subjects; the scheduler's own count, so a task made per subject anywhere shows."""
@@ -407,7 +432,7 @@ def test_byte_ranges_reassemble_the_local_scan(tmp_path: Path, blocksize: int, h
     paths = [str(tmp_path), str(tmp_path / "nothing-here.jsonl")]
     plan = plan_corpus(paths, blocksize=blocksize)
     scanned = [_scan_block(block) for block in plan.blocks]
-    first = _first_lines([count for part in scanned for count in part.lines], plan.segments)
+    first = _first_lines(count for part in scanned for count in part.lines)
     items = [
         _read_back(r, _source(r.source, r.segment, r.position, r.in_range, first))
         for part in scanned
@@ -505,7 +530,7 @@ class KillOnce(distributed.WorkerPlugin):
         self.marker = marker
 
     def transition(self, key: Any, start: str, finish: str, **kwargs: Any) -> None:
-        if finish != "executing" or "_fold_subjects" not in str(key):
+        if finish != "executing" or "_fold_" not in str(key):
             return
         try:
             os.close(os.open(self.marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
@@ -600,6 +625,54 @@ def test_a_shuffled_partition_is_folded_as_a_spill_partition(tmp_path: Path) -> 
     trusted = KeySet.parse(REGISTRY_KEYS)
     folded = _fold_subjects(shuffled, {0: 0}, KeySet.parse(KEYS), trusted, None)
     assert replay_report(ProblemLog(), folded) == replay([log], keys=KEYS, workers=1)
+
+
+def test_only_subjects_of_two_blocks_are_shuffled_and_the_rest_folds_where_scanned(
+    generated: Path,
+) -> None:
+    """Without a cluster: each block folds the subjects no other block holds, the shared ones
+    are grouped across blocks (as the shuffle does) and folded apart; together, the local
+    report. A subject wrongly taken for unshared is folded twice, from part of its records."""
+    paths = [str(path) for path in corpus_paths(generated)]
+    plan = plan_corpus(paths, blocksize=BLOCKSIZE // 8)
+    scanned = [[_scan_block(block)] for block in plan.blocks]
+    route = _route(_digest(part) for part in scanned)
+    subjects = {record.subject for part in scanned for record in part[0].records}
+    assert 0 < len(route.shared) < len(subjects)  # both ways taken
+    trusted = KeySet.parse(REGISTRY_KEYS)
+    keys = KeySet.parse(KEYS)
+    folded = [one for part in scanned for one in _fold_unshared(part, route, keys, trusted, None)]
+    groups: dict[str, list[Record]] = {}
+    for part in scanned:
+        for record in part[0].records:
+            if record.subject in route.shared:
+                groups.setdefault(record.subject, []).append(record)
+    folded += _fold_subjects(groups.items(), route.first, keys, trusted, None)
+    problems = [
+        InputProblem(_source(p.source, p.segment, p.position, p.in_range, route.first), p.code, p.detail)
+        for part in scanned
+        for p in sorted(part[0].problems)
+    ]
+    assert replay_report(ProblemLog(problems), folded) == replay(
+        corpus_paths(generated), keys=KEYS, workers=1
+    )
+
+
+def test_a_corpus_of_a_bundle_a_subject_is_not_shuffled(client: Any, generated: Path, tmp_path: Path) -> None:
+    """The shuffle's tasks run only when a subject is in two blocks: none for bundles of their
+    own subjects, some for the generated corpus cut into small blocks (the scheduler's record)."""
+    corpus = tmp_path / "bundles"
+    corpus.mkdir()
+    for name in ("golden.json", "example.json"):
+        (corpus / name).write_bytes((generated / "bundles" / name).read_bytes())
+    runs = {}
+    for name, paths in (("bundles", [corpus]), ("generated", corpus_paths(generated))):
+        with distributed.get_task_stream(client) as stream:
+            report = replay_on_dask(paths, client=client, keys=KEYS, blocksize=BLOCKSIZE // 8)
+        assert report == replay(paths, keys=KEYS, workers=1)
+        runs[name] = {str(task["key"]) for task in stream.data}
+    assert not [key for key in runs["bundles"] if "shuffle" in key or "_fold_shared" in key]
+    assert [key for key in runs["generated"] if "_fold_shared" in key]
 
 
 @pytest.mark.parametrize("change", ["rewritten", "grown", "removed"])

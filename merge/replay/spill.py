@@ -30,7 +30,7 @@ import msgspec
 from .results import CorpusItem, InputProblem, ItemKind, ProblemLog
 from .scan import _Origin, _Placed
 
-__all__ = ["CHANGED", "PARTITIONS"]
+__all__ = ["CHANGED", "PARTITIONS", "checked_text"]
 
 #: Number of spill partitions (fixed, so partitioning never depends on ``workers``).
 PARTITIONS: Final = 64
@@ -183,16 +183,31 @@ def _read_run(run: list[_Spilled], originals: _Originals | None) -> Iterator[Cor
     first, last = run[0], run[-1]
     block = originals.read(first.file, first.offset, last.offset + last.size - first.offset)
     for item in run:
-        if isinstance(block, str):
-            yield InputProblem(item.source, CHANGED, f"{block}: not folded")
-            continue
-        text = block[item.offset - first.offset : item.offset - first.offset + item.size]
-        if len(text) != item.size or zlib.crc32(text) != item.crc:
-            yield InputProblem(
-                item.source, CHANGED, "the line is not what the scan read (the file changed): not folded"
-            )
-        else:
-            yield CorpusItem(item.subject, item.source, item.kind, text)
+        at = item.offset - first.offset
+        text = block if isinstance(block, str) else block[at : at + item.size]
+        yield checked_text(
+            item.subject,
+            item.source,
+            item.kind,
+            text,
+            size=item.size,
+            crc=item.crc,
+            changed="the line is not what the scan read (the file changed): not folded",
+        )
+
+
+def checked_text(
+    subject: str, source: str, kind: ItemKind, text: bytes | str, *, size: int, crc: int, changed: str
+) -> CorpusItem | InputProblem:
+    """A text read back for its fold (a reference of the spill here, a ``*.json`` file on Dask),
+    folded only if it is the ``size`` bytes of CRC-32 ``crc`` that the scan read: else a
+    :data:`CHANGED` problem, ``changed`` its detail; ``text`` a ``str``: why it could not be
+    read again. Never a text the scan did not see (the file changed between scan and fold)."""
+    if isinstance(text, str):
+        return InputProblem(source, CHANGED, f"{text}: not folded")
+    if len(text) != size or zlib.crc32(text) != crc:
+        return InputProblem(source, CHANGED, changed)
+    return CorpusItem(subject, source, kind, text)
 
 
 class _Originals:

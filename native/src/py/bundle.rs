@@ -3,11 +3,12 @@
 use std::sync::Mutex;
 
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList};
+use pyo3::types::{PyBytes, PyDict, PyList};
 
 use super::fold::{key_map, Key};
 use super::{guarded, text_of};
 use crate::bundle::{self, Judgement, Part, Whole};
+use crate::canonical::write_str;
 use crate::maps::HashMap;
 use crate::pool::{collect_exact, locked, vec_with_capacity};
 
@@ -158,8 +159,11 @@ fn identity_of(py: Python<'_>, identity: Option<&bundle::Identity>) -> PyResult<
 /// (`merge.native.bundle.JudgedBundle`).
 #[pyclass(module = "pith_merge_native", frozen, get_all)]
 pub struct JudgedBundle {
-    /// Its members but ``events``, in key order: ``[(key, raw text, canonical text)]``.
-    members: Py<PyList>,
+    /// Its members but ``events`` and ``state`` as one JSON object, each member its raw text,
+    /// in key order (``{"key":raw,...}``): what Python decodes of it, in one call.
+    small: Py<PyBytes>,
+    /// Each member but ``events`` by its key: its canonical text.
+    written: Py<PyDict>,
     /// Each event's canonical text.
     events: Py<PyList>,
     bundle_sha256: String,
@@ -215,20 +219,31 @@ fn judged_bundle(py: Python<'_>, whole: Whole<'_>, passed: bundle::Passed) -> Py
         events,
         bundle_sha256,
     } = whole;
-    let members = collect_exact(split.members.iter().zip(&members).map(|((key, part), written)| {
-        let text = PyBytes::new(py, written);
-        let raw = match part {
-            Part::Text(raw) => PyBytes::new(py, raw),
-            Part::Value(_) => text.clone(), // a parsed member's text is its canonical text
-        };
-        (key.clone(), raw, text)
-    }));
+    let written = PyDict::new(py);
+    // The raw texts of the members Python decodes, joined here into the one object it decodes
+    // (the state, the one large member, is compared by its canonical text, never decoded).
+    let mut small = Vec::with_capacity(split.members.iter().map(|(key, part)| key.len() + raw_len(part) + 4).sum());
+    small.push(b'{');
+    for ((key, part), text) in split.members.iter().zip(&members) {
+        written.set_item(key.as_str(), PyBytes::new(py, text))?;
+        // Every member but the state (`bundle::PARSED`), the one a split parses.
+        if let Part::Text(raw) = part {
+            if small.len() > 1 {
+                small.push(b',');
+            }
+            write_str(&mut small, key);
+            small.push(b':');
+            small.extend_from_slice(raw);
+        }
+    }
+    small.push(b'}');
     let superseded = PyList::empty(py);
     for (id, by) in passed.built.superseded.iter() {
         superseded.append((id, by))?;
     }
     Ok(JudgedBundle {
-        members: PyList::new(py, members)?.unbind(),
+        small: PyBytes::new(py, &small).unbind(),
+        written: written.unbind(),
         events: PyList::new(py, events.iter().map(|text| PyBytes::new(py, text)))?.unbind(),
         bundle_sha256,
         record_sha256: passed.record_sha256,
@@ -237,4 +252,12 @@ fn judged_bundle(py: Python<'_>, whole: Whole<'_>, passed: bundle::Passed) -> Py
         state_sha256: passed.state_sha256,
         superseded: superseded.unbind(),
     })
+}
+
+/// The length of a member's raw text (a parsed member's is not kept).
+fn raw_len(part: &Part<'_>) -> usize {
+    match part {
+        Part::Text(raw) => raw.len(),
+        Part::Value(_) => 0,
+    }
 }

@@ -814,8 +814,8 @@ def _small_members(judged: JudgedBundle) -> dict[str, Any] | None:
 def _member_text(judged: JudgedBundle, name: str) -> bytes:
     """``CJ`` of the member ``name`` of a bundle the compiled path judged (``null`` when it has
     none, as :meth:`BundleParts.member_text` reads a missing member)."""
-    text: bytes = judged.written.get(name, b"null")
-    return text
+    text: bytes | None = judged.member_text(name)
+    return b"null" if text is None else text
 
 
 def _is_judged(outcome: JudgedBundle | bytes | None) -> TypeGuard[JudgedBundle]:

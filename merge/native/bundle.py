@@ -107,8 +107,8 @@ def judge_bundles(
     """Each of ``texts`` read whole and judged by §10's checks on the compiled path, in one call
     without the GIL (``native/src/bundle.rs``'s ``judge_texts``): a ``JudgedBundle`` (``small``,
     its members but ``events`` and ``state`` as one object of their raw texts, for Python to
-    decode in one call; ``written``, each member's canonical text by its key; its events'
-    canonical texts, ``bundle_sha256``, ``H(canonical_record)``, the trusted key's id and the
+    decode in one call; ``written``, each member's canonical text by its key, and
+    ``member_text(name)``, one of them, both made when asked for; its events' canonical texts, ``bundle_sha256``, ``H(canonical_record)``, the trusted key's id and the
     fold's state, its ``state_sha256`` and supersessions) where it
     passed every check but ``source_aliases``; the canonical text of its ``public_keys`` where
     only that key set, not among ``key_sets`` (by that text), is wanting; ``None`` for

@@ -23,8 +23,8 @@ import pytest
 
 import merge.replay.corpus
 from merge import canonical_json
-from merge.canonical import decode_json
 from merge.bundle import Verified, judge_bundle_texts, verify_bundle_parts, verify_bundle_texts
+from merge.canonical import decode_json
 from merge.keys import KeySet
 from merge.replay.corpus import fold_subjects
 from merge.replay.results import CorpusItem, InputProblem

@@ -255,10 +255,15 @@ fn judged_bundle(py: Python<'_>, whole: Whole<'_>, passed: bundle::Passed) -> Py
     } = whole;
     // The raw texts of the members Python decodes, joined here into the one object it decodes
     // (the state, the one large member, is compared by its canonical text, never decoded).
-    let mut small = Vec::with_capacity(split.members.iter().map(|(key, part)| key.len() + raw_len(part) + 4).sum());
+    let room: usize = split
+        .members
+        .iter()
+        .map(|(key, part)| key.len() + raw_len(part) + 4)
+        .sum();
+    let mut small = Vec::with_capacity(room + 2);
     small.push(b'{');
     for (key, part) in &split.members {
-        // Every member but the state (`bundle::PARSED`), the one a split parses.
+        // Every member but the state, the one a split parses (`bundle.rs`'s `PARSED`).
         if let Part::Text(raw) = part {
             if small.len() > 1 {
                 small.push(b',');

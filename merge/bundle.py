@@ -780,7 +780,7 @@ def passing(judged: Judged) -> Passing | None:
     (§1), so the text of its ``current.source_aliases`` is theirs, sliced rather than decoded and
     written again (a replay's lone bundle, issue 39 item 2)."""
     bundle, keys = judged
-    if _members_read(bundle.members, bundle.events, bundle.bundle_sha256, ()) is None:
+    if _small_members(bundle) is None:
         return None
     try:
         numbers = _read_numbers(bundle.state)
@@ -800,14 +800,22 @@ def passing(judged: Judged) -> Passing | None:
     )
 
 
+def _small_members(judged: JudgedBundle) -> dict[str, Any] | None:
+    """The small members of a bundle the compiled path judged, decoded as :func:`_members_read`
+    decodes them (the object of their raw texts, which that path joined: one decode, not one
+    each); ``None`` when they do not decode (the pure path decodes the bundle, and says why)."""
+    try:
+        decoded: dict[str, Any] = decode_json(judged.small)
+    except _NOT_READ:
+        return None
+    return decoded
+
+
 def _member_text(judged: JudgedBundle, name: str) -> bytes:
     """``CJ`` of the member ``name`` of a bundle the compiled path judged (``null`` when it has
     none, as :meth:`BundleParts.member_text` reads a missing member)."""
-    for key, _, written in judged.members:
-        if key == name:
-            text: bytes = written
-            return text
-    return b"null"
+    text: bytes | None = judged.member_text(name)
+    return b"null" if text is None else text
 
 
 def _is_judged(outcome: JudgedBundle | bytes | None) -> TypeGuard[JudgedBundle]:
@@ -834,12 +842,12 @@ def _passed(passed: Judged) -> Verified | None:
     but ``source_aliases``, compared here (:func:`_aliases_check`); ``None`` where its small
     members do not decode as :func:`_read_compiled` decodes them."""
     judged, keys = passed
-    events = judged.events
-    # No identities: read without a cache, as read_bundle reads a text (BundleRead.identities).
-    read = _members_read(judged.members, events, judged.bundle_sha256, (None,) * len(events))
-    if read is None:
+    members = _small_members(judged)
+    if members is None:
         return None
-    members, written = read.members, read.written
+    events = judged.events
+    members["events"] = events
+    written = judged.written
     parts = BundleParts(
         members,
         state=written["state"],
@@ -863,4 +871,5 @@ def _passed(passed: Judged) -> Verified | None:
         _aliases_check(parts, result),
     )
     report = BundleReport(checks, result, judged.trusted_key_id)
-    return Verified(report, members, True, read.identities, keys)
+    # No identities: read without a cache, as read_bundle reads a text (BundleRead.identities).
+    return Verified(report, members, True, (None,) * len(events), keys)

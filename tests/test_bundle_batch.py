@@ -24,6 +24,7 @@ import pytest
 import merge.replay.corpus
 from merge import canonical_json
 from merge.bundle import Verified, judge_bundle_texts, verify_bundle_parts, verify_bundle_texts
+from merge.canonical import decode_json
 from merge.keys import KeySet
 from merge.replay.corpus import fold_subjects
 from merge.replay.results import CorpusItem, InputProblem
@@ -177,6 +178,32 @@ def test_the_good_bundle_is_decided_by_the_compiled_call(each_path: str) -> None
     judged = judge_bundle_texts([_text(GOOD)], KeySet.parse(TRUST))
     assert (judged[0] is not None) == (each_path == "compiled")
     assert verify_bundle_texts([_text(GOOD)], trusted_keys=TRUST)[0].report.ok
+
+
+def test_a_judged_bundle_hands_over_what_the_reference_reads(each_path: str) -> None:
+    """What the compiled call hands over of a bundle that passed (``JudgedBundle``): its small
+    members as one object of their raw texts, which decodes to the members the reference
+    decodes (all but ``events`` and ``state``), in key order; each member's canonical text, one
+    at a time (``member_text``, ``None`` for a member it has not) or all (``written``, made at
+    each call); its events' canonical texts. The pure path judges none, and hands over nothing."""
+    judged = judge_bundle_texts([_text(GOOD)], KeySet.parse(TRUST))[0]
+    if each_path == "pure":
+        assert judged is None
+        return
+    assert judged is not None
+    bundle = judged.bundle
+    reference = verify_bundle_parts(_text(GOOD), trusted_keys=TRUST, threads=1).members
+    small = {name: value for name, value in reference.items() if name not in ("events", "state")}
+    decoded = decode_json(bundle.small)
+    assert list(decoded) == list(small) == sorted(small)
+    assert repr(decoded) == repr(small)
+    written = bundle.written
+    assert written == {name: canonical_json(value) for name, value in GOOD.items() if name != "events"}
+    for name, text in written.items():
+        assert bundle.member_text(name) == text
+    assert bundle.member_text("event") is None
+    assert bundle.written is not written
+    assert bundle.events == reference["events"] == [canonical_json(event) for event in GOOD["events"]]
 
 
 def test_a_batch_of_every_case_at_once(each_path: str) -> None:

@@ -142,13 +142,15 @@ def judge_bundles(
     texts: list[Any], trusted: KeySet, key_sets: Mapping[bytes, KeySet]
 ) -> list[JudgedBundle | bytes | None] | None:
     """Each of ``texts`` read whole and judged by §10's checks on the compiled path, in one call
-    without the GIL (``native/src/bundle.rs``'s ``judge``): a ``JudgedBundle`` (its members and
-    events as :func:`read_bundle` gives them, ``bundle_sha256``, ``H(canonical_record)``, the
-    trusted key's id and the fold's state, its ``state_sha256`` and supersessions) where it
-    passed every check but ``source_aliases``; the canonical text of its ``public_keys`` where
-    only that key set, not among ``key_sets`` (by that text), is wanting; ``None`` for
-    :mod:`merge.bundle` to judge. ``trusted``: the keys of bundle signatures. ``None`` when the
-    compiled path does not serve."""
+    without the GIL (``native/src/bundle.rs``'s ``judge_texts``): a ``JudgedBundle`` where it
+    passed every check but ``source_aliases`` (``small``, its members but ``events`` and
+    ``state`` as one object of their raw texts, for Python to decode in one call; each member's
+    canonical text, by ``member_text(name)`` or all as ``written``, and its events' canonical
+    texts, made when asked for; ``bundle_sha256``, ``H(canonical_record)``, the trusted key's
+    id and the fold's state, its ``state_sha256`` and supersessions); the canonical text of its
+    ``public_keys`` where only that key set, not among ``key_sets`` (by that text), is wanting;
+    ``None`` for :mod:`merge.bundle` to judge. ``trusted``: the keys of bundle signatures.
+    ``None`` when the compiled path does not serve."""
     if not native_available():
         return None
     tables = {text: key_table(keys) for text, keys in key_sets.items()}

@@ -331,17 +331,17 @@ def _scan_in_workers(
     them is a regular file. Problems go into ``log`` in corpus order. A run whose worker died is
     read again here, and so is one whose worker died before it was handed out."""
     runs: list[list[_Unit]] = []  # what the workers read, once they have started
+    # Each file's size, asked for now, while the workers start, rather than when they have
+    # started and wait for it (a corpus of small bundles is many files: a system call each).
+    sizes = [_regular_size(path) for path, _ in units]
+    regular = [size for size in sizes if size is not None]
+    handing_over = len(regular) == len(sizes)  # only regular files (see _regular_size)
 
     def until_ready() -> Iterator[_Placed]:
-        handing_over = True
         for index, unit in enumerate(units):
             if handing_over and _workers_ready(ready):
-                sizes = [_regular_size(path) for path, _ in units[index:]]
-                regular = [size for size in sizes if size is not None]
-                if len(regular) == len(sizes):  # only regular files (see _regular_size)
-                    runs.extend(_runs(units[index:], regular, len(ready)))
-                    return
-                handing_over = False
+                runs.extend(_runs(units[index:], regular[index:], len(ready)))
+                return
             yield from _scan_unit(unit)
 
     scanned = [_spill_scan(bar.track_scan(until_ready()), spill / "scan-0", log)]

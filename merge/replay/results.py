@@ -52,7 +52,14 @@ class ReplayWorkerError(MergeError):
 ItemKind = Literal["event", "bundle", "record"]
 
 
-class CorpusItem(msgspec.Struct, frozen=True):
+# The rows and items of a replay are untracked by the cyclic garbage collector (``gc=False``, as
+# the Structs of a state, merge/state.py): frozen, they hold strings, numbers and bytes only, so
+# no cycle can run through one. A replay of many small subjects makes one row a subject (and
+# an item a file), which a worker and the parent would otherwise walk again and again for
+# nothing (issue 39 item 2).
+
+
+class CorpusItem(msgspec.Struct, frozen=True, gc=False):
     """One JSON text of a corpus (an event line or a whole bundle) and where it came from.
 
     ``source`` is ``"path:line"`` for a log line and ``"path"`` for a file.
@@ -64,7 +71,7 @@ class CorpusItem(msgspec.Struct, frozen=True):
     data: bytes
 
 
-class InputProblem(msgspec.Struct, frozen=True):
+class InputProblem(msgspec.Struct, frozen=True, gc=False):
     """An input (line, file, bundle, key) that could not be used as it is, and why.
 
     ``code`` is a :class:`merge.RejectCode` string for inputs that are not admitted (§5), or
@@ -83,7 +90,7 @@ class InputProblem(msgspec.Struct, frozen=True):
         return f"{self.source}: {self.code}: {self.detail}"
 
 
-class SubjectSummary(msgspec.Struct, frozen=True):
+class SubjectSummary(msgspec.Struct, frozen=True, gc=False):
     """The outcome of one subject, in numbers (one row of the replay table).
 
     ``state_matches`` is ``None`` when the subject has no bundle, else whether every bundle's

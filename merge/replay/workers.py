@@ -107,7 +107,11 @@ def _outcome(future: Future[_T] | None) -> _T | None:
 
 
 def _ready() -> None:
-    """A worker's first task: none, but submitting it starts the worker (see :func:`replay`)."""
+    """A worker's first task: submitting it starts the worker (see :func:`replay`), and once it
+    has run, the worker is ready to scan and fold. So it imports what those tasks run (the
+    scan, the fold, the compiled path): meanwhile the replay reads the corpus itself, rather
+    than handing files over to a worker that would import all that before reading one."""
+    from . import corpus  # noqa: F401 (imported for what it imports)
 
 
 def _worker_init(parent: int) -> None:

@@ -4,11 +4,12 @@ use std::ops::Range;
 use std::sync::Mutex;
 
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList};
+use pyo3::types::{PyBytes, PyDict, PyList};
 
 use super::fold::{key_map, Key};
 use super::{guarded, text_of};
 use crate::bundle::{self, Judgement, Part, Whole};
+use crate::canonical::write_str;
 use crate::maps::HashMap;
 use crate::pool::{collect_exact, locked, vec_with_capacity};
 
@@ -196,23 +197,60 @@ fn identity_of(py: Python<'_>, identity: Option<&bundle::Identity>) -> PyResult<
 }
 
 /// A bundle that passed §10's checks on this path (see [`judge_bundles`]), as Python takes it
-/// (`merge.native.bundle.JudgedBundle`).
-#[pyclass(module = "pith_merge_native", frozen, get_all)]
+/// (`merge.native.bundle.JudgedBundle`). Its canonical texts stay here until asked for: a
+/// replay's lone bundle that passed reads two of them ([`JudgedBundle::member_text`]), the
+/// long road all (issue 39 item 2).
+#[pyclass(module = "pith_merge_native", frozen)]
 pub struct JudgedBundle {
-    /// Its members but ``events``, in key order: ``[(key, raw text, canonical text)]``.
-    members: Py<PyList>,
+    /// Its members but ``events`` and ``state`` as one JSON object, each member its raw text,
+    /// in key order (``{"key":raw,...}``): what Python decodes of it, in one call.
+    #[pyo3(get)]
+    small: Py<PyBytes>,
+    /// Each member but ``events``, in key order: its key and canonical text.
+    written: Vec<(String, Vec<u8>)>,
     /// Each event's canonical text.
-    events: Py<PyList>,
+    texts: Vec<Vec<u8>>,
+    #[pyo3(get)]
     bundle_sha256: String,
     /// H of ``canonical_record``.
+    #[pyo3(get)]
     record_sha256: String,
     /// The trusted key that signed it.
+    #[pyo3(get)]
     trusted_key_id: String,
     /// The fold of its events: the state's canonical bytes without ``state_sha256``.
+    #[pyo3(get)]
     state: Py<PyBytes>,
+    #[pyo3(get)]
     state_sha256: String,
     /// Who superseded whom: ``[(superseded id, [ids of the events that superseded it])]``.
+    #[pyo3(get)]
     superseded: Py<PyList>,
+}
+
+#[pymethods]
+impl JudgedBundle {
+    /// Each member but ``events`` by its key: its canonical text (a new dict at each call).
+    #[getter]
+    fn written<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let written = PyDict::new(py);
+        for (key, text) in &self.written {
+            written.set_item(key.as_str(), PyBytes::new(py, text))?;
+        }
+        Ok(written)
+    }
+
+    /// Each event's canonical text (a new list at each call).
+    #[getter]
+    fn events<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        PyList::new(py, self.texts.iter().map(|text| PyBytes::new(py, text)))
+    }
+
+    /// The canonical text of the member ``name``; ``None`` when the bundle has none.
+    fn member_text<'py>(&self, py: Python<'py>, name: &str) -> Option<Bound<'py, PyBytes>> {
+        let at = self.written.binary_search_by(|(key, _)| key.as_str().cmp(name)).ok()?;
+        Some(PyBytes::new(py, &self.written[at].1))
+    }
 }
 
 /// Each bundle of ``texts`` (JSON texts, exactly `bytes` or `str`) read whole and judged by
@@ -256,21 +294,35 @@ fn judged_bundle(py: Python<'_>, whole: Whole<'_>, passed: bundle::Passed) -> Py
         events,
         bundle_sha256,
     } = whole;
-    let members = collect_exact(split.members.iter().zip(&members).map(|((key, part), written)| {
-        let text = PyBytes::new(py, written);
-        let raw = match part {
-            Part::Text(raw) => PyBytes::new(py, raw),
-            Part::Value(_) => text.clone(), // a parsed member's text is its canonical text
-        };
-        (key.clone(), raw, text)
-    }));
+    // The raw texts of the members Python decodes, joined here into the one object it decodes
+    // (the state, the one large member, is compared by its canonical text, never decoded).
+    let room: usize = split
+        .members
+        .iter()
+        .map(|(key, part)| key.len() + raw_len(part) + 4)
+        .sum();
+    let mut small = Vec::with_capacity(room + 2);
+    small.push(b'{');
+    for (key, part) in &split.members {
+        // Every member but the state, the one a split parses (`bundle.rs`'s `PARSED`).
+        if let Part::Text(raw) = part {
+            if small.len() > 1 {
+                small.push(b',');
+            }
+            write_str(&mut small, key);
+            small.push(b':');
+            small.extend_from_slice(raw);
+        }
+    }
+    small.push(b'}');
     let superseded = PyList::empty(py);
     for (id, by) in passed.built.superseded.iter() {
         superseded.append((id, by))?;
     }
     Ok(JudgedBundle {
-        members: PyList::new(py, members)?.unbind(),
-        events: PyList::new(py, events.iter().map(|text| PyBytes::new(py, text)))?.unbind(),
+        small: PyBytes::new(py, &small).unbind(),
+        written: collect_exact(split.members.into_iter().map(|(key, _)| key).zip(members)),
+        texts: events,
         bundle_sha256,
         record_sha256: passed.record_sha256,
         trusted_key_id: passed.trusted_key_id,
@@ -278,4 +330,12 @@ fn judged_bundle(py: Python<'_>, whole: Whole<'_>, passed: bundle::Passed) -> Py
         state_sha256: passed.state_sha256,
         superseded: superseded.unbind(),
     })
+}
+
+/// The length of a member's raw text (a parsed member's is not kept).
+fn raw_len(part: &Part<'_>) -> usize {
+    match part {
+        Part::Text(raw) => raw.len(),
+        Part::Value(_) => 0,
+    }
 }

@@ -278,11 +278,13 @@ class SQLiteStore(EventStore):
         statement a :data:`GROUP_ROWS`), which takes the GIL and gives it up once, not once a
         row: the inserts are the end of a round of appends, when every member waits."""
         with self._writing() as conn:
+            # Four parameters a row, within this SQLite's own limit (999 before SQLite 3.32).
+            step = max(1, min(GROUP_ROWS, conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) // 4))
 
             def store(rows: list[PreparedInput]) -> list[bool]:
                 news: list[bool] = []
-                for start in range(0, len(rows), GROUP_ROWS):
-                    news += _insert_rows(conn, rows[start : start + GROUP_ROWS])
+                for start in range(0, len(rows), step):
+                    news += _insert_rows(conn, rows[start : start + step])
                 return news
 
             yield store

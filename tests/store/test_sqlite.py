@@ -395,3 +395,14 @@ def test_a_store_in_a_folder_this_process_cannot_write_is_folded() -> None:
         assert any("no other process may write the store while it is open" in text for text in warnings)
 
     as_a_user(body)
+
+
+def test_a_group_is_stored_within_this_sqlites_limit_of_parameters(tmp_path: Path) -> None:
+    # A group's rows go by multi-row INSERTs of four parameters a row: a SQLite that allows
+    # fewer parameters than GROUP_ROWS rows need (999 before SQLite 3.32) gets smaller ones.
+    inputs = history(1, 9)
+    with SQLiteStore(tmp_path / "s.sqlite") as store:
+        store._conn().setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, 10)  # two rows a statement
+        results = store.append_many(inputs)
+        assert [result.new for result in results] == [True] * len(inputs)
+        assert tuple(store.events(subject_of(1))) == inputs

@@ -6,6 +6,8 @@ as in bench/storing.py). One thread appends the inputs one by one; then 8 thread
 same number of inputs (each its share), one by one, on one store object, where waiting appends
 share a commit (:meth:`merge.store.EventStore.append_many`). The issue's target: 8 threads
 reach at least 5x one thread's rate. Each run uses a new store; every input is checked stored.
+Beside each rate, the client's CPU time per append ("CPU": the process's, all its threads; a
+database server's own is not in it): what the appends cost the service itself.
 """
 
 from __future__ import annotations
@@ -27,8 +29,9 @@ __all__ = ["THREADS", "bench_group_commit"]
 THREADS = 8
 
 
-def _rate(store: EventStore, inputs: list[bytes], subject: str, threads: int) -> float:
-    """Inputs per second appended one per call by ``threads`` threads sharing ``store``."""
+def _rate(store: EventStore, inputs: list[bytes], subject: str, threads: int) -> tuple[float, float]:
+    """Inputs per second appended one per call by ``threads`` threads sharing ``store``, and the
+    process's CPU time per input (microseconds)."""
     shares = [inputs[number::threads] for number in range(threads)]
     barrier = threading.Barrier(threads + 1)
     failures: list[object] = []
@@ -45,13 +48,17 @@ def _rate(store: EventStore, inputs: list[bytes], subject: str, threads: int) ->
     for worker in workers:
         worker.start()
     barrier.wait()
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     for worker in workers:
         worker.join()
-    elapsed = time.perf_counter() - start
+    elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
     assert failures == [], failures[:3]
     assert store.count(subject) == len(inputs)
-    return len(inputs) / elapsed
+    return len(inputs) / elapsed, cpu / len(inputs) * 1e6
+
+
+def _spent(microseconds: list[float]) -> str:
+    return f"CPU {min(microseconds):.0f}-{max(microseconds):.0f} µs per append"
 
 
 def bench_group_commit(events: int, *, repeat: int, log: Callable[[str], None]) -> list[Result]:
@@ -68,19 +75,26 @@ def bench_group_commit(events: int, *, repeat: int, log: Callable[[str], None]) 
             ratios: list[float] = []
             one: list[float] = []
             many: list[float] = []
+            cpu: dict[int, list[float]] = {1: [], THREADS: []}
             for run in range(repeat):  # in turn, so each ratio compares runs under the same load
-                with open_store(f"one{run}") as store:
-                    one.append(_rate(store, inputs, history.subject, 1))
-                with open_store(f"many{run}") as store:
-                    many.append(_rate(store, inputs, history.subject, THREADS))
+                for threads, rates in ((1, one), (THREADS, many)):
+                    with open_store(f"threads{threads}_{run}") as store:
+                        rate, used = _rate(store, inputs, history.subject, threads)
+                    rates.append(rate)
+                    cpu[threads].append(used)
                 ratios.append(many[-1] / one[-1])
             results += [
-                Result(f"group commit {adapter}: 1 thread, one append per call", max(one), "inputs/s"),
+                Result(
+                    f"group commit {adapter}: 1 thread, one append per call",
+                    max(one),
+                    "inputs/s",
+                    _spent(cpu[1]),
+                ),
                 Result(
                     f"group commit {adapter}: {THREADS} threads, one append per call",
                     max(many),
                     "inputs/s",
-                    f"{len(inputs)} inputs, one store object",
+                    f"{len(inputs)} inputs, one store object; {_spent(cpu[THREADS])}",
                 ),
                 Result(
                     f"group commit {adapter}: {THREADS} threads / 1 thread",

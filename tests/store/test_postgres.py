@@ -256,6 +256,36 @@ def test_a_lock_held_too_long_is_a_store_error(dsn: str, stores: list[PostgresSt
     assert store.append(late) == Stored(S1, json.loads(late)["event_id"], True)
 
 
+def test_a_group_of_several_statements_is_one_transaction_and_the_connection_goes_on(
+    dsn: str, stores: list[PostgresStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A group of more rows than one INSERT takes (GROUP_ROWS) is one transaction: an INSERT that
+    # fails after others ran rolls them back with it, and the same connection goes on. (Whatever
+    # carries the statements: one round trip each, or pipelined; see docs/performance.md.)
+    monkeypatch.setattr(module, "GROUP_ROWS", 3)
+    stores.append(store := PostgresStore(dsn))
+    inputs = list(history(1, 10))
+    store.append_many(inputs[:2])
+    backend = store._conn().info.backend_pid
+    sql(
+        dsn,
+        "CREATE FUNCTION pith_merge.refuse() RETURNS trigger LANGUAGE plpgsql "
+        "AS $$ BEGIN RAISE EXCEPTION 'refused by a trigger'; END $$",
+    )
+    sql(
+        dsn,
+        "CREATE TRIGGER refuse BEFORE INSERT ON pith_merge.inputs FOR EACH ROW "
+        f"WHEN (NEW.event_id = '{json.loads(inputs[8])['event_id']}') EXECUTE FUNCTION pith_merge.refuse()",
+    )
+    with pytest.raises(StoreError, match="refused by a trigger"):
+        store.append_many(inputs[2:])  # statements of rows 2-4, 5-7, 8-9: the third fails
+    assert list(store.events(S1)) == inputs[:2]
+    sql(dsn, "DROP TRIGGER refuse ON pith_merge.inputs")
+    assert [result.new for result in store.append_many(inputs[1:])] == [False] + [True] * 8  # type: ignore[union-attr]
+    assert list(store.events(S1)) == inputs
+    assert store._conn().info.backend_pid == backend
+
+
 def test_unreachable_server_and_password_kept_out_of_messages(server: postgres_server.Server) -> None:
     dsn = f"host={server.root} port=1 dbname=nothing user=someone password=hunter2"
     with pytest.raises(StoreError, match="cannot connect") as caught:

@@ -29,7 +29,6 @@ from typing import Any, Final, NamedTuple
 from ..bundle import REGISTRY_KEYS, Judged, judge_bundle_texts, passing, verified_of
 from ..errors import InputError
 from ..keys import KeySet
-from ..native import native_available
 from .progress import _Progress
 from .results import (
     CorpusItem,
@@ -349,12 +348,11 @@ class _FoldingAhead:
     judge it; its row stands if its subject has no other item in the corpus (the parent tells,
     :func:`_rows_ahead`), and the item is then never read back nor folded again (as the Dask
     replay folds a subject no other block holds where it was scanned). Otherwise (shared, or
-    not passing) it is folded from the spill with the others. A run of small bundles folds while
-    it is read: no read back, no partition's task. Not with an output directory (the states
-    are written by the partitions' folds alone)."""
+    not passing) it is folded from the spill with the others (its state, if written, written
+    again). A run of small bundles folds while it is read: no read back, no partition's task."""
 
     def __init__(self, args: tuple[Any, ...]) -> None:
-        key_json, trusted_json, out_dir = args
+        key_json, trusted_json, self._out = args
         self._keys = KeySet.parse(key_json) if key_json is not None else None
         self._trusted = KeySet.parse(trusted_json)
         self._suffice: dict[int, tuple[KeySet, bool]] = {}
@@ -362,10 +360,7 @@ class _FoldingAhead:
         self._bytes = 0
         self._held: dict[str, None] = {}
         self._rows: dict[str, _Row] = {}
-        # None: nothing held. With an output directory: two runs that held one subject would
-        # write its state at once (one file: a race), and one shared is written again. On the
-        # pure path: no compiled judgement to read a row off (every held item folded again).
-        self._others: set[str] | None = set() if out_dir is None and native_available() else None
+        self._others: set[str] | None = set()
 
     def hold(self, item: CorpusItem) -> bool:
         """Whether ``item`` is held (judged now, spilled apart)."""
@@ -388,7 +383,11 @@ class _FoldingAhead:
     def _judge(self) -> None:
         judged = judge_bundle_texts([item.data for item in self._pending], self._trusted)
         for item, made in zip(self._pending, judged, strict=True):
-            row = None if made is None else _passing_row(item.subject, made, self._keys, self._suffice, None)
+            row = (
+                None
+                if made is None
+                else _passing_row(item.subject, made, self._keys, self._suffice, self._out)
+            )
             if row is not None:
                 self._rows[item.subject] = row
         self._pending, self._bytes = [], 0

@@ -42,7 +42,7 @@ def faulty_fold(partition: str, *args: Any) -> Any:
     return _real_fold(partition, *args)
 
 
-def faulty_scan(units: list[tuple[str, bool]], directory: str, *rest: Any) -> Any:
+def faulty_scan(units: list[tuple[str, bool]], directory: str, subjects: bool) -> Any:
     """``merge.replay.corpus._scan_run``: the run whose directory is ``PITH_FAULT_PARTITION``
     (``scan-1``, ``scan-2``…) kills its worker once it has spilled part of it."""
     if Path(directory).name == os.environ.get("PITH_FAULT_PARTITION"):
@@ -50,7 +50,7 @@ def faulty_scan(units: list[tuple[str, bool]], directory: str, *rest: Any) -> An
         Path(directory).mkdir()
         (Path(directory) / "00.spill").write_bytes(b"half a spill")
         os.kill(os.getpid(), signal.SIGKILL)
-    return _real_scan(units, directory, *rest)
+    return _real_scan(units, directory, subjects)
 
 
 def die() -> None:

@@ -19,14 +19,14 @@ import os
 import shutil
 import stat
 import tempfile
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Any, Final, NamedTuple
+from typing import Any, Final
 
-from ..bundle import REGISTRY_KEYS, Judged, judge_bundle_texts, passing, verified_of
+from ..bundle import REGISTRY_KEYS, judge_bundle_texts, passing, verified_of
 from ..errors import InputError
 from ..keys import KeySet
 from .progress import _Progress
@@ -37,11 +37,10 @@ from .results import (
     ProblemLog,
     ReplayReport,
     ReplayWorkerError,
-    _Row,
     _Rows,
 )
 from .scan import _Placed, _scan_corpus, _scan_unit, _Unit, _units
-from .spill import _partition, _partition_groups, _spill_scan, _SpillFile
+from .spill import _partition_groups, _spill_scan
 from .states import write_state, write_state_text
 from .subject import fold_subject, keys_suffice, passing_summary
 from .workers import _outcome, _pool, _ready, _signals_held, _stopped_by_signals, _submitted
@@ -83,10 +82,17 @@ def fold_subjects(
         judged = iter(judge_bundle_texts([item.data for item in bundles], trusted_keys))
         for (subject, items), bundle in zip(batch, lone, strict=True):
             made = next(judged) if bundle is not None else None
-            row = _passing_row(subject, made, keys, suffice, out_dir) if made is not None else None
-            if row is not None:
-                rows.append(row)
-                continue
+            passed = passing(made) if made is not None else None
+            if passed is not None:
+                fits = suffice.get(id(passed.keys))
+                if fits is None:  # (the key set is kept with its verdict: its id stays its own)
+                    fits = suffice[id(passed.keys)] = (passed.keys, keys_suffice(keys, passed.keys))
+                if fits[1]:
+                    # Its outcome read off the compiled call's bytes: no report made, no state decoded.
+                    if out_dir is not None:
+                        write_state_text(out_dir, passed.pith_number, passed.state)
+                    rows.append((passing_summary(subject, passed), ()))
+                    continue
             verified = {} if bundle is None else {bundle.source: verified_of(bundle.data, made, trusted_keys)}
             outcome = fold_subject(subject, items, keys, trusted_keys, verified=verified)
             if out_dir is not None:
@@ -96,32 +102,6 @@ def fold_subjects(
                 log.add(problem)
             rows.append((outcome.summary, tuple(log.kept[kept:])))
     return rows, log.counts
-
-
-def _passing_row(
-    subject: str,
-    made: Judged,
-    keys: KeySet | None,
-    suffice: dict[int, tuple[KeySet, bool]],
-    out_dir: str | None,
-) -> _Row | None:
-    """The row of a subject that is one bundle (``made``: its compiled judgement) when its
-    outcome can be read off the compiled call's bytes (:func:`merge.bundle.passing`, and its
-    key set is its own: :func:`merge.replay.subject.keys_suffice`), its state written to
-    ``out_dir``; else ``None`` (it is folded with :func:`merge.replay.subject.fold_subject`).
-    ``suffice``: the verdicts of the key sets met so far, by their id."""
-    passed = passing(made)
-    if passed is None:
-        return None
-    fits = suffice.get(id(passed.keys))
-    if fits is None:  # (the key set is kept with its verdict: its id stays its own)
-        fits = suffice[id(passed.keys)] = (passed.keys, keys_suffice(keys, passed.keys))
-    if not fits[1]:
-        return None
-    # Its outcome read off the compiled call's bytes: no report made, no state decoded.
-    if out_dir is not None:
-        write_state_text(out_dir, passed.pith_number, passed.state)
-    return passing_summary(subject, passed), ()
 
 
 def _lone_bundle(items: Iterable[CorpusItem | InputProblem]) -> CorpusItem | None:
@@ -189,7 +169,7 @@ def replay_report(log: ProblemLog, folded: Iterable[FoldedSubjects]) -> ReplayRe
 
 def _fold_partition(
     name: str,
-    spilled: list[_SpillFile],
+    spilled: list[tuple[str, str]],
     keys: list[dict[str, Any]] | None,
     trusted: list[dict[str, Any]],
     out_dir: str | None,
@@ -197,8 +177,8 @@ def _fold_partition(
     """Fold spill partition ``name``, one subject at a time (runs in a worker process): its
     subjects in order, each read back by offset (from a spill file, or the corpus file its
     references point into, through that spill's file table), so one is in memory at a time.
-    ``spilled``: the partition's spill files of each run of the scan, in corpus order, so that
-    a subject's items come in corpus order."""
+    ``spilled``: the partition's ``(spill file, file table)`` of each run of the scan, in
+    corpus order, so that a subject's items come in corpus order."""
     key_set = KeySet.parse(keys) if keys is not None else None
     with _partition_groups(spilled) as groups:
         return fold_subjects(groups, key_set, KeySet.parse(trusted), out_dir)
@@ -241,31 +221,24 @@ def replay(
         started = [_submitted(pool, _ready) for _ in range(workers)] if pool is not None else []
         ready = [future for future in started if future is not None]  # none: the parent reads it all
         units = _scan_units(paths) if pool is not None else None
-        args = (key_json, trusted_json, out)
         if units is None:
-            scanned = [_Scanned(*_spill_scan(bar.track_scan(_scan_corpus(paths)), spill / "scan-0", log), {})]
-            ahead: _Rows = []
+            scanned = [_spill_scan(bar.track_scan(_scan_corpus(paths)), spill / "scan-0", log)]
         else:
             assert pool is not None
-            scanned, ahead = _scan_in_workers(units, spill, args, log=log, bar=bar, pool=pool, ready=ready)
+            scanned = _scan_in_workers(units, spill, log=log, bar=bar, pool=pool, ready=ready)
         # Each partition's spill files, in corpus order (one per group of the scan).
-        parts: dict[int, list[_SpillFile]] = defaultdict(list)
-        for run in scanned:
-            table = str(run.directory / "files.table")
-            # A run's held file first: it holds the first item of each of its subjects.
-            for number, only in run.again.items():
-                parts[number].append((str(run.directory / f"{number:02d}.held"), table, only))
-            for number in run.used:
-                parts[number].append((str(run.directory / f"{number:02d}.spill"), table, None))
+        parts: dict[int, list[tuple[str, str]]] = defaultdict(list)
+        for directory, used in scanned:
+            for number in used:
+                parts[number].append((str(directory / f"{number:02d}.spill"), str(directory / "files.table")))
         jobs: list[_Job] = [(f"{number:02d}", parts[number]) for number in sorted(parts)]
         bar.start_fold(len(bar.subjects))  # the bar counts subjects, not spill partitions
         bar.subjects.clear()
+        args = (key_json, trusted_json, out)
         if pool is None or len(jobs) <= 1:
             folded: Iterable[FoldedSubjects] = (_fold_partition(name, runs, *args) for name, runs in jobs)
         else:
             folded = _fold_in_workers(jobs, args, workers, pool)
-        if ahead:
-            folded = itertools.chain([(ahead, {})], folded)
         return replay_report(log, bar.track_fold(folded))
 
 
@@ -325,108 +298,15 @@ def _workers_ready(ready: Sequence[Future[None]]) -> bool:
     return any(future.done() for future in ready)
 
 
-class _Ahead(NamedTuple):
-    """What a worker's run of the scan folded ahead (:class:`_FoldingAhead`)."""
-
-    #: The subjects of its held items (``NN.held``: the first item of each, a small bundle), in order.
-    held: list[str]
-    #: The rows of those whose bundle passed (:func:`_passing_row`): each stands if the corpus
-    #: holds nothing else of its subject.
-    rows: dict[str, _Row]
-    #: The subjects of its other items; ``None``: too many to tell (then every row is dropped).
-    others: frozenset[str] | None
-
-
-#: At most this many subjects of a run's items not held are told to the parent (a log's run
-#: holds none, and would send each of its subjects: past it, the run holds no more).
-_OTHERS: Final = 1 << 16
-
-
-class _FoldingAhead:
-    """In a worker's run of the scan: the first item of each subject that is a small bundle is
-    held (spilled apart) and judged right away, in batches, as :func:`fold_subjects` would
-    judge it; its row stands if its subject has no other item in the corpus (the parent tells,
-    :func:`_rows_ahead`), and the item is then never read back nor folded again (as the Dask
-    replay folds a subject no other block holds where it was scanned). Otherwise (shared, or
-    not passing) it is folded from the spill with the others (its state, if written, written
-    again). A run of small bundles folds while it is read: no read back, no partition's task."""
-
-    def __init__(self, args: tuple[Any, ...]) -> None:
-        key_json, trusted_json, self._out = args
-        self._keys = KeySet.parse(key_json) if key_json is not None else None
-        self._trusted = KeySet.parse(trusted_json)
-        self._suffice: dict[int, tuple[KeySet, bool]] = {}
-        self._pending: list[CorpusItem] = []
-        self._bytes = 0
-        self._held: dict[str, None] = {}
-        self._rows: dict[str, _Row] = {}
-        self._others: set[str] | None = set()
-
-    def hold(self, item: CorpusItem) -> bool:
-        """Whether ``item`` is held (judged now, spilled apart)."""
-        subject, others = item.subject, self._others
-        if others is None:
-            return False
-        small = item.kind == "bundle" and len(item.data) <= _SMALL_BYTES
-        if small and subject not in self._held and subject not in others:
-            self._held[subject] = None
-            self._pending.append(item)
-            self._bytes += len(item.data)
-            if len(self._pending) >= _BATCH_SUBJECTS or self._bytes > _BATCH_BYTES:
-                self._judge()
-            return True
-        others.add(subject)
-        if len(others) > _OTHERS:
-            self._others = None
-        return False
-
-    def _judge(self) -> None:
-        judged = judge_bundle_texts([item.data for item in self._pending], self._trusted)
-        for item, made in zip(self._pending, judged, strict=True):
-            row = (
-                None
-                if made is None
-                else _passing_row(item.subject, made, self._keys, self._suffice, self._out)
-            )
-            if row is not None:
-                self._rows[item.subject] = row
-        self._pending, self._bytes = [], 0
-
-    def done(self) -> _Ahead:
-        if self._pending:
-            self._judge()
-        others = None if self._others is None else frozenset(self._others)
-        return _Ahead(list(self._held), self._rows, others)
-
-
-class _Scanned(NamedTuple):
-    """A run of the scan: its directory, the partitions of its ``NN.spill`` and ``NN.held``
-    files, and of the latter the subjects to fold again (the rest are folded ahead), by partition."""
-
-    directory: Path
-    used: list[int]
-    held: list[int]
-    again: dict[int, frozenset[str]]
-
-
-#: What :func:`_scan_run` returns: its ``NN.spill`` and ``NN.held`` partitions, its problems,
-#: the subjects it found (for a progress bar) and what it folded ahead.
-_RunOutcome = tuple[list[int], list[int], ProblemLog, list[str], _Ahead]
-
-
-def _scan_run(units: list[_Unit], directory: str, subjects: bool, args: tuple[Any, ...]) -> _RunOutcome:
+def _scan_run(units: list[_Unit], directory: str, subjects: bool) -> tuple[list[int], ProblemLog, list[str]]:
     """Scan and spill one run of files (in a worker process; in the parent, for a run whose
-    worker died), folding ahead what it can (:class:`_FoldingAhead`, ``args``: the fold's): the
-    partitions it spilled into, its problems, (``subjects``: for a progress bar) the subjects
-    it found, and what it folded ahead."""
+    worker died): the partitions it spilled into, its problems, and (``subjects``: for a
+    progress bar) the subjects it found."""
     log = ProblemLog()
     found: set[str] = set()
     placed = (item for unit in units for item in _scan_unit(unit))
-    ahead = _FoldingAhead(args)
-    _, used, held = _spill_scan(
-        _noting_subjects(placed, found) if subjects else placed, Path(directory), log, ahead.hold
-    )
-    return used, held, log, sorted(found), ahead.done()
+    _, used = _spill_scan(_noting_subjects(placed, found) if subjects else placed, Path(directory), log)
+    return used, log, sorted(found)
 
 
 def _noting_subjects(placed: Iterable[_Placed], subjects: set[str]) -> Iterator[_Placed]:
@@ -436,48 +316,20 @@ def _noting_subjects(placed: Iterable[_Placed], subjects: set[str]) -> Iterator[
         yield item
 
 
-def _rows_ahead(
-    runs: Sequence[tuple[Path, list[int], list[int], _Ahead]], first: set[str]
-) -> tuple[list[_Scanned], _Rows]:
-    """The runs of the workers' scan, each with the subjects of its held items to fold again
-    (by partition), and the rows folded ahead that stand: a held subject's whose bundle passed
-    and which has no other item in the corpus (``first``: the subjects of the parent's scan)."""
-    aheads = [ahead for *_, ahead in runs]
-    known = all(ahead.others is not None for ahead in aheads)
-    elsewhere = set(first).union(*(ahead.others or () for ahead in aheads))
-    held = Counter(subject for ahead in aheads for subject in ahead.held)
-    rows: _Rows = []
-    scanned = []
-    for directory, used, _, ahead in runs:
-        again: dict[int, set[str]] = defaultdict(set)
-        for subject in ahead.held:
-            row = ahead.rows.get(subject)
-            if row is not None and known and held[subject] == 1 and subject not in elsewhere:
-                rows.append(row)
-            else:
-                again[_partition(subject)].add(subject)
-        frozen = {number: frozenset(subjects) for number, subjects in sorted(again.items())}
-        scanned.append(_Scanned(directory, used, sorted(frozen), frozen))
-    return scanned, rows
-
-
 def _scan_in_workers(
     units: list[_Unit],
     spill: Path,
-    args: tuple[Any, ...],
     *,
     log: ProblemLog,
     bar: _Progress,
     pool: ProcessPoolExecutor,
     ready: Sequence[Future[None]],
-) -> tuple[list[_Scanned], _Rows]:
+) -> list[tuple[Path, list[int]]]:
     """Scan the corpus's files: this process reads them in order until the pool's workers have
     started (``ready``), then the workers read the files left, cut into one run each, side by
     side (the scan was the serial share of a replay: docs/performance.md), when every one of
-    them is a regular file, folding ahead what they can (:class:`_FoldingAhead`; ``args``: the
-    fold's). Problems go into ``log`` in corpus order. A run whose worker died is read again
-    here, and so is one whose worker died before it was handed out. Returns the runs, and the
-    rows folded ahead that stand (:func:`_rows_ahead`)."""
+    them is a regular file. Problems go into ``log`` in corpus order. A run whose worker died is
+    read again here, and so is one whose worker died before it was handed out."""
     runs: list[list[_Unit]] = []  # what the workers read, once they have started
     # Each file's size, asked for now, while the workers start, rather than when they have
     # started and wait for it (a corpus of small bundles is many files: a system call each).
@@ -492,35 +344,30 @@ def _scan_in_workers(
                 return
             yield from _scan_unit(unit)
 
-    first: set[str] = set()  # the subjects this process found: a held one's is not alone
-    parent = _Scanned(
-        *_spill_scan(_noting_subjects(bar.track_scan(until_ready()), first), spill / "scan-0", log), {}
-    )
+    scanned = [_spill_scan(bar.track_scan(until_ready()), spill / "scan-0", log)]
     directories = [spill / f"scan-{index}" for index in range(1, len(runs) + 1)]
     futures = [
-        _submitted(pool, _scan_run, run, str(where), bar.enabled, args)
+        _submitted(pool, _scan_run, run, str(where), bar.enabled)
         for run, where in zip(runs, directories, strict=True)
     ]
     bar.start_scan(len(runs))
-    done = []
     for run, where, future in zip(runs, directories, futures, strict=True):
         spilled_in = where
         outcome = _outcome(future)
         if outcome is None:  # its worker died, before the run was handed out or while reading it
             shutil.rmtree(where, ignore_errors=True)
             spilled_in = where.with_name(f"{where.name}-again")
-            outcome = _scan_run(run, str(spilled_in), bar.enabled, args)
-        used, held, found, subjects, ahead = outcome
-        done.append((spilled_in, used, held, ahead))
+            outcome = _scan_run(run, str(spilled_in), bar.enabled)
+        used, found, subjects = outcome
+        scanned.append((spilled_in, used))
         log.merge(found.kept, found.counts)
         bar.subjects.update(subjects)
         bar.scanned()
-    scanned, rows = _rows_ahead(done, first)
-    return [parent, *scanned], rows
+    return scanned
 
 
-#: A partition to fold: its name (``NN``) and its spill files of each run of the scan.
-_Job = tuple[str, list[_SpillFile]]
+#: A partition to fold: its name (``NN``) and its ``(spill file, file table)`` of each run of the scan.
+_Job = tuple[str, list[tuple[str, str]]]
 
 
 def _fold_in_workers(

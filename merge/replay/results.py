@@ -205,9 +205,7 @@ class ProblemLog:
         return ReplayReport(tuple(row[0] for row in ordered), tuple(self.kept), counts)
 
 
-#: A subject's row: its summary and the problems kept of it.
-_Row = tuple[SubjectSummary, tuple[InputProblem, ...]]
-_Rows = list[_Row]
+_Rows = list[tuple[SubjectSummary, tuple[InputProblem, ...]]]
 #: What :func:`merge.replay.corpus.fold_subjects` returns: one row per subject (its summary and
 #: the problems kept of it) and how many problems of each code there were, kept or not.
 FoldedSubjects = tuple[_Rows, dict[str, int]]

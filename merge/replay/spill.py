@@ -20,7 +20,7 @@ import os
 import struct
 import zlib
 from collections import OrderedDict, defaultdict
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import IO, Final, NamedTuple
@@ -68,22 +68,14 @@ def _spill_reference(handle: IO[bytes], item: CorpusItem, file: int, offset: int
     handle.write(_HEADER.pack(len(header), len(item.data)) + header)
 
 
-def _spill_scan(
-    placed: Iterable[_Placed],
-    directory: Path,
-    log: ProblemLog,
-    hold: Callable[[CorpusItem], bool] | None = None,
-) -> tuple[Path, list[int], list[int]]:
+def _spill_scan(placed: Iterable[_Placed], directory: Path, log: ProblemLog) -> tuple[Path, list[int]]:
     """Spill what a scan found into ``directory``: each item into the spill file of its
     subject's partition (``NN.spill``), a regular file's lines as references into it (a few
     bytes a line, not a copy: the serial share of a replay, docs/performance.md; its files
-    listed in ``files.table``), others' as copies; each problem into ``log``. An item that
-    ``hold`` takes (folded already, unless its subject proves shared) goes into a file of its
-    own, ``NN.held``, read only if it must be folded again. Returns ``directory``, the
-    partitions of its ``NN.spill`` files and those of its ``NN.held`` files, in order."""
+    listed in ``files.table``), others' as copies; each problem into ``log``. Returns
+    ``directory`` and the partitions it holds, in order."""
     directory.mkdir()
     used: dict[int, IO[bytes]] = {}
-    held: dict[int, IO[bytes]] = {}
     with ExitStack() as files:
         table = files.enter_context(open(directory / "files.table", "wb"))
         origin: _Origin | None = None
@@ -93,20 +85,16 @@ def _spill_scan(
                 log.add(entry)
                 continue
             number = _partition(entry.subject)
-            handles, suffix = (held, "held") if hold is not None and hold(entry) else (used, "spill")
-            handle = handles.get(number)
-            if handle is None:
-                handle = handles[number] = files.enter_context(
-                    open(directory / f"{number:02d}.{suffix}", "wb")
-                )
+            if number not in used:
+                used[number] = files.enter_context(open(directory / f"{number:02d}.spill", "wb"))
             if where is None:
-                _spill(handle, entry)
+                _spill(used[number], entry)
                 continue
             if where is not origin:  # a new file: its entry in the table
                 origin, file = where, table.tell()
                 table.write(_TABLE_ENTRY.pack(len(where.path), where.device, where.inode) + where.path)
-            _spill_reference(handle, entry, file, offset)
-    return directory, sorted(used), sorted(held)
+            _spill_reference(used[number], entry, file, offset)
+    return directory, sorted(used)
 
 
 class _Spilled(NamedTuple):
@@ -277,28 +265,20 @@ class _Originals:
         return opened
 
 
-#: A spill file of a partition, the file table of its run of the scan, and the only subjects to
-#: read of it (``None``: all; a ``NN.held`` file's are only those folded again).
-_SpillFile = tuple[str, str, frozenset[str] | None]
-
-
 @contextmanager
 def _partition_groups(
-    spilled: Iterable[_SpillFile],
+    spilled: Iterable[tuple[str, str]],
 ) -> Iterator[Iterator[tuple[str, Iterator[CorpusItem | InputProblem]]]]:
     """The subjects of a partition, in order, each with its items read back (from a spill file,
     or the corpus file its references point into, through that spill's file table), so that one
-    is in memory at a time. ``spilled``: the partition's spill files of each run of the scan, in
-    corpus order, so that a subject's items come in corpus order."""
+    is in memory at a time. ``spilled``: the partition's ``(spill file, file table)`` of each
+    run of the scan, in corpus order, so that a subject's items come in corpus order."""
     with ExitStack() as files:
         readers = []
-        for path, table, only in spilled:
+        for path, table in spilled:
             handle = files.enter_context(open(path, "rb"))
             originals = files.enter_context(_Originals(files.enter_context(open(table, "rb"))))
-            index = _index(handle)
-            if only is not None:
-                index = {subject: offsets for subject, offsets in index.items() if subject in only}
-            readers.append((handle, index, originals))
+            readers.append((handle, _index(handle), originals))
         yield (
             # Popped: once its items are read, a subject's index goes too (before its fold).
             (

@@ -1372,3 +1372,45 @@ def test_the_progress_bar_counts_subjects_not_spill_partitions(
     report = replay([tmp_path], keys=[], workers=1, progress=True)
     assert len(report.subjects) == 200
     assert seen == {"total": 200, "advanced": 200}
+
+
+def _small_bundles_corpus(tmp_path: Path) -> tuple[Path, list[dict[str, Any]], list[dict[str, Any]]]:
+    """Small bundles of a subject each (the bench's), and subjects held elsewhere too: copies
+    of bundles (read by the parent, by the same worker, by the other), an event of a bundle's
+    subject in a log, and a bundle whose signature fails. Returns the corpus, its keys and the
+    trusted keys."""
+    from bench.replaying import write_bundle_corpus
+    from bench.workload import WorkloadSpec, bench_keys, generate
+
+    workload = generate(WorkloadSpec(16, 2, fault_rate=0.0, seed=11))
+    corpus = tmp_path / "bundles"
+    write_bundle_corpus(workload, corpus)
+    for number, name in ((0, "zz-0"), (3, "zz-3"), (10, "00010b")):
+        shutil.copy(corpus / f"{number:05d}.bundle.json", corpus / f"{name}.bundle.json")
+    (corpus / "zz.jsonl").write_bytes(workload.histories[5].inputs[0] + b"\n")
+    broken = json.loads((corpus / "00008.bundle.json").read_bytes())
+    signature = broken["bundle_signature"]["signature_b64"]
+    broken["bundle_signature"]["signature_b64"] = ("A" if signature[0] != "A" else "B") + signature[1:]
+    (corpus / "00008.bundle.json").write_text(json.dumps(broken))
+    return corpus, workload.keys, [bench_keys()[0].key_object()]
+
+
+def test_a_bundle_changed_after_the_scan_is_folded_as_the_scan_read_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ``*.json`` file is spilled as a copy: one rewritten, grown or removed once the scan
+    is done (before the partitions' folds) changes nothing; its new text is never folded."""
+    corpus, keys, trusted = _small_bundles_corpus(tmp_path)
+    serial = replay([corpus], keys=keys, trusted_keys=trusted, workers=1)
+    real = merge.replay.corpus._fold_in_workers
+
+    def fold_in_workers(*args: Any) -> Any:
+        text = (corpus / "00001.bundle.json").read_bytes()
+        (corpus / "00001.bundle.json").write_bytes(text.replace(b'"bundle_type"', b'"bundle_typE"', 1))
+        (corpus / "zz-3.bundle.json").write_bytes((corpus / "zz-3.bundle.json").read_bytes() + b" ")
+        (corpus / "00010b.bundle.json").unlink()
+        return real(*args)
+
+    monkeypatch.setattr(merge.replay.corpus, "_fold_in_workers", fold_in_workers)
+    _hand_over_after_one_file(monkeypatch)
+    assert replay([corpus], keys=keys, trusted_keys=trusted, workers=2) == serial

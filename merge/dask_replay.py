@@ -55,7 +55,7 @@ from .bundle import REGISTRY_KEYS
 from .errors import InputError, MergeError
 from .keys import KeySet
 
-# The local replayer's own walking (_walk: walk_corpus's paths as strings, see plan_corpus),
+# The local replayer's own walking (walk_corpus_paths: walk_corpus as strings, see plan_corpus),
 # reading and attribution (scan_walked, scan_file and scan_log), so that both engines read a
 # corpus alike (the same items, the same problems, the same words).
 from .replay import (
@@ -72,7 +72,7 @@ from .replay import (
     scan_log,
     scan_walked,
 )
-from .replay.scan import _walk
+from .replay.scan import walk_corpus_paths
 from .replay.spill import checked_text
 
 if TYPE_CHECKING:
@@ -226,7 +226,7 @@ def plan_corpus(
         root = Path(path)
         walked = root.is_dir()
         # The walk's own paths (walk_corpus's, as strings: a Path a file was the plan's main cost).
-        for file in _walk(root) if walked else (os.fspath(root),):
+        for file in walk_corpus_paths(root) if walked else (os.fspath(root),):
             # A walked file is a *.json file or a log (its suffix is one of theirs); a named one
             # has the suffix Path gives it, as the local replayer reads it.
             if file.endswith(JSON_SUFFIX) if walked else root.suffix == JSON_SUFFIX:

@@ -46,6 +46,7 @@ __all__ = [
     "scan_log",
     "scan_walked",
     "walk_corpus",
+    "walk_corpus_paths",
 ]
 
 #: Suffixes of JSON Lines event logs inside directories.
@@ -117,7 +118,7 @@ def _units(path: str | os.PathLike[str]) -> Iterator[_Unit]:
     """The files a corpus path names, in scan order (a directory's sorted: :func:`walk_corpus`)."""
     root = Path(path)
     if root.is_dir():
-        yield from ((file, True) for file in _walk(root))
+        yield from ((file, True) for file in walk_corpus_paths(root))
     else:
         yield os.fspath(root), False
 
@@ -129,12 +130,13 @@ def _scan_unit(unit: _Unit) -> Iterator[_Placed]:
 
 def walk_corpus(root: Path) -> Iterator[Path]:
     """The input files under a directory: ``*.json`` and JSON Lines logs, in sorted order."""
-    return map(Path, _walk(root))
+    return map(Path, walk_corpus_paths(root))
 
 
-def _walk(root: Path) -> Iterator[str]:
+def walk_corpus_paths(root: Path) -> Iterator[str]:
     """:func:`walk_corpus`, each file's path as ``os.fspath(Path(...))`` gives it, made without a
-    :class:`~pathlib.Path` a file (a corpus of small bundles is many files: the scan's share)."""
+    :class:`~pathlib.Path` a file (a corpus of small bundles is many files: the scan's share, and
+    the Dask plan's, :func:`merge.dask_replay.plan_corpus`)."""
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames.sort()
         directory = os.fspath(Path(dirpath))  # as a Path spells it: "./a//b" is "a/b"

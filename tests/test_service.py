@@ -203,25 +203,43 @@ def test_a_service_killed_mid_load_keeps_every_acknowledged_event(
             assert served_state(again.url, subject)[0] == expected_state(inputs[subject], subject)
 
 
-@pytest.mark.parametrize("broken", ["store", "keys"])
-def test_granian_refuses_a_store_or_key_file_it_cannot_open_before_it_serves(
-    tmp_path: Path, keys: Path, broken: str
+@pytest.mark.parametrize("server", ["granian", "waitress"])
+@pytest.mark.parametrize("broken", ["store", "keys", "key file"])
+def test_the_service_refuses_a_store_or_key_file_it_cannot_open_in_one_line(
+    tmp_path: Path, keys: Path, broken: str, server: str
 ) -> None:
-    # Checked before granian's worker is forked (which opens its own store): a store or a key
-    # file that cannot be opened fails the command, and no "listening" line is printed.
+    # Checked before the service serves (granian's before its worker is forked, which opens its
+    # own store): a store or a key file that cannot be opened fails the command with one line
+    # and exit status 2, and no "listening" line is printed.
     store = tmp_path / "store.db"
     if broken == "store":
         store.mkdir()  # a directory, not an SQLite file
-    else:
+    elif broken == "keys":
         keys.write_text(json.dumps([{"key_id": "x"}]))  # not a key object
+    else:
+        keys.write_bytes(b"[{")  # not JSON
     done = subprocess.run(
-        [sys.executable, "-m", "examples.service", "--store", str(store), "--keys", str(keys), "--port", "0"],
+        [
+            sys.executable,
+            "-m",
+            "examples.service",
+            "--server",
+            server,
+            "--store",
+            str(store),
+            "--keys",
+            str(keys),
+            "--port",
+            "0",
+        ],
         cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=60,
         check=False,
     )
-    assert done.returncode != 0
+    assert done.returncode == 2
     assert "listening" not in done.stdout
-    assert ("is a directory" if broken == "store" else "key") in done.stderr
+    assert done.stderr.startswith("python -m examples.service: error: ")
+    assert done.stderr.count("\n") == 1, done.stderr  # one line, no traceback
+    assert {"store": "is a directory", "keys": "algorithm", "key file": "JSON"}[broken] in done.stderr

@@ -21,7 +21,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from merge import KeySet
+from merge import KeySet, MergeError
 from merge.store import open_store
 
 from .app import Service, asgi_app, wsgi_app
@@ -81,17 +81,27 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=8080)
     parser.add_argument("--threads", type=int, default=8)
     options = parser.parse_args()
+    # A store or a key file that cannot be opened fails this command with one line, before it
+    # serves (granian's: before its worker is forked, which opens its own store).
+    try:
+        keys = json.loads(options.keys.read_bytes())
+    except (OSError, ValueError) as error:  # (ValueError: not JSON, or not UTF-8)
+        parser.exit(2, f"{parser.prog}: error: {options.keys}: not a JSON file of key objects ({error})\n")
+    try:
+        KeySet.parse(keys)
+        store = open_store(options.store)
+        if options.server == "granian":
+            # (Not a whole Service: it would list the store's subjects, which the worker does.)
+            store.close()
+        else:
+            service = Service(store, keys=keys)
+    except MergeError as error:
+        parser.exit(2, f"{parser.prog}: error: {error}\n")
     if options.server == "granian":
-        # Opened here once and closed, before granian's worker is forked (which opens its own):
-        # a store or a key file that cannot be opened fails this command, not the worker. (Not
-        # a whole Service: it would list the store's subjects, which the worker does again.)
-        open_store(options.store).close()
-        KeySet.parse(json.loads(options.keys.read_bytes()))
         listening = listen(options.host, options.port)
         print(f"listening on http://{options.host}:{listening.getsockname()[1]}", flush=True)
         serve_granian(listening, partial(granian_app, options.store, options.keys), options.threads)
         return
-    service = Service(open_store(options.store), keys=json.loads(options.keys.read_bytes()))
     if options.server == "waitress":
         import logging
 

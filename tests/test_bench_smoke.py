@@ -110,7 +110,10 @@ def test_quick_run_measures_every_figure(tmp_path: Path) -> None:
         assert needle in names
     for result in results:
         assert math.isfinite(result["value"]), result
-        assert result["value"] > 0, result
+        # (Nothing moves between Dask's workers when no subject is in two blocks: the quick
+        # run's small corpus may be so, then no shuffle is built.)
+        moved = result["name"] == "replay dask: bytes moved between workers"
+        assert result["value"] >= 0 if moved else result["value"] > 0, result
         assert (result["met"] is None) == (result["target"] is None), result
     # The limit, measured in this run, first; every figure of work a fraction of it.
     limit = document["limit"]["value"]

@@ -1,5 +1,6 @@
-"""Moves several tests make: an arrival order with repeats, a count of the verifications, and a
-short run of a fuzzer under atheris.
+"""Moves several tests make: an arrival order with repeats, a count of the verifications, a
+short run of a fuzzer under atheris, and a process started with the stop signals at their
+defaults.
 
 Imported by the property tests too (``from tests.helpers import ...``: the repository's root is
 on ``sys.path`` under pytest, as ``tests`` is a package).
@@ -9,9 +10,11 @@ from __future__ import annotations
 
 import os
 import random
+import signal
 import subprocess
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -29,6 +32,7 @@ __all__ = [
     "merger_on",
     "record_verifications",
     "shuffled_with_repeats",
+    "stop_signals_at_default",
 ]
 
 #: How a thread count that is not one is refused (:func:`merge.errors.require_threads`), on either path.
@@ -120,3 +124,27 @@ def atheris_run(fuzzer: Path, tmp_path: Path, *flags: str, seconds: int) -> str:
     assert completed.returncode == 0, completed.stderr[-4000:]
     assert not list(tmp_path.glob("crash-*"))
     return completed.stderr
+
+
+_STOP_SIGNALS = (signal.SIGHUP, signal.SIGINT, signal.SIGTERM)
+
+
+@contextmanager
+def stop_signals_at_default() -> Iterator[None]:
+    """Within the block, no stop signal is ignored by this process (hence by a child started
+    in it); each is restored after.
+
+    A run of the suite may ignore them: under ``nohup`` SIGHUP is ignored, and a shell without
+    job control starts a background command (``make test &``) with SIGINT ignored. A child
+    inherits an ignored signal (handlers are reset to the default on ``exec``; an ignored
+    signal stays ignored), and a replay rightly keeps ignoring a signal its starter ignores: a
+    test that stops a child by one would wait in vain."""
+    ignored = [signum for signum in _STOP_SIGNALS if signal.getsignal(signum) == signal.SIG_IGN]
+    for signum in ignored:
+        # (SIGINT: Python's own handler, so that a Ctrl-C meanwhile still stops the suite.)
+        signal.signal(signum, signal.default_int_handler if signum == signal.SIGINT else signal.SIG_DFL)
+    try:
+        yield
+    finally:
+        for signum in ignored:
+            signal.signal(signum, signal.SIG_IGN)

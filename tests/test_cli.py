@@ -28,6 +28,7 @@ from merge.store import SQLiteStore
 from .builders import KEY_A, RECORD, SUBJECT, event, record_of_bundle, resealed
 from .builders import KEYS as TEST_KEYS
 from .conftest import GOLDEN_BUNDLE, GOLDEN_RECORD, VECTORS
+from .helpers import stop_signals_at_default
 from .json_documents import validated
 from .test_audit import BASE, T1, T2, T3, X2
 
@@ -1233,11 +1234,7 @@ def faulty_replay(
     environment = dict(
         os.environ, TMPDIR=str(spill), PITH_FAULT_DIR=str(faults), PITH_FAULT=fault, PITH_FAULT_PARTITION="07"
     )
-    # The replay is started with SIGHUP as a shell leaves it, whatever this run's: under nohup
-    # it is ignored, which the child inherits, and a replay rightly keeps ignoring a signal its
-    # starter ignores (the SIGHUP test would wait in vain).
-    hang_up = signal.signal(signal.SIGHUP, signal.SIG_DFL)
-    try:
+    with stop_signals_at_default():  # (whatever this run ignores: the tests stop it by them)
         process = subprocess.Popen(
             [sys.executable, "-m", "tests.replay_faults", "replay", str(corpus), "--keys", str(KEYS), *args],
             cwd=ROOT,
@@ -1246,8 +1243,6 @@ def faulty_replay(
             stderr=subprocess.PIPE,
             start_new_session=session,
         )
-    finally:
-        signal.signal(signal.SIGHUP, hang_up)
     return process, faults, spill
 
 

@@ -65,7 +65,7 @@ from . import replay_faults
 from .builders import KEY_A, KEYS, record_of_bundle
 from .builders import event as signed_event
 from .conftest import CONFORMANCE, GOLDEN_BUNDLE, GOLDEN_RECORD, VECTORS, load_vector
-from .helpers import libsodium_calls, shuffled_with_repeats
+from .helpers import libsodium_calls, shuffled_with_repeats, stop_signals_at_default
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 EXAMPLE_BUNDLE = EXAMPLES / "example.bundle.json"
@@ -1284,14 +1284,15 @@ def _started_replay(corpus: Path, spill: Path) -> tuple[subprocess.Popen[bytes],
     directory is there (its imports are done; its workers start next). Returns the process and
     when it began."""
     keys = corpus.parent / "keys.json"
-    process = subprocess.Popen(
-        [sys.executable, "-m", "merge", "replay", "--workers", "2", "--keys", keys, corpus],
-        cwd=EXAMPLES.parent,
-        env=dict(os.environ, TMPDIR=str(spill)),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-    )
+    with stop_signals_at_default():  # (whatever this run ignores: the test stops it by SIGINT)
+        process = subprocess.Popen(
+            [sys.executable, "-m", "merge", "replay", "--workers", "2", "--keys", keys, corpus],
+            cwd=EXAMPLES.parent,
+            env=dict(os.environ, TMPDIR=str(spill)),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
     deadline = time.monotonic() + 60
     while not any(spill.glob("pith-merge-*")) and process.poll() is None and time.monotonic() < deadline:
         time.sleep(0.002)

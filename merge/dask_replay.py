@@ -475,10 +475,6 @@ def _group_subject(group: tuple[str, list[Record]]) -> str:
 # Partitions are lists, never generators: a partition may be sent to another worker (pickled).
 
 
-def _records(scanned: Iterable[Scanned]) -> list[Record]:
-    return [record for part in scanned for record in part.records]
-
-
 def _digest(scanned: Iterable[Scanned]) -> tuple[list[tuple[int, bool, int]], list[str]]:
     """A block's share of the :class:`Route`: its line counts and its subjects (each once)."""
     parts = list(scanned)
@@ -623,12 +619,11 @@ def replay_graph(plan: Plan, keys: KeySet | None, trusted: KeySet, out_dir: str 
     records travel to which partition. ``python -m bench.dask_model`` counts its tasks for any
     number of blocks.
     """
-    from dask.delayed import delayed
-
+    bag, delayed = _import_dask()
     scanned = _scan_bag(delayed(plan), len(plan.blocks))
     route, unshared, problems_bag = _over_scan(scanned, keys, trusted, out_dir)
     shared = _fold_shared_bag(scanned, route, keys, trusted, out_dir)
-    return _import_dask().concat([unshared, shared]), problems_bag
+    return bag.concat([unshared, shared]), problems_bag
 
 
 def _shape(plan: Plan) -> tuple[int, str | None]:
@@ -639,9 +634,7 @@ def _shape(plan: Plan) -> tuple[int, str | None]:
 def _scan_bag(plan: Any, blocks: int) -> Any:
     """The scans of the ``blocks`` blocks of ``plan`` (a future or a ``dask.delayed`` of a
     :class:`Plan`): a bag of one :class:`Scanned` a partition."""
-    from dask.delayed import delayed
-
-    bag = _import_dask()
+    bag, delayed = _import_dask()
     return bag.from_delayed([delayed(_scan_nth, pure=True)(plan, block) for block in range(blocks)])
 
 
@@ -719,11 +712,12 @@ def run_replay_cli(
         return replay_on_dask(paths, client=client, keys=keys, trusted_keys=trusted_keys, out_dir=out_dir)
 
 
-def _import_dask() -> Any:
-    """``dask.bag``, or :class:`DaskUnavailableError` saying how to install Dask."""
+def _import_dask() -> tuple[Any, Any]:
+    """``(dask.bag, dask.delayed)``, or :class:`DaskUnavailableError` saying how to install them."""
     try:
         import dask.bag
         import distributed  # noqa: F401 (the scheduler of every replay here)
+        from dask.delayed import delayed
     except ImportError as exc:
         raise DaskUnavailableError(exc.name or "dask.distributed") from exc
-    return dask.bag
+    return dask.bag, delayed

@@ -730,6 +730,23 @@ def _verified(checkpoint: Checkpoint, subject: str) -> State | None:
     return state
 
 
+def stored_by_statements(
+    rows: list[PreparedInput], size: int, insert: Callable[[list[PreparedInput]], list[bool]]
+) -> list[bool]:
+    """``new`` of each of ``rows``, stored by ``insert`` (a multi-row ``INSERT`` of a group
+    commit) in statements of at most ``size`` rows, in order."""
+    news: list[bool] = []
+    for start in range(0, len(rows), size):
+        news += insert(rows[start : start + size])
+    return news
+
+
+def row_values(rows: list[PreparedInput]) -> list[Any]:
+    """The parameters of a multi-row ``INSERT`` of ``rows``: ``(subject, event_id, digest,
+    raw)`` of each, one after another."""
+    return [value for row in rows for value in (row.subject, row.event_id, row.digest, row.raw)]
+
+
 def first_new(rows: list[PreparedInput], inserted: set[tuple[str, bytes]]) -> list[bool]:
     """``new`` of each of ``rows`` stored by one statement, as storing them one by one says:
     ``inserted`` holds the ``(subject, digest)`` of the rows the statement stored, and of the

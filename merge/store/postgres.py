@@ -45,6 +45,7 @@ import threading
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from os import PathLike
 from typing import TYPE_CHECKING, Any, Final
 
@@ -57,6 +58,8 @@ from .base import (
     StoreError,
     StoreUnavailable,
     first_new,
+    row_values,
+    stored_by_statements,
 )
 from .deadline import Watchdog
 from .sqlite import APPLICATION_ID, write_backup
@@ -509,24 +512,13 @@ class PostgresStore(EventStore):
                 self._lock(conn)
             cursor = conn.cursor()
 
-            def store(rows: list[PreparedInput]) -> list[bool]:
-                news: list[bool] = []
-                for start in range(0, len(rows), GROUP_ROWS):
-                    chunk = rows[start : start + GROUP_ROWS]
-                    with self._answered(conn):
-                        cursor.execute(
-                            self._group_insert(len(chunk)),
-                            [
-                                value
-                                for row in chunk
-                                for value in (row.subject, row.event_id, row.digest, row.raw)
-                            ],
-                        )
-                        inserted = {(subject, bytes(digest)) for subject, digest in cursor.fetchall()}
-                    news += first_new(chunk, inserted)
-                return news
+            def insert(rows: list[PreparedInput]) -> list[bool]:
+                with self._answered(conn):
+                    cursor.execute(self._group_insert(len(rows)), row_values(rows))
+                    inserted = {(subject, bytes(digest)) for subject, digest in cursor.fetchall()}
+                return first_new(rows, inserted)
 
-            yield store
+            yield partial(stored_by_statements, size=GROUP_ROWS, insert=insert)
 
     def _group_insert(self, count: int) -> sql.Composed:
         """The ``INSERT`` of ``count`` rows that returns the ``(subject, digest)`` of those it

@@ -21,11 +21,23 @@ import time
 import weakref
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
+from functools import partial
 from os import PathLike
 from pathlib import Path
 from typing import Final
 
-from .base import GROUP_ROWS, BackupRow, Checkpoint, EventStore, PreparedInput, StoreError, first_new, log
+from .base import (
+    GROUP_ROWS,
+    BackupRow,
+    Checkpoint,
+    EventStore,
+    PreparedInput,
+    StoreError,
+    first_new,
+    log,
+    row_values,
+    stored_by_statements,
+)
 
 __all__ = ["APPLICATION_ID", "FORMAT_VERSION", "SQLiteStore", "write_backup"]
 
@@ -280,14 +292,7 @@ class SQLiteStore(EventStore):
         with self._writing() as conn:
             # Four parameters a row, within this SQLite's own limit (999 before SQLite 3.32).
             step = max(1, min(GROUP_ROWS, conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) // 4))
-
-            def store(rows: list[PreparedInput]) -> list[bool]:
-                news: list[bool] = []
-                for start in range(0, len(rows), step):
-                    news += _insert_rows(conn, rows[start : start + step])
-                return news
-
-            yield store
+            yield partial(stored_by_statements, size=step, insert=partial(_insert_rows, conn))
 
     @contextmanager
     def _writing(self) -> Iterator[sqlite3.Connection]:
@@ -485,7 +490,7 @@ def _insert_rows(conn: sqlite3.Connection, rows: list[PreparedInput]) -> list[bo
     before = conn.total_changes
     conn.execute(
         f"INSERT OR IGNORE INTO inputs (subject, event_id, digest, raw) VALUES {values}",
-        [value for row in rows for value in (row.subject, row.event_id, row.digest, row.raw)],
+        row_values(rows),
     )
     changes = conn.total_changes - before
     if changes == len(rows):

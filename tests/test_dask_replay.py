@@ -33,9 +33,11 @@ from merge.dask_replay import (
     _first_lines,
     _fold_subjects,
     _fold_unshared,
+    _problems,
     _read_back,
     _route,
     _scan_block,
+    _shared_records,
     _source,
     plan_corpus,
     replay_on_dask,
@@ -642,17 +644,12 @@ def test_only_subjects_of_two_blocks_are_shuffled_and_the_rest_folds_where_scann
     trusted = KeySet.parse(REGISTRY_KEYS)
     keys = KeySet.parse(KEYS)
     folded = [one for part in scanned for one in _fold_unshared(part, route, keys, trusted, None)]
-    groups: dict[str, list[Record]] = {}
+    groups: dict[str, list[Record]] = {}  # (what the shuffle does with the shared records)
     for part in scanned:
-        for record in part[0].records:
-            if record.subject in route.shared:
-                groups.setdefault(record.subject, []).append(record)
+        for record in _shared_records(part, route):
+            groups.setdefault(record.subject, []).append(record)
     folded += _fold_subjects(groups.items(), route.first, keys, trusted, None)
-    problems = [
-        InputProblem(_source(p.source, p.segment, p.position, p.in_range, route.first), p.code, p.detail)
-        for part in scanned
-        for p in sorted(part[0].problems)
-    ]
+    problems = [problem for part in scanned for problem in _problems(part, route)]
     assert replay_report(ProblemLog(problems), folded) == replay(
         corpus_paths(generated), keys=KEYS, workers=1
     )

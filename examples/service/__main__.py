@@ -84,11 +84,11 @@ def main() -> None:
     # A store or a key file that cannot be opened fails this command with one line, before it
     # serves (granian's: before its worker is forked, which opens its own store).
     try:
-        keys = json.loads(options.keys.read_bytes())
+        document = json.loads(options.keys.read_bytes())
     except (OSError, ValueError) as error:  # (ValueError: not JSON, or not UTF-8)
         parser.exit(2, f"{parser.prog}: error: {options.keys}: not a JSON file of key objects ({error})\n")
     try:
-        KeySet.parse(keys)
+        keys = KeySet.parse(document)
         store = open_store(options.store)
         if options.server == "granian":
             # (Not a whole Service: it would list the store's subjects, which the worker does.)

@@ -107,6 +107,7 @@ def bench_group_commit(events: int, *, repeat: int, log: Callable[[str], None]) 
                     cpu[name].append(used)
                 ratios.append(many[-1] / one[-1])
                 ceilings.append(lists[-1] / one[-1])
+            reached = [threaded / alone for threaded, alone in zip(many, lists, strict=True)]
             results += [
                 Result(
                     f"group commit {adapter}: 1 thread, one append per call",
@@ -139,8 +140,7 @@ def bench_group_commit(events: int, *, repeat: int, log: Callable[[str], None]) 
                     min(ceilings),
                     "x",
                     f"min-max of {repeat} runs: {min(ceilings):.2f}-{max(ceilings):.2f}; "
-                    f"{THREADS} threads reach {min(m / c for m, c in zip(many, lists, strict=True)):.2f}-"
-                    f"{max(m / c for m, c in zip(many, lists, strict=True)):.2f} of it",
+                    f"{THREADS} threads reach {min(reached):.2f}-{max(reached):.2f} of it",
                 ),
             ]
     return results

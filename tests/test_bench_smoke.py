@@ -99,6 +99,7 @@ def test_quick_run_measures_every_figure(tmp_path: Path) -> None:
         "Merger.add in causal order",
         "8 threads adding to one Merger",
         "group commit sqlite: 8 threads / 1 thread",
+        "group commit sqlite: 1 thread, lists of 8 / one by one",
         "asyncio: longest loop stall, afold_json",
         "asyncio: longest loop stall, 20 appends",
         "service on granian / one fold_subjects",

@@ -8,7 +8,7 @@ use pyo3::types::{PyBytes, PyDict, PyList};
 
 use super::fold::{key_map, Key};
 use super::{guarded, text_of};
-use crate::bundle::{self, Judgement, Part, Whole};
+use crate::bundle::{self, Judgement, Whole, STATE};
 use crate::canonical::write_str;
 use crate::maps::HashMap;
 use crate::pool::{collect_exact, locked, vec_with_capacity};
@@ -109,31 +109,48 @@ pub fn read_bundle<'py>(
             .collect();
         // An event's identity is for an audit's snapshots, which share a cache.
         let identify = cache.is_some();
-        let Some(parts) = py.allow_threads(|| bundle::write(&split, &unknown, bytes.len(), threads, identify)) else {
+        let Some(parts) = py.allow_threads(|| bundle::write(&split, &unknown, threads, identify)) else {
             return Ok(None); // the pure path decodes the bundle, and says why
         };
-        let mut new = parts.events.into_iter();
-        let count = split.events.len();
-        let (mut canonical, mut identities) = (vec_with_capacity(count), vec_with_capacity(count));
-        for (raw, known) in split.events.iter().zip(known) {
-            let (text, identity) = match known {
-                Some((text, identity)) => (Some(text), identity),
-                None => match new.next().expect("a text written for each one not known") {
-                    Some(written) => {
-                        let text = PyBytes::new(py, &written.text);
-                        let identity = identity_of(py, written.identity.as_ref())?;
-                        if let Some(cache) = cache {
-                            let kept = (text.clone().unbind(), identity.clone_ref(py));
-                            locked(&cache.get().written).insert((*raw).into(), kept);
-                        }
-                        (Some(text), identity)
-                    }
-                    None => (None, py.None()),
-                },
+        // Each event's canonical text: its known one, or the one just written.
+        let mut new = parts.events.iter();
+        let texts: Vec<Option<&[u8]>> = collect_exact(known.iter().map(|known| {
+            match known {
+                Some((text, _)) => Some(text.as_bytes()),
+                None => new
+                    .next()
+                    .expect("a text written for each one not known")
+                    .as_ref()
+                    .map(|written| written.text.as_slice()),
+            }
+        }));
+        let members = &parts.members;
+        let complete = members.iter().all(Option::is_some) && texts.iter().all(Option::is_some);
+        let hashed = || {
+            let members = split
+                .members
+                .iter()
+                .zip(members)
+                .map(|((key, _), written)| (key.as_str(), written.as_deref().expect("all written")));
+            let events: Vec<&[u8]> = texts.iter().flatten().copied().collect();
+            bundle::bundle_sha256(members, &events)
+        };
+        // `bundle_sha256` (serial, a few ms for a bundle of megabytes) on a thread of its own,
+        // while this one makes the Python objects; here, after them, where none can be started.
+        let (made, raw_members, digest) = std::thread::scope(|scope| {
+            let hashing = complete
+                .then(|| std::thread::Builder::new().spawn_scoped(scope, hashed).ok())
+                .flatten();
+            let made = made_events(py, &split.events, &known, &parts.events, cache);
+            let raw_members = raw_members(py, &split.members, members);
+            let digest = match hashing {
+                Some(running) => Some(running.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))),
+                None if complete => Some(py.allow_threads(hashed)),
+                None => None,
             };
-            canonical.push(text);
-            identities.push(identity);
-        }
+            (made, raw_members, digest)
+        });
+        let (canonical, identities) = made?;
         if let Some(cache) = cache {
             let start = bytes.as_ptr() as usize;
             let events =
@@ -154,29 +171,6 @@ pub fn read_bundle<'py>(
             };
             *locked(&cache.get().last) = Some(read);
         }
-        let members = &parts.members;
-        let digest = if members.iter().all(Option::is_some) && canonical.iter().all(Option::is_some) {
-            let members: Vec<(&str, &[u8])> = collect_exact(
-                split
-                    .members
-                    .iter()
-                    .zip(members)
-                    .map(|((key, _), written)| (key.as_str(), written.as_deref().expect("all written"))),
-            );
-            let events: Vec<&[u8]> = canonical.iter().flatten().map(|text| text.as_bytes()).collect();
-            Some(py.allow_threads(|| bundle::bundle_sha256(members, &events)))
-        } else {
-            None
-        };
-        let raw_members = collect_exact(split.members.iter().zip(members).map(|((key, part), written)| {
-            let text = written.as_ref().map(|text| PyBytes::new(py, text));
-            let raw = match (part, &text) {
-                (Part::Text(raw), _) => PyBytes::new(py, raw),
-                // A parsed member's text is its canonical text (written, or this returned early).
-                (Part::Value(_), text) => text.clone().expect("a parsed member is written"),
-            };
-            (key.clone(), raw, text)
-        }));
         Ok(Some(BundleRead {
             members: PyList::new(py, raw_members)?.unbind(),
             events: PyList::new(py, canonical)?.unbind(),
@@ -184,6 +178,59 @@ pub fn read_bundle<'py>(
             bundle_sha256: digest,
         }))
     })
+}
+
+/// Each member but ``events`` as Python takes it: ``(key, raw text, CJ or None)``.
+fn raw_members<'py>(
+    py: Python<'py>,
+    split: &[(String, &[u8])],
+    written: &[Option<Vec<u8>>],
+) -> Vec<(String, Bound<'py, PyBytes>, Option<Bound<'py, PyBytes>>)> {
+    collect_exact(split.iter().zip(written).map(|((key, raw), written)| {
+        let text = written.as_ref().map(|text| PyBytes::new(py, text));
+        let raw = match &text {
+            // The state's raw text, never decoded, is handed over as its canonical text (it
+            // is written, or the read returned early): one copy of the large member, not two.
+            Some(text) if key == STATE => text.clone(),
+            _ => PyBytes::new(py, raw),
+        };
+        (key.clone(), raw, text)
+    }))
+}
+
+/// Each event's canonical text and identity as Python takes them (``None`` where not written):
+/// its `known` ones (from the cache), else the one `written` now, added to the cache.
+#[allow(clippy::type_complexity)] // (the objects of one bundle's events, side by side)
+fn made_events<'py>(
+    py: Python<'py>,
+    raws: &[&[u8]],
+    known: &[Option<(Bound<'py, PyBytes>, PyObject)>],
+    written: &[Option<bundle::Written>],
+    cache: Option<&Bound<'py, BundleCache>>,
+) -> PyResult<(Vec<Option<Bound<'py, PyBytes>>>, Vec<PyObject>)> {
+    let mut new = written.iter();
+    let count = raws.len();
+    let (mut canonical, mut identities) = (vec_with_capacity(count), vec_with_capacity(count));
+    for (raw, known) in raws.iter().zip(known) {
+        let (text, identity) = match known {
+            Some((text, identity)) => (Some(text.clone()), identity.clone_ref(py)),
+            None => match new.next().expect("a text written for each one not known") {
+                Some(written) => {
+                    let text = PyBytes::new(py, &written.text);
+                    let identity = identity_of(py, written.identity.as_ref())?;
+                    if let Some(cache) = cache {
+                        let kept = (text.clone().unbind(), identity.clone_ref(py));
+                        locked(&cache.get().written).insert((*raw).into(), kept);
+                    }
+                    (Some(text), identity)
+                }
+                None => (None, py.None()),
+            },
+        };
+        canonical.push(text);
+        identities.push(identity);
+    }
+    Ok((canonical, identities))
 }
 
 /// An event's identity as Python takes it: ``(event_id, digest, prev_event or None)``, or ``None``.
@@ -296,23 +343,18 @@ fn judged_bundle(py: Python<'_>, whole: Whole<'_>, passed: bundle::Passed) -> Py
     } = whole;
     // The raw texts of the members Python decodes, joined here into the one object it decodes
     // (the state, the one large member, is compared by its canonical text, never decoded).
-    let room: usize = split
-        .members
-        .iter()
-        .map(|(key, part)| key.len() + raw_len(part) + 4)
-        .sum();
+    // Every member but the state, which is compared by its canonical text, never decoded.
+    let small_members = || split.members.iter().filter(|(key, _)| key != STATE);
+    let room: usize = small_members().map(|(key, raw)| key.len() + raw.len() + 4).sum();
     let mut small = Vec::with_capacity(room + 2);
     small.push(b'{');
-    for (key, part) in &split.members {
-        // Every member but the state, the one a split parses (`bundle.rs`'s `PARSED`).
-        if let Part::Text(raw) = part {
-            if small.len() > 1 {
-                small.push(b',');
-            }
-            write_str(&mut small, key);
-            small.push(b':');
-            small.extend_from_slice(raw);
+    for (key, raw) in small_members() {
+        if small.len() > 1 {
+            small.push(b',');
         }
+        write_str(&mut small, key);
+        small.push(b':');
+        small.extend_from_slice(raw);
     }
     small.push(b'}');
     let superseded = PyList::empty(py);
@@ -330,12 +372,4 @@ fn judged_bundle(py: Python<'_>, whole: Whole<'_>, passed: bundle::Passed) -> Py
         state_sha256: passed.state_sha256,
         superseded: superseded.unbind(),
     })
-}
-
-/// The length of a member's raw text (a parsed member's is not kept).
-fn raw_len(part: &Part<'_>) -> usize {
-    match part {
-        Part::Text(raw) => raw.len(),
-        Part::Value(_) => 0,
-    }
 }

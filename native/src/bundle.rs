@@ -12,10 +12,10 @@ use serde::de::{Deserialize, Deserializer, Error, MapAccess, Visitor};
 use serde_json::value::RawValue;
 use sha2::{Digest, Sha256};
 
-use crate::admission::{Input, MAX_INPUT_BYTES};
+use crate::admission::{admit_value, Input, MAX_INPUT_BYTES};
 use crate::batch;
 use crate::canonical::{self, canonical_document, canonical_value, write_str, MAX_DEPTH};
-use crate::checks::{decode_signature, signature_form_is_simple, Key};
+use crate::checks::{decode_signature, signature_form_is_simple, Key, Verdict};
 use crate::identifiers::{self, b32, is_event_id, state_sha256, ALGORITHM, SIGNATURE_STATUS};
 use crate::json::{text_rules_hold, Json};
 use crate::maps::HashMap;
@@ -136,23 +136,40 @@ pub fn snapshot_identity(text: &[u8], value: &Json) -> Option<Identity> {
     })
 }
 
-/// An event of a bundle written canonically (§1): its text, and its [`snapshot_identity`] when
-/// asked for.
+/// An event of a bundle written canonically (§1): its text, its [`snapshot_identity`] when
+/// asked for, and its judgement when judged as it is written ([`Judging`]).
 pub struct Written {
     pub text: Vec<u8>,
     pub identity: Option<Identity>,
+    /// `batch::judge_copy` of the text (its value, parsed once): `None` where the pure path
+    /// judges it, or where it was not judged.
+    pub judged: Option<(String, Verdict)>,
 }
 
-/// `raw`, an event's text, written canonically, with its identity when `identify`; `None` where
-/// this path does not write it (see `canonical::canonical_text`).
-pub fn write_event(raw: &[u8], identify: bool) -> Option<Written> {
+/// What a bundle's events are judged as while [`write`] writes them (§10: the fold of its events
+/// with its `public_keys`, as the subject its `pith_number` names), so that each is parsed once
+/// for both, on the same threads.
+pub struct Judging<'k> {
+    pub subject: &'k str,
+    pub keys: &'k HashMap<String, Key>,
+}
+
+/// `raw`, an event's text, written canonically, with its identity when `identify`, judged when
+/// `judging`; `None` where this path does not write it (see `canonical::canonical_text`).
+pub fn write_event(raw: &[u8], identify: bool, judging: Option<&Judging<'_>>) -> Option<Written> {
     let (value, text) = canonical_value(raw, MAX_DEPTH)?;
     let identity = if identify {
         snapshot_identity(&text, &value)
     } else {
         None
     };
-    Some(Written { text, identity })
+    // The canonical text parses back into `value`: judged as the fold judges that text
+    // (`batch::judge`), without parsing it again.
+    let judged = judging.and_then(|judging| {
+        let copy = admit_value(value, text.len());
+        batch::judge_copy(copy, judging.subject, judging.keys, Verifier { cache: None })
+    });
+    Some(Written { text, identity, judged })
 }
 
 /// A split bundle's parts written canonically (§1), by [`write`].
@@ -164,9 +181,19 @@ pub struct Parts {
 }
 
 /// The members of `split` and `events` (its events not written already) written canonically on
-/// `threads` threads, each event with its identity when `identify`. `None` when the state (the
-/// member [`STATE`]) is not written: the pure path decodes the bundle, and says why.
-pub fn write(split: &Split<'_>, events: &[&[u8]], threads: usize, identify: bool) -> Option<Parts> {
+/// `threads` threads, each event with its identity when `identify`, and judged when `judging`.
+/// `None` when the state (the member [`STATE`]) is not written: the pure path decodes the
+/// bundle, and says why.
+pub fn write(
+    split: &Split<'_>,
+    events: &[&[u8]],
+    threads: usize,
+    identify: bool,
+    judging: Option<&Judging<'_>>,
+) -> Option<Parts> {
+    if judging.is_some() {
+        batch::ensure_room_to_judge(events.len(), events.iter().map(|raw| raw.len()).sum());
+    }
     // The members first (the state, the one large one, among them), so that a thread takes it
     // at once while the others share the events, rather than last, on one thread.
     let jobs: Vec<(bool, &[u8])> = split
@@ -176,7 +203,7 @@ pub fn write(split: &Split<'_>, events: &[&[u8]], threads: usize, identify: bool
         .chain(events.iter().map(|raw| (false, *raw)))
         .collect();
     let mut written = parallel_map(&jobs, threads, 16, |&(member, raw)| match member {
-        false => write_event(raw, identify).map(Job::Event),
+        false => write_event(raw, identify, judging).map(Job::Event),
         true => canonical_document(raw).map(Job::Member),
     });
     let events = written.split_off(split.members.len());
@@ -386,7 +413,7 @@ impl Whole<'_> {
 /// `bundle_sha256` is then the pure path's).
 fn read_whole(text: &[u8]) -> Option<Whole<'_>> {
     let split = split(text)?;
-    let parts = write(&split, &split.events, 1, false)?;
+    let parts = write(&split, &split.events, 1, false, None)?;
     let members = parts.members.into_iter().collect::<Option<Vec<Vec<u8>>>>()?;
     let events = parts
         .events

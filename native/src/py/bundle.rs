@@ -3,15 +3,19 @@
 use std::ops::Range;
 use std::sync::Mutex;
 
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 
+use super::fold::Judgement as FoldJudgement;
 use super::fold::{key_map, Key};
 use super::{guarded, text_of};
+use crate::batch;
 use crate::bundle::{self, Judgement, Whole, STATE};
 use crate::canonical::write_str;
+use crate::checks;
 use crate::maps::HashMap;
-use crate::pool::{collect_exact, locked, vec_with_capacity};
+use crate::pool::{collect_exact, locked, trim_from, vec_with_capacity};
 
 /// The canonical text (§1) of each event text read so far, with its identity, shared by the
 /// bundles an audit reads: its snapshots hold the same events again and again, each written
@@ -59,26 +63,46 @@ pub struct BundleRead {
     identities: Py<PyList>,
     /// ``bundle_sha256``: ``None`` unless every member and event was written here.
     bundle_sha256: Option<String>,
+    /// With ``fold``: the events' judgement as they were written, and the indices (ascending) of
+    /// those left to the pure path, ``(Judgement, [index])``; else ``None``.
+    judged: PyObject,
 }
 
 /// A bundle given as a JSON text (exactly `bytes` or `str`), read on ``threads`` native threads
 /// without the GIL (see `bundle`): ``None`` when it is no JSON object with an ``events`` array
 /// for serde_json (the pure path decodes it and says why). ``cache``: the canonical texts of the
-/// events of earlier bundles, taken where the same text comes again, and added to.
+/// events of earlier bundles, taken where the same text comes again, and added to. ``fold``
+/// (without a ``cache``): called once the text is split, with its members but ``events`` and
+/// ``state`` (``[(key, raw text)]``), it returns what to judge the events as, ``(subject,
+/// [Key])``, or ``None``; each event is then judged as it is written (parsed once for both),
+/// and the judgement is the read's ``judged``.
 #[pyfunction]
-#[pyo3(signature = (text, threads, cache=None))]
+#[pyo3(signature = (text, threads, cache=None, fold=None))]
 pub fn read_bundle<'py>(
     py: Python<'py>,
     text: Bound<'py, PyAny>,
     threads: usize,
     cache: Option<&Bound<'py, BundleCache>>,
+    fold: Option<Bound<'py, PyAny>>,
 ) -> PyResult<Option<BundleRead>> {
     guarded(py, || {
+        if cache.is_some() && fold.is_some() {
+            return Err(PyValueError::new_err(
+                "a read with a cache does not judge its events (fold)",
+            ));
+        }
         // `text` keeps the borrowed bytes alive (and unchanged) until this function returns.
         let Some(bytes) = text_of(&text) else { return Ok(None) };
         let Some(split) = py.allow_threads(|| bundle::split(bytes)) else {
             return Ok(None);
         };
+        let context: Option<(String, HashMap<String, checks::Key>)> = match &fold {
+            Some(fold) => fold_context(py, fold, &split.members)?,
+            None => None,
+        };
+        let judging = context
+            .as_ref()
+            .map(|(subject, keys)| bundle::Judging { subject, keys });
         let known: Vec<Option<(Bound<'py, PyBytes>, PyObject)>> = match cache {
             Some(cache) => {
                 let last = locked(&cache.get().last);
@@ -109,8 +133,25 @@ pub fn read_bundle<'py>(
             .collect();
         // An event's identity is for an audit's snapshots, which share a cache.
         let identify = cache.is_some();
-        let Some(parts) = py.allow_threads(|| bundle::write(&split, &unknown, threads, identify)) else {
+        let Some(mut parts) = py.allow_threads(|| bundle::write(&split, &unknown, threads, identify, judging.as_ref()))
+        else {
             return Ok(None); // the pure path decodes the bundle, and says why
+        };
+        let judged = match context {
+            Some((subject, _)) => {
+                let outcomes = parts
+                    .events
+                    .iter_mut()
+                    .map(|written| written.as_mut().and_then(|written| written.judged.take()));
+                let batch::Judged { verdicts, fallback } = batch::judged_in_order(outcomes);
+                // The parse trees the threads freed, given back (`fold::release_memory`'s).
+                py.allow_threads(|| trim_from(split.events.len()));
+                (FoldJudgement::of(subject, verdicts), fallback)
+                    .into_pyobject(py)?
+                    .into_any()
+                    .unbind()
+            }
+            None => py.None(),
         };
         // Each event's canonical text: its known one, or the one just written.
         let mut new = parts.events.iter();
@@ -176,8 +217,24 @@ pub fn read_bundle<'py>(
             events: PyList::new(py, canonical)?.unbind(),
             identities: PyList::new(py, identities)?.unbind(),
             bundle_sha256: digest,
+            judged,
         }))
     })
+}
+
+/// What ``fold`` says to judge a bundle's events as (see [`read_bundle`]): asked with the raw
+/// texts of its members but the state; ``None`` when it returns ``None``.
+fn fold_context(
+    py: Python<'_>,
+    fold: &Bound<'_, PyAny>,
+    members: &[(String, &[u8])],
+) -> PyResult<Option<(String, HashMap<String, checks::Key>)>> {
+    let small = PyList::empty(py);
+    for (key, raw) in members.iter().filter(|(key, _)| key != STATE) {
+        small.append((key.as_str(), PyBytes::new(py, raw)))?;
+    }
+    let context: Option<(String, Vec<Bound<'_, Key>>)> = fold.call1((small,))?.extract()?;
+    Ok(context.map(|(subject, keys)| (subject, key_map(&keys))))
 }
 
 /// Each member but ``events`` as Python takes it: ``(key, raw text, CJ or None)``.

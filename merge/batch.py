@@ -23,10 +23,25 @@ from .errors import InputError, require_threads
 from .identifiers import require_subject
 from .keys import KeySet
 from .native import native_available
-from .native.fold import EncodedFold, fold_native, fold_native_encoded, fold_native_many, fold_native_matching
+from .native.fold import (
+    EncodedFold,
+    fold_native,
+    fold_native_encoded,
+    fold_native_judged,
+    fold_native_many,
+    fold_native_matching,
+)
 from .signatures import SignatureVerifier
 
-__all__ = ["EncodedFold", "fold", "fold_matching", "fold_stream_encoded", "fold_subjects", "gc_paused"]
+__all__ = [
+    "EncodedFold",
+    "fold",
+    "fold_judged",
+    "fold_matching",
+    "fold_stream_encoded",
+    "fold_subjects",
+    "gc_paused",
+]
 
 # FoldResult, the state's assembly, copy_identity and judge_events moved to merge.state,
 # merge.admission and merge.checks (issue 17: one room per rule): merge.batch's old names until
@@ -108,6 +123,28 @@ def fold_matching(
             return fold_native_matching(inputs, subject, keys, verifier, published, share_verdicts=shared)
         result = _fold_pure(inputs, subject, keys, verifier)
     return result, published == encode_canonical_unchecked(result.state)
+
+
+def fold_judged(
+    judgement: Any,
+    fallback: list[int],
+    inputs: list[Any],
+    *,
+    subject: str,
+    keys: KeySet,
+    published: bytes,
+    threads: int | None = None,
+) -> tuple[state.FoldResult, bool]:
+    """:func:`fold_matching` of ``inputs`` (a list of texts, with a new verifier) on the compiled
+    path, their judgement made already as they were read (:func:`merge.native.bundle.read_bundle`'s
+    ``fold``, with this subject and these keys): the inputs it left (``fallback``, their indices)
+    judged by the pure path's steps, then the state built and compared with ``published``."""
+    subject, threads = require_subject(subject), require_threads(threads)
+    with gc_paused():
+        verifier = SignatureVerifier(threads)
+        return fold_native_judged(
+            judgement, fallback, inputs, subject=subject, keys=keys, verifier=verifier, published=published
+        )
 
 
 def fold_stream_encoded(

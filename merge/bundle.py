@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Final, NamedTuple, TypeGuard
 import msgspec
 
 from .admission import JSON_TEXT_TYPES
-from .batch import fold_matching
+from .batch import fold_judged, fold_matching
 from .canonical import (
     canonical_if_able,
     canonical_json,
@@ -270,7 +270,8 @@ def verify_bundle_parts(
     """
     trusted = KeySet.parse(trusted_keys)
     threads = require_threads(threads)  # also when the bundle fails before its fold
-    parts = read_parts(bundle, threads, reader)
+    # A caller's verifier (its verdicts shared) or reader (its cache) takes the fold's own route.
+    parts = read_parts(bundle, threads, reader, judge=verifier is None and reader is None)
     members = parts.members
     if not isinstance(members, Mapping):
         return Verified(_not_an_object(parts.not_json or "a bundle is a JSON object"), members)
@@ -469,6 +470,9 @@ class BundleParts(msgspec.Struct, frozen=True):
     #: member, each canonical-able), by name: what the checks compare by canonical text, read
     #: here rather than encoded again. Empty on the pure path.
     written: Mapping[str, bytes | None] = msgspec.field(default_factory=dict)
+    #: The events judged as the compiled path read them (``read_parts(…, judge=True)``), for the
+    #: fold with the subject and keys they were judged as; else ``None``.
+    judged: _JudgedAsRead | None = None
 
     def same_member(self, name: str, value: Any) -> bool:
         """Whether the member ``name`` equals ``value`` as JSON (:func:`merge.canonical.same_json`),
@@ -499,11 +503,14 @@ class BundleParts(msgspec.Struct, frozen=True):
         return decode_json(self.state)
 
 
-def read_parts(document: Any, threads: int | None, reader: BundleReader | None = None) -> BundleParts:
+def read_parts(
+    document: Any, threads: int | None, reader: BundleReader | None = None, *, judge: bool = False
+) -> BundleParts:
     """The bundle's one reader: a JSON text read on the compiled path where it serves and writes
     every part (:func:`_read_compiled`), else decoded whole (:func:`parse_document`), or a parsed
-    value taken as it is; the same parts either way."""
-    read = _read_compiled(document, threads, reader)
+    value taken as it is; the same parts either way. ``judge`` (without a ``reader``): on the
+    compiled path, the events are judged as they are read (:attr:`BundleParts.judged`)."""
+    read = _read_compiled(document, threads, reader, judge)
     if read is None:
         members, not_json = parse_document(document)
         if not isinstance(members, Mapping):
@@ -524,6 +531,7 @@ def read_parts(document: Any, threads: int | None, reader: BundleReader | None =
         identities=read.identities,
         record_sha256=_record_sha256(read.members, read.written.get("canonical_record")),
         written=read.written if read.canonical_events else {},
+        judged=read.judged,
     )
 
 
@@ -538,9 +546,12 @@ class _Read(NamedTuple):
     #: As :class:`BundleParts`' (the compiled path's only).
     canonical_events: bool = False
     identities: tuple[tuple[str, bytes, str | None] | None, ...] = ()
+    judged: _JudgedAsRead | None = None
 
 
-def _read_compiled(document: Any, threads: int | None, reader: BundleReader | None) -> _Read | None:
+def _read_compiled(
+    document: Any, threads: int | None, reader: BundleReader | None, judge: bool
+) -> _Read | None:
     """A bundle given as a JSON text, read on the compiled path (:func:`merge.native.bundle.read_bundle`):
     its members split, its events and every member written canonically for the fold, the bundle
     hash and the comparison of states, and the small members decoded here, in one call.
@@ -557,10 +568,57 @@ def _read_compiled(document: Any, threads: int | None, reader: BundleReader | No
     """
     if not isinstance(document, JSON_TEXT_TYPES):
         return None
-    read = reader.read(document, threads) if reader is not None else read_bundle(document, threads)
+    context = _FoldContext() if judge and reader is None else None
+    if reader is not None:
+        read = reader.read(document, threads)
+    else:
+        read = read_bundle(document, threads, fold=context)
     if read is None or read.bundle_sha256 is None:
         return None
-    return _members_read(read.members, read.events, read.bundle_sha256, tuple(read.identities))
+    found = context.found if context is not None else None
+    judged = _JudgedAsRead(*found, *read.judged) if found is not None and read.judged is not None else None
+    return _members_read(read.members, read.events, read.bundle_sha256, tuple(read.identities), judged)
+
+
+class _FoldContext:
+    """What a bundle's events are judged as while the compiled path reads them
+    (:func:`merge.native.bundle.read_bundle`'s ``fold``): the subject and key set that
+    :func:`_check_state` folds them with, read off the same members as :func:`_members_read`
+    decodes them (``pith_number``, ``public_keys``); ``None`` where it would not fold them."""
+
+    __slots__ = ("found",)
+
+    def __init__(self) -> None:
+        self.found: tuple[str, KeySet] | None = None
+
+    def __call__(self, members: list[tuple[str, bytes]]) -> tuple[str, KeySet] | None:
+        try:
+            decoded = decode_json(_joined(members))
+            subject = string_value(decoded.get("pith_number"))
+            keys = KeySet.parse(decoded.get("public_keys") or ())
+        except (KeySetError, *_NOT_READ):
+            return None
+        if subject is None:
+            return None
+        self.found = (subject, keys)
+        return self.found
+
+
+class _JudgedAsRead(NamedTuple):
+    """A bundle's events judged as the compiled path read them (:class:`_FoldContext`): for the
+    fold of those events as ``subject``'s with ``keys``, and no other."""
+
+    subject: str
+    keys: KeySet
+    #: ``pith_merge_native.Judgement``, to finish as a fold's.
+    judgement: Any
+    #: The indices (ascending) of the events it leaves to the pure path.
+    fallback: list[int]
+
+
+def _joined(members: Iterable[tuple[str, bytes]]) -> bytes:
+    """The JSON object of members given as ``(key, raw text)``: decoded in one call, not one each."""
+    return b"{" + b",".join(_encode_key(key) + b":" + raw for key, raw in members) + b"}"
 
 
 def _members_read(
@@ -568,20 +626,21 @@ def _members_read(
     events: list[Any],
     bundle_sha256: str,
     identities: tuple[tuple[str, bytes, str | None] | None, ...],
+    judged: _JudgedAsRead | None = None,
 ) -> _Read | None:
     """A bundle the compiled path wrote whole (``members``: ``(key, raw text, CJ)``, ``events``
     their canonical texts): the small members decoded together, as the object of their texts
     (one call, not one each), the state not at all (its canonical text is compared, never
     decoded); ``None`` when they do not decode (the pure path decodes the bundle, and says why)."""
     members = list(members)
-    small = b",".join(_encode_key(key) + b":" + raw for key, raw, _ in members if key != "state")
+    small = [(key, raw) for key, raw, _ in members if key != "state"]
     try:
-        decoded: dict[str, Any] = decode_json(b"{" + small + b"}")
+        decoded: dict[str, Any] = decode_json(_joined(small))
     except _NOT_READ:
         return None
     decoded["events"] = events
     written = {key: canonical for key, _, canonical in members}
-    return _Read(decoded, written, bundle_sha256, True, identities)
+    return _Read(decoded, written, bundle_sha256, True, identities, judged)
 
 
 def _record_sha256(members: Mapping[str, Any], written: bytes | None) -> str | None:
@@ -630,9 +689,22 @@ def _check_state(  # noqa: PLR0917 (the facts of one bundle)
         return None
     # No published state (or none canonical-able) is no CJ: b"" never equals a state's.
     published_text = parts.state if parts.state is not None else b""
-    result, same = fold_matching(
-        events, subject=subject, keys=keys, published=published_text, threads=threads, verifier=verifier
-    )
+    judged = parts.judged
+    if judged is not None and verifier is None and judged.subject == subject and judged.keys == keys:
+        # Judged as read, each event parsed once (read_parts): only the rest of the fold is left.
+        result, same = fold_judged(
+            judged.judgement,
+            judged.fallback,
+            events,
+            subject=subject,
+            keys=keys,
+            published=published_text,
+            threads=threads,
+        )
+    else:
+        result, same = fold_matching(
+            events, subject=subject, keys=keys, published=published_text, threads=threads, verifier=verifier
+        )
     published = None if same else parts.published()  # decoded to say why only
     detail = _FOLDED.format(result.state_sha256)
     if result.rejected:

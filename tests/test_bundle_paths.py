@@ -20,6 +20,7 @@ from merge import verify_bundle
 from merge.admission import MAX_INPUT_BYTES
 from merge.bundle import BundleParts, BundleReport, parse_document, read_parts, verify_bundle_texts
 from merge.canonical import decode_json, encode_canonical_unchecked
+from merge.signatures import SignatureVerifier
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -230,3 +231,37 @@ def test_both_readers_read_the_same_parts(
     assert not as_value.canonical_events
     assert _read(as_text) == _read(as_value)
     assert as_text.published() == as_value.published()
+
+
+def _events_judged_as_read(original: bytes) -> bytes:
+    """The bundle with events the compiled judging meets as it reads them, each its own case: an
+    identical copy, a tampered copy (the same event id, another payload) before the original,
+    an event with a member §4 does not know (left to the pure path, which says why), and a
+    string (no event: left to it too, rejected)."""
+    bundle = decode_json(original)
+    events = bundle["events"]
+    tampered = {**events[1], "payload": {"graph_snapshot": {"nodes": 2}}}
+    unknown = {**events[2], "unknown_member": 1}
+    bundle["events"] = [tampered, *events, events[3], unknown, "x"]
+    return msgspec.json.encode(bundle)
+
+
+def test_events_judged_as_they_are_read_fold_as_the_fold_of_their_texts(each_path: str) -> None:
+    """A bundle's events judged as the compiled path reads them (each parsed once for writing
+    and judging, ``read_parts(…, judge=True)``) fold as the fold of their canonical texts does
+    (a caller's verifier takes that route) and as their parsed values do: the same checks,
+    state, rejections and supersessions, the events it leaves judged by the pure path."""
+    text = _events_judged_as_read((EXAMPLES / "example.bundle.json").read_bytes())
+    judged = read_parts(text, None, judge=True).judged
+    if each_path == "compiled":
+        assert judged is not None
+        count = len(decode_json(text)["events"])
+        assert judged.fallback == [count - 2, count - 1]  # the unknown member and the string
+    else:
+        assert judged is None
+    as_read = verify_bundle(text, trusted_keys=KEYS)
+    as_texts = verify_bundle(text, trusted_keys=KEYS, verifier=SignatureVerifier())
+    assert _summary(as_read) == _summary(as_texts)
+    assert _summary(as_read) == _summary(verify_bundle(decode_json(text), trusted_keys=KEYS))
+    assert as_read.result is not None
+    assert [rejection.code for rejection in as_read.result.rejected] == ["not_an_object"]  # the string

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 from .. import signatures
@@ -38,6 +38,10 @@ class BundleRead(NamedTuple):
     identities: list[tuple[str, bytes, str | None] | None]
     #: ``bundle_sha256`` (§2), or ``None`` unless every member and event was written there.
     bundle_sha256: str | None
+    #: Read with a ``fold`` (:func:`read_bundle`): the events' judgement as they were written
+    #: (``pith_merge_native.Judgement``, to finish as a fold's) and the indices (ascending) of
+    #: those it leaves to the pure path; else ``None``.
+    judged: tuple[pith_merge_native.Judgement, list[int]] | None = None
 
 
 #: How many bundles a :class:`BundleReader` reads ahead of the one asked for.
@@ -123,19 +127,40 @@ class BundleReader:
         return read_bundle(text, threads, self.cache)
 
 
-def read_bundle(text: Any, threads: int | None, cache: Any = None) -> BundleRead | None:
+#: What a bundle's events are judged as while they are read (:func:`read_bundle`'s ``fold``):
+#: from its members but ``events`` and ``state`` (``[(key, raw text)]``), the fold's subject and
+#: key set, or ``None`` (then they are only read).
+FoldContext = Callable[[list[tuple[str, bytes]]], "tuple[str, KeySet] | None"]
+
+
+def read_bundle(
+    text: Any, threads: int | None, cache: Any = None, fold: FoldContext | None = None
+) -> BundleRead | None:
     """A bundle given as a JSON text (exactly ``bytes`` or ``str``) read on the compiled path:
     its members split as a decode would (the last of duplicate keys winning), its events and
     members written canonically on ``threads`` threads, and ``bundle_sha256`` computed over
     those bytes. ``None`` when that path does not serve (:func:`merge.native_available`), or the text
     is no object with an ``events`` array for it: the pure path then decodes it (and says why).
-    ``cache``: a :class:`BundleReader`'s, for the bundles of one run."""
+    ``cache``: a :class:`BundleReader`'s, for the bundles of one run. ``fold`` (without a
+    ``cache``): asked once the text is split, what to judge its events as; each event is then
+    judged as it is written, on the same threads, parsed once for both (:attr:`BundleRead.judged`)."""
     if not native_available():
         return None
-    read = _extension().read_bundle(text, signatures.thread_count(threads), cache)
+    context = None if fold is None else _fold_context(fold)
+    read = _extension().read_bundle(text, signatures.thread_count(threads), cache, context)
     if read is None:
         return None
-    return BundleRead(read.members, read.events, read.identities, read.bundle_sha256)
+    return BundleRead(read.members, read.events, read.identities, read.bundle_sha256, read.judged)
+
+
+def _fold_context(fold: FoldContext) -> Callable[[list[tuple[str, bytes]]], Any]:
+    """``fold`` as the compiled reader asks it: its key set as that path's key table."""
+
+    def context(members: list[tuple[str, bytes]]) -> tuple[str, list[pith_merge_native.Key]] | None:
+        found = fold(members)
+        return None if found is None else (found[0], key_table(found[1]))
+
+    return context
 
 
 def judge_bundles(

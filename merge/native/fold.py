@@ -28,6 +28,7 @@ __all__ = [
     "EncodedFold",
     "fold_native",
     "fold_native_encoded",
+    "fold_native_judged",
     "fold_native_many",
     "fold_native_matching",
     "fold_result",
@@ -63,6 +64,24 @@ def fold_native_matching(
     """:func:`fold_native`, and whether ``published`` is ``CJ`` of the state (§1): compared with
     the compiled path's own bytes, never encoded again (a bundle's state, §10)."""
     return _matched(*_finished(inputs, subject, keys, verifier, share_verdicts), published)
+
+
+def fold_native_judged(
+    judgement: pith_merge_native.Judgement,
+    fallback: list[int],
+    inputs: list[Any],
+    *,
+    subject: str,
+    keys: KeySet,
+    verifier: SignatureVerifier,
+    published: bytes,
+) -> tuple[FoldResult, bool]:
+    """:func:`fold_native_matching` of ``inputs`` judged already (``judgement``, made as a bundle's
+    events were read, :func:`merge.native.bundle.read_bundle`): the inputs at ``fallback`` go
+    through the pure path's steps, as a fold's leftovers do, and the judgement is finished."""
+    leftovers = [(index, inputs[index]) for index in fallback]
+    rejected, invalid, valid = _judge_leftovers(leftovers, subject, keys, verifier)
+    return _matched(judgement.finish(invalid, valid, False), rejected, published)
 
 
 class EncodedFold(NamedTuple):

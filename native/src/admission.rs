@@ -99,6 +99,17 @@ pub fn admit(text: &[u8]) -> Option<Admitted<'_>> {
     // either way, inside a string or out of one (where JSON allows only ASCII).
     let text = std::str::from_utf8(text).ok()?;
     let event = serde_json::from_str::<Json>(text).ok()?;
+    admit_value(event, text.len())
+}
+
+/// [`admit`] of a text of `text_bytes` bytes whose parse is `event`, parsed already: a canonical
+/// text (§1) a bundle's reader wrote from `event` (`bundle::write`), which is UTF-8 and parses
+/// back into `event` (the same members, strings, integers and nesting), judged without that
+/// second parse.
+pub fn admit_value(event: Json<'_>, text_bytes: usize) -> Option<Admitted<'_>> {
+    if text_bytes > MAX_INPUT_BYTES {
+        return None;
+    }
     let event_id = event
         .get("event_id")
         .and_then(Json::as_str)
@@ -106,7 +117,7 @@ pub fn admit(text: &[u8]) -> Option<Admitted<'_>> {
     Some(Admitted {
         event_id: event_id.to_owned(),
         event,
-        text_bytes: text.len(),
+        text_bytes,
     })
 }
 

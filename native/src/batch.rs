@@ -7,7 +7,7 @@ use std::sync::{Mutex, PoisonError, RwLock};
 
 use sha2::{Digest, Sha256};
 
-use crate::admission::{add_verdict, admit, distinct_texts, Input, Text};
+use crate::admission::{add_verdict, admit, distinct_texts, Admitted, Input, Text};
 use crate::checks::{self, Key, Verdict};
 use crate::identifiers::state_sha256;
 use crate::maps::HashMap;
@@ -106,7 +106,7 @@ pub fn judge(
     kept: Option<&Judgements>,
 ) -> Vec<Judged> {
     let text_bytes: usize = inputs.iter().filter_map(|input| input.text).map(<[u8]>::len).sum();
-    ensure_room(text_bytes.saturating_add(inputs.len().saturating_mul(HELD_PER_INPUT)));
+    ensure_room_to_judge(inputs.len(), text_bytes);
     let (unique, copy_of) = distinct_texts(inputs, threads);
     let contexts: Vec<[u8; 32]> = match kept {
         Some(_) => collect_exact(subjects.iter().map(|subject| context(subject, keys))),
@@ -117,11 +117,10 @@ pub fn judge(
         if let Some(outcome) = known.and_then(|(kept, context)| kept.get(context, text.bytes)) {
             return outcome;
         }
-        let judged = admit(text.bytes).and_then(|copy| {
-            let verdict = checks::judge(&copy, &subjects[text.group], keys, verifier)?;
-            Some(Outcome::Judged(copy.event_id, verdict))
+        let judged = judge_copy(admit(text.bytes), &subjects[text.group], keys, verifier);
+        let outcome = judged.map_or(Outcome::Fallback, |(event_id, verdict)| {
+            Outcome::Judged(event_id, verdict)
         });
-        let outcome = judged.unwrap_or(Outcome::Fallback);
         if let Some((kept, context)) = known {
             kept.keep(*context, text.bytes, &outcome);
         }
@@ -153,6 +152,41 @@ pub fn judge(
                 }
                 None => {} // a later copy of a text already judged
             },
+        }
+    }
+    judged
+}
+
+/// [`ensure_room`] for judging `inputs` inputs of `text_bytes` bytes of text in all: the peak of
+/// their judgement.
+pub fn ensure_room_to_judge(inputs: usize, text_bytes: usize) {
+    ensure_room(text_bytes.saturating_add(inputs.saturating_mul(HELD_PER_INPUT)));
+}
+
+/// A copy admitted by §5 (`None`: not admitted here), judged as `subject`'s (§4, §6, §8): its
+/// `event_id` and verdict, or `None` where the pure path admits and judges it.
+pub fn judge_copy(
+    copy: Option<Admitted<'_>>,
+    subject: &str,
+    keys: &HashMap<String, Key>,
+    verifier: Verifier<'_>,
+) -> Option<(String, Verdict)> {
+    let copy = copy?;
+    let verdict = checks::judge(&copy, subject, keys, verifier)?;
+    Some((copy.event_id, verdict))
+}
+
+/// One subject's inputs judged each by [`judge_copy`] (`outcomes`, in the inputs' order), their
+/// copies' verdicts merged (§5) as [`judge`] merges them: the verdicts and the fallback.
+pub fn judged_in_order(outcomes: impl ExactSizeIterator<Item = Option<(String, Verdict)>>) -> Judged {
+    let mut judged = Judged {
+        verdicts: map_with_capacity(outcomes.len()),
+        fallback: Vec::new(),
+    };
+    for (index, outcome) in outcomes.enumerate() {
+        match outcome {
+            Some((event_id, verdict)) => add_verdict(&mut judged.verdicts, event_id, verdict),
+            None => judged.fallback.push(index),
         }
     }
     judged

@@ -12,10 +12,10 @@ use serde::de::{Deserialize, Deserializer, Error, MapAccess, Visitor};
 use serde_json::value::RawValue;
 use sha2::{Digest, Sha256};
 
-use crate::admission::{Input, MAX_INPUT_BYTES};
+use crate::admission::{admit_value, Input, MAX_INPUT_BYTES};
 use crate::batch;
-use crate::canonical::{self, canonical_document, canonical_document_value, canonical_value, write_str, MAX_DEPTH};
-use crate::checks::{decode_signature, signature_form_is_simple, Key};
+use crate::canonical::{self, canonical_document, canonical_value, write_str, MAX_DEPTH};
+use crate::checks::{decode_signature, signature_form_is_simple, Key, Verdict};
 use crate::identifiers::{self, b32, is_event_id, state_sha256, ALGORITHM, SIGNATURE_STATUS};
 use crate::json::{text_rules_hold, Json};
 use crate::maps::HashMap;
@@ -30,23 +30,16 @@ const SIGNATURE: &str = "bundle_signature";
 
 /// A bundle's text split into its parts, borrowed from it.
 pub struct Split<'a> {
-    /// Every member but [`EVENTS`], in key order (code points, §1).
-    pub members: Vec<(String, Part<'a>)>,
+    /// Every member but [`EVENTS`], in key order (code points, §1): its key and its text.
+    pub members: Vec<(String, &'a [u8])>,
     /// The text of each item of [`EVENTS`], in order.
     pub events: Vec<&'a [u8]>,
 }
 
-/// A member of a bundle as [`split`] reads it.
-pub enum Part<'a> {
-    /// Its text.
-    Text(&'a [u8]),
-    /// Its value, parsed as the text was split: the state, the one large member, read once.
-    Value(Json<'a>),
-}
-
 /// The members of the JSON object `text` and the items of its `events` array; `None` when `text`
-/// is not an object (for serde_json) or has no `events` array. One pass: `events` is split into
-/// its items and `state` parsed as the text is.
+/// is not an object (for serde_json) or has no `events` array. One pass, which only scans the
+/// members' texts: each is parsed where it is written ([`write`]), the state (the one large
+/// member) on the threads beside the events rather than here, before them, on one.
 pub fn split(text: &[u8]) -> Option<Split<'_>> {
     let Members(mut members) = serde_json::from_slice(text).ok()?;
     let Some(Member::Events(events)) = members.remove(EVENTS) else {
@@ -55,37 +48,32 @@ pub fn split(text: &[u8]) -> Option<Split<'_>> {
     Some(Split {
         members: members
             .into_iter()
-            .map(|(key, member)| {
-                let part = match member {
-                    Member::Text(raw) => Part::Text(raw.get().as_bytes()),
-                    Member::Value(value) => Part::Value(value),
-                    Member::Events(_) => unreachable!("events was taken"),
-                };
-                (key, part)
+            .map(|(key, member)| match member {
+                Member::Text(raw) => (key, raw.get().as_bytes()),
+                Member::Events(_) => unreachable!("events was taken"),
             })
             .collect(),
         events: events.into_iter().map(|raw| raw.get().as_bytes()).collect(),
     })
 }
 
-/// The member parsed as its value rather than kept as text.
-const PARSED: &str = "state";
+/// The state, the one large member: `merge.bundle` compares it by its canonical text and never
+/// decodes its raw one (the door hands it over written, not as given).
+pub const STATE: &str = "state";
 
 /// A member as the text is split.
 enum Member<'a> {
     Text(&'a RawValue),
     Events(Vec<&'a RawValue>),
-    Value(Json<'a>),
 }
 
 impl Member<'_> {
-    /// Whether the member's text keeps the text-level rules (see [`text_rules_hold`]): its value
-    /// was parsed whole already, its texts are judged here.
+    /// Whether the member's text keeps the text-level rules (see [`text_rules_hold`]): the kept
+    /// one is judged whole when written, one overridden only here.
     fn text_rules_hold(&self) -> bool {
         match self {
             Member::Text(raw) => text_rules_hold(raw.get()),
             Member::Events(items) => items.iter().all(|raw| text_rules_hold(raw.get())),
-            Member::Value(_) => true,
         }
     }
 }
@@ -107,7 +95,6 @@ impl<'de> Deserialize<'de> for Members<'de> {
                 while let Some(key) = map.next_key::<String>()? {
                     let member = match key.as_str() {
                         EVENTS => Member::Events(map.next_value()?),
-                        PARSED => Member::Value(map.next_value()?),
                         _ => Member::Text(map.next_value()?),
                     };
                     if let Some(overridden) = members.insert(key, member) {
@@ -149,23 +136,40 @@ pub fn snapshot_identity(text: &[u8], value: &Json) -> Option<Identity> {
     })
 }
 
-/// An event of a bundle written canonically (§1): its text, and its [`snapshot_identity`] when
-/// asked for.
+/// An event of a bundle written canonically (§1): its text, its [`snapshot_identity`] when
+/// asked for, and its judgement when judged as it is written ([`Judging`]).
 pub struct Written {
     pub text: Vec<u8>,
     pub identity: Option<Identity>,
+    /// `batch::judge_copy` of the text (its value, parsed once): `None` where the pure path
+    /// judges it, or where it was not judged.
+    pub judged: Option<(String, Verdict)>,
 }
 
-/// `raw`, an event's text, written canonically, with its identity when `identify`; `None` where
-/// this path does not write it (see `canonical::canonical_text`).
-pub fn write_event(raw: &[u8], identify: bool) -> Option<Written> {
+/// What a bundle's events are judged as while [`write`] writes them (§10: the fold of its events
+/// with its `public_keys`, as the subject its `pith_number` names), so that each is parsed once
+/// for both, on the same threads.
+pub struct Judging<'k> {
+    pub subject: &'k str,
+    pub keys: &'k HashMap<String, Key>,
+}
+
+/// `raw`, an event's text, written canonically, with its identity when `identify`, judged when
+/// `judging`; `None` where this path does not write it (see `canonical::canonical_text`).
+pub fn write_event(raw: &[u8], identify: bool, judging: Option<&Judging<'_>>) -> Option<Written> {
     let (value, text) = canonical_value(raw, MAX_DEPTH)?;
     let identity = if identify {
         snapshot_identity(&text, &value)
     } else {
         None
     };
-    Some(Written { text, identity })
+    // The canonical text parses back into `value`: judged as the fold judges that text
+    // (`batch::judge`), without parsing it again.
+    let judged = judging.and_then(|judging| {
+        let copy = admit_value(value, text.len());
+        batch::judge_copy(copy, judging.subject, judging.keys, Verifier { cache: None })
+    });
+    Some(Written { text, identity, judged })
 }
 
 /// A split bundle's parts written canonically (§1), by [`write`].
@@ -177,32 +181,38 @@ pub struct Parts {
 }
 
 /// The members of `split` and `events` (its events not written already) written canonically on
-/// `threads` threads, each event with its identity when `identify`. `size`: the length of the
-/// bundle's text. `None` when the member parsed as the text was split (the state) is not
-/// written: its text is not kept, so the pure path decodes the bundle, and says why.
-pub fn write(split: &Split<'_>, events: &[&[u8]], size: usize, threads: usize, identify: bool) -> Option<Parts> {
+/// `threads` threads, each event with its identity when `identify`, and judged when `judging`.
+/// `None` when the state (the member [`STATE`]) is not written: the pure path decodes the
+/// bundle, and says why.
+pub fn write(
+    split: &Split<'_>,
+    events: &[&[u8]],
+    threads: usize,
+    identify: bool,
+    judging: Option<&Judging<'_>>,
+) -> Option<Parts> {
+    if judging.is_some() {
+        batch::ensure_room_to_judge(events.len(), events.iter().map(|raw| raw.len()).sum());
+    }
     // The members first (the state, the one large one, among them), so that a thread takes it
     // at once while the others share the events, rather than last, on one thread.
-    let jobs: Vec<(Option<&Part<'_>>, &[u8])> = split
+    let jobs: Vec<(bool, &[u8])> = split
         .members
         .iter()
-        .map(|(_, part)| (Some(part), &b""[..]))
-        .chain(events.iter().map(|raw| (None, *raw)))
+        .map(|(_, raw)| (true, *raw))
+        .chain(events.iter().map(|raw| (false, *raw)))
         .collect();
-    // A member's text is no longer than the text less its events'.
-    let room = size - split.events.iter().map(|event| event.len()).sum::<usize>();
     let mut written = parallel_map(&jobs, threads, 16, |&(member, raw)| match member {
-        None => write_event(raw, identify).map(Job::Event),
-        Some(Part::Text(raw)) => canonical_document(raw).map(Job::Member),
-        Some(Part::Value(value)) => canonical_document_value(value, room).map(Job::Member),
+        false => write_event(raw, identify, judging).map(Job::Event),
+        true => canonical_document(raw).map(Job::Member),
     });
     let events = written.split_off(split.members.len());
-    let parsed_unwritten = split
+    let state_unwritten = split
         .members
         .iter()
         .zip(&written)
-        .any(|((_, part), written)| matches!(part, Part::Value(_)) && written.is_none());
-    if parsed_unwritten {
+        .any(|((key, _), written)| key == STATE && written.is_none());
+    if state_unwritten {
         return None;
     }
     let member = |job: Option<Job>| match job {
@@ -403,7 +413,7 @@ impl Whole<'_> {
 /// `bundle_sha256` is then the pure path's).
 fn read_whole(text: &[u8]) -> Option<Whole<'_>> {
     let split = split(text)?;
-    let parts = write(&split, &split.events, text.len(), 1, false)?;
+    let parts = write(&split, &split.events, 1, false, None)?;
     let members = parts.members.into_iter().collect::<Option<Vec<Vec<u8>>>>()?;
     let events = parts
         .events
@@ -564,17 +574,10 @@ mod tests {
     fn members_split_as_a_decode_reads_them() {
         let text = br#" {"z": 1, "events": [{"a": 1}, [2,3], "x"], "a": {"b": [ ]}, "z": 2} "#;
         let split = split(text).expect("an object with events");
-        let members: Vec<(&str, &[u8])> = split
-            .members
-            .iter()
-            .map(|(key, part)| match part {
-                Part::Text(raw) => (key.as_str(), *raw),
-                Part::Value(_) => (key.as_str(), b"a value".as_slice()),
-            })
-            .collect();
+        let members: Vec<(&str, &[u8])> = split.members.iter().map(|(key, raw)| (key.as_str(), *raw)).collect();
         assert_eq!(members, [("a", br#"{"b": [ ]}"#.as_slice()), ("z", b"2".as_slice())]);
         let with_state = super::split(br#"{"state": {"x": [1]}, "events": []}"#).expect("an object");
-        assert!(matches!(&with_state.members[..], [(key, Part::Value(Json::Object(_)))] if key == "state"));
+        assert_eq!(with_state.members, [("state".to_owned(), br#"{"x": [1]}"#.as_slice())]);
         assert_eq!(split.events, [br#"{"a": 1}"#.as_slice(), b"[2,3]", br#""x""#]);
         for not_split in [
             &b"[]"[..],

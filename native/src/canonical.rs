@@ -77,12 +77,6 @@ pub fn canonical_value(text: &[u8], depth: usize) -> Option<(Json<'_>, Vec<u8>)>
     Some((value, written))
 }
 
-/// `CJ(value)` of a part of a document (any depth), when canonical-able; `room`: the bytes to
-/// reserve for it.
-pub fn canonical_document_value(value: &Json, room: usize) -> Option<Vec<u8>> {
-    canonical_of(value, usize::MAX, room)
-}
-
 fn canonical_of(value: &Json, depth: usize, room: usize) -> Option<Vec<u8>> {
     if !canonical_able_within(value, 0, depth) {
         return None;

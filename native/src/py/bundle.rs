@@ -3,15 +3,19 @@
 use std::ops::Range;
 use std::sync::Mutex;
 
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 
+use super::fold::Judgement as FoldJudgement;
 use super::fold::{key_map, Key};
 use super::{guarded, text_of};
-use crate::bundle::{self, Judgement, Part, Whole};
+use crate::batch;
+use crate::bundle::{self, Judgement, Whole, STATE};
 use crate::canonical::write_str;
+use crate::checks;
 use crate::maps::HashMap;
-use crate::pool::{collect_exact, locked, vec_with_capacity};
+use crate::pool::{collect_exact, locked, trim_from, vec_with_capacity};
 
 /// The canonical text (§1) of each event text read so far, with its identity, shared by the
 /// bundles an audit reads: its snapshots hold the same events again and again, each written
@@ -59,26 +63,46 @@ pub struct BundleRead {
     identities: Py<PyList>,
     /// ``bundle_sha256``: ``None`` unless every member and event was written here.
     bundle_sha256: Option<String>,
+    /// With ``fold``: the events' judgement as they were written, and the indices (ascending) of
+    /// those left to the pure path, ``(Judgement, [index])``; else ``None``.
+    judged: PyObject,
 }
 
 /// A bundle given as a JSON text (exactly `bytes` or `str`), read on ``threads`` native threads
 /// without the GIL (see `bundle`): ``None`` when it is no JSON object with an ``events`` array
 /// for serde_json (the pure path decodes it and says why). ``cache``: the canonical texts of the
-/// events of earlier bundles, taken where the same text comes again, and added to.
+/// events of earlier bundles, taken where the same text comes again, and added to. ``fold``
+/// (without a ``cache``): called once the text is split, with its members but ``events`` and
+/// ``state`` (``[(key, raw text)]``), it returns what to judge the events as, ``(subject,
+/// [Key])``, or ``None``; each event is then judged as it is written (parsed once for both),
+/// and the judgement is the read's ``judged``.
 #[pyfunction]
-#[pyo3(signature = (text, threads, cache=None))]
+#[pyo3(signature = (text, threads, cache=None, fold=None))]
 pub fn read_bundle<'py>(
     py: Python<'py>,
     text: Bound<'py, PyAny>,
     threads: usize,
     cache: Option<&Bound<'py, BundleCache>>,
+    fold: Option<Bound<'py, PyAny>>,
 ) -> PyResult<Option<BundleRead>> {
     guarded(py, || {
+        if cache.is_some() && fold.is_some() {
+            return Err(PyValueError::new_err(
+                "a read with a cache does not judge its events (fold)",
+            ));
+        }
         // `text` keeps the borrowed bytes alive (and unchanged) until this function returns.
         let Some(bytes) = text_of(&text) else { return Ok(None) };
         let Some(split) = py.allow_threads(|| bundle::split(bytes)) else {
             return Ok(None);
         };
+        let context: Option<(String, HashMap<String, checks::Key>)> = match &fold {
+            Some(fold) => fold_context(py, fold, &split.members)?,
+            None => None,
+        };
+        let judging = context
+            .as_ref()
+            .map(|(subject, keys)| bundle::Judging { subject, keys });
         let known: Vec<Option<(Bound<'py, PyBytes>, PyObject)>> = match cache {
             Some(cache) => {
                 let last = locked(&cache.get().last);
@@ -109,31 +133,65 @@ pub fn read_bundle<'py>(
             .collect();
         // An event's identity is for an audit's snapshots, which share a cache.
         let identify = cache.is_some();
-        let Some(parts) = py.allow_threads(|| bundle::write(&split, &unknown, bytes.len(), threads, identify)) else {
+        let Some(mut parts) = py.allow_threads(|| bundle::write(&split, &unknown, threads, identify, judging.as_ref()))
+        else {
             return Ok(None); // the pure path decodes the bundle, and says why
         };
-        let mut new = parts.events.into_iter();
-        let count = split.events.len();
-        let (mut canonical, mut identities) = (vec_with_capacity(count), vec_with_capacity(count));
-        for (raw, known) in split.events.iter().zip(known) {
-            let (text, identity) = match known {
-                Some((text, identity)) => (Some(text), identity),
-                None => match new.next().expect("a text written for each one not known") {
-                    Some(written) => {
-                        let text = PyBytes::new(py, &written.text);
-                        let identity = identity_of(py, written.identity.as_ref())?;
-                        if let Some(cache) = cache {
-                            let kept = (text.clone().unbind(), identity.clone_ref(py));
-                            locked(&cache.get().written).insert((*raw).into(), kept);
-                        }
-                        (Some(text), identity)
-                    }
-                    None => (None, py.None()),
-                },
+        let judged = match context {
+            Some((subject, _)) => {
+                let outcomes = parts
+                    .events
+                    .iter_mut()
+                    .map(|written| written.as_mut().and_then(|written| written.judged.take()));
+                let batch::Judged { verdicts, fallback } = batch::judged_in_order(outcomes);
+                // The parse trees the threads freed, given back (`fold::release_memory`'s).
+                py.allow_threads(|| trim_from(split.events.len()));
+                (FoldJudgement::of(subject, verdicts), fallback)
+                    .into_pyobject(py)?
+                    .into_any()
+                    .unbind()
+            }
+            None => py.None(),
+        };
+        // Each event's canonical text: its known one, or the one just written.
+        let mut new = parts.events.iter();
+        let texts: Vec<Option<&[u8]>> = collect_exact(known.iter().map(|known| {
+            match known {
+                Some((text, _)) => Some(text.as_bytes()),
+                None => new
+                    .next()
+                    .expect("a text written for each one not known")
+                    .as_ref()
+                    .map(|written| written.text.as_slice()),
+            }
+        }));
+        let members = &parts.members;
+        let complete = members.iter().all(Option::is_some) && texts.iter().all(Option::is_some);
+        let hashed = || {
+            let members = split
+                .members
+                .iter()
+                .zip(members)
+                .map(|((key, _), written)| (key.as_str(), written.as_deref().expect("all written")));
+            let events: Vec<&[u8]> = texts.iter().flatten().copied().collect();
+            bundle::bundle_sha256(members, &events)
+        };
+        // `bundle_sha256` (serial, a few ms for a bundle of megabytes) on a thread of its own,
+        // while this one makes the Python objects; here, after them, where none can be started.
+        let (made, raw_members, digest) = std::thread::scope(|scope| {
+            let hashing = complete
+                .then(|| std::thread::Builder::new().spawn_scoped(scope, hashed).ok())
+                .flatten();
+            let made = made_events(py, &split.events, &known, &parts.events, cache);
+            let raw_members = raw_members(py, &split.members, members);
+            let digest = match hashing {
+                Some(running) => Some(running.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))),
+                None if complete => Some(py.allow_threads(hashed)),
+                None => None,
             };
-            canonical.push(text);
-            identities.push(identity);
-        }
+            (made, raw_members, digest)
+        });
+        let (canonical, identities) = made?;
         if let Some(cache) = cache {
             let start = bytes.as_ptr() as usize;
             let events =
@@ -154,36 +212,82 @@ pub fn read_bundle<'py>(
             };
             *locked(&cache.get().last) = Some(read);
         }
-        let members = &parts.members;
-        let digest = if members.iter().all(Option::is_some) && canonical.iter().all(Option::is_some) {
-            let members: Vec<(&str, &[u8])> = collect_exact(
-                split
-                    .members
-                    .iter()
-                    .zip(members)
-                    .map(|((key, _), written)| (key.as_str(), written.as_deref().expect("all written"))),
-            );
-            let events: Vec<&[u8]> = canonical.iter().flatten().map(|text| text.as_bytes()).collect();
-            Some(py.allow_threads(|| bundle::bundle_sha256(members, &events)))
-        } else {
-            None
-        };
-        let raw_members = collect_exact(split.members.iter().zip(members).map(|((key, part), written)| {
-            let text = written.as_ref().map(|text| PyBytes::new(py, text));
-            let raw = match (part, &text) {
-                (Part::Text(raw), _) => PyBytes::new(py, raw),
-                // A parsed member's text is its canonical text (written, or this returned early).
-                (Part::Value(_), text) => text.clone().expect("a parsed member is written"),
-            };
-            (key.clone(), raw, text)
-        }));
         Ok(Some(BundleRead {
             members: PyList::new(py, raw_members)?.unbind(),
             events: PyList::new(py, canonical)?.unbind(),
             identities: PyList::new(py, identities)?.unbind(),
             bundle_sha256: digest,
+            judged,
         }))
     })
+}
+
+/// What ``fold`` says to judge a bundle's events as (see [`read_bundle`]): asked with the raw
+/// texts of its members but the state; ``None`` when it returns ``None``.
+fn fold_context(
+    py: Python<'_>,
+    fold: &Bound<'_, PyAny>,
+    members: &[(String, &[u8])],
+) -> PyResult<Option<(String, HashMap<String, checks::Key>)>> {
+    let small = PyList::empty(py);
+    for (key, raw) in members.iter().filter(|(key, _)| key != STATE) {
+        small.append((key.as_str(), PyBytes::new(py, raw)))?;
+    }
+    let context: Option<(String, Vec<Bound<'_, Key>>)> = fold.call1((small,))?.extract()?;
+    Ok(context.map(|(subject, keys)| (subject, key_map(&keys))))
+}
+
+/// Each member but ``events`` as Python takes it: ``(key, raw text, CJ or None)``.
+fn raw_members<'py>(
+    py: Python<'py>,
+    split: &[(String, &[u8])],
+    written: &[Option<Vec<u8>>],
+) -> Vec<(String, Bound<'py, PyBytes>, Option<Bound<'py, PyBytes>>)> {
+    collect_exact(split.iter().zip(written).map(|((key, raw), written)| {
+        let text = written.as_ref().map(|text| PyBytes::new(py, text));
+        let raw = match &text {
+            // The state's raw text, never decoded, is handed over as its canonical text (it
+            // is written, or the read returned early): one copy of the large member, not two.
+            Some(text) if key == STATE => text.clone(),
+            _ => PyBytes::new(py, raw),
+        };
+        (key.clone(), raw, text)
+    }))
+}
+
+/// Each event's canonical text and identity as Python takes them (``None`` where not written):
+/// its `known` ones (from the cache), else the one `written` now, added to the cache.
+#[allow(clippy::type_complexity)] // (the objects of one bundle's events, side by side)
+fn made_events<'py>(
+    py: Python<'py>,
+    raws: &[&[u8]],
+    known: &[Option<(Bound<'py, PyBytes>, PyObject)>],
+    written: &[Option<bundle::Written>],
+    cache: Option<&Bound<'py, BundleCache>>,
+) -> PyResult<(Vec<Option<Bound<'py, PyBytes>>>, Vec<PyObject>)> {
+    let mut new = written.iter();
+    let count = raws.len();
+    let (mut canonical, mut identities) = (vec_with_capacity(count), vec_with_capacity(count));
+    for (raw, known) in raws.iter().zip(known) {
+        let (text, identity) = match known {
+            Some((text, identity)) => (Some(text.clone()), identity.clone_ref(py)),
+            None => match new.next().expect("a text written for each one not known") {
+                Some(written) => {
+                    let text = PyBytes::new(py, &written.text);
+                    let identity = identity_of(py, written.identity.as_ref())?;
+                    if let Some(cache) = cache {
+                        let kept = (text.clone().unbind(), identity.clone_ref(py));
+                        locked(&cache.get().written).insert((*raw).into(), kept);
+                    }
+                    (Some(text), identity)
+                }
+                None => (None, py.None()),
+            },
+        };
+        canonical.push(text);
+        identities.push(identity);
+    }
+    Ok((canonical, identities))
 }
 
 /// An event's identity as Python takes it: ``(event_id, digest, prev_event or None)``, or ``None``.
@@ -296,23 +400,18 @@ fn judged_bundle(py: Python<'_>, whole: Whole<'_>, passed: bundle::Passed) -> Py
     } = whole;
     // The raw texts of the members Python decodes, joined here into the one object it decodes
     // (the state, the one large member, is compared by its canonical text, never decoded).
-    let room: usize = split
-        .members
-        .iter()
-        .map(|(key, part)| key.len() + raw_len(part) + 4)
-        .sum();
+    // Every member but the state, which is compared by its canonical text, never decoded.
+    let small_members = || split.members.iter().filter(|(key, _)| key != STATE);
+    let room: usize = small_members().map(|(key, raw)| key.len() + raw.len() + 4).sum();
     let mut small = Vec::with_capacity(room + 2);
     small.push(b'{');
-    for (key, part) in &split.members {
-        // Every member but the state, the one a split parses (`bundle.rs`'s `PARSED`).
-        if let Part::Text(raw) = part {
-            if small.len() > 1 {
-                small.push(b',');
-            }
-            write_str(&mut small, key);
-            small.push(b':');
-            small.extend_from_slice(raw);
+    for (key, raw) in small_members() {
+        if small.len() > 1 {
+            small.push(b',');
         }
+        write_str(&mut small, key);
+        small.push(b':');
+        small.extend_from_slice(raw);
     }
     small.push(b'}');
     let superseded = PyList::empty(py);
@@ -330,12 +429,4 @@ fn judged_bundle(py: Python<'_>, whole: Whole<'_>, passed: bundle::Passed) -> Py
         state_sha256: passed.state_sha256,
         superseded: superseded.unbind(),
     })
-}
-
-/// The length of a member's raw text (a parsed member's is not kept).
-fn raw_len(part: &Part<'_>) -> usize {
-    match part {
-        Part::Text(raw) => raw.len(),
-        Part::Value(_) => 0,
-    }
 }

@@ -315,6 +315,14 @@ pub struct Judgement {
 }
 
 impl Judgement {
+    /// A judgement of `subject`'s inputs with these verdicts, waiting for the pure path's.
+    pub(crate) fn of(subject: String, verdicts: HashMap<String, Verdict>) -> Judgement {
+        Judgement {
+            subject,
+            verdicts: Some(verdicts),
+        }
+    }
+
     /// The judgement's verdicts with the pure path's merged in (§5); once only.
     fn merged(
         &mut self,

@@ -29,7 +29,7 @@ use crate::reasons::Reason;
 /// The version of this boundary: what `merge.native` was written against (its
 /// `INTERFACE_VERSION`, which must be this number). Raised with every change of a function, an
 /// argument or a type here; `merge.native` uses no extension of another interface.
-pub const INTERFACE_VERSION: u32 = 11; // 11: JudgedBundle's small members as one text and its written texts by key; 10: Gate and open_all (the group commit's wake-ups off the GIL); 9: KeyTable (a key set decoded once, shared by EventJudges); 8: prepare_inputs (store), judge_bundles (a batch of bundle texts judged by §10's checks); 7: EventJudge merges and keeps the state (engine::Core), BundleRead without raw_events; 6: EventJudge (engine); 5: results as named classes (Finished, BundleRead); 4: Judgement.fork
+pub const INTERFACE_VERSION: u32 = 12; // 12: read_bundle's fold (a bundle's events judged as they are written) and BundleRead.judged; 11: JudgedBundle's small members as one text and its written texts by key; 10: Gate and open_all (the group commit's wake-ups off the GIL); 9: KeyTable (a key set decoded once, shared by EventJudges); 8: prepare_inputs (store), judge_bundles (a batch of bundle texts judged by §10's checks); 7: EventJudge merges and keeps the state (engine::Core), BundleRead without raw_events; 6: EventJudge (engine); 5: results as named classes (Finished, BundleRead); 4: Judgement.fork
 
 /// `body`, with whatever unwinds out of it (a panic, an [`OutOfMemory`]) made a Python exception
 /// (see [`unwound`]): the body of every entry point of this boundary.

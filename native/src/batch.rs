@@ -11,7 +11,7 @@ use crate::admission::{add_verdict, admit, distinct_texts, Admitted, Input, Text
 use crate::checks::{self, Key, Verdict};
 use crate::identifiers::state_sha256;
 use crate::maps::HashMap;
-use crate::pool::{collect_exact, ensure_room, locked, map_with_capacity, parallel_map, trim_from};
+use crate::pool::{collect_exact, ensure_room, locked, map_with_capacity, parallel_map, trim_from, vec_with_capacity};
 use crate::state::{self, Built};
 use crate::verify::Verifier;
 
@@ -51,6 +51,9 @@ pub struct Judgements {
 /// The outcome of each text judged in one context.
 type Outcomes = HashMap<Box<[u8]>, Outcome>;
 
+/// A text judged, to keep: its context, its copy and its outcome.
+type Kept<'c> = (&'c [u8; 32], Box<[u8]>, Outcome);
+
 impl Judgements {
     /// The number of texts kept, over all contexts.
     pub fn len(&self) -> usize {
@@ -63,9 +66,17 @@ impl Judgements {
         kept.get(context)?.get(text).cloned()
     }
 
-    fn keep(&self, context: [u8; 32], text: &[u8], outcome: &Outcome) {
+    /// Keep the outcomes of one judgement, each with its context and its text's copy (made by
+    /// the thread that judged it): under one lock, not one a text, which the judging threads
+    /// would wait on.
+    fn keep_all(&self, judged: Vec<Kept<'_>>) {
+        if judged.is_empty() {
+            return;
+        }
         let mut kept = self.by_context.write().unwrap_or_else(PoisonError::into_inner);
-        kept.entry(context).or_default().insert(text.into(), outcome.clone());
+        for (context, text, outcome) in judged {
+            kept.entry(*context).or_default().insert(text, outcome);
+        }
     }
 }
 
@@ -113,21 +124,35 @@ pub fn judge(
         None => Vec::new(),
     };
     let judge = |text: &Text| {
-        let known = kept.map(|kept| (kept, &contexts[text.group]));
-        if let Some(outcome) = known.and_then(|(kept, context)| kept.get(context, text.bytes)) {
-            return outcome;
-        }
         let judged = judge_copy(admit(text.bytes), &subjects[text.group], keys, verifier);
-        let outcome = judged.map_or(Outcome::Fallback, |(event_id, verdict)| {
+        judged.map_or(Outcome::Fallback, |(event_id, verdict)| {
             Outcome::Judged(event_id, verdict)
-        });
-        if let Some((kept, context)) = known {
-            kept.keep(*context, text.bytes, &outcome);
-        }
-        outcome
+        })
     };
     // One input at a time: a subject of 20 events is spread over the threads too.
-    let outcomes: Vec<Outcome> = parallel_map(&unique, threads, 1, judge);
+    let outcomes: Vec<Outcome> = match kept {
+        None => parallel_map(&unique, threads, 1, judge),
+        Some(kept) => {
+            // Each outcome, with a copy of its text where it was judged here (not found kept),
+            // made on the thread that judged it; all kept once the threads are done.
+            let found = parallel_map(&unique, threads, 1, |text| {
+                match kept.get(&contexts[text.group], text.bytes) {
+                    Some(outcome) => (outcome, None),
+                    None => (judge(text), Some(Box::<[u8]>::from(text.bytes))),
+                }
+            });
+            let mut outcomes = vec_with_capacity(found.len());
+            let mut judged = Vec::new();
+            for (text, (outcome, copy)) in unique.iter().zip(found) {
+                if let Some(copy) = copy {
+                    judged.push((&contexts[text.group], copy, outcome.clone()));
+                }
+                outcomes.push(outcome);
+            }
+            kept.keep_all(judged);
+            outcomes
+        }
+    };
     let mut counts = vec![0; subjects.len()];
     for input in inputs {
         counts[input.group] += 1;

@@ -6,6 +6,7 @@ import concurrent.futures
 import contextlib
 import importlib.util
 import io
+import itertools
 import json
 import logging
 import os
@@ -1084,11 +1085,29 @@ def test_a_corpus_of_files_is_cut_into_runs_in_corpus_order(tmp_path: Path) -> N
     assert units is not None
     assert [path for path, _ in units] == [str(file) for file in merge.replay.walk_corpus(corpus)]
     sizes = [os.stat(path).st_size for path, _ in units]
-    runs = _runs(units, sizes, 3)
-    assert len(runs) == 3
+    runs = _runs(units, sizes, 2)
+    assert len(runs) > 1
+    assert all(runs)
     assert [unit for run in runs for unit in run] == units
-    assert _runs(units[:1], sizes[:1], 3) == [units[:1]]
+    assert _runs(units[:1], sizes[:1], 2) == [units[:1]]
     assert _scan_units([corpus, "-"]) is None  # standard input: the parent's alone
+
+
+@pytest.mark.parametrize("workers", [2, 3, 16])
+def test_the_files_left_are_cut_into_runs_that_shrink_so_the_workers_end_together(workers: int) -> None:
+    """The fold waits for the last run of the scan: runs that shrink as they go, each taken by
+    the next free worker, end at about the same time however late a worker started (before:
+    one run a worker, and a worker that started late kept the other waiting)."""
+    units = [(f"{n:05d}.bundle.json", True) for n in range(10_000)]
+    sizes = [13_000 + n % 7 for n in range(10_000)]
+    runs = _runs(units, sizes, workers)
+    assert [unit for run in runs for unit in run] == units
+    bytes_of = [sum(sizes[int(path[:5])] for path, _ in run) for run in runs]
+    assert all(later <= earlier + 13_006 for earlier, later in itertools.pairwise(bytes_of))
+    assert bytes_of[0] <= sum(sizes) / (2 * workers) + 13_006  # the first: a share of what is left
+    assert max(bytes_of[-3:]) <= sum(sizes) / (16 * workers) + 13_006  # the last: small
+    assert 2 * workers < len(runs) <= 16 * workers + 1  # each is a spill file a partition
+    assert len(_runs(units, [0] * len(units), workers)) == 1  # empty files: no run each
 
 
 def _hand_over_after_one_file(monkeypatch: pytest.MonkeyPatch) -> None:

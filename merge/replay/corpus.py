@@ -1,14 +1,15 @@
 """Replaying a whole corpus: scan it, spill it, fold its partitions in worker processes, report.
 
 The parent reads the corpus's files in order while the workers start, then hands them the files
-left (if all are regular files: a pipe is the parent's), one run of files each, read side by side
-into spill files of their own (:mod:`merge.replay.spill`); a partition is then its spill files of
-every run, read in corpus order, so a subject's items and the problems come in the order of a
-serial scan. Partitions are folded by ``workers`` processes (:func:`fold_subjects`, which the Dask
-engine runs too); each subject's result depends only on its items, and :func:`replay_report`
-sorts results by subject, so the report is identical for every ``workers`` and both engines. A
-worker that dies costs nothing but time: what it was doing is done again (a run of files read by
-the parent, a partition folded again once, alone).
+left (if all are regular files: a pipe is the parent's), cut into runs that shrink as they go,
+each taken by the next free worker and read into spill files of its own
+(:mod:`merge.replay.spill`); a partition is then its spill files of every run, read in corpus
+order, so a subject's items and the problems come in the order of a serial scan. Partitions are
+folded by ``workers`` processes (:func:`fold_subjects`, which the Dask engine runs too); each
+subject's result depends only on its items, and :func:`replay_report` sorts results by subject,
+so the report is identical for every ``workers`` and both engines. A worker that dies costs
+nothing but time: what it was doing is done again (a run of files read by the parent, a
+partition folded again once, alone).
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from .results import (
     _Rows,
 )
 from .scan import _Placed, _scan_corpus, _scan_unit, _Unit, _units
-from .spill import _partition_groups, _spill_scan
+from .spill import _partition_groups, _remove_partition, _spill_scan
 from .states import write_state, write_state_text
 from .subject import fold_subject, keys_suffice, passing_summary
 from .workers import _outcome, _pool, _ready, _signals_held, _stopped_by_signals, _submitted
@@ -278,17 +279,30 @@ def _regular_size(path: str) -> int | None:
     return found.st_size if stat.S_ISREG(found.st_mode) else None
 
 
-def _runs(units: Sequence[_Unit], sizes: Sequence[int], count: int) -> list[list[_Unit]]:
-    """``units`` (of ``sizes`` bytes) cut into at most ``count`` runs of about equal bytes, in order."""
-    total = sum(sizes)
+#: The runs of :func:`_runs` for ``workers``: each about ``1 / (_RUN_SHARE * workers)`` of the
+#: bytes left, none under ``1 / (_LAST_RUN_SHARE * workers)`` of all of them.
+_RUN_SHARE: Final = 2
+_LAST_RUN_SHARE: Final = 16
+
+
+def _runs(units: Sequence[_Unit], sizes: Sequence[int], workers: int) -> list[list[_Unit]]:
+    """``units`` (of ``sizes`` bytes) cut into runs, in order, for ``workers`` that each take
+    the next run once free: runs that shrink as they go, so that the workers end their last
+    ones at about the same time however late one started or however slow one ran (the fold
+    waits for the last run, one worker idle meanwhile: docs/performance.md). About 6 runs a
+    worker, at most ``_LAST_RUN_SHARE`` (each is a spill file a partition, which its fold
+    opens); files of no bytes go with the run before them."""
+    left = sum(sizes)
+    least = left / (_LAST_RUN_SHARE * workers)
     runs: list[list[_Unit]] = [[]]
-    done = 0
+    held = 0  # bytes in the last run
     for unit, size in zip(units, sizes, strict=True):
-        # A new run once this one holds its share (the last takes what is left).
-        if runs[-1] and len(runs) < count and done >= total * len(runs) / count:
+        if held and held >= max(left / (_RUN_SHARE * workers), least):
+            left -= held
             runs.append([])
+            held = 0
         runs[-1].append(unit)
-        done += size
+        held += size
     return runs
 
 
@@ -326,10 +340,11 @@ def _scan_in_workers(
     ready: Sequence[Future[None]],
 ) -> list[tuple[Path, list[int]]]:
     """Scan the corpus's files: this process reads them in order until the pool's workers have
-    started (``ready``), then the workers read the files left, cut into one run each, side by
-    side (the scan was the serial share of a replay: docs/performance.md), when every one of
-    them is a regular file. Problems go into ``log`` in corpus order. A run whose worker died is
-    read again here, and so is one whose worker died before it was handed out."""
+    started (``ready``), then the workers read the files left, side by side (the scan was the
+    serial share of a replay: docs/performance.md), in runs that shrink as they go
+    (:func:`_runs`), when every one of them is a regular file. Problems go into ``log`` in
+    corpus order. A run whose worker died is read again here, and so is one whose worker died
+    before it was handed out."""
     runs: list[list[_Unit]] = []  # what the workers read, once they have started
     # Each file's size, asked for now, while the workers start, rather than when they have
     # started and wait for it (a corpus of small bundles is many files: a system call each).
@@ -392,6 +407,7 @@ def _fold_in_workers(
         if folded is None:
             lost.append(futures[future])
         else:
+            _remove_partition(futures[future][1])
             yield folded
     lost.sort()
     if lost:
@@ -402,8 +418,9 @@ def _fold_in_workers(
         with ExitStack() as stack:
             alone = [(job, stack.enter_context(_pool(1))) for job in batch]
             retries = [(job, _submitted(pool, _fold_partition, *job, *args)) for job, pool in alone]
-            for (name, _), retry in retries:
+            for (name, spilled), retry in retries:
                 folded = _outcome(retry)
                 if folded is None:
                     raise ReplayWorkerError(name)
+                _remove_partition(spilled)
                 yield folded

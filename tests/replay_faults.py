@@ -48,7 +48,7 @@ def faulty_scan(units: list[tuple[str, bool]], directory: str, subjects: bool) -
     if Path(directory).name == os.environ.get("PITH_FAULT_PARTITION"):
         (Path(os.environ["PITH_FAULT_DIR"]) / f"started-{os.getpid()}-{Path(directory).name}").touch()
         Path(directory).mkdir()
-        (Path(directory) / "00.spill").write_bytes(b"half a spill")
+        (Path(directory) / "items.spill").write_bytes(b"half a spill")
         os.kill(os.getpid(), signal.SIGKILL)
     return _real_scan(units, directory, subjects)
 

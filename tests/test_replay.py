@@ -35,6 +35,7 @@ import merge.replay.corpus
 import merge.replay.progress
 import merge.replay.results
 import merge.replay.scan
+import merge.replay.spill
 import merge.signatures
 from merge import InputError, canonical_json, decode_state, fold, native_available, verify_bundle
 from merge.bundle import REGISTRY_KEYS
@@ -59,7 +60,7 @@ from merge.replay import (
 )
 from merge.replay.corpus import _runs, _scan_units
 from merge.replay.scan import _origin, _read_lines
-from merge.replay.spill import _index, _partition, _read_items, _spill
+from merge.replay.spill import _ITEMS, _index, _partition, _partition_groups, _read_items, _spill, _spill_scan
 from merge.signing import TestKey, sign_bundle, sign_event
 
 from . import replay_faults
@@ -507,7 +508,7 @@ def test_spill_round_trip_and_stable_partitions(tmp_path: Path) -> None:
     path = tmp_path / "part.spill"
     with path.open("wb") as handle:
         for item in items:
-            _spill(handle, item)
+            handle.writelines(_spill(item))
     with path.open("rb") as handle:
         back = {subject: list(_read_items(handle, found)) for subject, found in _index(handle).items()}
     for subject, found in back.items():
@@ -518,6 +519,36 @@ def test_spill_round_trip_and_stable_partitions(tmp_path: Path) -> None:
         "pith:2023:A2G3QVIG5OIYJVZB5MA4S6VDQP"
     )
     assert len({_partition(f"s{n}") for n in range(500)}) > 32
+
+
+@pytest.mark.parametrize("held", [1, 700, 1 << 22])
+def test_a_scan_spills_each_partition_in_segments_read_back_in_order(
+    held: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A scan's one spill file holds its records partition by partition, each write of held
+    records a segment (:data:`_HELD_BYTES` of them, or one record past it): a partition read
+    back through its segments gives its subjects' items, each in scan order, and no other's."""
+    monkeypatch.setattr(merge.replay.spill, "_HELD_BYTES", held)
+    rng = random.Random(7)
+    items = [
+        CorpusItem(f"subject-{rng.randrange(40)}", f"f:{n}", "bundle", rng.randbytes(rng.randrange(1, 900)))
+        for n in range(400)
+    ]
+    log = ProblemLog()
+    directory, segments = _spill_scan(((item, None, 0) for item in items), tmp_path / "scan-0", log)
+    assert sorted(segments) == sorted({_partition(item.subject) for item in items})
+    if held == 1:  # a write a record: a partition's segments are spread over the file
+        assert max(len(ranges) for ranges in segments.values()) > 1
+    back: dict[str, list[CorpusItem | InputProblem]] = {}
+    for number, ranges in segments.items():
+        part = [(str(directory / _ITEMS), str(directory / "files.table"), ranges)]
+        with _partition_groups(part) as groups:
+            for subject, found in groups:
+                assert _partition(subject) == number
+                back[subject] = list(found)
+    assert back == {
+        subject: [item for item in items if item.subject == subject] for subject in {i.subject for i in items}
+    }
 
 
 def test_state_filename_is_safe_for_any_subject() -> None:

@@ -41,7 +41,7 @@ from .results import (
     _Rows,
 )
 from .scan import _Placed, _scan_corpus, _scan_unit, _Unit, _units
-from .spill import _partition_groups, _remove_partition, _spill_scan
+from .spill import _ITEMS, _partition_groups, _ScanPart, _Segments, _spill_scan
 from .states import write_state, write_state_text
 from .subject import fold_subject, keys_suffice, passing_summary
 from .workers import _outcome, _pool, _ready, _signals_held, _stopped_by_signals, _submitted
@@ -170,7 +170,7 @@ def replay_report(log: ProblemLog, folded: Iterable[FoldedSubjects]) -> ReplayRe
 
 def _fold_partition(
     name: str,
-    spilled: list[tuple[str, str]],
+    spilled: list[_ScanPart],
     keys: list[dict[str, Any]] | None,
     trusted: list[dict[str, Any]],
     out_dir: str | None,
@@ -178,8 +178,8 @@ def _fold_partition(
     """Fold spill partition ``name``, one subject at a time (runs in a worker process): its
     subjects in order, each read back by offset (from a spill file, or the corpus file its
     references point into, through that spill's file table), so one is in memory at a time.
-    ``spilled``: the partition's ``(spill file, file table)`` of each run of the scan, in
-    corpus order, so that a subject's items come in corpus order."""
+    ``spilled``: what the partition holds of each run of the scan (its spill file, file table
+    and segments there), in corpus order, so that a subject's items come in corpus order."""
     key_set = KeySet.parse(keys) if keys is not None else None
     with _partition_groups(spilled) as groups:
         return fold_subjects(groups, key_set, KeySet.parse(trusted), out_dir)
@@ -228,10 +228,10 @@ def replay(
             assert pool is not None
             scanned = _scan_in_workers(units, spill, log=log, bar=bar, pool=pool, ready=ready)
         # Each partition's spill files, in corpus order (one per group of the scan).
-        parts: dict[int, list[tuple[str, str]]] = defaultdict(list)
-        for directory, used in scanned:
-            for number in used:
-                parts[number].append((str(directory / f"{number:02d}.spill"), str(directory / "files.table")))
+        parts: dict[int, list[_ScanPart]] = defaultdict(list)
+        for directory, segments in scanned:
+            for number, ranges in segments.items():
+                parts[number].append((str(directory / _ITEMS), str(directory / "files.table"), ranges))
         jobs: list[_Job] = [(f"{number:02d}", parts[number]) for number in sorted(parts)]
         bar.start_fold(len(bar.subjects))  # the bar counts subjects, not spill partitions
         bar.subjects.clear()
@@ -312,15 +312,15 @@ def _workers_ready(ready: Sequence[Future[None]]) -> bool:
     return any(future.done() for future in ready)
 
 
-def _scan_run(units: list[_Unit], directory: str, subjects: bool) -> tuple[list[int], ProblemLog, list[str]]:
+def _scan_run(units: list[_Unit], directory: str, subjects: bool) -> tuple[_Segments, ProblemLog, list[str]]:
     """Scan and spill one run of files (in a worker process; in the parent, for a run whose
-    worker died): the partitions it spilled into, its problems, and (``subjects``: for a
+    worker died): where it spilled each partition, its problems, and (``subjects``: for a
     progress bar) the subjects it found."""
     log = ProblemLog()
     found: set[str] = set()
     placed = (item for unit in units for item in _scan_unit(unit))
-    _, used = _spill_scan(_noting_subjects(placed, found) if subjects else placed, Path(directory), log)
-    return used, log, sorted(found)
+    _, segments = _spill_scan(_noting_subjects(placed, found) if subjects else placed, Path(directory), log)
+    return segments, log, sorted(found)
 
 
 def _noting_subjects(placed: Iterable[_Placed], subjects: set[str]) -> Iterator[_Placed]:
@@ -338,7 +338,7 @@ def _scan_in_workers(
     bar: _Progress,
     pool: ProcessPoolExecutor,
     ready: Sequence[Future[None]],
-) -> list[tuple[Path, list[int]]]:
+) -> list[tuple[Path, _Segments]]:
     """Scan the corpus's files: this process reads them in order until the pool's workers have
     started (``ready``), then the workers read the files left, side by side (the scan was the
     serial share of a replay: docs/performance.md), in runs that shrink as they go
@@ -373,16 +373,16 @@ def _scan_in_workers(
             shutil.rmtree(where, ignore_errors=True)
             spilled_in = where.with_name(f"{where.name}-again")
             outcome = _scan_run(run, str(spilled_in), bar.enabled)
-        used, found, subjects = outcome
-        scanned.append((spilled_in, used))
+        segments, found, subjects = outcome
+        scanned.append((spilled_in, segments))
         log.merge(found.kept, found.counts)
         bar.subjects.update(subjects)
         bar.scanned()
     return scanned
 
 
-#: A partition to fold: its name (``NN``) and its ``(spill file, file table)`` of each run of the scan.
-_Job = tuple[str, list[tuple[str, str]]]
+#: A partition to fold: its name (``NN``) and what it holds of each run of the scan.
+_Job = tuple[str, list[_ScanPart]]
 
 
 def _fold_in_workers(
@@ -407,7 +407,6 @@ def _fold_in_workers(
         if folded is None:
             lost.append(futures[future])
         else:
-            _remove_partition(futures[future][1])
             yield folded
     lost.sort()
     if lost:
@@ -418,9 +417,8 @@ def _fold_in_workers(
         with ExitStack() as stack:
             alone = [(job, stack.enter_context(_pool(1))) for job in batch]
             retries = [(job, _submitted(pool, _fold_partition, *job, *args)) for job, pool in alone]
-            for (name, spilled), retry in retries:
+            for (name, _), retry in retries:
                 folded = _outcome(retry)
                 if folded is None:
                     raise ReplayWorkerError(name)
-                _remove_partition(spilled)
                 yield folded

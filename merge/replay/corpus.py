@@ -2,9 +2,9 @@
 
 The parent reads the corpus's files in order while the workers start, then hands them the files
 left (if all are regular files: a pipe is the parent's), cut into runs that shrink as they go,
-each taken by the next free worker and read into spill files of its own
-(:mod:`merge.replay.spill`); a partition is then its spill files of every run, read in corpus
-order, so a subject's items and the problems come in the order of a serial scan. Partitions are
+each taken by the next free worker and read into a spill file of its own
+(:mod:`merge.replay.spill`); a partition is then its segments of every run's spill file, read in
+corpus order, so a subject's items and the problems come in the order of a serial scan. Partitions are
 folded by ``workers`` processes (:func:`fold_subjects`, which the Dask engine runs too); each
 subject's result depends only on its items, and :func:`replay_report` sorts results by subject,
 so the report is identical for every ``workers`` and both engines. A worker that dies costs
@@ -227,11 +227,12 @@ def replay(
         else:
             assert pool is not None
             scanned = _scan_in_workers(units, spill, log=log, bar=bar, pool=pool, ready=ready)
-        # Each partition's spill files, in corpus order (one per group of the scan).
+        # What each partition holds of each run of the scan (its spill file, segments), in corpus order.
         parts: dict[int, list[_ScanPart]] = defaultdict(list)
         for directory, segments in scanned:
+            items, table = str(directory / _ITEMS), str(directory / "files.table")
             for number, ranges in segments.items():
-                parts[number].append((str(directory / _ITEMS), str(directory / "files.table"), ranges))
+                parts[number].append((items, table, ranges))
         jobs: list[_Job] = [(f"{number:02d}", parts[number]) for number in sorted(parts)]
         bar.start_fold(len(bar.subjects))  # the bar counts subjects, not spill partitions
         bar.subjects.clear()

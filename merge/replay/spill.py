@@ -19,8 +19,9 @@ import itertools
 import os
 import struct
 import zlib
+from array import array
 from collections import OrderedDict, defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import IO, Final, NamedTuple
@@ -47,9 +48,10 @@ _ITEMS: Final = "items.spill"
 #: Bytes of records a scan holds before it writes them, partition by partition.
 _HELD_BYTES: Final = 4 << 20
 
-#: Where a scan's spill file holds each partition's records: partition → ``(start, end)`` byte
-#: ranges, in the order written (the scan's order).
-_Segments = dict[int, list[tuple[int, int]]]
+#: Where a scan's spill file holds each partition's records: partition → its byte ranges there,
+#: in the order written (the scan's), each its start and end, one after the other. An array:
+#: 16 bytes a range, 64 ranges at most for each :data:`_HELD_BYTES` spilled (a tuple was ~120).
+_Segments = dict[int, "array[int]"]
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -97,11 +99,11 @@ def _spill_scan(placed: Iterable[_Placed], directory: Path, log: ProblemLog) -> 
         for number in sorted(held):
             start = spill.tell()
             spill.writelines(held[number])
-            ranges = segments.setdefault(number, [])
-            if ranges and ranges[-1][1] == start:  # follows the last: one range
-                ranges[-1] = (ranges[-1][0], spill.tell())
+            ranges = segments.setdefault(number, array("Q"))
+            if ranges and ranges[-1] == start:  # follows the last: one range
+                ranges[-1] = spill.tell()
             else:
-                ranges.append((start, spill.tell()))
+                ranges.extend((start, spill.tell()))
         held.clear()
 
     with open(directory / _ITEMS, "wb") as spill, open(directory / "files.table", "wb") as table:
@@ -146,11 +148,12 @@ class _Spilled(NamedTuple):
 _READ_RUN: Final = 1 << 20
 
 
-def _index(handle: IO[bytes], segments: Iterable[tuple[int, int]] | None = None) -> dict[str, list[int]]:
+def _index(handle: IO[bytes], segments: Sequence[int] | None = None) -> dict[str, list[int]]:
     """Subject → offsets of its records in ``segments`` (a partition's, :data:`_Segments`; by
     default the whole file), in order, reading headers only (data is skipped)."""
     offsets: dict[str, list[int]] = defaultdict(list)
-    for start, end in segments if segments is not None else [(0, None)]:
+    ranges = zip(segments[::2], segments[1::2], strict=True) if segments is not None else [(0, None)]
+    for start, end in ranges:
         handle.seek(start)
         offset = start
         while end is None or offset < end:
@@ -304,7 +307,7 @@ class _Originals:
 
 #: What a partition holds of one scan: that scan's spill file, its file table, and the
 #: partition's segments there.
-_ScanPart = tuple[str, str, list[tuple[int, int]]]
+_ScanPart = tuple[str, str, "array[int]"]
 
 
 @contextmanager

@@ -17,7 +17,7 @@ import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from typing import Any, Final, TypeVar
 
 _T = TypeVar("_T")
@@ -131,15 +131,12 @@ def _worker_init(parent: int) -> None:
 
 
 def _end_at_once() -> None:
-    """A worker's end once its pool has let it go: its standard streams flushed, then the
-    process ended, without the interpreter's teardown (every module's objects freed one by
-    one: ~20 ms of CPU a worker, which the replay waited for at its end, docs/performance.md),
-    as a forked child of multiprocessing ends. Nothing of the worker needs it: its tasks
-    closed their files and sent their results, and it runs no thread of its own."""
-    for stream in (sys.stdout, sys.stderr):
-        if stream is not None:
-            with suppress(OSError, ValueError):
-                stream.flush()
+    """A worker's end once its pool has let it go (multiprocessing has flushed its standard
+    streams): the process ends without the interpreter's teardown (every module's objects
+    freed one by one: ~20 ms of CPU a worker, which the replay waited for at its end,
+    docs/performance.md), as a forked child of multiprocessing ends. Nothing of the worker
+    needs it: its tasks closed their files and sent their results, and it runs no thread of
+    its own."""
     os._exit(0)
 
 

@@ -25,6 +25,7 @@ from merge.cli import main as cli_main
 
 _real_fold = merge.replay.corpus._fold_partition
 _real_scan = merge.replay.corpus._scan_run
+_real_remove = merge.replay.corpus._remove_files
 
 
 def faulty_fold(partition: str, *args: Any) -> Any:
@@ -74,6 +75,15 @@ def leave_behind(mark: str) -> None:
     marks ``mark`` when it is finalized (by the interpreter's teardown, if it runs)."""
     print("printed by a worker, not flushed")
     _left_behind.append(_Finalized(mark))
+
+
+def noted_remove(paths: list[str]) -> None:
+    """``merge.replay.corpus._remove_files``, each file it is given noted in ``PITH_FAULT_DIR``
+    (``removed-<pid>-<its directory>``, its path inside) before it removes them."""
+    for path in paths:
+        mark = f"removed-{os.getpid()}-{Path(path).parent.name}"
+        (Path(os.environ["PITH_FAULT_DIR"]) / mark).write_text(path)
+    _real_remove(paths)
 
 
 def die() -> None:

@@ -1233,6 +1233,27 @@ def test_workers_that_die_as_the_scan_is_handed_over_leave_it_to_the_parent(
     assert "a worker process died; partitions lost: " in caplog.text
 
 
+def test_the_spill_files_are_removed_by_the_workers(
+    tmp_path: Path, faults: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once every partition is folded, the workers remove the scan's spill files, a share each
+    (freeing their pages was most of the replay's end, in this process alone), and the report
+    is the same."""
+    corpus = _corpus_of_files(tmp_path)
+    expected = replay([corpus], keys=EXAMPLE_KEYS, workers=1)
+    _hand_over_after_one_file(monkeypatch)
+    monkeypatch.setattr(merge.replay.corpus, "_remove_files", replay_faults.noted_remove)
+    assert replay([corpus], keys=EXAMPLE_KEYS, workers=2) == expected
+    marks = list(faults.glob("removed-*"))
+    assert marks
+    assert str(os.getpid()) not in {mark.name.split("-")[1] for mark in marks}
+    paths = [mark.read_text() for mark in marks]
+    assert sorted(Path(path).parent.name for path in paths) == sorted(
+        ["scan-0", *(f"scan-{n}" for n in range(1, len(paths)))]
+    )
+    assert all(Path(path).name == "items.spill" and not Path(path).exists() for path in paths)
+
+
 def test_a_worker_ends_without_the_interpreter_s_teardown_its_output_written(tmp_path: Path) -> None:
     """A worker's end skips the interpreter's teardown (every module's objects freed one by one:
     ~20 ms of CPU a worker, which the replay waited for at its end): an object a task left in a

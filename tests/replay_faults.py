@@ -25,6 +25,7 @@ from merge.cli import main as cli_main
 
 _real_fold = merge.replay.corpus._fold_partition
 _real_scan = merge.replay.corpus._scan_run
+_real_remove = merge.replay.corpus._remove_files
 
 
 def faulty_fold(partition: str, *args: Any) -> Any:
@@ -48,9 +49,41 @@ def faulty_scan(units: list[tuple[str, bool]], directory: str, subjects: bool) -
     if Path(directory).name == os.environ.get("PITH_FAULT_PARTITION"):
         (Path(os.environ["PITH_FAULT_DIR"]) / f"started-{os.getpid()}-{Path(directory).name}").touch()
         Path(directory).mkdir()
-        (Path(directory) / "00.spill").write_bytes(b"half a spill")
+        (Path(directory) / "items.spill").write_bytes(b"half a spill")
         os.kill(os.getpid(), signal.SIGKILL)
     return _real_scan(units, directory, subjects)
+
+
+class _Finalized:
+    """An object that leaves a file behind when it is finalized."""
+
+    def __init__(self, mark: str) -> None:
+        self.mark = mark
+
+    # What it calls is bound here: in the interpreter's teardown, even the builtins may be gone.
+    def __del__(
+        self, _open: Any = os.open, _close: Any = os.close, _flags: int = os.O_CREAT | os.O_WRONLY
+    ) -> None:
+        _close(_open(self.mark, _flags))
+
+
+_left_behind: list[_Finalized] = []
+
+
+def leave_behind(mark: str) -> None:
+    """A task that prints a line without flushing it, and leaves an object in this module that
+    marks ``mark`` when it is finalized (by the interpreter's teardown, if it runs)."""
+    print("printed by a worker, not flushed")
+    _left_behind.append(_Finalized(mark))
+
+
+def noted_remove(paths: list[str]) -> None:
+    """``merge.replay.corpus._remove_files``, each file it is given noted in ``PITH_FAULT_DIR``
+    (``removed-<pid>-<its directory>``, its path inside) before it removes them."""
+    for path in paths:
+        mark = f"removed-{os.getpid()}-{Path(path).parent.name}"
+        (Path(os.environ["PITH_FAULT_DIR"]) / mark).write_text(path)
+    _real_remove(paths)
 
 
 def die() -> None:

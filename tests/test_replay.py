@@ -6,6 +6,7 @@ import concurrent.futures
 import contextlib
 import importlib.util
 import io
+import itertools
 import json
 import logging
 import os
@@ -34,6 +35,7 @@ import merge.replay.corpus
 import merge.replay.progress
 import merge.replay.results
 import merge.replay.scan
+import merge.replay.spill
 import merge.signatures
 from merge import InputError, canonical_json, decode_state, fold, native_available, verify_bundle
 from merge.bundle import REGISTRY_KEYS
@@ -58,7 +60,7 @@ from merge.replay import (
 )
 from merge.replay.corpus import _runs, _scan_units
 from merge.replay.scan import _origin, _read_lines
-from merge.replay.spill import _index, _partition, _read_items, _spill
+from merge.replay.spill import _ITEMS, _index, _partition, _partition_groups, _read_items, _spill, _spill_scan
 from merge.signing import TestKey, sign_bundle, sign_event
 
 from . import replay_faults
@@ -506,7 +508,7 @@ def test_spill_round_trip_and_stable_partitions(tmp_path: Path) -> None:
     path = tmp_path / "part.spill"
     with path.open("wb") as handle:
         for item in items:
-            _spill(handle, item)
+            handle.writelines(_spill(item))
     with path.open("rb") as handle:
         back = {subject: list(_read_items(handle, found)) for subject, found in _index(handle).items()}
     for subject, found in back.items():
@@ -517,6 +519,36 @@ def test_spill_round_trip_and_stable_partitions(tmp_path: Path) -> None:
         "pith:2023:A2G3QVIG5OIYJVZB5MA4S6VDQP"
     )
     assert len({_partition(f"s{n}") for n in range(500)}) > 32
+
+
+@pytest.mark.parametrize("held", [1, 700, 1 << 22])
+def test_a_scan_spills_each_partition_in_segments_read_back_in_order(
+    held: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A scan's one spill file holds its records partition by partition, each write of held
+    records a segment (:data:`_HELD_BYTES` of them, or one record past it): a partition read
+    back through its segments gives its subjects' items, each in scan order, and no other's."""
+    monkeypatch.setattr(merge.replay.spill, "_HELD_BYTES", held)
+    rng = random.Random(7)
+    items = [
+        CorpusItem(f"subject-{rng.randrange(40)}", f"f:{n}", "bundle", rng.randbytes(rng.randrange(1, 900)))
+        for n in range(400)
+    ]
+    log = ProblemLog()
+    directory, segments = _spill_scan(((item, None, 0) for item in items), tmp_path / "scan-0", log)
+    assert sorted(segments) == sorted({_partition(item.subject) for item in items})
+    if held == 1:  # a write a record: a partition's segments are spread over the file
+        assert max(len(ranges) for ranges in segments.values()) > 2  # starts and ends
+    back: dict[str, list[CorpusItem | InputProblem]] = {}
+    for number, ranges in segments.items():
+        part = [(str(directory / _ITEMS), str(directory / "files.table"), ranges)]
+        with _partition_groups(part) as groups:
+            for subject, found in groups:
+                assert _partition(subject) == number
+                back[subject] = list(found)
+    assert back == {
+        subject: [item for item in items if item.subject == subject] for subject in {i.subject for i in items}
+    }
 
 
 def test_state_filename_is_safe_for_any_subject() -> None:
@@ -1084,11 +1116,29 @@ def test_a_corpus_of_files_is_cut_into_runs_in_corpus_order(tmp_path: Path) -> N
     assert units is not None
     assert [path for path, _ in units] == [str(file) for file in merge.replay.walk_corpus(corpus)]
     sizes = [os.stat(path).st_size for path, _ in units]
-    runs = _runs(units, sizes, 3)
-    assert len(runs) == 3
+    runs = _runs(units, sizes, 2)
+    assert len(runs) > 1
+    assert all(runs)
     assert [unit for run in runs for unit in run] == units
-    assert _runs(units[:1], sizes[:1], 3) == [units[:1]]
+    assert _runs(units[:1], sizes[:1], 2) == [units[:1]]
     assert _scan_units([corpus, "-"]) is None  # standard input: the parent's alone
+
+
+@pytest.mark.parametrize("workers", [2, 3, 16])
+def test_the_files_left_are_cut_into_runs_that_shrink_so_the_workers_end_together(workers: int) -> None:
+    """The fold waits for the last run of the scan: runs that shrink as they go, each taken by
+    the next free worker, end at about the same time however late a worker started (before:
+    one run a worker, and a worker that started late kept the other waiting)."""
+    units = [(f"{n:05d}.bundle.json", True) for n in range(10_000)]
+    sizes = [13_000 + n % 7 for n in range(10_000)]
+    runs = _runs(units, sizes, workers)
+    assert [unit for run in runs for unit in run] == units
+    bytes_of = [sum(sizes[int(path[:5])] for path, _ in run) for run in runs]
+    assert all(later <= earlier + 13_006 for earlier, later in itertools.pairwise(bytes_of))
+    assert bytes_of[0] <= sum(sizes) / (2 * workers) + 13_006  # the first: a share of what is left
+    assert max(bytes_of[-3:]) <= sum(sizes) / (16 * workers) + 13_006  # the last: small
+    assert 2 * workers < len(runs) <= 16 * workers + 1  # each is a spill file a partition
+    assert len(_runs(units, [0] * len(units), workers)) == 1  # empty files: no run each
 
 
 def _hand_over_after_one_file(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -1181,6 +1231,51 @@ def test_workers_that_die_as_the_scan_is_handed_over_leave_it_to_the_parent(
     with caplog.at_level(logging.WARNING, logger="merge.replay"):
         assert replay([corpus], keys=EXAMPLE_KEYS, workers=2) == expected
     assert "a worker process died; partitions lost: " in caplog.text
+
+
+def test_the_spill_files_are_removed_by_the_workers(
+    tmp_path: Path, faults: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once every partition is folded, the workers remove the scan's spill files, a share each
+    (freeing their pages was most of the replay's end, in this process alone), and the report
+    is the same."""
+    corpus = _corpus_of_files(tmp_path)
+    expected = replay([corpus], keys=EXAMPLE_KEYS, workers=1)
+    _hand_over_after_one_file(monkeypatch)
+    monkeypatch.setattr(merge.replay.corpus, "_remove_files", replay_faults.noted_remove)
+    assert replay([corpus], keys=EXAMPLE_KEYS, workers=2) == expected
+    marks = list(faults.glob("removed-*"))
+    assert marks
+    assert str(os.getpid()) not in {mark.name.split("-")[1] for mark in marks}
+    paths = [mark.read_text() for mark in marks]
+    assert sorted(Path(path).parent.name for path in paths) == sorted(
+        ["scan-0", *(f"scan-{n}" for n in range(1, len(paths)))]
+    )
+    assert all(Path(path).name == "items.spill" and not Path(path).exists() for path in paths)
+
+
+def test_a_worker_ends_without_the_interpreter_s_teardown_its_output_written(tmp_path: Path) -> None:
+    """A worker's end skips the interpreter's teardown (every module's objects freed one by one:
+    ~20 ms of CPU a worker, which the replay waited for at its end): an object a task left in a
+    module is never finalized; what the worker printed, still in its buffer, is written."""
+    code = (
+        "import sys\n"
+        "from merge.replay.workers import _pool\n"
+        "from tests.replay_faults import leave_behind\n"
+        "with _pool(1) as pool:\n"
+        "    pool.submit(leave_behind, sys.argv[1]).result()\n"
+    )
+    mark = tmp_path / "finalized"
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(mark)],
+        capture_output=True,
+        cwd=EXAMPLES.parent,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr.decode(errors="replace")[-2000:]
+    assert done.stdout == b"printed by a worker, not flushed\n"
+    assert not mark.exists()
 
 
 @pytest.mark.slow

@@ -8,7 +8,7 @@ This is an adapter (it reads and writes files); it builds only on the pure core
   (:func:`scan_corpus`: which files, which texts, what a problem is); a file read whole, and a
   path as reports show it, in :mod:`~merge.replay.files` (what the command line reads with);
 - :mod:`~merge.replay.spill`: the spill, which keeps memory bounded: items written to
-  :data:`PARTITIONS` files by subject, read back one subject at a time;
+  :data:`PARTITIONS` partitions by subject, read back one subject at a time;
 - :mod:`~merge.replay.subject`: folding one subject (:func:`fold_subject`: gather, fold, summary);
 - :mod:`~merge.replay.states`: writing each subject's state (:func:`write_state`);
 - :mod:`~merge.replay.corpus`: the whole corpus (:func:`replay`): the scan shared with the

@@ -1,14 +1,15 @@
 """Replaying a whole corpus: scan it, spill it, fold its partitions in worker processes, report.
 
 The parent reads the corpus's files in order while the workers start, then hands them the files
-left (if all are regular files: a pipe is the parent's), one run of files each, read side by side
-into spill files of their own (:mod:`merge.replay.spill`); a partition is then its spill files of
-every run, read in corpus order, so a subject's items and the problems come in the order of a
-serial scan. Partitions are folded by ``workers`` processes (:func:`fold_subjects`, which the Dask
-engine runs too); each subject's result depends only on its items, and :func:`replay_report`
-sorts results by subject, so the report is identical for every ``workers`` and both engines. A
-worker that dies costs nothing but time: what it was doing is done again (a run of files read by
-the parent, a partition folded again once, alone).
+left (if all are regular files: a pipe is the parent's), cut into runs that shrink as they go,
+each taken by the next free worker and read into a spill file of its own
+(:mod:`merge.replay.spill`); a partition is then its segments of every run's spill file, read in
+corpus order, so a subject's items and the problems come in the order of a serial scan. Partitions are
+folded by ``workers`` processes (:func:`fold_subjects`, which the Dask engine runs too); each
+subject's result depends only on its items, and :func:`replay_report` sorts results by subject,
+so the report is identical for every ``workers`` and both engines. A worker that dies costs
+nothing but time: what it was doing is done again (a run of files read by the parent, a
+partition folded again once, alone).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import tempfile
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager, suppress
 from pathlib import Path
 from typing import Any, Final
 
@@ -40,7 +41,7 @@ from .results import (
     _Rows,
 )
 from .scan import _Placed, _scan_corpus, _scan_unit, _Unit, _units
-from .spill import _partition_groups, _spill_scan
+from .spill import _ITEMS, _partition_groups, _ScanPart, _Segments, _spill_scan
 from .states import write_state, write_state_text
 from .subject import fold_subject, keys_suffice, passing_summary
 from .workers import _outcome, _pool, _ready, _signals_held, _stopped_by_signals, _submitted
@@ -169,7 +170,7 @@ def replay_report(log: ProblemLog, folded: Iterable[FoldedSubjects]) -> ReplayRe
 
 def _fold_partition(
     name: str,
-    spilled: list[tuple[str, str]],
+    spilled: list[_ScanPart],
     keys: list[dict[str, Any]] | None,
     trusted: list[dict[str, Any]],
     out_dir: str | None,
@@ -177,8 +178,8 @@ def _fold_partition(
     """Fold spill partition ``name``, one subject at a time (runs in a worker process): its
     subjects in order, each read back by offset (from a spill file, or the corpus file its
     references point into, through that spill's file table), so one is in memory at a time.
-    ``spilled``: the partition's ``(spill file, file table)`` of each run of the scan, in
-    corpus order, so that a subject's items come in corpus order."""
+    ``spilled``: what the partition holds of each run of the scan (its spill file, file table
+    and segments there), in corpus order, so that a subject's items come in corpus order."""
     key_set = KeySet.parse(keys) if keys is not None else None
     with _partition_groups(spilled) as groups:
         return fold_subjects(groups, key_set, KeySet.parse(trusted), out_dir)
@@ -226,11 +227,12 @@ def replay(
         else:
             assert pool is not None
             scanned = _scan_in_workers(units, spill, log=log, bar=bar, pool=pool, ready=ready)
-        # Each partition's spill files, in corpus order (one per group of the scan).
-        parts: dict[int, list[tuple[str, str]]] = defaultdict(list)
-        for directory, used in scanned:
-            for number in used:
-                parts[number].append((str(directory / f"{number:02d}.spill"), str(directory / "files.table")))
+        # What each partition holds of each run of the scan (its spill file, segments), in corpus order.
+        parts: dict[int, list[_ScanPart]] = defaultdict(list)
+        for directory, segments in scanned:
+            items, table = str(directory / _ITEMS), str(directory / "files.table")
+            for number, ranges in segments.items():
+                parts[number].append((items, table, ranges))
         jobs: list[_Job] = [(f"{number:02d}", parts[number]) for number in sorted(parts)]
         bar.start_fold(len(bar.subjects))  # the bar counts subjects, not spill partitions
         bar.subjects.clear()
@@ -239,7 +241,10 @@ def replay(
             folded: Iterable[FoldedSubjects] = (_fold_partition(name, runs, *args) for name, runs in jobs)
         else:
             folded = _fold_in_workers(jobs, args, workers, pool)
-        return replay_report(log, bar.track_fold(folded))
+        report = replay_report(log, bar.track_fold(folded))
+        if pool is not None:
+            _remove_in_workers(pool, [str(directory / _ITEMS) for directory, _ in scanned], workers)
+        return report
 
 
 @contextmanager
@@ -278,17 +283,30 @@ def _regular_size(path: str) -> int | None:
     return found.st_size if stat.S_ISREG(found.st_mode) else None
 
 
-def _runs(units: Sequence[_Unit], sizes: Sequence[int], count: int) -> list[list[_Unit]]:
-    """``units`` (of ``sizes`` bytes) cut into at most ``count`` runs of about equal bytes, in order."""
-    total = sum(sizes)
+#: The runs of :func:`_runs` for ``workers``: each about ``1 / (_RUN_SHARE * workers)`` of the
+#: bytes left, none under ``1 / (_LAST_RUN_SHARE * workers)`` of all of them.
+_RUN_SHARE: Final = 2
+_LAST_RUN_SHARE: Final = 16
+
+
+def _runs(units: Sequence[_Unit], sizes: Sequence[int], workers: int) -> list[list[_Unit]]:
+    """``units`` (of ``sizes`` bytes) cut into runs, in order, for ``workers`` that each take
+    the next run once free: runs that shrink as they go, so that the workers end their last
+    ones at about the same time however late one started or however slow one ran (the fold
+    waits for the last run, one worker idle meanwhile: docs/performance.md). About 6 runs a
+    worker, at most ``_LAST_RUN_SHARE`` (each is a spill file a partition, which its fold
+    opens); files of no bytes go with the run before them."""
+    left = sum(sizes)
+    least = left / (_LAST_RUN_SHARE * workers)
     runs: list[list[_Unit]] = [[]]
-    done = 0
+    held = 0  # bytes in the last run
     for unit, size in zip(units, sizes, strict=True):
-        # A new run once this one holds its share (the last takes what is left).
-        if runs[-1] and len(runs) < count and done >= total * len(runs) / count:
+        if held and held >= max(left / (_RUN_SHARE * workers), least):
+            left -= held
             runs.append([])
+            held = 0
         runs[-1].append(unit)
-        done += size
+        held += size
     return runs
 
 
@@ -298,15 +316,15 @@ def _workers_ready(ready: Sequence[Future[None]]) -> bool:
     return any(future.done() for future in ready)
 
 
-def _scan_run(units: list[_Unit], directory: str, subjects: bool) -> tuple[list[int], ProblemLog, list[str]]:
+def _scan_run(units: list[_Unit], directory: str, subjects: bool) -> tuple[_Segments, ProblemLog, list[str]]:
     """Scan and spill one run of files (in a worker process; in the parent, for a run whose
-    worker died): the partitions it spilled into, its problems, and (``subjects``: for a
+    worker died): where it spilled each partition, its problems, and (``subjects``: for a
     progress bar) the subjects it found."""
     log = ProblemLog()
     found: set[str] = set()
     placed = (item for unit in units for item in _scan_unit(unit))
-    _, used = _spill_scan(_noting_subjects(placed, found) if subjects else placed, Path(directory), log)
-    return used, log, sorted(found)
+    _, segments = _spill_scan(_noting_subjects(placed, found) if subjects else placed, Path(directory), log)
+    return segments, log, sorted(found)
 
 
 def _noting_subjects(placed: Iterable[_Placed], subjects: set[str]) -> Iterator[_Placed]:
@@ -324,12 +342,13 @@ def _scan_in_workers(
     bar: _Progress,
     pool: ProcessPoolExecutor,
     ready: Sequence[Future[None]],
-) -> list[tuple[Path, list[int]]]:
+) -> list[tuple[Path, _Segments]]:
     """Scan the corpus's files: this process reads them in order until the pool's workers have
-    started (``ready``), then the workers read the files left, cut into one run each, side by
-    side (the scan was the serial share of a replay: docs/performance.md), when every one of
-    them is a regular file. Problems go into ``log`` in corpus order. A run whose worker died is
-    read again here, and so is one whose worker died before it was handed out."""
+    started (``ready``), then the workers read the files left, side by side (the scan was the
+    serial share of a replay: docs/performance.md), in runs that shrink as they go
+    (:func:`_runs`), when every one of them is a regular file. Problems go into ``log`` in
+    corpus order. A run whose worker died is read again here, and so is one whose worker died
+    before it was handed out."""
     runs: list[list[_Unit]] = []  # what the workers read, once they have started
     # Each file's size, asked for now, while the workers start, rather than when they have
     # started and wait for it (a corpus of small bundles is many files: a system call each).
@@ -358,16 +377,35 @@ def _scan_in_workers(
             shutil.rmtree(where, ignore_errors=True)
             spilled_in = where.with_name(f"{where.name}-again")
             outcome = _scan_run(run, str(spilled_in), bar.enabled)
-        used, found, subjects = outcome
-        scanned.append((spilled_in, used))
+        segments, found, subjects = outcome
+        scanned.append((spilled_in, segments))
         log.merge(found.kept, found.counts)
         bar.subjects.update(subjects)
         bar.scanned()
     return scanned
 
 
-#: A partition to fold: its name (``NN``) and its ``(spill file, file table)`` of each run of the scan.
-_Job = tuple[str, list[tuple[str, str]]]
+def _remove_in_workers(pool: ProcessPoolExecutor, paths: list[str], workers: int) -> None:
+    """Remove the scan's spill files (``paths``) once every partition is folded, in the
+    workers, side by side: freeing their pages is most of the spill's removal (~25 ms of CPU
+    for the ~120 MB of a replay of 10,000 small bundles), which this process did alone at the
+    replay's end (docs/performance.md). What is left, and the share of a worker that died, goes
+    with the spill directory (:func:`_spill_directory`)."""
+    shares = [_submitted(pool, _remove_files, paths[index::workers]) for index in range(workers)]
+    for share in shares:
+        _outcome(share)
+
+
+def _remove_files(paths: list[str]) -> None:
+    """Remove files (in a worker process; see :func:`_remove_in_workers`); one that cannot be
+    removed is left to the spill directory's removal, which reports it."""
+    for path in paths:
+        with suppress(OSError):
+            os.unlink(path)
+
+
+#: A partition to fold: its name (``NN``) and what it holds of each run of the scan.
+_Job = tuple[str, list[_ScanPart]]
 
 
 def _fold_in_workers(

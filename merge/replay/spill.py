@@ -1,14 +1,14 @@
-"""Spilling a corpus: its items written to partition files by subject, then read back a subject at a time.
+"""Spilling a corpus: its items written to partitions by subject, then read back a subject at a time.
 
-Items are spilled to :data:`PARTITIONS` files by SHA-256 of the subject, so that each partition can
-be folded subject by subject, reading only that subject's items back (by offset): a worker holds
+Items are spilled to :data:`PARTITIONS` partitions by SHA-256 of the subject, so that each partition
+can be folded subject by subject, reading only that subject's items back (by offset): a worker holds
 one subject at a time, never the corpus. A line of a regular file is spilled as a reference (where
 it is, its length and CRC-32), not a copy, and read back from its file: a line that changed
 meanwhile is a :data:`CHANGED` problem, never folded. Lines of a pipe or standard input, and whole
 files, are spilled as copies. A subject's lines that follow one another in a file are read back in
 one read. Each scan (the parent's, and each worker's run of files) spills into a directory of its
-own: ``NN.spill`` for each partition it holds, and ``files.table``, the files its references
-point into.
+own: ``items.spill``, its items partition by partition (a partition's are the byte ranges the scan
+returns, its segments), and ``files.table``, the files its references point into.
 """
 
 from __future__ import annotations
@@ -19,8 +19,9 @@ import itertools
 import os
 import struct
 import zlib
+from array import array
 from collections import OrderedDict, defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import IO, Final, NamedTuple
@@ -42,6 +43,15 @@ _TABLE_ENTRY: Final = struct.Struct(">IQQ")
 CHANGED: Final = "changed_since_scan"
 #: How many corpus files a worker keeps open to read references back (the last ones used).
 _OPEN_FILES: Final = 64
+#: A scan's spill file, in its directory.
+_ITEMS: Final = "items.spill"
+#: Bytes of records a scan holds before it writes them, partition by partition.
+_HELD_BYTES: Final = 4 << 20
+
+#: Where a scan's spill file holds each partition's records: partition → its byte ranges there,
+#: in the order written (the scan's), each its start and end, one after the other. An array:
+#: 16 bytes a range, 64 ranges at most for each :data:`_HELD_BYTES` spilled (a tuple was ~120).
+_Segments = dict[int, "array[int]"]
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -52,49 +62,72 @@ def _partition(subject: str) -> int:
     return int.from_bytes(digest[:4], "big") % PARTITIONS
 
 
-def _spill(handle: IO[bytes], item: CorpusItem) -> None:
+def _spill(item: CorpusItem) -> tuple[bytes, bytes]:
+    """An item's record as a copy: its header, then its text."""
     header = msgspec.msgpack.encode((item.subject, item.source, item.kind))
-    handle.write(_HEADER.pack(len(header), len(item.data)))
-    handle.write(header)
-    handle.write(item.data)
+    return _HEADER.pack(len(header), len(item.data)) + header, item.data
 
 
-def _spill_reference(handle: IO[bytes], item: CorpusItem, file: int, offset: int) -> None:
+def _spill_reference(item: CorpusItem, file: int, offset: int) -> bytes:
     """Spill where an item's text is, not the text: its file (an offset in the file table), its
     offset there and its length, with its CRC-32 to see, when it is read back, that it is the same."""
     header = msgspec.msgpack.encode(
         (item.subject, item.source, item.kind, file, offset, zlib.crc32(item.data))
     )
-    handle.write(_HEADER.pack(len(header), len(item.data)) + header)
+    return _HEADER.pack(len(header), len(item.data)) + header
 
 
-def _spill_scan(placed: Iterable[_Placed], directory: Path, log: ProblemLog) -> tuple[Path, list[int]]:
-    """Spill what a scan found into ``directory``: each item into the spill file of its
-    subject's partition (``NN.spill``), a regular file's lines as references into it (a few
-    bytes a line, not a copy: the serial share of a replay, docs/performance.md; its files
-    listed in ``files.table``), others' as copies; each problem into ``log``. Returns
-    ``directory`` and the partitions it holds, in order."""
+def _spill_scan(placed: Iterable[_Placed], directory: Path, log: ProblemLog) -> tuple[Path, _Segments]:
+    """Spill what a scan found into ``directory``: each item's record into :data:`_ITEMS`, a
+    regular file's lines as references into it (a few bytes a line, not a copy: the serial
+    share of a replay, docs/performance.md; its files listed in ``files.table``), others' as
+    copies; each problem into ``log``. Returns ``directory`` and where each partition's records
+    are in :data:`_ITEMS`.
+
+    One file a scan, not one a partition: creating a file cost ~0.8 ms of CPU on the
+    development box's ext4 (64 of them a scan: more than its scan of 1,000 small bundles,
+    docs/performance.md). So the records are held by partition, at most :data:`_HELD_BYTES`
+    of them (and the item that goes past), then written partition by partition, each such
+    write a segment of its partition: a partition is read back segment by segment, in order.
+    """
     directory.mkdir()
-    used: dict[int, IO[bytes]] = {}
-    with ExitStack() as files:
-        table = files.enter_context(open(directory / "files.table", "wb"))
+    segments: _Segments = {}
+    held: dict[int, list[bytes]] = {}  # partition → records not yet written
+    size = 0  # of those
+
+    def write(spill: IO[bytes]) -> None:
+        for number in sorted(held):
+            start = spill.tell()
+            spill.writelines(held[number])
+            ranges = segments.setdefault(number, array("Q"))
+            if ranges and ranges[-1] == start:  # follows the last: one range
+                ranges[-1] = spill.tell()
+            else:
+                ranges.extend((start, spill.tell()))
+        held.clear()
+
+    with open(directory / _ITEMS, "wb") as spill, open(directory / "files.table", "wb") as table:
         origin: _Origin | None = None
         file = 0
         for entry, where, offset in placed:
             if isinstance(entry, InputProblem):
                 log.add(entry)
                 continue
-            number = _partition(entry.subject)
-            if number not in used:
-                used[number] = files.enter_context(open(directory / f"{number:02d}.spill", "wb"))
+            records = held.setdefault(_partition(entry.subject), [])
             if where is None:
-                _spill(used[number], entry)
-                continue
-            if where is not origin:  # a new file: its entry in the table
-                origin, file = where, table.tell()
-                table.write(_TABLE_ENTRY.pack(len(where.path), where.device, where.inode) + where.path)
-            _spill_reference(used[number], entry, file, offset)
-    return directory, sorted(used)
+                records.extend(_spill(entry))
+                size += len(records[-2]) + len(entry.data)
+            else:
+                if where is not origin:  # a new file: its entry in the table
+                    origin, file = where, table.tell()
+                    table.write(_TABLE_ENTRY.pack(len(where.path), where.device, where.inode) + where.path)
+                records.append(_spill_reference(entry, file, offset))
+                size += len(records[-1])
+            if size >= _HELD_BYTES:
+                write(spill)
+                size = 0
+        write(spill)
+    return directory, segments
 
 
 class _Spilled(NamedTuple):
@@ -115,19 +148,26 @@ class _Spilled(NamedTuple):
 _READ_RUN: Final = 1 << 20
 
 
-def _index(handle: IO[bytes]) -> dict[str, list[int]]:
-    """Subject → offsets of its records, reading headers only (data is skipped)."""
+def _index(handle: IO[bytes], segments: Sequence[int] | None = None) -> dict[str, list[int]]:
+    """Subject → offsets of its records in ``segments`` (a partition's, :data:`_Segments`; by
+    default the whole file), in order, reading headers only (data is skipped)."""
     offsets: dict[str, list[int]] = defaultdict(list)
-    while True:
-        offset = handle.tell()
-        raw = handle.read(_HEADER.size)
-        if not raw:
-            return offsets
-        header_size, data_size = _HEADER.unpack(raw)
-        header = msgspec.msgpack.decode(handle.read(header_size))
-        offsets[header[0]].append(offset)
-        if len(header) == 3:  # a copy, not a reference: its text follows
-            handle.seek(data_size, os.SEEK_CUR)
+    ranges = zip(segments[::2], segments[1::2], strict=True) if segments is not None else [(0, None)]
+    for start, end in ranges:
+        handle.seek(start)
+        offset = start
+        while end is None or offset < end:
+            raw = handle.read(_HEADER.size)
+            if not raw:
+                break
+            header_size, data_size = _HEADER.unpack(raw)
+            header = msgspec.msgpack.decode(handle.read(header_size))
+            offsets[header[0]].append(offset)
+            offset += _HEADER.size + header_size
+            if len(header) == 3:  # a copy, not a reference: its text follows
+                offset += data_size
+                handle.seek(offset)
+    return offsets
 
 
 def _headers(handle: IO[bytes], offsets: Iterable[int]) -> Iterator[_Spilled]:
@@ -265,20 +305,25 @@ class _Originals:
         return opened
 
 
+#: What a partition holds of one scan: that scan's spill file, its file table, and the
+#: partition's segments there.
+_ScanPart = tuple[str, str, "array[int]"]
+
+
 @contextmanager
 def _partition_groups(
-    spilled: Iterable[tuple[str, str]],
+    spilled: Iterable[_ScanPart],
 ) -> Iterator[Iterator[tuple[str, Iterator[CorpusItem | InputProblem]]]]:
     """The subjects of a partition, in order, each with its items read back (from a spill file,
     or the corpus file its references point into, through that spill's file table), so that one
-    is in memory at a time. ``spilled``: the partition's ``(spill file, file table)`` of each
-    run of the scan, in corpus order, so that a subject's items come in corpus order."""
+    is in memory at a time. ``spilled``: what the partition holds of each run of the scan, in
+    corpus order, so that a subject's items come in corpus order."""
     with ExitStack() as files:
         readers = []
-        for path, table in spilled:
+        for path, table, segments in spilled:
             handle = files.enter_context(open(path, "rb"))
             originals = files.enter_context(_Originals(files.enter_context(open(table, "rb"))))
-            readers.append((handle, _index(handle), originals))
+            readers.append((handle, _index(handle, segments), originals))
         yield (
             # Popped: once its items are read, a subject's index goes too (before its fold).
             (

@@ -16,6 +16,7 @@ from typing import Any
 import msgspec
 import pytest
 
+import merge.bundle
 from merge import verify_bundle
 from merge.admission import MAX_INPUT_BYTES
 from merge.bundle import BundleParts, BundleReport, parse_document, read_parts, verify_bundle_texts
@@ -265,3 +266,23 @@ def test_events_judged_as_they_are_read_fold_as_the_fold_of_their_texts(each_pat
     assert _summary(as_read) == _summary(verify_bundle(decode_json(text), trusted_keys=KEYS))
     assert as_read.result is not None
     assert [rejection.code for rejection in as_read.result.rejected] == ["not_an_object"]  # the string
+
+
+def test_a_bundle_text_is_folded_from_the_judgement_made_as_it_was_read(
+    each_path: str, monkeypatch: pytest.MonkeyPatch, golden_bundle_bytes: bytes
+) -> None:
+    """On the compiled path, ``verify_bundle`` of a text without a caller's verifier finishes the
+    fold from the events' judgement made as they were read, never judging them again (the other
+    route, ``fold_matching``, would parse and verify every event a second time); the pure path
+    has no such judgement and folds them once, by that route. The same report either way."""
+    expected = _summary(verify_bundle(golden_bundle_bytes))
+    fold_matching = merge.bundle.fold_matching
+    folded_again: list[object] = []
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        folded_again.append(args)
+        return fold_matching(*args, **kwargs)
+
+    monkeypatch.setattr(merge.bundle, "fold_matching", counted)
+    assert _summary(verify_bundle(golden_bundle_bytes)) == expected
+    assert len(folded_again) == (0 if each_path == "compiled" else 1)

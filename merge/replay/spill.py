@@ -148,15 +148,14 @@ class _Spilled(NamedTuple):
 _READ_RUN: Final = 1 << 20
 
 
-def _index(handle: IO[bytes], segments: Sequence[int] | None = None) -> dict[str, list[int]]:
-    """Subject → offsets of its records in ``segments`` (a partition's, :data:`_Segments`; by
-    default the whole file), in order, reading headers only (data is skipped)."""
+def _index(handle: IO[bytes], segments: Sequence[int]) -> dict[str, list[int]]:
+    """Subject → offsets of its records in ``segments`` (a partition's, :data:`_Segments`), in
+    order, reading headers only (data is skipped)."""
     offsets: dict[str, list[int]] = defaultdict(list)
-    ranges = zip(segments[::2], segments[1::2], strict=True) if segments is not None else [(0, None)]
-    for start, end in ranges:
+    for start, end in zip(segments[::2], segments[1::2], strict=True):
         handle.seek(start)
         offset = start
-        while end is None or offset < end:
+        while offset < end:
             raw = handle.read(_HEADER.size)
             if not raw:
                 break

@@ -400,7 +400,6 @@ fn judged_bundle(py: Python<'_>, whole: Whole<'_>, passed: bundle::Passed) -> Py
     } = whole;
     // The raw texts of the members Python decodes, joined here into the one object it decodes
     // (the state, the one large member, is compared by its canonical text, never decoded).
-    // Every member but the state, which is compared by its canonical text, never decoded.
     let small_members = || split.members.iter().filter(|(key, _)| key != STATE);
     let room: usize = small_members().map(|(key, raw)| key.len() + raw.len() + 4).sum();
     let mut small = Vec::with_capacity(room + 2);

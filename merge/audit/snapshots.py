@@ -16,7 +16,7 @@ from ..bundle import REGISTRY_KEYS, verify_bundle_parts
 from ..canonical import canonical_json, encode_canonical_unchecked, string_value
 from ..errors import MergeError
 from ..keys import KeySet
-from ..native.bundle import BundleReader
+from ..native.bundle import BundleReader, Unread
 from ..signatures import SignatureVerifier
 from ..state import FoldResult, State
 from .copies import _AdmittedCopies, snapshot_identity
@@ -286,9 +286,7 @@ def _snapshot(
 _Given = Snapshot | bytes | str | Mapping[str, Any]
 
 
-def _as_snapshot(
-    item: Snapshot | bytes | str | Mapping[str, Any], trusted: KeySet, label: str, run: _Run
-) -> Snapshot:
+def _as_snapshot(item: _Given | Unread, trusted: KeySet, label: str, run: _Run) -> Snapshot:
     if isinstance(item, Snapshot):
         return item
-    return _bundle_snapshot(item, label, trusted, run)
+    return _bundle_snapshot(run.reader.text(item), label, trusted, run)

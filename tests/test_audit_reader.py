@@ -12,9 +12,10 @@ from typing import Any
 import pytest
 
 from merge import audit_history, native_available
+from merge.errors import InputError
 from merge.native import bundle as native_bundle
 from merge.native import native_module
-from merge.native.bundle import READ_AHEAD, BundleRead, BundleReader, read_bundle
+from merge.native.bundle import READ_AHEAD, BundleRead, BundleReader, Unread, read_bundle
 from merge.signing import make_bundle
 
 from .builders import KEY_A, KEYS, RECORD, event, record_event
@@ -186,3 +187,63 @@ def test_a_reader_with_no_thread_to_spare_reads_each_text_when_asked_for(
         assert [read.events if read else None for read in reads] == [
             read.events if read else None for read in expected
         ]
+
+
+def _unread(text: bytes, loaded_on: list[str]) -> Unread:
+    """``text`` as a file not read yet: its load notes the thread that loaded it."""
+
+    def load() -> bytes:
+        loaded_on.append(threading.current_thread().name)
+        return text
+
+    return Unread(load)
+
+
+def test_unread_texts_are_loaded_on_the_readers_thread_and_read_as_the_texts(each_path: str) -> None:
+    """A text not read yet (`pith-merge audit --history`'s files) is loaded on the reader's
+    thread, just before it is read there (the compiled path), or when asked for (the pure path,
+    which reads no text here); either way it reads as the text given itself."""
+    texts = _texts()
+    loaded_on: list[str] = []
+    given = [_unread(text, loaded_on) for text in texts]
+    with BundleReader(given) as reader:
+        loaded = [reader.text(item) for item in given[:1]]
+        reads = [reader.read(loaded[0], 1)]
+        # A text handed over is not held by the reader's readings (the thread holds its list
+        # of readings until it ends: a history's texts would pile up).
+        assert not any(isinstance(holder, native_bundle._Reading) for holder in gc.get_referrers(loaded[0]))
+        for item in given[1:]:
+            loaded.append(reader.text(item))
+            reads.append(reader.read(loaded[-1], 1))
+    assert not _reader_threads()
+    assert loaded == texts
+    alone = [
+        read_bundle(text, 1, cache)
+        for cache in [_cache() if each_path == "compiled" else None]
+        for text in texts
+    ]
+    assert [read.events if read else None for read in reads] == [
+        read.events if read else None for read in alone
+    ]
+    if each_path == "compiled":
+        assert loaded_on == ["pith-merge-read"] * len(texts)
+    else:
+        assert loaded_on == [threading.current_thread().name] * len(texts)
+
+
+def test_an_unread_text_whose_load_raises_raises_where_it_is_asked_for(each_path: str) -> None:
+    texts = _texts()
+
+    def refused() -> bytes:
+        raise InputError("larger than 5 bytes, the limit of a file read whole", source="big.json")
+
+    given = [Unread(lambda: texts[0]), Unread(refused), Unread(lambda: texts[2])]
+    with BundleReader(given) as reader:
+        assert reader.text(given[0]) is texts[0]
+        reader.read(texts[0], 1)
+        with pytest.raises(InputError, match=r"big\.json"):
+            reader.text(given[1])
+        assert reader.text(given[2]) is texts[2]
+        third = reader.read(texts[2], 1)
+    assert not _reader_threads()
+    assert (third is None) == (each_path == "pure")

@@ -1189,6 +1189,8 @@ def test_file_names_that_are_not_utf8_are_shown_escaped(tmp_path: Path) -> None:
     "command",
     [
         ["verify", "/dev/zero"],
+        # A history's files after the first are read on its reader's thread (compiled path).
+        ["audit", "--history", str(GOLDEN_BUNDLE), "/dev/zero"],
         ["keys", "show", "/dev/zero"],
         ["diff", "/dev/zero", "/dev/zero"],
         ["explain", "sha256:00", "--bundle", "/dev/zero"],

@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterator, Mapping
-from typing import Any, Final, NamedTuple
-
-import msgspec
+from typing import Any, NamedTuple
 
 from ..admission import Admitted, admit, copy_identity
 from ..canonical import decode_json, encode_canonical_unchecked, string_value
@@ -18,31 +16,22 @@ from ..schema import Event
 __all__ = ["CopyIdentity", "snapshot_identity"]
 
 
-class _PrevOnly(msgspec.Struct):
-    prev_event: Any = None
-
-
-_decode_prev: Final = msgspec.json.Decoder(_PrevOnly).decode
-
-
 class _AdmittedCopies(Mapping[str, tuple[Admitted, ...]]):
     """event_id -> its distinct admitted copies, each admitted (§5) when first asked for: an
     audit reads the copies of the few events whose fate changed (their ``prev_event``)."""
 
-    def __init__(
-        self,
-        held: dict[str, list[Admitted | tuple[int, bytes]]],
-        identities: Mapping[bytes, tuple[str, bytes, Any] | None] | None = None,
-    ) -> None:
+    def __init__(self, held: dict[str, list[Admitted | tuple[int, bytes, Any]]]) -> None:
+        #: Each copy: admitted, or a canonical text the compiled path wrote, ``(its index, the
+        #: text, its identity as that path read it)``.
         self._held = held
-        self._identities = identities if identities is not None else {}
         self._admitted: dict[str, tuple[Admitted, ...]] = {}
 
     def __getitem__(self, event_id: str) -> tuple[Admitted, ...]:
         admitted = self._admitted.get(event_id)
         if admitted is None:
             admitted = tuple(
-                copy if isinstance(copy, Admitted) else _admitted_text(*copy) for copy in self._held[event_id]
+                copy if isinstance(copy, Admitted) else _admitted_text(copy[0], copy[1])
+                for copy in self._held[event_id]
             )
             self._admitted[event_id] = admitted
         return admitted
@@ -55,9 +44,7 @@ class _AdmittedCopies(Mapping[str, tuple[Admitted, ...]]):
         the one copy held, nothing is hashed."""
         held = self._held.get(event_id, ())
         if passed and len(held) == 1 and not isinstance(held[0], Admitted):
-            identity = self._identities.get(held[0][1])
-            prev = identity[2] if identity is not None else _decode_prev(held[0][1]).prev_event
-            return {"prev_event": prev}
+            return {"prev_event": held[0][2][2]}  # (its identity's)
         for copy in held:
             if isinstance(copy, Admitted):
                 if copy.bound:

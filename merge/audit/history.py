@@ -12,7 +12,7 @@ from ..batch import gc_paused
 from ..bundle import REGISTRY_KEYS
 from ..errors import InputError
 from ..keys import KeySet
-from ..native.bundle import BundleReader
+from ..native.bundle import BundleReader, Unread
 from ..timestamps import parse_timestamp
 from .pairs import _audit_pair, _split_view
 from .report import AuditReport, SnapshotInfo, SubjectAudit
@@ -39,21 +39,35 @@ def audit_history(
     snapshot that begins with the one before it judges only the events it adds.
     ``labels`` of another length than the snapshots raise :class:`merge.InputError`.
     """
-    trusted = KeySet.parse(trusted_keys)
     given = list(snapshots)
-    names = [f"#{position}" for position in range(len(given))] if labels is None else list(labels)
-    if len(names) != len(given):
-        raise InputError(f"{len(names)} label(s) for {len(given)} snapshot(s): give one label per snapshot")
+    names = [f"#{position}" for position in range(len(given))] if labels is None else labels
+    return audit_sources(given, trusted_keys=trusted_keys, labels=names)
+
+
+def audit_sources(
+    sources: Sequence[_Given | Unread],
+    *,
+    trusted_keys: KeySet | Iterable[Mapping[str, Any]],
+    labels: Sequence[str],
+) -> AuditReport:
+    """:func:`audit_history` of ``sources`` (one label each), where a text still to be read (a
+    file: :class:`merge.native.bundle.Unread`) is read when its turn comes, on the compiled
+    path on the reader's thread while the snapshots before it are judged (``pith-merge audit
+    --history``). Not exported: a caller's texts are given as they are."""
+    if len(labels) != len(sources):
+        raise InputError(
+            f"{len(labels)} label(s) for {len(sources)} snapshot(s): give one label per snapshot"
+        )
     with gc_paused():  # many small objects, no cycles (see merge.batch.gc_paused)
-        return _audit_history(given, names, trusted)
+        return _audit_history(list(sources), list(labels), KeySet.parse(trusted_keys))
 
 
-def _audit_history(given: list[_Given], labels: list[str], trusted: KeySet) -> AuditReport:
+def _audit_history(given: list[_Given | Unread], labels: list[str], trusted: KeySet) -> AuditReport:
     with BundleReader(given) as reader:  # each bundle read while the one before it is judged
         return _audit_read(given, labels, trusted, _Run(reader))
 
 
-def _audit_read(given: list[_Given], labels: list[str], trusted: KeySet, run: _Run) -> AuditReport:
+def _audit_read(given: list[_Given | Unread], labels: list[str], trusted: KeySet, run: _Run) -> AuditReport:
     groups: dict[str, list[tuple[int, str, Snapshot]]] = defaultdict(list)
     unverified: list[SnapshotInfo] = []
     unordered: list[SnapshotInfo] = []

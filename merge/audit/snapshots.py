@@ -5,7 +5,7 @@ judged once."""
 from __future__ import annotations
 
 import operator
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import msgspec
@@ -16,10 +16,10 @@ from ..bundle import REGISTRY_KEYS, verify_bundle_parts
 from ..canonical import canonical_json, encode_canonical_unchecked, string_value
 from ..errors import MergeError
 from ..keys import KeySet
-from ..native.bundle import BundleReader
+from ..native.bundle import BundleReader, Unread
 from ..signatures import SignatureVerifier
 from ..state import FoldResult, State
-from .copies import _AdmittedCopies, snapshot_identity
+from .copies import CopyIdentity, _AdmittedCopies, snapshot_identity
 from .report import SnapshotInfo, fates
 
 __all__ = ["Snapshot", "snapshot_of_bundle", "snapshot_of_events"]
@@ -71,16 +71,15 @@ class _Base(NamedTuple):
 
 class _Run:
     """What the snapshots of one audit run share, so that what several hold is done once: the
-    verifier (signatures, and each text's judgement: ``remember_judgements``), the canonical
-    text written of each event text and the bundles read ahead (:class:`merge.native.bundle.BundleReader`),
-    and each canonical text's identity as the compiled path read it (:func:`snapshot_identity`)."""
+    verifier (signatures, and each text's judgement: ``remember_judgements``), and the canonical
+    text written of each event text, with its identity as the compiled path read it
+    (:func:`snapshot_identity`), and the bundles read ahead (:class:`merge.native.bundle.BundleReader`)."""
 
     __slots__ = (
         "_base",
         "_fates",
         "_held",
         "_within",
-        "identities",
         "prevs",
         "reader",
         "singletons",
@@ -90,7 +89,6 @@ class _Run:
     def __init__(self, reader: BundleReader, verifier: SignatureVerifier | None = None) -> None:
         self.verifier = verifier or SignatureVerifier(remember_judgements=True)
         self.reader = reader
-        self.identities: dict[bytes, tuple[str, bytes, Any] | None] = {}
         #: digest -> ``frozenset({digest})``: one object for the one copy of an event, whichever
         #: snapshot holds it, so that comparing two snapshots' copies mostly compares identities.
         self.singletons: dict[bytes, frozenset[bytes]] = {}
@@ -188,12 +186,9 @@ def _bundle_snapshot(
         key_id=report.trusted_key_id,
         signature_b64=text("signature_b64"),
     )
-    if verified.identities:  # read off the texts by the compiled path, as it wrote them
-        known = run.identities
-        for event, identity in zip(events, verified.identities, strict=True):
-            if type(event) is bytes and event not in known:
-                known[event] = identity
-    return _snapshot(info, events, keys, result, run=run, canonical=verified.canonical_events)
+    # Each event's identity, read off its text by the compiled path as it wrote it.
+    identities = verified.identities if verified.canonical_events and verified.identities else None
+    return _snapshot(info, events, keys, result, run=run, identities=identities)
 
 
 def snapshot_of_events(
@@ -241,16 +236,15 @@ def _snapshot(
     result: FoldResult | None,
     *,
     run: _Run | None = None,
-    canonical: bool = False,
+    identities: Sequence[CopyIdentity | tuple[str, bytes, Any] | None] | None = None,
 ) -> Snapshot:
-    """The snapshot of ``events``. ``canonical``: each ``bytes`` among them is a canonical JSON
-    text (§1) the compiled path wrote, whose :func:`snapshot_identity` that path read off the
-    text as it wrote it (kept in ``run``); any other event is admitted here. With ``run``, a
-    snapshot whose events begin with those of the last one built starts from that one's copies
-    (a history's snapshots grow)."""
+    """The snapshot of ``events``. ``identities`` (one per event): each ``bytes`` event is a
+    canonical JSON text (§1) the compiled path wrote, whose :func:`snapshot_identity` that path
+    read off the text as it wrote it (here, or ``None``); any other event is admitted here.
+    With ``run``, a snapshot whose events begin with those of the last one built starts from
+    that one's copies (a history's snapshots grow)."""
     copies: dict[str, frozenset[bytes]] = {}
-    held: dict[str, list[Admitted | tuple[int, bytes]]] = {}
-    identities = run.identities if run is not None and canonical else None
+    held: dict[str, list[Admitted | tuple[int, bytes, Any]]] = {}
     if result is not None:  # only a verified snapshot is ever compared
         start = 0
         base = run.base_of(events) if run is not None else None
@@ -258,11 +252,11 @@ def _snapshot(
             start, copies, held = len(base.snapshot.events), dict(base.snapshot.copies), dict(base.held)
         for index in range(start, len(events)):
             item = events[index]
-            found = identities.get(item) if identities is not None and type(item) is bytes else None
-            copy: Admitted | tuple[int, bytes]
+            found = identities[index] if identities is not None and type(item) is bytes else None
+            copy: Admitted | tuple[int, bytes, Any]
             if found is not None:
                 event_id, digest, _ = found
-                copy = (index, item)
+                copy = (index, item, found)
             else:
                 outcome = admit(item, index)
                 if not isinstance(outcome, Admitted):
@@ -276,7 +270,7 @@ def _snapshot(
             elif digest not in known:  # another copy (§5): new containers, the base's are shared
                 copies[event_id] = known | {digest}
                 held[event_id] = [*held[event_id], copy]
-    snapshot = Snapshot(info, events, keys, result, copies, _AdmittedCopies(held, identities))
+    snapshot = Snapshot(info, events, keys, result, copies, _AdmittedCopies(held))
     if run is not None and result is not None:
         run.keep_base(snapshot, held, base)
     return snapshot
@@ -286,9 +280,7 @@ def _snapshot(
 _Given = Snapshot | bytes | str | Mapping[str, Any]
 
 
-def _as_snapshot(
-    item: Snapshot | bytes | str | Mapping[str, Any], trusted: KeySet, label: str, run: _Run
-) -> Snapshot:
+def _as_snapshot(item: _Given | Unread, trusted: KeySet, label: str, run: _Run) -> Snapshot:
     if isinstance(item, Snapshot):
         return item
-    return _bundle_snapshot(item, label, trusted, run)
+    return _bundle_snapshot(run.reader.text(item), label, trusted, run)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import partial
 
 import click
 import msgspec
@@ -14,8 +15,9 @@ from ..audit import (
     SplitView,
     SubjectAudit,
     audit,
-    audit_history,
 )
+from ..audit.history import audit_sources
+from ..native.bundle import Unread
 from . import common
 from .common import echo, plural
 
@@ -61,9 +63,12 @@ def audit_command(
     kept: list[str] = []
     if history:
         # The texts, in one run (merge.audit_history): what several snapshots hold is read and
-        # judged once, on the compiled path.
-        texts = [common.read_file(path) for path in paths]
-        report = audit_history(texts, trusted_keys=anchors, labels=paths)
+        # judged once, on the compiled path; each file read when its turn comes (standard
+        # input now: one command reads it once), on the reader's thread while the snapshots
+        # before it are judged.
+        read = common.read_file
+        sources = [read(path) if path == "-" else Unread(partial(read, path)) for path in paths]
+        report = audit_sources(sources, trusted_keys=anchors, labels=paths)
     elif state_dir is not None:
         from ..audit_store import LastBundles  # (only here: a history or a pair never keeps bundles)
 

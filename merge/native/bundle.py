@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 else:
     JudgedBundle = Any
 
-__all__ = ["READ_AHEAD", "BundleRead", "BundleReader", "judge_bundles", "read_bundle"]
+__all__ = ["READ_AHEAD", "BundleRead", "BundleReader", "Unread", "judge_bundles", "read_bundle"]
 
 
 class BundleRead(NamedTuple):
@@ -48,14 +48,27 @@ class BundleRead(NamedTuple):
 READ_AHEAD: Final = 2
 
 
+class Unread:
+    """A bundle text not read yet (a file): ``load()`` returns it. A :class:`BundleReader` given
+    it among the texts ahead loads it on its own thread, just before it reads it, so that the
+    caller's work on the snapshots before it goes on meanwhile."""
+
+    __slots__ = ("load",)
+
+    def __init__(self, load: Callable[[], bytes | str]) -> None:
+        self.load = load
+
+
 class _Reading:
-    """A text a :class:`BundleReader` reads ahead: its read, or what the read raised, once
-    ``done`` is set."""
+    """A text a :class:`BundleReader` reads ahead (``given``: the text, or the :class:`Unread`
+    one, loaded into ``text``): its read, or what the load or the read raised, once ``done``
+    is set."""
 
-    __slots__ = ("done", "error", "read", "text")
+    __slots__ = ("done", "error", "given", "read", "text")
 
-    def __init__(self, text: Any) -> None:
-        self.text = text
+    def __init__(self, given: Any) -> None:
+        self.given = given
+        self.text: Any = None if type(given) is Unread else given
         self.done = threading.Event()
         self.read: BundleRead | None = None
         self.error: BaseException | None = None
@@ -66,13 +79,14 @@ class BundleReader:
     one cache of the events' canonical texts, so that each is written once a run, and with the
     texts to come (``ahead``) read in order on a thread of its own, :data:`READ_AHEAD` at most
     before the one asked for, while the caller works on the one before (reading a bundle lets go
-    of the GIL). A context manager: leaving it stops the thread. Where no thread can be started,
-    each text is read when asked for, on the caller's thread."""
+    of the GIL); an :class:`Unread` text among them is loaded there too (:meth:`text`). A context
+    manager: leaving it stops the thread. Where no thread can be started, each text is loaded
+    and read when asked for, on the caller's thread."""
 
     def __init__(self, ahead: Iterable[Any] = ()) -> None:
         serving = native_available()
         self.cache: pith_merge_native.BundleCache | None = _extension().BundleCache() if serving else None
-        readings = [_Reading(text) for text in ahead if type(text) in (bytes, str)] if serving else []
+        readings = [_Reading(text) for text in ahead if type(text) in (bytes, str, Unread)] if serving else []
         self._pending = deque(readings)
         # A permit a read ahead: the thread takes one before each read, the caller gives one
         # back as it takes a read.
@@ -106,25 +120,48 @@ class BundleReader:
             if self._stopping:
                 return
             try:
+                if reading.text is None:
+                    reading.text = reading.given.load()
                 # One thread: the caller's fold keeps the cores busy meanwhile.
                 reading.read = read_bundle(reading.text, 1, self.cache)
-            except BaseException as error:  # raised where the read is asked for
+            except BaseException as error:  # raised where the text or its read is asked for
                 reading.error = error
             reading.done.set()
 
+    def text(self, given: Any) -> Any:
+        """The text ``given`` stands for: an :class:`Unread` one loaded (on the thread when it
+        is the next text given, else now), any other as it is."""
+        if type(given) is not Unread:
+            return given
+        if self._pending and self._pending[0].given is given:
+            reading = self._pending[0]
+            reading.done.wait()
+            if reading.text is None:  # the load raised: nothing to read
+                error = reading.error
+                self._handed_over()
+                assert error is not None
+                raise error
+            return reading.text
+        return given.load()
+
     def read(self, text: Any, threads: int | None) -> BundleRead | None:
         """:func:`read_bundle` of ``text``: read ahead already when it is the next text given."""
-        if self._pending and self._pending[0].text is text:
-            reading = self._pending.popleft()
+        if self._pending and text is not None and self._pending[0].text is text:  # (None: not loaded)
+            reading = self._pending[0]
             reading.done.wait()
-            self._permits.release()
-            # Handed over, not kept: the thread holds its list of readings until it ends.
             read, error = reading.read, reading.error
-            reading.read = reading.error = None
+            self._handed_over()
             if error is not None:
                 raise error
             return read
         return read_bundle(text, threads, self.cache)
+
+    def _handed_over(self) -> None:
+        """The next reading, handed over: a permit given back, and nothing of it kept (the
+        thread holds its list of readings until it ends)."""
+        reading = self._pending.popleft()
+        self._permits.release()
+        reading.read = reading.error = reading.text = None
 
 
 #: What a bundle's events are judged as while they are read (:func:`read_bundle`'s ``fold``):

@@ -184,8 +184,13 @@ pub fn read_bundle<'py>(
                 .flatten();
             let made = made_events(py, &split.events, &known, &parts.events, cache);
             let raw_members = raw_members(py, &split.members, members);
+            // Waited for without the GIL: an audit's reader runs on a thread of its own, and
+            // the caller's thread, between its compiled calls, needs the GIL meanwhile.
             let digest = match hashing {
-                Some(running) => Some(running.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))),
+                Some(running) => Some(
+                    py.allow_threads(|| running.join())
+                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+                ),
                 None if complete => Some(py.allow_threads(hashed)),
                 None => None,
             };

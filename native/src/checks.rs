@@ -307,10 +307,13 @@ impl<'v, 'a> Shape<'v, 'a> {
 /// The verdict on an admitted copy, as the pure path would give it, or `None`: the pure path
 /// judges it (see the module's note on what it leaves).
 pub fn judge(copy: &Admitted<'_>, subject: &str, keys: &HashMap<String, Key>, verifier: Verifier) -> Option<Verdict> {
-    if !canonical_able(&copy.event, 0) {
-        return None; // §6 check 1, with its path and cause, is the pure path's
-    }
     let shape = Shape::of(&copy.event)?;
+    // §6 check 1, with its path and cause, is the pure path's. Of §4's shape, every member but
+    // the payload is a string, null, or an array or object of strings (the event id a string
+    // by admission): canonical-able as they are, so only the payload is walked.
+    if !canonical_able(shape.payload, 1) {
+        return None;
+    }
     let receipt_signature = shape
         .payload
         .get("receipt")

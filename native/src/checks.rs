@@ -19,7 +19,7 @@ use sha2::{Digest, Sha256};
 use crate::admission::{self, Admitted};
 use crate::canonical::{self, canonical_able};
 use crate::identifiers::{
-    self, is_event_id, is_lower_hex, Body, ALGORITHM, EVENT_ID_PREFIX, EVENT_SIGNED_MESSAGE, RECEIPT_KIND,
+    self, is_event_id, is_lower_hex, lower_hex, Body, ALGORITHM, EVENT_ID_PREFIX, EVENT_SIGNED_MESSAGE, RECEIPT_KIND,
     RECEIPT_SIGNED_MESSAGE, SIGNATURE_STATUS,
 };
 use crate::json::Json;
@@ -307,10 +307,13 @@ impl<'v, 'a> Shape<'v, 'a> {
 /// The verdict on an admitted copy, as the pure path would give it, or `None`: the pure path
 /// judges it (see the module's note on what it leaves).
 pub fn judge(copy: &Admitted<'_>, subject: &str, keys: &HashMap<String, Key>, verifier: Verifier) -> Option<Verdict> {
-    if !canonical_able(&copy.event, 0) {
-        return None; // §6 check 1, with its path and cause, is the pure path's
-    }
     let shape = Shape::of(&copy.event)?;
+    // §6 check 1, with its path and cause, is the pure path's. Of §4's shape, every member but
+    // the payload is a string, null, or an array or object of strings (the event id a string
+    // by admission): canonical-able as they are, so only the payload is walked.
+    if !canonical_able(shape.payload, 1) {
+        return None;
+    }
     let receipt_signature = shape
         .payload
         .get("receipt")
@@ -371,8 +374,9 @@ fn judge_shaped(
         target: shape.target,
     }
     .content_sha256();
-    let mut claimed = [0_u8; 32];
-    if hex::decode_to_slice(content, &mut claimed).is_err() || claimed != digest {
+    // `content` is 64 lower-case hex digits (`schema_instant`), so it is the digest's own hex
+    // exactly when it decodes to the digest.
+    if content.as_bytes() != lower_hex(&digest) {
         return Verdict::Invalid(Reason::ContentHashMismatch);
     }
     if shape.subject != subject {
@@ -456,8 +460,7 @@ fn record_payload(payload: &Json, subject: &str) -> Option<(Record, [u8; 32])> {
     let mut canonical_record = Vec::with_capacity(1024);
     canonical::write(&mut canonical_record, record);
     let digest: [u8; 32] = Sha256::digest(&canonical_record).into();
-    let digest_hex = hex::encode(digest);
-    if payload.get("canonical_sha256").and_then(Json::as_str) != Some(digest_hex.as_str()) {
+    if !is_hex_of(payload.get("canonical_sha256"), &digest) {
         return None;
     }
     let source = record
@@ -497,6 +500,13 @@ fn record_payload(payload: &Json, subject: &str) -> Option<(Record, [u8; 32])> {
     ))
 }
 
+/// True when `value` is the string of `digest`'s lower-case hex (§8's `canonical_sha256`).
+fn is_hex_of(value: Option<&Json>, digest: &[u8; 32]) -> bool {
+    value
+        .and_then(Json::as_str)
+        .is_some_and(|text| text.as_bytes() == lower_hex(digest))
+}
+
 /// The receipt rule of §8: a `pith_receipt` over `canonical_sha256`, signed by a key of the set.
 fn receipt_ok(receipt: Option<&Json>, digest: &[u8; 32], keys: &HashMap<String, Key>, verifier: Verifier) -> bool {
     let Some(receipt @ Json::Object(_)) = receipt else {
@@ -508,7 +518,7 @@ fn receipt_ok(receipt: Option<&Json>, digest: &[u8; 32], keys: &HashMap<String, 
     };
     let signature = field("signature_b64").and_then(decode_signature);
     field("kind") == Some(RECEIPT_KIND)
-        && field("canonical_sha256") == Some(hex::encode(digest).as_str())
+        && is_hex_of(receipt.get("canonical_sha256"), digest)
         && field("algorithm") == Some(ALGORITHM)
         && field("signed_message") == Some(RECEIPT_SIGNED_MESSAGE)
         && field("signature_status") == Some(SIGNATURE_STATUS)
@@ -528,10 +538,13 @@ fn schema_instant(shape: &Shape<'_, '_>, event_id: &str, signer_fingerprint: &st
     if !supersedes.iter().all(|id| is_event_id(id)) || supersedes.contains(&event_id) {
         return None;
     }
-    let mut sorted = supersedes.clone();
-    sorted.sort_unstable();
-    if sorted.windows(2).any(|pair| pair[0] == pair[1]) {
-        return None;
+    // Unique ids: a list of one (most that are not empty) needs no sorted copy to tell.
+    if supersedes.len() > 1 {
+        let mut sorted = supersedes.clone();
+        sorted.sort_unstable();
+        if sorted.windows(2).any(|pair| pair[0] == pair[1]) {
+            return None;
+        }
     }
     parse_timestamp(shape.created_at)
 }
@@ -550,9 +563,32 @@ pub fn decode_signature(text: &str) -> Option<[u8; 64]> {
 
 /// True when `signature_b64` is of the one form [`decode_signature`] reads as Python does.
 pub fn signature_form_is_simple(text: &str) -> bool {
+    // No early exit, so that the test is vectorized (as `is_lower_hex`).
     text.len() == 88
         && text.ends_with("==")
-        && text[..86]
-            .bytes()
-            .all(|byte| byte.is_ascii_alphanumeric() || byte == b'+' || byte == b'/')
+        && text[..86].bytes().fold(true, |simple, byte| {
+            simple & (byte.is_ascii_alphanumeric() | (byte == b'+') | (byte == b'/'))
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_simple_signature_form_is_86_of_the_alphabet_and_two_pads() {
+        let simple = format!("{}+/==", "Az09".repeat(21));
+        assert!(signature_form_is_simple(&simple));
+        assert!(decode_signature(&simple).is_some());
+        for at in [0, 40, 85] {
+            for odd in ["=", "-", "_", " ", "\n", "."] {
+                let mut text = simple.clone();
+                text.replace_range(at..at + 1, odd);
+                assert!(!signature_form_is_simple(&text), "{text}");
+            }
+        }
+        assert!(!signature_form_is_simple(&simple[..87]));
+        assert!(!signature_form_is_simple(&format!("{}A=", &simple[..86])));
+        assert!(!signature_form_is_simple(&format!("é{}", &simple[2..])));
+    }
 }

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import itertools
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from ..batch import gc_paused
@@ -45,21 +45,22 @@ def audit_history(
 
 
 def audit_sources(
-    sources: Sequence[_Given | Unread],
+    sources: Sequence[_Given | Callable[[], bytes | str]],
     *,
     trusted_keys: KeySet | Iterable[Mapping[str, Any]],
     labels: Sequence[str],
 ) -> AuditReport:
-    """:func:`audit_history` of ``sources`` (one label each), where a text still to be read (a
-    file: :class:`merge.native.bundle.Unread`) is read when its turn comes, on the compiled
+    """:func:`audit_history` of ``sources`` (one label each), where a text still to be read is
+    given as what loads it (a file's reader): it is loaded when its turn comes, on the compiled
     path on the reader's thread while the snapshots before it are judged (``pith-merge audit
     --history``). Not exported: a caller's texts are given as they are."""
     if len(labels) != len(sources):
         raise InputError(
             f"{len(labels)} label(s) for {len(sources)} snapshot(s): give one label per snapshot"
         )
+    given = [Unread(source) if callable(source) else source for source in sources]
     with gc_paused():  # many small objects, no cycles (see merge.batch.gc_paused)
-        return _audit_history(list(sources), list(labels), KeySet.parse(trusted_keys))
+        return _audit_history(given, list(labels), KeySet.parse(trusted_keys))
 
 
 def _audit_history(given: list[_Given | Unread], labels: list[str], trusted: KeySet) -> AuditReport:

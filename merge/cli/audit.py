@@ -17,7 +17,6 @@ from ..audit import (
     audit,
 )
 from ..audit.history import audit_sources
-from ..native.bundle import Unread
 from . import common
 from .common import echo, plural
 
@@ -67,7 +66,7 @@ def audit_command(
         # input now: one command reads it once), on the reader's thread while the snapshots
         # before it are judged.
         read = common.read_file
-        sources = [read(path) if path == "-" else Unread(partial(read, path)) for path in paths]
+        sources = [read(path) if path == "-" else partial(read, path) for path in paths]
         report = audit_sources(sources, trusted_keys=anchors, labels=paths)
     elif state_dir is not None:
         from ..audit_store import LastBundles  # (only here: a history or a pair never keeps bundles)

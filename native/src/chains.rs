@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use crate::checks::ValidEvent;
 use crate::maps::{HashMap, HashSet};
+use crate::pool::{map_with_capacity, vec_with_capacity};
 use crate::reasons::Reason;
 
 /// A fork: the chain, the shared `prev_event` and the sorted ids of its events.
@@ -133,11 +134,10 @@ impl Children {
 /// Classify `valid` (the events that passed §6) top-down from the roots; `admitted` tells whether
 /// an event id was admitted. Terminates on `prev_event` cycles (their events are `missing_prev`).
 pub fn classify<'a>(valid: &[&'a ValidEvent], admitted: impl Fn(&str) -> bool) -> Classification<'a> {
-    let mut index: HashMap<&str, usize> = HashMap::default();
-    index.reserve(valid.len());
+    let mut index: HashMap<&str, usize> = map_with_capacity(valid.len());
     let mut chains: HashMap<(&str, Option<&str>), u32> = HashMap::default();
-    let mut facts: Vec<Facts<'a>> = Vec::with_capacity(valid.len());
-    let mut prevs: Vec<Option<&str>> = Vec::with_capacity(valid.len());
+    let mut facts: Vec<Facts<'a>> = vec_with_capacity(valid.len());
+    let mut prevs: Vec<Option<&str>> = vec_with_capacity(valid.len());
     for (at, event) in valid.iter().enumerate() {
         let event_id = event.event_id();
         prevs.push(event.prev_event());

@@ -740,6 +740,109 @@ mod tests {
         }
     }
 
+    /// `classify`'s statuses ("applied", else the reason's code), apply order and forks of `nodes`
+    /// (the `invalid` ids admitted too), in [`summary`]'s form: each chain number `n` a chain of
+    /// its own (key `k{n}`).
+    fn classified_at_once(nodes: &[Spec], invalid: &[&str]) -> (Vec<(String, String)>, Vec<String>, Vec<String>) {
+        let events: Vec<ValidEvent> = nodes
+            .iter()
+            .map(|&(id, prev, chain, created_us)| {
+                let key_id = format!("k{chain}");
+                let parts = crate::checks::Parts {
+                    event_id: id,
+                    event_type: "graph_snapshot",
+                    target: "graph",
+                    created_at: "",
+                    key_id: &key_id,
+                    prev_event: prev,
+                    supersedes: &[],
+                    created_us,
+                    record: None,
+                };
+                ValidEvent::new("{}{}".to_owned(), 2, parts).unwrap()
+            })
+            .collect();
+        let valid: Vec<&ValidEvent> = events.iter().collect();
+        let classification = classify(&valid, |id| invalid.contains(&id));
+        let mut statuses: Vec<(String, String)> = (0..nodes.len())
+            .map(|at| (nodes[at].0.to_owned(), String::new()))
+            .collect();
+        for &at in &classification.applied {
+            statuses[at].1 = "applied".to_owned();
+        }
+        for &(at, reason) in &classification.reasons {
+            statuses[at].1 = reason.code().to_owned();
+        }
+        let applied: Vec<String> = classification
+            .applied
+            .iter()
+            .map(|&at| nodes[at].0.to_owned())
+            .collect();
+        let mut forks: Vec<String> = classification
+            .forks
+            .iter()
+            .map(|fork| {
+                let chain = &fork.chain.1.unwrap()[1..];
+                format!("{chain}/{:?}/{}", fork.prev_event, fork.event_ids.join(","))
+            })
+            .collect();
+        forks.sort();
+        statuses.sort();
+        (statuses, applied, forks)
+    }
+
+    #[test]
+    fn the_batch_classification_is_the_incremental_one() {
+        let cases: Vec<(Vec<Spec>, Vec<&str>)> = vec![
+            (
+                vec![
+                    ("a", None, 0, 0),
+                    ("b", Some("a"), 0, 1),
+                    ("c", Some("b"), 0, 2),
+                    ("c2", Some("b"), 0, 2),
+                    ("d", Some("c"), 0, 3),
+                    ("e", Some("a"), 1, 4),
+                    ("f", Some("x"), 0, 5),
+                    ("g", Some("f"), 0, 6),
+                    ("h", Some("i"), 0, 7),
+                    ("i", Some("h"), 0, 8),
+                    ("j", None, 1, 9),
+                    ("k", Some("j"), 1, 9),
+                    ("l", Some("nowhere"), 1, 9),
+                    ("m", Some("j"), 1, 8),
+                    ("r1", None, 2, 0),
+                    ("r2", None, 2, 1),
+                ],
+                vec!["x"],
+            ),
+            (
+                vec![
+                    ("a", Some("c"), 0, 0),
+                    ("b", Some("a"), 0, 0),
+                    ("c", Some("b"), 0, 0),
+                    ("d", Some("a"), 0, 0),
+                    ("e", Some("d"), 0, 0),
+                    ("f", None, 0, 0),
+                    ("s", Some("s"), 1, 0),
+                ],
+                vec![],
+            ),
+        ];
+        for (nodes, invalid) in cases {
+            let (statuses, applied, forks) = classified(&nodes, &invalid);
+            // The incremental index gives an applied event's depth where the batch one says only
+            // that it applied.
+            let statuses: Vec<(String, String)> = statuses
+                .into_iter()
+                .map(|(id, status)| match status.parse::<u32>() {
+                    Ok(_) => (id, "applied".to_owned()),
+                    Err(_) => (id, status),
+                })
+                .collect();
+            assert_eq!(classified_at_once(&nodes, &invalid), (statuses, applied, forks));
+        }
+    }
+
     #[test]
     fn any_arrival_order_gives_the_same_classification() {
         // Forks, late prevs, an invalid prev, wrong chains, a cycle: every order of them.

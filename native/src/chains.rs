@@ -661,18 +661,51 @@ mod tests {
             .unwrap()
     }
 
-    #[test]
-    fn a_prev_cycle_is_missing_prev_and_what_hangs_below_it_invalid_prev() {
-        // As tests/test_chains.py's cases: a → c → b → a, d and e below, f a root.
-        let nodes = [
+    /// A prev cycle (a → c → b → a), d and e below it, f a root: as tests/test_chains.py's cases.
+    fn cycle() -> Vec<Spec> {
+        vec![
             ("a", Some("c"), 0, 0),
             ("b", Some("a"), 0, 0),
             ("c", Some("b"), 0, 0),
             ("d", Some("a"), 0, 0),
             ("e", Some("d"), 0, 0),
             ("f", None, 0, 0),
-        ];
-        let result = classified(&nodes, &[]);
+        ]
+    }
+
+    /// A child of r for each rule of a prev (§7), and one below an event admitted invalid (bad).
+    fn rules() -> Vec<Spec> {
+        vec![
+            ("r", None, 0, 10),
+            ("wrong_chain", Some("r"), 1, 20),
+            ("before", Some("r"), 0, 5),
+            ("same_instant", Some("r"), 0, 10),
+            ("missing", Some("nowhere"), 0, 30),
+            ("under_invalid", Some("bad"), 0, 30),
+        ]
+    }
+
+    /// Forks, late prevs, a prev admitted invalid (x), wrong chains, a cycle.
+    fn mixed() -> Vec<Spec> {
+        vec![
+            ("a", None, 0, 0),
+            ("b", Some("a"), 0, 1),
+            ("c", Some("b"), 0, 2),
+            ("c2", Some("b"), 0, 2),
+            ("d", Some("c"), 0, 3),
+            ("e", Some("a"), 1, 4),
+            ("f", Some("x"), 0, 5),
+            ("g", Some("f"), 0, 6),
+            ("h", Some("i"), 0, 7),
+            ("i", Some("h"), 0, 8),
+            ("j", None, 1, 9),
+            ("k", Some("j"), 1, 9),
+        ]
+    }
+
+    #[test]
+    fn a_prev_cycle_is_missing_prev_and_what_hangs_below_it_invalid_prev() {
+        let result = classified(&cycle(), &[]);
         for id in ["a", "b", "c"] {
             assert_eq!(status(&result, id), "missing_prev");
         }
@@ -699,15 +732,7 @@ mod tests {
 
     #[test]
     fn the_rules_of_a_prev_in_order() {
-        let nodes = [
-            ("r", None, 0, 10),
-            ("wrong_chain", Some("r"), 1, 20),
-            ("before", Some("r"), 0, 5),
-            ("same_instant", Some("r"), 0, 10),
-            ("missing", Some("nowhere"), 0, 30),
-            ("under_invalid", Some("bad"), 0, 30),
-        ];
-        let result = classified(&nodes, &["bad"]);
+        let result = classified(&rules(), &["bad"]);
         assert_eq!(status(&result, "r"), "0");
         assert_eq!(status(&result, "wrong_chain"), "prev_wrong_chain");
         assert_eq!(status(&result, "before"), "created_before_prev");
@@ -793,41 +818,17 @@ mod tests {
 
     #[test]
     fn the_batch_classification_is_the_incremental_one() {
-        let cases: Vec<(Vec<Spec>, Vec<&str>)> = vec![
-            (
-                vec![
-                    ("a", None, 0, 0),
-                    ("b", Some("a"), 0, 1),
-                    ("c", Some("b"), 0, 2),
-                    ("c2", Some("b"), 0, 2),
-                    ("d", Some("c"), 0, 3),
-                    ("e", Some("a"), 1, 4),
-                    ("f", Some("x"), 0, 5),
-                    ("g", Some("f"), 0, 6),
-                    ("h", Some("i"), 0, 7),
-                    ("i", Some("h"), 0, 8),
-                    ("j", None, 1, 9),
-                    ("k", Some("j"), 1, 9),
-                    ("l", Some("nowhere"), 1, 9),
-                    ("m", Some("j"), 1, 8),
-                    ("r1", None, 2, 0),
-                    ("r2", None, 2, 1),
-                ],
-                vec!["x"],
-            ),
-            (
-                vec![
-                    ("a", Some("c"), 0, 0),
-                    ("b", Some("a"), 0, 0),
-                    ("c", Some("b"), 0, 0),
-                    ("d", Some("a"), 0, 0),
-                    ("e", Some("d"), 0, 0),
-                    ("f", None, 0, 0),
-                    ("s", Some("s"), 1, 0),
-                ],
-                vec![],
-            ),
-        ];
+        let mut more = mixed();
+        // A missing prev, a later child of an applied prev, a fork of roots.
+        more.extend([
+            ("l", Some("nowhere"), 1, 9),
+            ("m", Some("j"), 1, 8),
+            ("r1", None, 2, 0),
+            ("r2", None, 2, 1),
+        ]);
+        let mut cycles = cycle();
+        cycles.push(("s", Some("s"), 1, 0)); // its own prev
+        let cases = [(more, vec!["x"]), (cycles, vec![]), (rules(), vec!["bad"])];
         for (nodes, invalid) in cases {
             let (statuses, applied, forks) = classified(&nodes, &invalid);
             // The incremental index gives an applied event's depth where the batch one says only
@@ -846,20 +847,7 @@ mod tests {
     #[test]
     fn any_arrival_order_gives_the_same_classification() {
         // Forks, late prevs, an invalid prev, wrong chains, a cycle: every order of them.
-        let nodes: Vec<Spec> = vec![
-            ("a", None, 0, 0),
-            ("b", Some("a"), 0, 1),
-            ("c", Some("b"), 0, 2),
-            ("c2", Some("b"), 0, 2),
-            ("d", Some("c"), 0, 3),
-            ("e", Some("a"), 1, 4),
-            ("f", Some("x"), 0, 5),
-            ("g", Some("f"), 0, 6),
-            ("h", Some("i"), 0, 7),
-            ("i", Some("h"), 0, 8),
-            ("j", None, 1, 9),
-            ("k", Some("j"), 1, 9),
-        ];
+        let nodes = mixed();
         let expected = classified(&nodes, &["x"]);
         let mut seed: u64 = 38;
         for _ in 0..300 {

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use crate::checks::ValidEvent;
 use crate::maps::{HashMap, HashSet};
+use crate::pool::{map_with_capacity, vec_with_capacity};
 use crate::reasons::Reason;
 
 /// A fork: the chain, the shared `prev_event` and the sorted ids of its events.
@@ -82,35 +83,96 @@ fn reason_under<C: PartialEq>(
     }
 }
 
+/// What §7 reads of a valid event, gathered in one pass over the events: the walk below then
+/// reads this table, in order, and never the events themselves, each a block of its own
+/// whose strings lie after its payload (a cache miss or two each time an event is read).
+struct Facts<'a> {
+    event_id: &'a str,
+    /// The node of its `prev_event` when that is a valid event (set once every id is indexed).
+    prev: Option<usize>,
+    /// Its chain, numbered: equal chains, equal numbers.
+    chain: u32,
+    created_us: i64,
+}
+
+/// Each event's children (the valid events naming it as their `prev_event`), in index order: one
+/// list of them all, each event's a run of it, not a vector each.
+struct Children {
+    /// Where each event's run starts in `all`; the last entry, where the last run ends.
+    starts: Vec<usize>,
+    all: Vec<usize>,
+}
+
+impl Children {
+    fn new(facts: &[Facts<'_>]) -> Children {
+        let mut starts = vec![0; facts.len() + 1];
+        for prev in facts.iter().filter_map(|facts| facts.prev) {
+            starts[prev + 1] += 1;
+        }
+        for at in 1..starts.len() {
+            starts[at] += starts[at - 1];
+        }
+        let mut next = starts.clone();
+        let mut all = vec![0; starts[facts.len()]];
+        for (at, prev) in facts
+            .iter()
+            .enumerate()
+            .filter_map(|(at, facts)| Some((at, facts.prev?)))
+        {
+            all[next[prev]] = at;
+            next[prev] += 1;
+        }
+        Children { starts, all }
+    }
+
+    /// The children of the event at `parent`.
+    fn of(&self, parent: usize) -> &[usize] {
+        &self.all[self.starts[parent]..self.starts[parent + 1]]
+    }
+}
+
 /// Classify `valid` (the events that passed §6) top-down from the roots; `admitted` tells whether
 /// an event id was admitted. Terminates on `prev_event` cycles (their events are `missing_prev`).
 pub fn classify<'a>(valid: &[&'a ValidEvent], admitted: impl Fn(&str) -> bool) -> Classification<'a> {
-    let index: HashMap<&str, usize> = valid
-        .iter()
-        .enumerate()
-        .map(|(at, event)| (event.event_id(), at))
-        .collect();
-    let mut children: Vec<Vec<usize>> = vec![Vec::new(); valid.len()];
+    let mut index: HashMap<&str, usize> = map_with_capacity(valid.len());
+    let mut chains: HashMap<(&str, Option<&str>), u32> = HashMap::default();
+    let mut facts: Vec<Facts<'a>> = vec_with_capacity(valid.len());
+    let mut prevs: Vec<Option<&str>> = vec_with_capacity(valid.len());
+    for (at, event) in valid.iter().enumerate() {
+        let event_id = event.event_id();
+        prevs.push(event.prev_event());
+        index.insert(event_id, at);
+        let numbered = chains.len() as u32;
+        let chain = *chains.entry(event.chain()).or_insert(numbered);
+        facts.push(Facts {
+            event_id,
+            prev: None,
+            chain,
+            created_us: event.created_us,
+        });
+    }
     let mut roots: Vec<usize> = Vec::new();
     let mut reason: Vec<Option<Reason>> = vec![None; valid.len()];
     let depth: Vec<Option<u32>> = vec![None; valid.len()];
     let mut not_applied: Vec<usize> = Vec::new();
-    for (at, event) in valid.iter().enumerate() {
-        match event.prev_event() {
+    for (at, prev) in prevs.into_iter().enumerate() {
+        match prev {
             None => roots.push(at),
             Some(prev) => match index.get(prev) {
-                Some(&parent) => children[parent].push(at),
+                Some(&parent) => facts[at].prev = Some(parent),
                 None => {
                     let (prev_admitted, prev_applied, on_cycle) = (admitted(prev), false, false);
-                    reason[at] = child_reason(event, None, prev_admitted, prev_applied, on_cycle);
+                    reason[at] = child_reason(valid[at], None, prev_admitted, prev_applied, on_cycle);
                     not_applied.push(at);
                 }
             },
         }
     }
+    let children = Children::new(&facts);
 
     let mut walk = Walk {
         valid,
+        facts: &facts,
         reason,
         depth,
         not_applied,
@@ -118,9 +180,9 @@ pub fn classify<'a>(valid: &[&'a ValidEvent], admitted: impl Fn(&str) -> bool) -
         queue: Vec::new(),
         forks: Vec::new(),
     };
-    let mut root_groups: HashMap<(&str, Option<&str>), Vec<usize>> = HashMap::default();
+    let mut root_groups: HashMap<u32, Vec<usize>> = HashMap::default();
     for &at in &roots {
-        root_groups.entry(valid[at].chain()).or_default().push(at);
+        root_groups.entry(facts[at].chain).or_default().push(at);
     }
     for group in root_groups.values() {
         walk.settle(group, None, 0);
@@ -128,14 +190,16 @@ pub fn classify<'a>(valid: &[&'a ValidEvent], admitted: impl Fn(&str) -> bool) -
     while let Some((parent, level)) = walk.queue.pop() {
         let mut eligible: Vec<usize> = Vec::new();
         let (prev_admitted, prev_applied, on_cycle) = (true, true, false);
-        for &child in &children[parent] {
-            match child_reason(valid[child], Some(valid[parent]), prev_admitted, prev_applied, on_cycle) {
+        let under = (facts[parent].chain, facts[parent].created_us);
+        for &child in children.of(parent) {
+            let child_facts = (facts[child].chain, facts[child].created_us);
+            match reason_under(child_facts, Some(under), prev_admitted, prev_applied, on_cycle) {
                 None => eligible.push(child),
                 Some(code) => walk.not_apply(child, code),
             }
         }
         if !eligible.is_empty() {
-            walk.settle(&eligible, Some(valid[parent].event_id()), level + 1);
+            walk.settle(&eligible, Some(facts[parent].event_id), level + 1);
         }
     }
     let Walk {
@@ -154,12 +218,11 @@ pub fn classify<'a>(valid: &[&'a ValidEvent], admitted: impl Fn(&str) -> bool) -
         .filter(|&at| reason[at].is_none() && depth[at].is_none())
         .collect();
     if !left.is_empty() {
-        let members = cycle_members(&left, valid, &index);
+        let members = cycle_members(&left, &facts);
         let (prev_admitted, prev_applied, on_cycle) = (true, false, true);
         for &at in &members {
             // A member's prev is the next member.
-            let prev = valid[at].prev_event().and_then(|prev| index.get(prev));
-            let prev = prev.map(|&prev| valid[prev]);
+            let prev = facts[at].prev.map(|prev| valid[prev]);
             reason[at] = child_reason(valid[at], prev, prev_admitted, prev_applied, on_cycle);
         }
         mark_descendants(members, &children, &mut reason);
@@ -181,6 +244,7 @@ pub fn classify<'a>(valid: &[&'a ValidEvent], admitted: impl Fn(&str) -> bool) -
 /// The state of the top-down walk of [`classify`].
 struct Walk<'v, 'a> {
     valid: &'v [&'a ValidEvent],
+    facts: &'v [Facts<'a>],
     reason: Vec<Option<Reason>>,
     depth: Vec<Option<u32>>,
     not_applied: Vec<usize>,
@@ -199,18 +263,18 @@ impl<'a> Walk<'_, 'a> {
 
     /// One (chain, prev_event) group of eligible events: alone it applies, else a fork (rule 4).
     fn settle(&mut self, group: &[usize], prev: Option<&'a str>, level: u32) {
-        let valid = self.valid;
+        let facts = self.facts;
         if let [only] = *group {
             self.depth[only] = Some(level);
             self.order
-                .push((valid[only].created_us, level, valid[only].event_id(), only));
+                .push((facts[only].created_us, level, facts[only].event_id, only));
             self.queue.push((only, level));
             return;
         }
-        let mut event_ids: Vec<&'a str> = group.iter().map(|&at| valid[at].event_id()).collect();
+        let mut event_ids: Vec<&'a str> = group.iter().map(|&at| facts[at].event_id).collect();
         event_ids.sort_unstable();
         self.forks.push(Fork {
-            chain: valid[group[0]].chain(),
+            chain: self.valid[group[0]].chain(),
             prev_event: prev,
             event_ids,
         });
@@ -221,9 +285,9 @@ impl<'a> Walk<'_, 'a> {
 }
 
 /// Below a valid event that did not apply, every descendant is `invalid_prev` (rule 2).
-fn mark_descendants(mut stack: Vec<usize>, children: &[Vec<usize>], reason: &mut [Option<Reason>]) {
+fn mark_descendants(mut stack: Vec<usize>, children: &Children, reason: &mut [Option<Reason>]) {
     while let Some(parent) = stack.pop() {
-        for &child in &children[parent] {
+        for &child in children.of(parent) {
             if reason[child].is_none() {
                 reason[child] = Some(Reason::InvalidPrev);
                 stack.push(child);
@@ -234,7 +298,7 @@ fn mark_descendants(mut stack: Vec<usize>, children: &[Vec<usize>], reason: &mut
 
 /// The events on a `prev_event` cycle among `left`, where every event's prev is in `left` too:
 /// following prev pointers from any of them must enter a cycle.
-fn cycle_members(left: &[usize], valid: &[&ValidEvent], index: &HashMap<&str, usize>) -> Vec<usize> {
+fn cycle_members(left: &[usize], facts: &[Facts<'_>]) -> Vec<usize> {
     let mut members: Vec<usize> = Vec::new();
     let mut done: HashSet<usize> = HashSet::default();
     for &start in left {
@@ -247,7 +311,7 @@ fn cycle_members(left: &[usize], valid: &[&ValidEvent], index: &HashMap<&str, us
             }
             on_path.insert(at, path.len());
             path.push(at);
-            current = valid[at].prev_event().and_then(|prev| index.get(prev).copied());
+            current = facts[at].prev;
         }
         if let Some(at) = current {
             if let Some(&from) = on_path.get(&at) {
@@ -597,18 +661,51 @@ mod tests {
             .unwrap()
     }
 
-    #[test]
-    fn a_prev_cycle_is_missing_prev_and_what_hangs_below_it_invalid_prev() {
-        // As tests/test_chains.py's cases: a → c → b → a, d and e below, f a root.
-        let nodes = [
+    /// A prev cycle (a → c → b → a), d and e below it, f a root: as tests/test_chains.py's cases.
+    fn cycle() -> Vec<Spec> {
+        vec![
             ("a", Some("c"), 0, 0),
             ("b", Some("a"), 0, 0),
             ("c", Some("b"), 0, 0),
             ("d", Some("a"), 0, 0),
             ("e", Some("d"), 0, 0),
             ("f", None, 0, 0),
-        ];
-        let result = classified(&nodes, &[]);
+        ]
+    }
+
+    /// A child of r for each rule of a prev (§7), and one below an event admitted invalid (bad).
+    fn rules() -> Vec<Spec> {
+        vec![
+            ("r", None, 0, 10),
+            ("wrong_chain", Some("r"), 1, 20),
+            ("before", Some("r"), 0, 5),
+            ("same_instant", Some("r"), 0, 10),
+            ("missing", Some("nowhere"), 0, 30),
+            ("under_invalid", Some("bad"), 0, 30),
+        ]
+    }
+
+    /// Forks, late prevs, a prev admitted invalid (x), wrong chains, a cycle.
+    fn mixed() -> Vec<Spec> {
+        vec![
+            ("a", None, 0, 0),
+            ("b", Some("a"), 0, 1),
+            ("c", Some("b"), 0, 2),
+            ("c2", Some("b"), 0, 2),
+            ("d", Some("c"), 0, 3),
+            ("e", Some("a"), 1, 4),
+            ("f", Some("x"), 0, 5),
+            ("g", Some("f"), 0, 6),
+            ("h", Some("i"), 0, 7),
+            ("i", Some("h"), 0, 8),
+            ("j", None, 1, 9),
+            ("k", Some("j"), 1, 9),
+        ]
+    }
+
+    #[test]
+    fn a_prev_cycle_is_missing_prev_and_what_hangs_below_it_invalid_prev() {
+        let result = classified(&cycle(), &[]);
         for id in ["a", "b", "c"] {
             assert_eq!(status(&result, id), "missing_prev");
         }
@@ -635,15 +732,7 @@ mod tests {
 
     #[test]
     fn the_rules_of_a_prev_in_order() {
-        let nodes = [
-            ("r", None, 0, 10),
-            ("wrong_chain", Some("r"), 1, 20),
-            ("before", Some("r"), 0, 5),
-            ("same_instant", Some("r"), 0, 10),
-            ("missing", Some("nowhere"), 0, 30),
-            ("under_invalid", Some("bad"), 0, 30),
-        ];
-        let result = classified(&nodes, &["bad"]);
+        let result = classified(&rules(), &["bad"]);
         assert_eq!(status(&result, "r"), "0");
         assert_eq!(status(&result, "wrong_chain"), "prev_wrong_chain");
         assert_eq!(status(&result, "before"), "created_before_prev");
@@ -676,23 +765,89 @@ mod tests {
         }
     }
 
+    /// `classify`'s statuses ("applied", else the reason's code), apply order and forks of `nodes`
+    /// (the `invalid` ids admitted too), in [`summary`]'s form: each chain number `n` a chain of
+    /// its own (key `k{n}`).
+    fn classified_at_once(nodes: &[Spec], invalid: &[&str]) -> (Vec<(String, String)>, Vec<String>, Vec<String>) {
+        let events: Vec<ValidEvent> = nodes
+            .iter()
+            .map(|&(id, prev, chain, created_us)| {
+                let key_id = format!("k{chain}");
+                let parts = crate::checks::Parts {
+                    event_id: id,
+                    event_type: "graph_snapshot",
+                    target: "graph",
+                    created_at: "",
+                    key_id: &key_id,
+                    prev_event: prev,
+                    supersedes: &[],
+                    created_us,
+                    record: None,
+                };
+                ValidEvent::new("{}{}".to_owned(), 2, parts).unwrap()
+            })
+            .collect();
+        let valid: Vec<&ValidEvent> = events.iter().collect();
+        let classification = classify(&valid, |id| invalid.contains(&id));
+        let mut statuses: Vec<(String, String)> = (0..nodes.len())
+            .map(|at| (nodes[at].0.to_owned(), String::new()))
+            .collect();
+        for &at in &classification.applied {
+            statuses[at].1 = "applied".to_owned();
+        }
+        for &(at, reason) in &classification.reasons {
+            statuses[at].1 = reason.code().to_owned();
+        }
+        let applied: Vec<String> = classification
+            .applied
+            .iter()
+            .map(|&at| nodes[at].0.to_owned())
+            .collect();
+        let mut forks: Vec<String> = classification
+            .forks
+            .iter()
+            .map(|fork| {
+                let chain = &fork.chain.1.unwrap()[1..];
+                format!("{chain}/{:?}/{}", fork.prev_event, fork.event_ids.join(","))
+            })
+            .collect();
+        forks.sort();
+        statuses.sort();
+        (statuses, applied, forks)
+    }
+
+    #[test]
+    fn the_batch_classification_is_the_incremental_one() {
+        let mut more = mixed();
+        // A missing prev, a later child of an applied prev, a fork of roots.
+        more.extend([
+            ("l", Some("nowhere"), 1, 9),
+            ("m", Some("j"), 1, 8),
+            ("r1", None, 2, 0),
+            ("r2", None, 2, 1),
+        ]);
+        let mut cycles = cycle();
+        cycles.push(("s", Some("s"), 1, 0)); // its own prev
+        let cases = [(more, vec!["x"]), (cycles, vec![]), (rules(), vec!["bad"])];
+        for (nodes, invalid) in cases {
+            let (statuses, applied, forks) = classified(&nodes, &invalid);
+            // The incremental index gives an applied event's depth where the batch one says only
+            // that it applied.
+            let statuses: Vec<(String, String)> = statuses
+                .into_iter()
+                .map(|(id, status)| match status.parse::<u32>() {
+                    Ok(_) => (id, "applied".to_owned()),
+                    Err(_) => (id, status),
+                })
+                .collect();
+            assert_eq!(classified_at_once(&nodes, &invalid), (statuses, applied, forks));
+        }
+    }
+
     #[test]
     fn any_arrival_order_gives_the_same_classification() {
         // Forks, late prevs, an invalid prev, wrong chains, a cycle: every order of them.
-        let nodes: Vec<Spec> = vec![
-            ("a", None, 0, 0),
-            ("b", Some("a"), 0, 1),
-            ("c", Some("b"), 0, 2),
-            ("c2", Some("b"), 0, 2),
-            ("d", Some("c"), 0, 3),
-            ("e", Some("a"), 1, 4),
-            ("f", Some("x"), 0, 5),
-            ("g", Some("f"), 0, 6),
-            ("h", Some("i"), 0, 7),
-            ("i", Some("h"), 0, 8),
-            ("j", None, 1, 9),
-            ("k", Some("j"), 1, 9),
-        ];
+        let nodes = mixed();
         let expected = classified(&nodes, &["x"]);
         let mut seed: u64 = 38;
         for _ in 0..300 {

@@ -370,6 +370,21 @@ def test_a_history_of_several_subjects_groups_them_and_reports_the_rest() -> Non
     assert not report.ok
 
 
+def test_a_callable_given_to_audit_history_is_an_unverified_snapshot_never_called() -> None:
+    """Only the command hands the reader a file's loader (merge.audit.history.audit_sources): a
+    caller's object that happens to be callable is a snapshot that is no bundle, never run."""
+    called: list[bool] = []
+
+    def looks_like_a_loader() -> bytes:
+        called.append(True)
+        return canonical_json(bundle(BASE, T1))
+
+    report = audit_history([bundle(BASE, T1), looks_like_a_loader], trusted_keys=TRUST)
+    assert called == []
+    assert [info.label for info in report.unverified] == ["#1"]
+    assert not report.ok
+
+
 def test_snapshots_given_as_data_take_the_labels_given() -> None:
     """audit_history's labels name the bundles in order (a Snapshot keeps its own); audit's name
     OLD and NEW; a label list of another length is the caller's mistake."""

@@ -40,12 +40,12 @@ def audit_history(
     ``labels`` of another length than the snapshots raise :class:`merge.InputError`.
     """
     given = list(snapshots)
-    names = [f"#{position}" for position in range(len(given))] if labels is None else labels
-    return audit_sources(given, trusted_keys=trusted_keys, labels=names)
+    names = [f"#{position}" for position in range(len(given))] if labels is None else list(labels)
+    return _audit_given(given, names, KeySet.parse(trusted_keys))
 
 
 def audit_sources(
-    sources: Sequence[_Given | Callable[[], bytes | str]],
+    sources: Sequence[bytes | str | Callable[[], bytes | str]],
     *,
     trusted_keys: KeySet | Iterable[Mapping[str, Any]],
     labels: Sequence[str],
@@ -54,13 +54,16 @@ def audit_sources(
     given as what loads it (a file's reader): it is loaded when its turn comes, on the compiled
     path on the reader's thread while the snapshots before it are judged (``pith-merge audit
     --history``). Not exported: a caller's texts are given as they are."""
-    if len(labels) != len(sources):
-        raise InputError(
-            f"{len(labels)} label(s) for {len(sources)} snapshot(s): give one label per snapshot"
-        )
+    trusted = KeySet.parse(trusted_keys)
     given = [Unread(source) if callable(source) else source for source in sources]
+    return _audit_given(given, list(labels), trusted)
+
+
+def _audit_given(given: Sequence[_Given | Unread], labels: list[str], trusted: KeySet) -> AuditReport:
+    if len(labels) != len(given):
+        raise InputError(f"{len(labels)} label(s) for {len(given)} snapshot(s): give one label per snapshot")
     with gc_paused():  # many small objects, no cycles (see merge.batch.gc_paused)
-        return _audit_history(given, list(labels), KeySet.parse(trusted_keys))
+        return _audit_history(list(given), labels, trusted)
 
 
 def _audit_history(given: list[_Given | Unread], labels: list[str], trusted: KeySet) -> AuditReport:

@@ -71,18 +71,13 @@ fn canonical_text_within(text: &[u8], depth: usize) -> Option<Vec<u8>> {
 /// The value of the JSON text `text` and its `CJ`, as [`canonical_text`] (`depth`: its bound).
 pub fn canonical_value(text: &[u8], depth: usize) -> Option<(Json<'_>, Vec<u8>)> {
     let value: Json = serde_json::from_slice(text).ok()?;
-    // Never longer than the text (whitespace goes, no string gains an escape it lacked there).
-    let written = canonical_of(&value, depth, text.len())?;
-    Some((value, written))
-}
-
-fn canonical_of(value: &Json, depth: usize, room: usize) -> Option<Vec<u8>> {
-    if !canonical_able_within(value, 0, depth) {
+    if !canonical_able_within(&value, 0, depth) {
         return None;
     }
-    let mut out = vec_with_capacity(room);
-    write(&mut out, value);
-    Some(out)
+    // Never longer than the text (whitespace goes, no string gains an escape it lacked there).
+    let mut written = vec_with_capacity(text.len());
+    write(&mut written, &value);
+    Some((value, written))
 }
 
 /// `CJ(value)` appended to `out`, for a canonical-able value.

@@ -99,7 +99,12 @@ class Finished:
 class Judgement:
     def fork(self) -> Judgement: ...
     def extend(
-        self, inputs: list[Any], keys: Sequence[Key], threads: int, cache: VerdictCache | None = None
+        self,
+        inputs: list[Any],
+        keys: Sequence[Key],
+        threads: int,
+        cache: VerdictCache | None = None,
+        judgements: bool = True,
     ) -> list[int]: ...
     def finish(
         self, invalid: Sequence[tuple[str, str]], valid: Sequence[ValidEvent], free_now: bool = False

@@ -153,7 +153,11 @@ def _finished(
             if cache is None:
                 # An identical text in two parts is judged in each: its signature, verified once.
                 cache = native.VerdictCache()
-            left = judgement.extend(part, table, verifier.threads, cache)
+            # Gone on from the last fold's judgement (first > 0), the texts after its inputs are
+            # new to the run and the next fold goes on from this one's: their judgements are
+            # neither looked up nor kept in the cache (``judgements``; a fold judged whole
+            # keeps them), its signatures' verdicts still shared.
+            left = judgement.extend(part, table, verifier.threads, cache, not first)
         leftovers += [(start + index, part[index]) for index in left]
         # The judgement owns what it needs: the texts go now, unless the caller keeps them (a
         # fold of a stream then holds its input only while judging it), and their pages go

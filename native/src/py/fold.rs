@@ -384,7 +384,11 @@ impl Judgement {
     /// Judge more inputs of the subject, as [`judge`] does, and merge their verdicts in (§5):
     /// the fold of a stream, judged part by part so that it holds one part's texts at a time.
     /// Returns the indices (ascending, within ``inputs``) of the inputs left to the pure path.
-    #[pyo3(signature = (inputs, keys, threads, cache=None))]
+    /// ``judgements=False``: the texts' judgements kept in ``cache`` (``judgements=True``) are
+    /// neither looked up nor added to, its signatures' verdicts still shared: for texts that
+    /// no earlier fold met, and no later one will ask for (a growing history's next snapshot,
+    /// gone on from the last one's judgement: `merge.native.fold._finished`).
+    #[pyo3(signature = (inputs, keys, threads, cache=None, judgements=true))]
     fn extend(
         &mut self,
         py: Python<'_>,
@@ -392,6 +396,7 @@ impl Judgement {
         keys: Vec<Bound<'_, Key>>,
         threads: usize,
         cache: Option<&Bound<'_, VerdictCache>>,
+        judgements: bool,
     ) -> PyResult<Vec<usize>> {
         guarded(py, || {
             let subjects = [self.subject.clone()];
@@ -399,7 +404,7 @@ impl Judgement {
                 .verdicts
                 .as_mut()
                 .ok_or_else(|| PyValueError::new_err("this judgement was finished already"))?;
-            let judged = judged_lists(py, &subjects, &[inputs], &keys, threads, cache);
+            let judged = judged_lists(py, &subjects, &[inputs], &keys, threads, cache, judgements);
             let batch::Judged {
                 verdicts: more,
                 fallback,
@@ -508,7 +513,7 @@ pub fn judge_many(
 ) -> PyResult<Vec<(Judgement, Vec<usize>)>> {
     guarded(py, || {
         let (subjects, lists): (Vec<String>, Vec<Bound<'_, PyList>>) = groups.into_iter().unzip();
-        let judged = judged_lists(py, &subjects, &lists, &keys, threads, cache);
+        let judged = judged_lists(py, &subjects, &lists, &keys, threads, cache, true);
         Ok(collect_exact(subjects.into_iter().zip(judged).map(
             |(subject, judged)| {
                 let judgement = Judgement {
@@ -521,7 +526,8 @@ pub fn judge_many(
     })
 }
 
-/// The inputs of each list judged, those of `lists[i]` as `subjects[i]`'s (see [`judge_many`]).
+/// The inputs of each list judged, those of `lists[i]` as `subjects[i]`'s (see [`judge_many`]);
+/// with the texts' judgements kept in `cache`, where it keeps them, only with `judgements`.
 fn judged_lists(
     py: Python<'_>,
     subjects: &[String],
@@ -529,9 +535,12 @@ fn judged_lists(
     keys: &[Bound<'_, Key>],
     threads: usize,
     cache: Option<&Bound<'_, VerdictCache>>,
+    judgements: bool,
 ) -> Vec<batch::Judged> {
     let keys = key_map(keys);
-    let kept: Option<&Judgements> = cache.and_then(|cache| cache.get().judgements.as_ref());
+    let kept: Option<&Judgements> = cache
+        .and_then(|cache| cache.get().judgements.as_ref())
+        .filter(|_| judgements);
     let cache: Option<&Verdicts> = cache.map(|cache| &cache.get().verdicts);
     let verifier = Verifier { cache };
     // The texts, borrowed from the lists' own objects: `held` keeps each alive (and bytes and

@@ -100,7 +100,10 @@ class SignatureVerifier:
     folds each snapshot, and the snapshots hold the same events again), at the cost of holding
     about a text's size for each; and the last fold's judgement, from which a fold of the same
     subject and keys whose inputs begin with that fold's (a growing history's next snapshot)
-    goes on, judging only the inputs that follow. The verdicts never depend on it.
+    goes on, judging only the inputs that follow. Those it judges going on are not kept apart
+    (the next snapshot goes on from this fold's judgement again): a later fold that starts over
+    (a reordered snapshot) judges them again, their signatures still verified once. The
+    verdicts never depend on it.
     """
 
     __slots__ = ("_cache", "_native_cache", "last_judgement", "remember_judgements", "threads")

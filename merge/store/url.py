@@ -33,5 +33,10 @@ def open_store(url: str, **options: Any) -> EventStore:
         path = url.removeprefix(_SQLITE)
         if not path:
             raise StoreError("an sqlite:// URL names a file: sqlite:///path/to/events.db", path=url)
-        return SQLiteStore(path, **options)
+        if "\x00" in path:  # no file has such a name (the system call would refuse it: ValueError)
+            raise StoreError("a file's path holds no NUL character", path=url)
+        try:
+            return SQLiteStore(path, **options)
+        except OSError as exc:  # a path the system refuses to look at (too long: ENAMETOOLONG)
+            raise StoreError(f"cannot open: {exc.strerror or exc}", path=url) from None
     raise StoreError("not a store URL: use sqlite:///path/to/file.db or postgresql://…", path=url)

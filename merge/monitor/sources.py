@@ -127,7 +127,11 @@ def parse_source(text: str) -> Source:
             raise InputError(problem, source=text)
         return RegistrySource(text.rstrip("/"))
     path = Path(text)
-    if not path.is_dir():
+    try:
+        is_dir = path.is_dir()
+    except (OSError, ValueError):  # a path the system refuses to look at (too long, a NUL)
+        is_dir = False
+    if not is_dir:
         raise InputError("a source is an http(s) URL or a directory of bundles", source=text)
     return DirectorySource(path)
 

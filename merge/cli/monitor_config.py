@@ -47,7 +47,9 @@ def load_config(command: click.Command, path: str) -> dict[str, Any]:
             table: Mapping[str, Any] = tomllib.load(file)
     except OSError as exc:
         raise click.BadParameter(f"{path}: {exc.strerror or exc}", param_hint="--config") from None
-    except tomllib.TOMLDecodeError as exc:
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError) as exc:
+        # tomllib reads the bytes as UTF-8 first (TOML is UTF-8): bad bytes are not TOML either;
+        # it nests by recursion: arrays 1,000 deep are none it reads.
         raise click.BadParameter(f"{path}: not TOML: {exc}", param_hint="--config") from None
     keys = config_keys(command)
     values: dict[str, Any] = {}

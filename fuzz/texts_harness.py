@@ -118,6 +118,10 @@ PIECES: Final = (
 )
 
 
+#: Lone surrogates a ``str`` may hold and no UTF-8 (nor ``surrogateescape``) can encode.
+LONE_SURROGATES: Final = ("\ud800", "\udbff", "\udc00", "\udfff")
+
+
 def _piece(reader: _Reader) -> bytes:
     if reader.below(8) == 0:
         return reader.chunk(reader.below(16))
@@ -180,7 +184,11 @@ def mutate_lines(text: bytes, reader: _Reader, *, max_mutations: int = 4) -> byt
             lines.insert(at, _piece(reader))
         data = b"\n".join(lines)
     if reader.below(4) == 0:
-        return data.decode("utf-8", "surrogateescape")
+        string = data.decode("utf-8", "surrogateescape")
+        if reader.below(2):  # a lone surrogate that no bytes give back (not one of U+DC80-U+DCFF)
+            at = reader.below(len(string) + 1)
+            string = string[:at] + LONE_SURROGATES[reader.below(len(LONE_SURROGATES))] + string[at:]
+        return string
     return data
 
 
@@ -387,7 +395,7 @@ def _monitor_target(reader: _Reader) -> tuple[bytes | str, Callable[[], Any]]:
         text = mutate_lines(
             f"# subjects\n{VECTOR.subject}\n\n{STATEMENT.subject}  # golden\n".encode(), reader
         )
-        data = text.encode("utf-8", "surrogateescape") if isinstance(text, str) else text
+        data = _as_bytes(text)
         return text, lambda: sources.read_subjects_file(data, "subjects.txt")
     if kind == 1:
         text = mutate_lines(b"https://registry.example/pith", reader)
@@ -501,6 +509,16 @@ FILES: Final = {
 }
 
 
+def _as_bytes(text: bytes | str) -> bytes:
+    """What a file holding ``text`` holds: its bytes (a lone surrogate as its 3 bytes of bad UTF-8)."""
+    if isinstance(text, bytes):
+        return text
+    try:
+        return text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass")
+
+
 @functools.cache
 def _store_file() -> bytes:
     """An SQLite event store holding the log (``events.db``, what the store commands are given)."""
@@ -522,7 +540,7 @@ def run_cli(target: CliTarget, text: bytes | str) -> int:
 
     from merge.cli import cli
 
-    data = text.encode("utf-8", "surrogateescape") if isinstance(text, str) else text
+    data = _as_bytes(text)
     with _in_scratch() as scratch:
         for name, content in FILES.items():
             Path(name).write_bytes(content)

@@ -51,7 +51,6 @@ __all__ = [
 ROOT: Final = Path(__file__).resolve().parent.parent
 GOLDEN: Final = (ROOT / "tests/vectors/golden/pith-2303.04759.bundle.json").read_bytes()
 RECORD: Final = (ROOT / "tests/vectors/golden/pith-2110.10802.record.json").read_bytes()
-EXAMPLE: Final = ROOT / "examples/example.bundle.json"
 
 
 class Crash(AssertionError):
@@ -180,7 +179,7 @@ def mutate_lines(text: bytes, reader: _Reader, *, max_mutations: int = 4) -> byt
             lines[at] = b" ".join(tokens)
         elif kind == 10:  # a case flipped
             lines[at] = lines[at].swapcase()
-        else:  # a line of another seed's text
+        else:  # a line of its own, a piece
             lines.insert(at, _piece(reader))
         data = b"\n".join(lines)
     if reader.below(4) == 0:
@@ -240,6 +239,8 @@ LOG: Final = b"\n".join(VECTOR.inputs) + b"\n"
 #: The event ``pith-merge explain`` is asked about (a prefix of its id).
 EXPLAINED: Final = json.loads(VECTOR.inputs[0])["event_id"][:12]
 STATE: Final = canonical_json(fold(VECTOR.inputs, subject=VECTOR.subject, keys=VECTOR.keys).state)
+#: The event ``pith-merge explain --bundle`` is asked about.
+GOLDEN_EXPLAINED: Final = json.loads(GOLDEN)["events"][0]["event_id"][:12]
 #: A trusted-keys file: the vector's keys and the registry's (the golden bundle verifies with it).
 TRUST_FILE: Final = json.dumps([*VECTOR.keys, *REGISTRY_KEYS], indent=1).encode()
 
@@ -450,6 +451,8 @@ class CliTarget(NamedTuple):
     args: tuple[str, ...]
     seed: bytes
     json: bool
+    #: The mutated file's name (``replay`` and ``store import`` tell logs by ``.jsonl``).
+    filename: str = "input"
 
 
 CLI_TARGETS: Final = (
@@ -492,6 +495,12 @@ CLI_TARGETS: Final = (
         b"events.db",
         False,
     ),
+    CliTarget("verify bundle", ("verify", "{}"), GOLDEN, True),
+    CliTarget("explain --bundle", ("explain", "--bundle", "{}", GOLDEN_EXPLAINED), GOLDEN, True),
+    CliTarget("graph --bundle", ("graph", "--bundle", "{}"), GOLDEN, True),
+    CliTarget("audit", ("audit", "golden.json", "{}"), GOLDEN, True),
+    CliTarget("replay", ("replay", "--workers", "1", "--keys", "keys.json", "{}"), LOG, False, "input.jsonl"),
+    CliTarget("store import", ("store", "import", "--store", "events.db", "{}"), LOG, False, "input.jsonl"),
     CliTarget("witness show", ("witness", "show", "{}"), SIGNER_KEYS[0], False),
     CliTarget(
         "monitor --config", ("monitor", "--config", "{}", "--once"), b'subject = ["pith:2023:A"]\n', False
@@ -545,10 +554,10 @@ def run_cli(target: CliTarget, text: bytes | str) -> int:
         for name, content in FILES.items():
             Path(name).write_bytes(content)
         Path("events.db").write_bytes(_store_file())
-        Path("input").write_bytes(data)
+        Path(target.filename).write_bytes(data)
         # An argument of a real process holds no NUL (execve ends it there): nor does this one.
         argument = confined(data.replace(b"\x00", b""), scratch)
-        args = [{"{}": "input", "[]": argument}.get(arg, arg) for arg in target.args]
+        args = [{"{}": target.filename, "[]": argument}.get(arg, arg) for arg in target.args]
         result = CliRunner().invoke(cli, args, prog_name="pith-merge", catch_exceptions=True)
     stderr = result.stderr
     if result.exception is not None and not isinstance(result.exception, SystemExit):

@@ -142,11 +142,14 @@ def test_regression_a_peers_last_modified_too_large_for_a_date_is_no_validator()
 
 
 @pytest.mark.parametrize(
-    "config", [b"subject = [\xff]\n", b"subject = " + b"[" * 2000], ids=["bad-utf8", "deep-arrays"]
+    "config",
+    [b"subject = [\xff]\n", b"subject = " + b"[" * 2000, b"subject = " + b"9" * 5000],
+    ids=["bad-utf8", "deep-arrays", "5000-digits"],
 )
 def test_regression_a_monitor_config_that_is_no_toml_is_a_usage_error(config: bytes, tmp_path: Path) -> None:
     """``pith-merge monitor --config`` raised ``UnicodeDecodeError`` (bad UTF-8) and
-    ``RecursionError`` (arrays 2,000 deep) out of ``tomllib``: now exit 2, ``not TOML``."""
+    ``RecursionError`` (arrays 2,000 deep) and ``ValueError`` (an integer of 5,000 digits, past
+    Python's limit) out of ``tomllib``: now exit 2, ``not TOML``."""
     path = tmp_path / "monitor.toml"
     path.write_bytes(config)
     result = CliRunner().invoke(cli, ["monitor", "--config", str(path), "--once"], prog_name="pith-merge")

@@ -47,9 +47,10 @@ def load_config(command: click.Command, path: str) -> dict[str, Any]:
             table: Mapping[str, Any] = tomllib.load(file)
     except OSError as exc:
         raise click.BadParameter(f"{path}: {exc.strerror or exc}", param_hint="--config") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError) as exc:
-        # tomllib reads the bytes as UTF-8 first (TOML is UTF-8): bad bytes are not TOML either;
-        # it nests by recursion: arrays 1,000 deep are none it reads.
+    except (ValueError, RecursionError) as exc:
+        # TOMLDecodeError is a ValueError, and so is what else tomllib lets out of a text it cannot
+        # read: bad UTF-8 (UnicodeDecodeError: TOML is UTF-8), an integer of more than 4,300
+        # digits (Python's int limit); and arrays 1,000 deep exhaust its recursion.
         raise click.BadParameter(f"{path}: not TOML: {exc}", param_hint="--config") from None
     keys = config_keys(command)
     values: dict[str, Any] = {}

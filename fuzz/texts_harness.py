@@ -22,6 +22,7 @@ import hashlib
 import json
 import os
 import tempfile
+import tomllib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -443,6 +444,15 @@ TARGETS: Final = (
 # --- the command line -----------------------------------------------------------------------------
 
 
+#: ``monitor --once``'s exit codes: 3 when no source could be read.
+MONITOR: Final = (0, 1, 2, 3)
+#: A monitor's config: a directory source (``source/``, the golden bundle), nothing fetched.
+MONITOR_CONFIG: Final = (
+    f'sources = ["source"]\nstate-dir = "state"\nsubject = ["{STATEMENT.subject}"]\nrate = 5.0\n'
+    "record-interval = 0\njson = true\n"
+).encode()
+
+
 class CliTarget(NamedTuple):
     """A command of ``pith-merge`` and the one file of it that is mutated (``{}`` in the args:
     the file's name; ``[]``: the mutated text itself, as the argument)."""
@@ -453,6 +463,8 @@ class CliTarget(NamedTuple):
     json: bool
     #: The mutated file's name (``replay`` and ``store import`` tell logs by ``.jsonl``).
     filename: str = "input"
+    #: The exit codes it may give (``monitor --once``: 3 when no source could be read).
+    codes: tuple[int, ...] = (0, 1, 2)
 
 
 CLI_TARGETS: Final = (
@@ -503,7 +515,31 @@ CLI_TARGETS: Final = (
     CliTarget("store import", ("store", "import", "--store", "events.db", "{}"), LOG, False, "input.jsonl"),
     CliTarget("witness show", ("witness", "show", "{}"), SIGNER_KEYS[0], False),
     CliTarget(
-        "monitor --config", ("monitor", "--config", "{}", "--once"), b'subject = ["pith:2023:A"]\n', False
+        "monitor --config", ("monitor", "--config", "{}", "--once"), MONITOR_CONFIG, False, codes=MONITOR
+    ),
+    CliTarget(
+        "monitor --subjects",
+        ("monitor", "--state-dir", "state", "--once", "--subjects", "{}", "source"),
+        f"# followed\n{STATEMENT.subject}\n\n{STATEMENT.subject}  # twice\n".encode(),
+        False,
+        codes=MONITOR,
+    ),
+    CliTarget(
+        "monitor --trust",
+        (
+            "monitor",
+            "--state-dir",
+            "state",
+            "--once",
+            "--subject",
+            STATEMENT.subject,
+            "--trust",
+            "{}",
+            "source",
+        ),
+        TRUST_FILE,
+        True,
+        codes=MONITOR,
     ),
 )
 
@@ -542,6 +578,25 @@ def _store_file() -> bytes:
         return Path("events.db").read_bytes()
 
 
+def _stays_here(config: bytes) -> bool:
+    """Whether a mutated monitor config (when it is TOML) names no path outside the scratch
+    directory: a monitor writes to its ``state-dir`` (never ``/``, as :func:`confined` says)."""
+    try:
+        table = tomllib.loads(config.decode("utf-8"))
+    except (ValueError, RecursionError):
+        return True  # (no TOML: the command refuses it before it writes)
+    pending: list[Any] = [table]
+    while pending:
+        value = pending.pop()
+        if isinstance(value, dict):
+            pending.extend(value.values())
+        elif isinstance(value, list):
+            pending.extend(value)
+        elif isinstance(value, str) and (value.startswith(("/", "~")) or ".." in value or "://" in value):
+            return False
+    return True
+
+
 def run_cli(target: CliTarget, text: bytes | str) -> int:
     """Run the command on the mutated file; its exit code, or :class:`Crash` unless it keeps the
     house rule."""
@@ -555,6 +610,10 @@ def run_cli(target: CliTarget, text: bytes | str) -> int:
             Path(name).write_bytes(content)
         Path("events.db").write_bytes(_store_file())
         Path(target.filename).write_bytes(data)
+        Path("source").mkdir()
+        Path("source/golden.json").write_bytes(GOLDEN)
+        if target.codes == MONITOR and not _stays_here(data):
+            return 0  # (a path it names is outside the scratch directory: not run)
         # An argument of a real process holds no NUL (execve ends it there): nor does this one.
         argument = confined(data.replace(b"\x00", b""), scratch)
         args = [{"{}": target.filename, "[]": argument}.get(arg, arg) for arg in target.args]
@@ -565,7 +624,7 @@ def run_cli(target: CliTarget, text: bytes | str) -> int:
         raise Crash(f"pith-merge {target.name}", text, what)
     if "Traceback" in stderr or "Traceback" in result.stdout:
         raise Crash(f"pith-merge {target.name}", text, "printed a traceback")
-    if result.exit_code not in (0, 1, 2):
+    if result.exit_code not in target.codes:
         raise Crash(f"pith-merge {target.name}", text, f"exit code {result.exit_code}: {stderr[-300:]}")
     if result.exit_code == 2 and not stderr.rstrip("\n").split("\n")[-1].startswith("Error: "):
         raise Crash(f"pith-merge {target.name}", text, f"exit 2 without an Error: line: {stderr[-300:]!r}")

@@ -158,6 +158,35 @@ def test_regression_a_monitor_config_that_is_no_toml_is_a_usage_error(config: by
 
 
 @pytest.mark.parametrize(
+    "line",
+    ["state-dir = 18446744073709551616", "rate = {a = 1}", "json = 5", "max-bytes = 1e400", "rate = nan"],
+)
+def test_regression_a_monitor_config_value_of_another_type_is_a_usage_error(
+    line: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A TOML value of a type the option does not take went to click as it is: ``os.stat`` of
+    the integer as a file descriptor (``OverflowError``), ``float({…})`` (``TypeError``),
+    ``5.strip()`` (``AttributeError``), ``int(inf)`` (``OverflowError``), and ``nan`` passed the
+    range check ``x>0``. Now each is exit 2 naming the key and the type it wants."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "source").mkdir()
+    key, value = line.split(" = ", maxsplit=1)
+    base = {
+        "sources": '["source"]',
+        "state-dir": '"state"',
+        "subject": '["pith:2023:A2G3QVIG5OIYJVZB5MA4S6VDQP"]',
+    }
+    base[key] = value
+    (tmp_path / "monitor.toml").write_text("".join(f"{name} = {value}\n" for name, value in base.items()))
+    result = CliRunner().invoke(
+        cli, ["monitor", "--config", "monitor.toml", "--once"], prog_name="pith-merge"
+    )
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    assert result.exit_code == 2
+    assert f"monitor.toml: {key} is " in result.stderr.splitlines()[-1]
+
+
+@pytest.mark.parametrize(
     "args",
     [
         ["store", "check", "--store", "\n\nsqlite:///events.db"],

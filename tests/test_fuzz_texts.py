@@ -159,15 +159,23 @@ def test_regression_a_monitor_config_that_is_no_toml_is_a_usage_error(config: by
 
 @pytest.mark.parametrize(
     "line",
-    ["state-dir = 18446744073709551616", "rate = {a = 1}", "json = 5", "max-bytes = 1e400", "rate = nan"],
+    [
+        "state-dir = 18446744073709551616",
+        "rate = {a = 1}",
+        "json = 5",
+        "max-bytes = 1e400",
+        "rate = nan",
+        "rate = 1" + "0" * 400,
+    ],
 )
 def test_regression_a_monitor_config_value_of_another_type_is_a_usage_error(
     line: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A TOML value of a type the option does not take went to click as it is: ``os.stat`` of
     the integer as a file descriptor (``OverflowError``), ``float({…})`` (``TypeError``),
-    ``5.strip()`` (``AttributeError``), ``int(inf)`` (``OverflowError``), and ``nan`` passed the
-    range check ``x>0``. Now each is exit 2 naming the key and the type it wants."""
+    ``5.strip()`` (``AttributeError``), ``int(inf)`` (``OverflowError``), ``float(10**400)``
+    (``OverflowError``), and ``nan`` passed the range check ``x>0``. Now each is exit 2 naming
+    the key and the type it wants."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "source").mkdir()
     key, value = line.split(" = ", maxsplit=1)

@@ -100,5 +100,8 @@ def _of_type(value: Any, kind: click.ParamType[Any]) -> bool:
     if wanted == "int":
         return isinstance(value, int)
     if wanted == "float":
-        return isinstance(value, int | float) and math.isfinite(value)
+        try:
+            return isinstance(value, int | float) and math.isfinite(value)
+        except OverflowError:  # an integer past a float's range (10**400)
+            return False
     return isinstance(value, str)

@@ -32,6 +32,7 @@ from fuzz.harness import VECTORS, _Reader
 from merge import REGISTRY_KEYS, MergeError, canonical_json, fold, verify_bundle, verify_record
 from merge.canonical import decode_json
 from merge.keys import KeySet
+from merge.monitor.policy import FetchPolicy
 from merge.record import document_kind, text_kind
 from merge.testing.mutations import mutate_text
 from merge.witness import Statement, parse_note, parse_policy, parse_signer_key, parse_statement, parse_vkey
@@ -400,15 +401,24 @@ def _monitor_target(reader: _Reader) -> tuple[bytes | str, Callable[[], Any]]:
         data = _as_bytes(text)
         return text, lambda: sources.read_subjects_file(data, "subjects.txt")
     if kind == 1:
-        text = mutate_lines(b"https://registry.example/pith", reader)
+        text = mutate_lines(
+            (b"https://registry.example/pith", b"http://[::1]:8080/")[reader.below(2)], reader
+        )
         url = text if isinstance(text, str) else text.decode("latin-1")
 
         def source() -> Any:
+            problem = sources.web_url_problem(url)
+            if problem is None:  # a URL the fetcher takes: it splits it before it connects
+                fetcher = fetching.Fetcher(FetchPolicy())
+                try:
+                    fetcher.rate_of(url)
+                finally:
+                    fetcher.close()
             with _in_scratch():
                 found = sources.parse_source(url)
             if isinstance(found, sources.RegistrySource):
                 _either(lambda: found.bundle_url(STATEMENT.subject))
-            return sources.web_url_problem(url)
+            return problem
 
         return text, source
     if kind == 2:

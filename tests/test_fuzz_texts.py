@@ -16,8 +16,9 @@ from fuzz.fuzz_texts import deterministic
 from fuzz.texts_harness import CLI_TARGETS, KEY_FILE, TARGETS, Crash, check, chosen, confined, run_cli
 from merge import InputError, PolicyError
 from merge.cli import cli
-from merge.monitor.fetching import retry_after, strong_last_modified
-from merge.monitor.sources import parse_source
+from merge.monitor.fetching import Fetcher, retry_after, strong_last_modified
+from merge.monitor.policy import FetchPolicy
+from merge.monitor.sources import parse_source, web_url_problem
 from merge.state import StateDecodeError, decode_state
 from merge.store import StoreError
 from merge.store.url import open_store
@@ -112,6 +113,22 @@ def test_regression_a_monitor_source_the_system_refuses_is_an_input_error(text: 
     through)."""
     with pytest.raises(InputError, match="a source is an http"):
         parse_source(text)
+
+
+@pytest.mark.parametrize(
+    "url", ["http://[::1]:8080\N{SUPERSCRIPT TWO}/", "http://127.0.0.1:99999999/", "https://127.0.0.1:-1/"]
+)
+def test_regression_a_url_whose_port_is_no_port_is_refused_before_the_fetch(url: str) -> None:
+    """``web_url_problem`` passed a port that is no number or out of range, and
+    ``Fetcher.get`` ("never raises") then raised ``ValueError`` reading it: a URL a user gives
+    (a source, a witness's in a policy, a peer) or a peer does (a bundle's mirror hints)."""
+    assert web_url_problem(url) is not None
+    fetcher = Fetcher(FetchPolicy(retries=0))
+    try:
+        fetched = fetcher.get(url)
+    finally:
+        fetcher.close()
+    assert (fetched.status, fetched.reason, fetched.attempts) == ("failed", "scheme", 0)
 
 
 @pytest.mark.parametrize(

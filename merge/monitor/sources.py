@@ -69,6 +69,7 @@ def web_url_problem(url: str) -> str | None:
     """Why ``url`` is not one a monitor reads (not http(s), no host), or None when it is."""
     try:
         parts = urllib.parse.urlsplit(url)
+        parts.port  # noqa: B018  (read for its check: a port that is no number or out of range)
     except ValueError as exc:
         return f"not a URL: {exc}"
     if parts.scheme.lower() not in WEB_SCHEMES:

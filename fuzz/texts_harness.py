@@ -241,6 +241,8 @@ LOG: Final = b"\n".join(VECTOR.inputs) + b"\n"
 #: The event ``pith-merge explain`` is asked about (a prefix of its id).
 EXPLAINED: Final = json.loads(VECTOR.inputs[0])["event_id"][:12]
 STATE: Final = canonical_json(fold(VECTOR.inputs, subject=VECTOR.subject, keys=VECTOR.keys).state)
+#: The vector's subject, as ``--subject`` takes it.
+SUBJECT: Final = VECTOR.subject.encode()
 #: The event ``pith-merge explain --bundle`` is asked about.
 GOLDEN_EXPLAINED: Final = json.loads(GOLDEN)["events"][0]["event_id"][:12]
 #: A trusted-keys file: the vector's keys and the registry's (the golden bundle verifies with it).
@@ -515,6 +517,34 @@ CLI_TARGETS: Final = (
         "graph --store",
         ("graph", "--store", "[]", "--subject", VECTOR.subject, "--keys", "keys.json"),
         b"events.db",
+        False,
+    ),
+    CliTarget(
+        "fold --subject",
+        ("fold", "--subject", "[]", "--keys", "keys.json", "-q", "log.jsonl"),
+        SUBJECT,
+        False,
+    ),
+    CliTarget(
+        "explain EVENT_ID",
+        ("explain", "--events", "log.jsonl", "--keys", "keys.json", "--subject", VECTOR.subject, "[]"),
+        EXPLAINED.encode(),
+        False,
+    ),
+    CliTarget(
+        "graph --around",
+        (
+            "graph",
+            "--events",
+            "log.jsonl",
+            "--keys",
+            "keys.json",
+            "--subject",
+            VECTOR.subject,
+            "--around",
+            "[]",
+        ),
+        EXPLAINED.encode(),
         False,
     ),
     CliTarget("verify bundle", ("verify", "{}"), GOLDEN, True),

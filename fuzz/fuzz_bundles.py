@@ -15,6 +15,7 @@ seconds it took, and written to ``--artifacts DIR`` as ``difference-<n>`` (the f
 from __future__ import annotations
 
 import argparse
+import importlib
 import random
 import sys
 import time
@@ -28,11 +29,21 @@ INPUT_BYTES = 64
 
 
 def deterministic(
-    seed: int, runs: int, seconds: float, artifacts: Path | None
+    seed: int,
+    runs: int,
+    seconds: float,
+    artifacts: Path | None,
+    *,
+    harness: str = "fuzz.bundle_harness",
+    finding: str = "Difference",
 ) -> dict[str, tuple[int, float]]:
-    """Run ``runs`` seeded inputs (or until ``seconds`` have passed); return each kind of
-    difference found, with the run and the seconds at which it was first found."""
-    from fuzz.bundle_harness import Difference, check
+    """Run ``runs`` seeded inputs (or until ``seconds`` have passed) through ``harness``'s
+    ``check``; return each kind of ``finding`` (its exception class, with a ``kind``) found,
+    with the run and the seconds at which it was first found. (``fuzz/fuzz_texts.py`` runs its
+    harness so.)"""
+    module = importlib.import_module(harness)
+    check, error = module.check, getattr(module, finding)
+    noun = finding.lower()
 
     generator = random.Random(seed)
     found: dict[str, tuple[int, float]] = {}
@@ -45,21 +56,22 @@ def deterministic(
         done = run + 1
         try:
             check(data)
-        except Difference as difference:
+        except error as difference:
             if difference.kind in found:
                 continue
             found[difference.kind] = (run, time.monotonic() - start)
             print(f"run {run}, {time.monotonic() - start:.1f} s: {difference.kind}\n{difference}", flush=True)
             if artifacts is not None:
-                (artifacts / f"difference-{len(found)}").write_bytes(data)
+                (artifacts / f"{noun}-{len(found)}").write_bytes(data)
     print(
-        f"Done {done} runs in {time.monotonic() - start:.1f} s: {len(found)} kind(s) of difference",
+        f"Done {done} runs in {time.monotonic() - start:.1f} s: {len(found)} kind(s) of {noun}",
         flush=True,
     )
     return found
 
 
-def main() -> None:
+def main(harness: str = "fuzz.bundle_harness", finding: str = "Difference") -> None:
+    """The command line: a deterministic run (``--runs``), else atheris on ``harness``'s ``check``."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], add_help=False)
     parser.add_argument("--seed", type=int)
     parser.add_argument("--runs", type=int)
@@ -67,13 +79,15 @@ def main() -> None:
     parser.add_argument("--artifacts", type=Path)
     known, rest = parser.parse_known_args()
     if known.runs is not None:
-        found = deterministic(known.seed or 0, known.runs, known.seconds, known.artifacts)
+        found = deterministic(
+            known.seed or 0, known.runs, known.seconds, known.artifacts, harness=harness, finding=finding
+        )
         sys.exit(1 if found else 0)
 
     import atheris
 
     with atheris.instrument_imports(include=["merge", "fuzz"]):
-        from fuzz.bundle_harness import check
+        check = importlib.import_module(harness).check
 
     atheris.Setup([sys.argv[0], *rest], check)
     atheris.Fuzz()

@@ -183,11 +183,12 @@ def decode_state(data: bytes | str) -> State:
 
     Raises :class:`merge.state.StateDecodeError` (an :class:`merge.InputError`) when ``data`` is not a §9
     state, with msgspec's account of where (``Expected `int`, got `str` - at `$.event_count```),
-    also when it nests too deep for the decoder (``{"a":`` 2,000 times), which is no state either.
+    also when it nests too deep for the decoder (``{"a":`` 2,000 times), which is no state either,
+    or when it is a ``str`` holding a lone surrogate (no UTF-8, so no JSON text: §1).
     """
     try:
         return _state_decoder.decode(data)
-    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as exc:
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError, UnicodeEncodeError) as exc:
         raise StateDecodeError(f"not a merge-v1 state: {exc}") from None
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import importlib
 import os
+import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, NoReturn, ParamSpec, TypeVar
@@ -122,9 +123,20 @@ def cli() -> None:  # the commands are registered by merge.cli (its table COMMAN
 
 
 class InputFailure(click.ClickException):
-    """A caller's input that cannot be used: one line on stderr, exit code 2."""
+    """A caller's input that cannot be used: one line on stderr, exit code 2.
+
+    One line, whatever the input: a control character that the message quotes from it (a file
+    name or a store URL holding a newline) is shown escaped, as Python writes it (``\\n``).
+    """
 
     exit_code = EXIT_USAGE
+
+    def __init__(self, message: str) -> None:
+        super().__init__(_CONTROL.sub(lambda found: repr(found[0])[1:-1], message))
+
+
+#: The characters that would break a message's one line (or the terminal's): C0 but tab, DEL, C1.
+_CONTROL: Final = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f]")
 
 
 class WorkerLost(click.ClickException):

@@ -9,6 +9,7 @@ file, then the built-in defaults (click's own order: the file is the context's `
 
 from __future__ import annotations
 
+import math
 import tomllib
 from collections.abc import Mapping
 from typing import Any, Final
@@ -47,7 +48,10 @@ def load_config(command: click.Command, path: str) -> dict[str, Any]:
             table: Mapping[str, Any] = tomllib.load(file)
     except OSError as exc:
         raise click.BadParameter(f"{path}: {exc.strerror or exc}", param_hint="--config") from None
-    except tomllib.TOMLDecodeError as exc:
+    except (ValueError, RecursionError) as exc:
+        # TOMLDecodeError is a ValueError, and so is what else tomllib lets out of a text it cannot
+        # read: bad UTF-8 (UnicodeDecodeError: TOML is UTF-8), an integer of more than 4,300
+        # digits (Python's int limit); and arrays 1,000 deep exhaust its recursion.
         raise click.BadParameter(f"{path}: not TOML: {exc}", param_hint="--config") from None
     keys = config_keys(command)
     values: dict[str, Any] = {}
@@ -60,5 +64,44 @@ def load_config(command: click.Command, path: str) -> dict[str, Any]:
         if many != isinstance(value, list):
             wanted = "a list" if many else "one value, not a list"
             raise click.BadParameter(f"{path}: {key} is {wanted}", param_hint="--config")
+        for one in value if many else [value]:
+            if not _of_type(one, param.type):
+                wanted = _WANTED.get(_kind(param.type), "a string")
+                raise click.BadParameter(f"{path}: {key} is {wanted}, not {one!r}", param_hint="--config")
         values[param.name] = value
     return values
+
+
+#: What a value of each kind of option is, in words.
+_WANTED: Final = {"bool": "true or false", "int": "a whole number", "float": "a finite number"}
+
+
+def _kind(kind: click.ParamType[Any]) -> str:
+    if isinstance(kind, click.types.BoolParamType):
+        return "bool"
+    if isinstance(kind, click.types.IntParamType):  # IntRange too
+        return "int"
+    if isinstance(kind, click.types.FloatParamType):  # FloatRange too
+        return "float"
+    return "str"
+
+
+def _of_type(value: Any, kind: click.ParamType[Any]) -> bool:
+    """Whether a TOML value is one the option takes: click converts what it is given, and a
+    value of another type reached its conversion, or the command, as it is (a table where a
+    number is wanted: a ``TypeError``; an integer as ``state-dir``: ``os.stat`` of a file
+    descriptor; a boolean read as the number 1). Numbers must be finite (``nan`` passes every
+    range check)."""
+    wanted = _kind(kind)
+    if wanted == "bool":
+        return isinstance(value, bool)
+    if isinstance(value, bool):
+        return False
+    if wanted == "int":
+        return isinstance(value, int)
+    if wanted == "float":
+        try:
+            return isinstance(value, int | float) and math.isfinite(value)
+        except OverflowError:  # an integer past a float's range (10**400)
+            return False
+    return isinstance(value, str)

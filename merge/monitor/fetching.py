@@ -448,6 +448,11 @@ def backoff_delay(policy: FetchPolicy, attempt: int, asked: float) -> float:
     return max(delay + random.uniform(0, delay), min(asked, policy.max_backoff))
 
 
+#: What ``email.utils.parsedate_to_datetime`` raises for a peer's header that is no HTTP date:
+#: OverflowError for a field too large for C (``07:289223372036854775807:00``, an offset of 20 digits).
+_NOT_A_DATE: Final = (TypeError, ValueError, IndexError, OverflowError)
+
+
 def strong_last_modified(headers: Headers) -> str | None:
     """The ``Last-Modified`` of an answer when it can be a validator: only when the answer's
     ``Date`` is at least :data:`STRONG_AFTER` seconds later (RFC 9110 §8.8.2.2). A date has a
@@ -458,7 +463,7 @@ def strong_last_modified(headers: Headers) -> str | None:
         return None
     try:
         later = parsedate_to_datetime(date).timestamp() - parsedate_to_datetime(modified).timestamp()
-    except (TypeError, ValueError, IndexError):
+    except _NOT_A_DATE:
         return None
     return modified if later >= STRONG_AFTER else None
 
@@ -467,10 +472,10 @@ def retry_after(headers: Headers, now: float | None = None) -> float:
     """Seconds the server asks us to wait (``Retry-After`` of an answer's ``headers``, in seconds
     or as an HTTP date, RFC 9110 §10.2.3), else 0."""
     value = (headers.get("Retry-After") or "").strip()
-    if value.isdigit():
+    if value.isascii() and value.isdigit():  # delay-seconds is 1*DIGIT, ASCII digits (not "²", "٣")
         return float(value)
     try:
         when = parsedate_to_datetime(value).timestamp()
-    except (TypeError, ValueError, IndexError):
+    except _NOT_A_DATE:
         return 0.0
     return max(0.0, when - (time.time() if now is None else now))

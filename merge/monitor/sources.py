@@ -69,6 +69,7 @@ def web_url_problem(url: str) -> str | None:
     """Why ``url`` is not one a monitor reads (not http(s), no host), or None when it is."""
     try:
         parts = urllib.parse.urlsplit(url)
+        parts.port  # noqa: B018  (read for its check: a port that is no number or out of range)
     except ValueError as exc:
         return f"not a URL: {exc}"
     if parts.scheme.lower() not in WEB_SCHEMES:
@@ -127,7 +128,11 @@ def parse_source(text: str) -> Source:
             raise InputError(problem, source=text)
         return RegistrySource(text.rstrip("/"))
     path = Path(text)
-    if not path.is_dir():
+    try:
+        is_dir = path.is_dir()
+    except (OSError, ValueError):  # a path the system refuses to look at (too long, a NUL)
+        is_dir = False
+    if not is_dir:
         raise InputError("a source is an http(s) URL or a directory of bundles", source=text)
     return DirectorySource(path)
 

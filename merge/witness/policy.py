@@ -84,7 +84,7 @@ class Policy(msgspec.Struct, frozen=True):
 def parse_policy(data: bytes | str) -> Policy:
     """A policy file's bytes (or text) as a :class:`Policy`; :class:`merge.PolicyError` at the
     first line that breaks tlog-policy, or when there is no quorum line."""
-    raw = data.encode("utf-8", "surrogateescape") if isinstance(data, str) else bytes(data)
+    raw = _encoded(data) if isinstance(data, str) else bytes(data)
     if not _ALLOWED.fullmatch(raw):
         position = next(i for i, byte in enumerate(raw) if not _ALLOWED.fullmatch(raw[i : i + 1]))
         number = raw.count(b"\n", 0, position) + 1
@@ -101,6 +101,17 @@ def parse_policy(data: bytes | str) -> Policy:
         except PolicyError as exc:
             raise PolicyError(exc.problem, line=number) from None
     return builder.policy()
+
+
+def _encoded(text: str) -> bytes:
+    """The bytes of a policy given as text (bytes a ``surrogateescape`` decoding kept come back);
+    :class:`merge.PolicyError` at a lone surrogate no bytes give, which no file holds."""
+    try:
+        return text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError as exc:
+        number = text.count("\n", 0, exc.start) + 1
+        problem = f"lone surrogate U+{ord(text[exc.start]):04X} (no UTF-8 holds it)"
+        raise PolicyError(problem, line=number) from None
 
 
 class _Builder:

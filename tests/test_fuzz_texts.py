@@ -230,3 +230,29 @@ def test_regression_an_input_error_quoting_a_control_character_stays_one_line(
     assert result.stderr.count("\n") == 1, result.stderr
     assert result.stderr.startswith("Error: ")
     assert "\\n" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "value"),
+    [
+        (["monitor", "source", "--once", "--rate"], "nan"),
+        (["monitor", "source", "--once", "--timeout"], "nan"),
+        (["monitor", "source", "--interval"], "inf"),
+        (["monitor", "source", "--once", "--record-interval"], "NaN"),
+        (["monitor", "source", "--once", "--hook-timeout"], "inf"),
+        (["verify", "bundle.json", "--policy", "policy.txt", "--witness-timeout"], "nan"),
+    ],
+)
+def test_a_number_option_that_is_not_finite_is_a_usage_error(
+    args: list[str], value: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """click's ``FloatRange`` let ``nan`` through every bound (it compares false) and ``inf`` past
+    any minimum, on the command line as in the environment; a config file's were refused
+    already. Each is exit 2, before anything is read."""
+    monkeypatch.chdir(tmp_path)
+    for name in ("bundle.json", "policy.txt"):
+        (tmp_path / name).write_text("{}")
+    (tmp_path / "source").mkdir()
+    result = CliRunner().invoke(cli, [*args, value], prog_name="pith-merge")
+    assert result.exit_code == 2, result.output
+    assert f"{value!r} is not a finite number" in result.stderr, result.stderr

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import math
 import os
 import re
 import sys
@@ -137,6 +138,22 @@ class InputFailure(click.ClickException):
 
 #: The characters that would break a message's one line (or the terminal's): C0 but tab, DEL, C1.
 _CONTROL: Final = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f]")
+
+
+class FiniteRange(click.FloatRange):
+    """A number of seconds or a rate, as an option takes it: a float in its range, and finite.
+
+    click's ``FloatRange`` lets ``nan`` through every bound (it compares false with all of them)
+    and ``inf`` past any minimum; neither is a wait or a rate a monitor can keep to.
+    """
+
+    name = "finite float range"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number.", param, ctx)
+        return number
 
 
 class WorkerLost(click.ClickException):

@@ -167,7 +167,7 @@ class _ShardType(click.ParamType[Shard]):
 )
 @click.option(
     "--interval",
-    type=click.FloatRange(min=0, min_open=True),
+    type=common.FiniteRange(min=0, min_open=True),
     metavar="SECONDS",
     help=f"Seconds from one round's start to the next (default {DEFAULT_INTERVAL:g}), each round's "
     "subjects spread over them; runs until SIGTERM or SIGINT.",
@@ -190,7 +190,7 @@ class _ShardType(click.ParamType[Shard]):
 )
 @click.option(
     "--rate",
-    type=click.FloatRange(min=0, min_open=True),
+    type=common.FiniteRange(min=0, min_open=True),
     default=_DEFAULTS.rate,
     metavar="N",
     show_default=True,
@@ -206,7 +206,7 @@ class _ShardType(click.ParamType[Shard]):
 )
 @click.option(
     "--timeout",
-    type=click.FloatRange(min=0, min_open=True),
+    type=common.FiniteRange(min=0, min_open=True),
     default=_DEFAULTS.timeout,
     show_default=True,
     metavar="SECONDS",
@@ -222,7 +222,7 @@ class _ShardType(click.ParamType[Shard]):
 )
 @click.option(
     "--record-interval",
-    type=click.FloatRange(min=0),
+    type=common.FiniteRange(min=0),
     default=_DEFAULTS.record_interval,
     metavar="SECONDS",
     show_default=True,
@@ -236,7 +236,7 @@ class _ShardType(click.ParamType[Shard]):
 )
 @click.option(
     "--hook-timeout",
-    type=click.FloatRange(min=0, min_open=True),
+    type=common.FiniteRange(min=0, min_open=True),
     default=DEFAULT_HOOK_TIMEOUT,
     show_default=True,
     metavar="SECONDS",

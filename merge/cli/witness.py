@@ -99,7 +99,7 @@ def policy_options(command: FC) -> FC:
     """``--policy``, ``--cosignatures`` and ``--witness-timeout`` of ``verify``."""
     command = click.option(
         "--witness-timeout",
-        type=click.FloatRange(min=0.1),
+        type=common.FiniteRange(min=0.1),
         default=DEFAULT_TIMEOUT,
         metavar="SECONDS",
         show_default=True,

@@ -18,7 +18,9 @@ import argparse
 import random
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 # Run from a checkout: make the repository (merge/, fuzz/, tests/vectors/) importable.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -28,12 +30,23 @@ INPUT_BYTES = 64
 
 
 def deterministic(
-    seed: int, runs: int, seconds: float, artifacts: Path | None
+    seed: int,
+    runs: int,
+    seconds: float,
+    artifacts: Path | None,
+    *,
+    check: Callable[[bytes], Any] | None = None,
+    error: type[AssertionError] | None = None,
+    size: int = INPUT_BYTES,
 ) -> dict[str, tuple[int, float]]:
-    """Run ``runs`` seeded inputs (or until ``seconds`` have passed); return each kind of
-    difference found, with the run and the seconds at which it was first found."""
-    from fuzz.bundle_harness import Difference, check
+    """Run ``runs`` seeded inputs of ``size`` bytes (or until ``seconds`` have passed) through
+    ``check`` (the bundle harness's by default; ``fuzz_paths.py`` gives its own), which raises
+    ``error`` (an exception with a ``kind``) on a difference; return each kind of difference
+    found, with the run and the seconds at which it was first found."""
+    if check is None or error is None:
+        from fuzz.bundle_harness import Difference, check
 
+        error = Difference
     generator = random.Random(seed)
     found: dict[str, tuple[int, float]] = {}
     start = time.monotonic()
@@ -41,11 +54,11 @@ def deterministic(
     for run in range(runs):
         if time.monotonic() - start > seconds:
             break
-        data = generator.randbytes(INPUT_BYTES)
+        data = generator.randbytes(size)
         done = run + 1
         try:
             check(data)
-        except Difference as difference:
+        except error as difference:
             if difference.kind in found:
                 continue
             found[difference.kind] = (run, time.monotonic() - start)

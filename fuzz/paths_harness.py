@@ -1,0 +1,352 @@
+"""What the paths fuzzer runs: fuzz bytes → mutated event texts in every input form → each
+compiled/pure pair of :mod:`merge.native` on both paths → the same answer.
+
+:func:`check` is the one entry point (a seeded generator drives it from ``fuzz_paths.py``, the
+suite from ``tests/test_fuzz_paths.py``). The bytes choose a conformance vector
+(:data:`fuzz.harness.VECTORS`) and up to eight inputs built from its events: as they are, one
+field changed and signed again (:func:`fuzz.harness._resealed`), their text mutated
+(:func:`merge.testing.mutations.mutate_text`, the bundle fuzzer's mutations), mutated and then
+signed again over the mutated value (so that a §4/§8 oddity reaches the chain rules), written
+again in a way that keeps the value (escapes, whitespace, reordered or duplicate keys, ``-0``
+for ``0``), repeated, or raw fuzz bytes; each given as ``bytes``, ``str``, ``bytearray``,
+``memoryview`` or a parsed value. Every pair then runs on the compiled path and on the pure one
+(``PITH_MERGE_PURE=1``, switched in this process, as the bundle fuzzer does) and the answers
+must be the same, byte for byte (:func:`answers`):
+
+* ``fold``: the state's canonical bytes, the rejections (index, code), the supersessions; the
+  same inputs as a stream (an iterator: the compiled path judges it in parts);
+* ``fold_subjects``: two subjects at once (the inputs, and the inputs reversed under the other);
+* ``merger``: a :class:`merge.Merger` fed one input at a time (each add's answer and the
+  ``state_sha256`` after it), then its ``state_json``, ``rejected`` and each event's ``reason``;
+  another fed the inputs by ``extend``;
+* ``event_texts``: what ``pith-merge store import`` stores of each text
+  (:func:`merge.bundle.event_texts`: the compiled ``canonical_texts`` or the pure ``canonical_text``);
+* ``store``: a :class:`merge.store.MemoryStore`'s ``append_many`` (the compiled
+  ``prepare_inputs`` or the pure ``prepare``), the rows it stored, and its ``fold``;
+* ``record``: :func:`merge.verify_record` of the golden record's text mutated (its receipt is
+  verified by the compiled verifier or libsodium).
+
+Within each path, the merger's state must also be the fold's. Nothing may raise: an input is
+untrusted data. A difference raises :class:`Difference` (an ``AssertionError``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, Final
+
+import msgspec
+
+from fuzz.bundle_harness import _pure
+from fuzz.harness import SIGNERS, VECTORS, Vector, _Reader, _resealed
+from merge import REGISTRY_KEYS, Merger, canonical_json, fold, fold_subjects, verify_record
+from merge.admission import Rejection
+from merge.bundle import event_texts
+from merge.canonical import decode_json
+from merge.errors import MergeError
+from merge.native import native_available
+from merge.signing import seal_event
+from merge.store import MemoryStore
+from merge.testing.mutations import PRESERVING, mutate_text
+
+__all__ = ["FORMS", "PAIRS", "Difference", "Inputs", "answers", "build", "check"]
+
+ROOT: Final = Path(__file__).resolve().parent.parent
+RECORD: Final = (ROOT / "tests/vectors/golden/pith-2110.10802.record.json").read_bytes()
+#: Where the second subject of ``fold_subjects`` is (any other well-formed pith number).
+OTHER_SUBJECT: Final = "pith:2024:PATHSFUZZOTHERSUBJECTAAAAAA"
+MAX_INPUTS: Final = 8
+#: The ways an input is built from one of the vector's texts (see the module's note).
+OPERATIONS: Final = ("as_is", "resealed", "mutated", "mutated_resealed", "rewritten", "repeated", "raw")
+#: The forms an input is given in.
+FORMS: Final = ("bytes", "str", "bytearray", "memoryview", "parsed", "parsed_stdlib")
+#: The pairs compared (the keys of :func:`answers`).
+PAIRS: Final = (
+    "fold",
+    "fold_stream",
+    "fold_subjects",
+    "merger",
+    "merger_extend",
+    "event_texts",
+    "store",
+    "record",
+)
+
+
+class Difference(AssertionError):
+    """The two paths answered one pair differently (or one of them raised)."""
+
+    def __init__(self, pair: str, built: Inputs, compiled: Any, pure: Any) -> None:
+        self.pair, self.built, self.compiled, self.pure = pair, built, compiled, pure
+        compiled, pure = _where(compiled, pure)
+        super().__init__(f"{pair} on {built}:\n  compiled {_short(compiled)}\n  pure     {_short(pure)}")
+
+    @property
+    def kind(self) -> str:
+        """What differs, in a few words, to tell findings apart (the first of each is shown)."""
+        for path, mine in (("compiled", self.compiled), ("pure", self.pure)):
+            if isinstance(mine, tuple) and mine and mine[0] == "raised":
+                return f"{self.pair}: {path} raised {mine[1]}"
+        return f"{self.pair}: the answers differ"
+
+
+def _where(compiled: Any, pure: Any) -> tuple[Any, Any]:
+    """The first part where two answers differ, with its place (to show a difference)."""
+    place: list[Any] = []
+    while isinstance(compiled, (tuple, dict)) and type(compiled) is type(pure) and len(compiled) == len(pure):
+        if isinstance(compiled, dict) and compiled.keys() != pure.keys():
+            break
+        keys = list(compiled) if isinstance(compiled, dict) else range(len(compiled))
+        at = next((key for key in keys if compiled[key] != pure[key]), None)
+        if at is None:
+            break
+        place.append(at)
+        compiled, pure = compiled[at], pure[at]
+    if isinstance(compiled, bytes) and isinstance(pure, bytes):
+        pairs = enumerate(zip(compiled, pure, strict=False))
+        at = next((i for i, (a, b) in pairs if a != b), min(len(compiled), len(pure)))
+        place.append(f"byte {at}")
+        compiled, pure = compiled[max(0, at - 60) : at + 60], pure[max(0, at - 60) : at + 60]
+    return (place, compiled), (place, pure)
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) < 1500 else text[:1500] + "…"
+
+
+class Inputs:
+    """What the fuzz bytes chose: the vector, the texts, how each was made, and each one's form."""
+
+    __slots__ = ("forms", "how", "record", "texts", "vector")
+
+    def __init__(self, vector: Vector) -> None:
+        self.vector = vector
+        self.texts: list[bytes | str] = []
+        self.how: list[str] = []
+        self.forms: list[str] = []
+        self.record: bytes | str | None = None
+
+    def __repr__(self) -> str:
+        made = ", ".join(f"{how}/{form}" for how, form in zip(self.how, self.forms, strict=True))
+        return f"{self.vector.name}: [{made}]" + (" + a record" if self.record is not None else "")
+
+    def items(self) -> list[Any]:
+        """The inputs in their forms: new objects at each call (a path given a parsed value of
+        the other's would share it, and a path must never change its inputs anyway)."""
+        return [_formed(text, form) for text, form in zip(self.texts, self.forms, strict=True)]
+
+
+def _formed(text: bytes | str, form: str) -> Any:
+    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+    if form == "str":
+        return text if isinstance(text, str) else data.decode("utf-8", "surrogateescape")
+    if form == "bytearray":
+        return bytearray(data)
+    if form == "memoryview":
+        return memoryview(data)
+    if form in ("parsed", "parsed_stdlib"):
+        try:
+            return decode_json(data) if form == "parsed" else json.loads(data)
+        except (ValueError, RecursionError):
+            return data  # no JSON text: as bytes
+    return data if not isinstance(text, str) else text
+
+
+def _rewritten(text: bytes, reader: _Reader) -> bytes | str:
+    """``text`` written again with its value kept: a mutation of :data:`PRESERVING`, or a ``0``
+    written ``-0`` (the one number of another writing that keeps its value, §1)."""
+    if reader.byte() % 3 == 0:
+        zeros = [
+            at for at in range(1, len(text)) if text[at : at + 1] == b"0" and text[at - 1 : at] in b":,["
+        ]
+        if zeros:
+            at = zeros[reader.below(len(zeros))]
+            return text[:at] + b"-" + text[at:]
+    kinds = sorted(PRESERVING)
+    return mutate_text(
+        text, reader, kinds=[kinds[reader.below(len(kinds))] for _ in range(1 + reader.byte() % 2)]
+    )[0]
+
+
+def _mutated_resealed(text: bytes, reader: _Reader) -> bytes | None:
+    """``text`` mutated, then signed again over the mutated value by its signer's test key."""
+    mutated, _ = mutate_text(text, reader, max_mutations=2)
+    try:
+        event = json.loads(mutated)
+    except (ValueError, RecursionError):
+        return None
+    signer = event.get("signer") if isinstance(event, dict) else None
+    key_id = signer.get("key_id") if isinstance(signer, dict) else None
+    key = SIGNERS.get(key_id) if isinstance(key_id, str) else None
+    if key is None:
+        return None
+    try:
+        return canonical_json(seal_event(key, event, signed_at="2024-01-01T00:00:00Z"))
+    except (MergeError, TypeError, AttributeError, KeyError, RecursionError):
+        return None
+
+
+def build(data: bytes) -> Inputs:
+    """Read ``data`` as the choices of a run (see the module's note)."""
+    reader = _Reader(data)
+    vector = VECTORS[reader.below(len(VECTORS))]
+    built = Inputs(vector)
+    for _ in range(1 + reader.below(MAX_INPUTS)):
+        if reader.done:
+            break
+        how = OPERATIONS[reader.below(len(OPERATIONS))]
+        source = vector.inputs[reader.below(len(vector.inputs))]
+        made: bytes | str | None = source
+        try:
+            if how == "resealed":
+                made = _resealed(source, reader, vector)
+            elif how == "mutated":
+                made = mutate_text(source, reader, min_mutations=1, max_mutations=3)[0]
+            elif how == "mutated_resealed":
+                made = _mutated_resealed(source, reader)
+            elif how == "rewritten":
+                made = _rewritten(_resealed(source, reader, vector) or source, reader)
+            elif how == "repeated":
+                made = built.texts[reader.below(len(built.texts))] if built.texts else source
+            elif how == "raw":
+                made = reader.chunk(reader.byte())
+        except (ValueError, RecursionError):
+            made = None  # (mutate_text of a source that is no JSON text)
+        if made is None:
+            continue
+        built.texts.append(made)
+        built.how.append(how)
+        built.forms.append(FORMS[reader.below(len(FORMS))])
+    if reader.byte() % 4 == 0:
+        built.record = mutate_text(RECORD, reader, max_mutations=3)[0]
+    return built
+
+
+def _raised(exc: BaseException) -> tuple[str, str, str]:
+    return ("raised", type(exc).__name__, str(exc)[:300])
+
+
+def _answer(run: Callable[[], Any]) -> Any:
+    try:
+        return run()
+    except Exception as exc:
+        return _raised(exc)
+
+
+def _rejections(rejected: Any) -> tuple[tuple[int, str], ...]:
+    return tuple((r.index, str(r.code)) for r in rejected)
+
+
+def _folded(result: Any) -> tuple[Any, ...]:
+    return (canonical_json(result.state), _rejections(result.rejected), tuple(result.superseded))
+
+
+def _added(found: Any) -> tuple[Any, ...]:
+    if isinstance(found, Rejection):
+        return ("rejected", found.index, str(found.code))
+    return ("status", found.index, found.event_id, found.reason, found.duplicate, found.changed)
+
+
+def _merger(built: Inputs, by_extend: bool) -> tuple[Any, ...]:
+    vector = built.vector
+    merger = Merger(subject=vector.subject, keys=vector.keys, threads=1)
+    assert merger.path == ("compiled" if native_available() else "pure")
+    steps: list[Any] = []
+    if by_extend:
+        steps = [(_added(found), None) for found in merger.extend(built.items())]
+    else:
+        for item in built.items():
+            steps.append((_added(merger.add(item)), merger.state_sha256))
+    ids = sorted({added[2] for added, _ in steps if added[0] == "status"})
+    reasons = tuple((event_id, event_id in merger, merger.reason(event_id)) for event_id in ids)
+    result = merger.result
+    return (
+        tuple(steps),
+        merger.state_json,
+        _rejections(merger.rejected),
+        reasons,
+        _folded(result),
+        merger.input_count,
+        merger.event_count,
+    )
+
+
+def _store(built: Inputs) -> tuple[Any, ...]:
+    vector = built.vector
+    store = MemoryStore(threads=1)
+    try:
+        stored = store.append_many(built.items(), subject=vector.subject)
+        outcomes = tuple((type(found).__name__, *msgspec.structs.astuple(found)) for found in stored)
+        rows = tuple(store.events(vector.subject))
+        return outcomes, rows, _folded(store.fold(vector.subject, keys=vector.keys))
+    finally:
+        store.close()
+
+
+def _texts(built: Inputs) -> tuple[bytes, ...]:
+    texts = [text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text for text in built.texts]
+    return tuple(event_texts(texts))
+
+
+def _record(built: Inputs) -> Any:
+    if built.record is None:
+        return None
+    report = verify_record(built.record, trusted_keys=REGISTRY_KEYS)
+    return tuple((c.name, c.ok, c.detail) for c in report.checks), report.title_note, report.trusted_key_id
+
+
+def answers(built: Inputs, *, pure: bool) -> dict[str, Any]:
+    """Each pair's answer on one path (``pure``), keyed as :data:`PAIRS`."""
+    vector = built.vector
+    with _pure(pure):
+        assert native_available() is not pure
+
+        def stream() -> Iterator[Any]:
+            yield from built.items()
+
+        found = {
+            "fold": _answer(
+                lambda: _folded(fold(built.items(), subject=vector.subject, keys=vector.keys, threads=1))
+            ),
+            "fold_stream": _answer(
+                lambda: _folded(fold(stream(), subject=vector.subject, keys=vector.keys, threads=1))
+            ),
+            "fold_subjects": _answer(
+                lambda: {
+                    subject: _folded(result)
+                    for subject, result in fold_subjects(
+                        {vector.subject: built.items(), OTHER_SUBJECT: built.items()[::-1]},
+                        keys=vector.keys,
+                        threads=1,
+                    ).items()
+                }
+            ),
+            "merger": _answer(lambda: _merger(built, by_extend=False)),
+            "merger_extend": _answer(lambda: _merger(built, by_extend=True)),
+            "event_texts": _answer(lambda: _texts(built)),
+            "store": _answer(lambda: _store(built)),
+            "record": _answer(lambda: _record(built)),
+        }
+    return found
+
+
+def check(data: bytes) -> Inputs:
+    """Raise :class:`Difference` when the two paths answer a pair of the inputs ``data`` chooses
+    differently, or either raises; return the inputs (for a caller to steer by)."""
+    built = build(data)
+    compiled = answers(built, pure=False)
+    pure = answers(built, pure=True)
+    for pair in PAIRS:
+        mine, other = compiled[pair], pure[pair]
+        if mine != other or (isinstance(mine, tuple) and mine[:1] == ("raised",)):
+            raise Difference(pair, built, mine, other)
+    # Within a path: the engine, fed one input at a time, is the fold (§5, issue 38).
+    for path, found in (("compiled", compiled), ("pure", pure)):
+        for pair in ("fold_stream", "merger", "merger_extend"):
+            mine = found[pair] if pair == "fold_stream" else found[pair][4]
+            if mine != found["fold"]:
+                raise Difference(f"{path} {pair} is fold", built, mine, found["fold"])
+    return built

@@ -1,0 +1,104 @@
+"""The paths fuzzer (fuzz/fuzz_paths.py): a short deterministic run, and the differences it found,
+each a regression case on both paths.
+
+The long run is ``make stress`` (fuzz/README.md). The run needs the compiled path: it is the
+difference between the two paths that is tested.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from fuzz.fuzz_bundles import deterministic
+from fuzz.fuzz_paths import INPUT_BYTES
+from fuzz.paths_harness import FORMS, PAIRS, Difference, answers, build, check
+from merge import MAX_INPUT_BYTES, Reason, canonical_json, fold
+from merge.bundle import event_texts
+from merge.canonical import canonical_text
+from merge.native import native_module
+from merge.signing import TestKey, sign_event
+from merge.store import MemoryStore, Stored
+
+needs_native = pytest.mark.skipif(native_module() is None, reason="the compiled path is not built here")
+
+
+@needs_native
+def test_deterministic_short_run_finds_no_difference(capsys: pytest.CaptureFixture[str]) -> None:
+    """300 runs of up to eight mutated event texts in every form (seed 11, a few seconds): each
+    pair of merge.native answers each the same on both paths, and nothing raises."""
+    found = deterministic(
+        seed=11, runs=300, seconds=120, artifacts=None, check=check, error=Difference, size=INPUT_BYTES
+    )
+    assert not found, capsys.readouterr().out[-6000:]
+
+
+@needs_native
+def test_the_choices_replay_and_a_difference_is_reported() -> None:
+    """The same fuzz bytes are the same inputs; every pair is answered on each path; a
+    difference raises Difference, naming the pair and what differs."""
+    data = bytes(range(7, 7 + INPUT_BYTES))
+    assert repr(build(data)) == repr(build(data))
+    built = build(data)
+    assert built.texts
+    assert set(built.forms) <= set(FORMS)
+    compiled = answers(built, pure=False)
+    assert set(compiled) == set(PAIRS)
+    difference = Difference("fold", built, ("raised", "ValueError", "x"), compiled["fold"])
+    assert difference.kind == "fold: compiled raised ValueError"
+    assert Difference("fold", built, (1,), (2,)).kind == "fold: the answers differ"
+
+
+# --- What it found on main at 0518480 ---------------------------------------------------------
+
+KEY = TestKey("merge-v1 fuzz paths", "test-fuzz-paths")
+SUBJECT = "pith:2024:FUZZPATHSREGRESSIONSAAAAAAA"
+
+
+def _zero_event() -> bytes:
+    """A valid event whose payload holds a 0 (canonical text)."""
+    event = sign_event(
+        KEY,
+        event_type="graph_snapshot",
+        subject=SUBJECT,
+        payload={"graph_snapshot": {"n": 0}},
+        created_at="2024-01-01T00:00:00Z",
+    )
+    text = canonical_json(event)
+    assert b'"n":0' in text
+    return text
+
+
+def test_regression_event_texts_write_minus_zero_as_zero(each_path: str) -> None:
+    """Found by fuzz/fuzz_paths.py (seed 1, run 31): ``-0`` is an integer (§1: no fraction, no
+    exponent), whose canonical text is ``0``; the compiled ``canonical_texts`` leaves it to the
+    pure path (serde_json reads it as a float), and event_texts stored it as it was, duplicate
+    keys and all, where the pure path stores its canonical text."""
+    text = _zero_event()
+    minus = text.replace(b'"n":0', b'"n":-0')
+    duplicated = b'{"n":1,' + minus[1:]
+    assert event_texts([minus, duplicated, b"[-0, 1]"]) == [text, canonical_text(duplicated), b"[0,1]"]
+
+
+def test_regression_a_stored_bundle_event_is_its_value(each_path: str) -> None:
+    """The same finding, seen in a store (``pith-merge store import``): an event whose text holds a
+    ``-0`` and an overridden member of 1 MiB is a valid event of under 1 MiB as a value (§5
+    judges a bundle's events as values); stored as its text, it was too_large on the compiled
+    path only, and the subject's state lost it."""
+    text = _zero_event()
+    padded = b'{"payload":"' + b"p" * MAX_INPUT_BYTES + b'",' + text.replace(b'"n":0', b'"n":-0')[1:]
+    [stored_text] = event_texts([padded])
+    store = MemoryStore()
+    [outcome] = store.append_many([stored_text], subject=SUBJECT)
+    assert isinstance(outcome, Stored)
+    folded = store.fold(SUBJECT, keys=[KEY.key_object()])
+    assert folded.state.valid_event_count == 1
+    assert folded == fold([text], subject=SUBJECT, keys=[KEY.key_object()])
+    assert Reason.NON_CANONICAL_JSON not in folded.reasons.values()
+
+
+def test_regression_event_texts_of_deep_nesting_is_data(each_path: str) -> None:
+    """Found by fuzz/fuzz_paths.py (seed 1, run 36): a text nested deeper than the decoder goes
+    (1,000 arrays) raised RecursionError from event_texts on both paths; it is kept as it is
+    (folded, it is a rejection: too_deep)."""
+    deep = b"[" * 1000 + b"]" * 1000
+    assert event_texts([deep, b"[1]"]) == [deep, b"[1]"]

@@ -89,7 +89,14 @@ class Difference(AssertionError):
         for path, mine in (("compiled", self.compiled), ("pure", self.pure)):
             if isinstance(mine, tuple) and mine and mine[0] == "raised":
                 return f"{self.pair}: {path} raised {mine[1]}"
-        return f"{self.pair}: the answers differ"
+        (place, compiled), (_, pure) = _where(self.compiled, self.pure)
+        where = f" at {place[0]}" if place else ""
+        tags = [type(one).__name__ if not _tagged(one) else one[0] for one in (compiled, pure)]
+        return f"{self.pair}: the answers differ{where} ({tags[0]} / {tags[1]})"
+
+
+def _tagged(value: Any) -> bool:
+    return isinstance(value, tuple) and bool(value) and isinstance(value[0], str)
 
 
 def _where(compiled: Any, pure: Any) -> tuple[Any, Any]:

@@ -12,9 +12,10 @@ import pytest
 from fuzz.fuzz_bundles import deterministic
 from fuzz.fuzz_paths import INPUT_BYTES
 from fuzz.paths_harness import FORMS, PAIRS, Difference, answers, build, check
-from merge import MAX_INPUT_BYTES, Reason, canonical_json, fold
+from merge import MAX_INPUT_BYTES, Merger, Reason, Rejection, canonical_json, fold
 from merge.bundle import event_texts
 from merge.canonical import canonical_text
+from merge.engine import EventStatus
 from merge.native import native_module
 from merge.signing import TestKey, sign_event
 from merge.store import MemoryStore, Stored
@@ -36,7 +37,7 @@ def test_deterministic_short_run_finds_no_difference(capsys: pytest.CaptureFixtu
 def test_the_choices_replay_and_a_difference_is_reported() -> None:
     """The same fuzz bytes are the same inputs; every pair is answered on each path; a
     difference raises Difference, naming the pair and what differs."""
-    data = bytes(range(7, 7 + INPUT_BYTES))
+    data = bytes(range(7, 7 + INPUT_BYTES // 2)) * 2
     assert repr(build(data)) == repr(build(data))
     built = build(data)
     assert built.texts
@@ -45,7 +46,7 @@ def test_the_choices_replay_and_a_difference_is_reported() -> None:
     assert set(compiled) == set(PAIRS)
     difference = Difference("fold", built, ("raised", "ValueError", "x"), compiled["fold"])
     assert difference.kind == "fold: compiled raised ValueError"
-    assert Difference("fold", built, (1,), (2,)).kind == "fold: the answers differ"
+    assert Difference("fold", built, (1,), (2,)).kind == "fold: the answers differ at 0 (int / int)"
 
 
 # --- What it found on main at 0518480 ---------------------------------------------------------
@@ -102,3 +103,26 @@ def test_regression_event_texts_of_deep_nesting_is_data(each_path: str) -> None:
     (folded, it is a rejection: too_deep)."""
     deep = b"[" * 1000 + b"]" * 1000
     assert event_texts([deep, b"[1]"]) == [deep, b"[1]"]
+
+
+@pytest.mark.parametrize(
+    "member", [b"[" * 64 + b"]" * 64, b"1" + b"0" * 4300], ids=["65_deep", "4301_digits"]
+)
+def test_regression_a_copy_of_a_valid_event_that_is_not_admitted_is_rejected(
+    each_path: str, member: bytes
+) -> None:
+    """Found by fuzz/fuzz_paths.py (seed 1, run 881): a Merger on the compiled path took a copy of
+    a valid event nested 65 deep for a duplicate (its add shortcut knew the event valid before
+    §5 was done with the copy); §5 rejects it (too_deep; an integer of more than 4,300 digits:
+    not_json), as the fold and the pure path do."""
+    text = _zero_event()
+    copy = b'{"x":' + member + b"," + text[1:]
+    keys = [KEY.key_object()]
+    merger = Merger(subject=SUBJECT, keys=keys)
+    assert isinstance(merger.add(text), EventStatus)
+    found = merger.add(copy)
+    assert isinstance(found, Rejection), found
+    folded = fold([text, copy], subject=SUBJECT, keys=keys)
+    assert merger.rejected == folded.rejected
+    assert [rejection.index for rejection in folded.rejected] == [1]
+    assert merger.result == folded

@@ -44,9 +44,10 @@ from fuzz.harness import SIGNERS, VECTORS, Vector, _Reader, _resealed
 from merge import REGISTRY_KEYS, Merger, canonical_json, fold, fold_subjects, verify_record
 from merge.admission import Rejection
 from merge.bundle import event_texts
-from merge.canonical import decode_json
+from merge.canonical import canonical_text, decode_json
 from merge.errors import MergeError
 from merge.native import native_available
+from merge.native.canonical import canonical_texts
 from merge.signing import seal_event
 from merge.store import MemoryStore
 from merge.testing.mutations import PRESERVING, mutate_text
@@ -59,7 +60,17 @@ RECORD: Final = (ROOT / "tests/vectors/golden/pith-2110.10802.record.json").read
 OTHER_SUBJECT: Final = "pith:2024:PATHSFUZZOTHERSUBJECTAAAAAA"
 MAX_INPUTS: Final = 8
 #: The ways an input is built from one of the vector's texts (see the module's note).
-OPERATIONS: Final = ("as_is", "resealed", "mutated", "mutated_resealed", "rewritten", "repeated", "raw")
+OPERATIONS: Final = (
+    "as_is",
+    "resealed",
+    "mutated",
+    "mutated_resealed",
+    "rewritten",
+    "repeated",
+    "raw",
+    "embedded",
+    "json_text",
+)
 #: The forms an input is given in.
 FORMS: Final = ("bytes", "str", "bytearray", "memoryview", "parsed", "parsed_stdlib")
 #: The pairs compared (the keys of :func:`answers`).
@@ -196,6 +207,108 @@ def _mutated_resealed(text: bytes, reader: _Reader) -> bytes | None:
         return None
 
 
+#: Numbers at the edges of §1 and of the readers (serde_json's i64/u64/f64, msgspec's 4,300
+#: characters, CPython's 4,300 digits).
+EDGE_NUMBERS: Final = (
+    "0",
+    "-0",
+    "9007199254740991",
+    "-9007199254740991",
+    "9007199254740992",
+    "-9007199254740992",
+    "9223372036854775807",
+    "-9223372036854775809",
+    "18446744073709551616",
+    "1" + "0" * 4299,
+    "-1" + "0" * 4299,
+    "1" + "0" * 4300,
+    "1.0",
+    "1e2",
+    "-0.0",
+    "1E400",
+    "5e-324",
+    "0e0",
+    "01",
+    "NaN",
+    "-Infinity",
+)
+#: Strings: every escape of §1, surrogates paired and alone, characters written raw.
+EDGE_STRINGS: Final = (
+    '""',
+    '"\\u0000"',
+    '"\\u001f"',
+    '"\\u007f"',
+    '"\\u2028"',
+    '"\\ud83d\\ude00"',
+    '"\\ud800"',
+    '"\\udc00\\ud800"',
+    '"\\/"',
+    '"\\"\\\\"',
+    '"\\b\\f\\n\\r\\t"',
+    '"\U0001f600\ufb33"',
+    '"\u00e9"',
+    '"\x01"',
+    '"\x7f"',
+    '"\\x"',
+)
+EDGE_KEYS: Final = ('"a"', '"a"', '"\\u0061"', '""', '"\ufb33"', '"\U0001f602"', '"b"')
+EDGE_DEPTHS: Final = (1, 2, 60, 61, 62, 63, 64, 65, 127, 128, 129)
+SPACES: Final = ("", "", " ", "\n", "\t", "\r\n")
+
+
+def json_text(reader: _Reader, depth: int = 0) -> str:
+    """A JSON text (or almost one) of the edge cases above, ``reader`` choosing."""
+    choice = reader.byte() % (8 if depth < 3 else 4)
+    space = SPACES[reader.below(len(SPACES))]
+    if choice in (0, 4):
+        return EDGE_NUMBERS[reader.below(len(EDGE_NUMBERS))]
+    if choice in (1, 5):
+        return EDGE_STRINGS[reader.below(len(EDGE_STRINGS))]
+    if choice == 2:
+        return ("true", "false", "null")[reader.below(3)]
+    if choice == 3:
+        nesting = EDGE_DEPTHS[reader.below(len(EDGE_DEPTHS))]
+        inner = json_text(reader, 3) if reader.byte() % 2 else ""
+        opening, closing = ("[", "]") if reader.byte() % 2 else ('{"k":', "}")
+        return opening * nesting + (inner or "0" if opening != "[" else inner) + closing * nesting
+    if choice == 6:
+        items = [json_text(reader, depth + 1) for _ in range(reader.below(4))]
+        return "[" + space + f"{space},{space}".join(items) + space + "]"
+    members = [
+        f"{EDGE_KEYS[reader.below(len(EDGE_KEYS))]}{space}:{space}{json_text(reader, depth + 1)}"
+        for _ in range(reader.below(4))
+    ]
+    return "{" + space + f"{space},{space}".join(members) + space + "}"
+
+
+def _embedded(source: bytes, reader: _Reader) -> bytes | None:
+    """An event of ``source`` with an edge value (:func:`json_text`) in its payload, signed again
+    over that value (when it is canonical-able) and written with the value's own text."""
+    value_text = json_text(reader)
+    try:
+        event = json.loads(source)
+        value = decode_json(value_text.encode("utf-8", "surrogatepass"))
+    except (ValueError, RecursionError, msgspec.DecodeError, msgspec.ValidationError):
+        return None
+    payload = event.get("payload") if isinstance(event, dict) else None
+    signer = event.get("signer") if isinstance(event, dict) else None
+    key_id = signer.get("key_id") if isinstance(signer, dict) else None
+    key = SIGNERS.get(key_id) if isinstance(key_id, str) else None
+    if not isinstance(payload, dict) or key is None:
+        return None
+    place = payload.get("graph_snapshot") if reader.byte() % 2 else None
+    place = place if isinstance(place, dict) else payload
+    place["x"] = value
+    try:
+        sealed = seal_event(key, event, signed_at="2024-01-01T00:00:00Z")
+    except (MergeError, TypeError, AttributeError, KeyError, RecursionError):
+        sealed = seal_event(key, {**event, "payload": {}}, signed_at="2024-01-01T00:00:00Z")
+        sealed["payload"] = payload  # a claim over another body: invalid, yet read
+    place["x"] = "\x00embedded"
+    written = canonical_json(sealed)
+    return written.replace(b'"\\u0000embedded"', value_text.encode("utf-8", "surrogatepass"))
+
+
 def build(data: bytes) -> Inputs:
     """Read ``data`` as the choices of a run (see the module's note)."""
     reader = _Reader(data)
@@ -220,6 +333,10 @@ def build(data: bytes) -> Inputs:
                 made = built.texts[reader.below(len(built.texts))] if built.texts else source
             elif how == "raw":
                 made = reader.chunk(reader.byte())
+            elif how == "embedded":
+                made = _embedded(source, reader)
+            elif how == "json_text":
+                made = json_text(reader).encode("utf-8", "surrogatepass")
         except (ValueError, RecursionError):
             made = None  # (mutate_text of a source that is no JSON text)
         if made is None:
@@ -350,6 +467,14 @@ def check(data: bytes) -> Inputs:
         mine, other = compiled[pair], pure[pair]
         if mine != other or (isinstance(mine, tuple) and mine[:1] == ("raised",)):
             raise Difference(pair, built, mine, other)
+    # The compiled canonical texts: the pure path's bytes, or left to it (None), never others.
+    texts = [text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text for text in built.texts]
+    with _pure(False):
+        written = canonical_texts(texts, 1)
+    assert written is not None
+    for text, mine in zip(texts, written, strict=True):
+        if mine is not None and mine != canonical_text(text):
+            raise Difference("canonical_texts", built, mine, canonical_text(text))
     # Within a path: the engine, fed one input at a time, is the fold (§5, issue 38).
     for path, found in (("compiled", compiled), ("pure", pure)):
         for pair in ("fold_stream", "merger", "merger_extend"):

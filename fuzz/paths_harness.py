@@ -41,14 +41,24 @@ import msgspec
 
 from fuzz.bundle_harness import _pure
 from fuzz.harness import SIGNERS, VECTORS, Vector, _Reader, _resealed
-from merge import REGISTRY_KEYS, Merger, canonical_json, fold, fold_subjects, verify_record
+from merge import (
+    REGISTRY_KEYS,
+    Merger,
+    audit,
+    audit_history,
+    canonical_json,
+    fold,
+    fold_subjects,
+    verify_record,
+)
 from merge.admission import Rejection
 from merge.bundle import event_texts
-from merge.canonical import canonical_text, decode_json
+from merge.canonical import canonical_if_able, canonical_text, decode_json
 from merge.errors import MergeError
+from merge.identifiers import pith_number
 from merge.native import native_available
 from merge.native.canonical import canonical_texts
-from merge.signing import seal_event
+from merge.signing import TestKey, make_bundle, seal_event
 from merge.store import MemoryStore
 from merge.testing.mutations import PRESERVING, mutate_text
 
@@ -59,6 +69,25 @@ RECORD: Final = (ROOT / "tests/vectors/golden/pith-2110.10802.record.json").read
 #: Where the second subject of ``fold_subjects`` is (any other well-formed pith number).
 OTHER_SUBJECT: Final = "pith:2024:PATHSFUZZOTHERSUBJECTAAAAAA"
 MAX_INPUTS: Final = 8
+#: The key that signs the bundles of an audit's snapshots (trusted there).
+BUNDLE_KEY: Final = TestKey("merge-v1 paths fuzzer bundles", "test-paths-bundles")
+
+
+def _record_of(vector: Vector) -> dict[str, Any] | None:
+    """The canonical record of the vector's subject (from one of its record_created events)."""
+    for text in vector.inputs:
+        try:
+            event = json.loads(text)
+        except ValueError:
+            continue
+        payload = event.get("payload") if isinstance(event, dict) else None
+        record = payload.get("canonical_record") if isinstance(payload, dict) else None
+        if isinstance(record, dict) and pith_number(record) == vector.subject:
+            return record
+    return None
+
+
+RECORDS: Final = {vector.name: _record_of(vector) for vector in VECTORS}
 #: The ways an input is built from one of the vector's texts (see the module's note).
 OPERATIONS: Final = (
     "as_is",
@@ -138,7 +167,7 @@ def _short(value: Any) -> str:
 class Inputs:
     """What the fuzz bytes chose: the vector, the texts, how each was made, and each one's form."""
 
-    __slots__ = ("forms", "how", "record", "texts", "vector")
+    __slots__ = ("forms", "how", "record", "snapshots", "texts", "vector")
 
     def __init__(self, vector: Vector) -> None:
         self.vector = vector
@@ -146,10 +175,15 @@ class Inputs:
         self.how: list[str] = []
         self.forms: list[str] = []
         self.record: bytes | str | None = None
+        #: An audit's snapshots (bundles of some of the inputs, signed), in their forms.
+        self.snapshots: list[tuple[bytes, str]] = []
 
     def __repr__(self) -> str:
         made = ", ".join(f"{how}/{form}" for how, form in zip(self.how, self.forms, strict=True))
-        return f"{self.vector.name}: [{made}]" + (" + a record" if self.record is not None else "")
+        extra = (" + a record" if self.record is not None else "") + (
+            f" + {len(self.snapshots)} snapshots" if self.snapshots else ""
+        )
+        return f"{self.vector.name}: [{made}]{extra}"
 
     def items(self) -> list[Any]:
         """The inputs in their forms: new objects at each call (a path given a parsed value of
@@ -158,7 +192,7 @@ class Inputs:
 
 
 def _formed(text: bytes | str, form: str) -> Any:
-    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+    data = _bytes(text)
     if form == "str":
         return text if isinstance(text, str) else data.decode("utf-8", "surrogateescape")
     if form == "bytearray":
@@ -288,7 +322,7 @@ def _embedded(source: bytes, reader: _Reader) -> bytes | None:
     try:
         event = json.loads(source)
         value = decode_json(value_text.encode("utf-8", "surrogatepass"))
-    except (ValueError, RecursionError, msgspec.DecodeError, msgspec.ValidationError):
+    except (ValueError, RecursionError):
         return None
     payload = event.get("payload") if isinstance(event, dict) else None
     signer = event.get("signer") if isinstance(event, dict) else None
@@ -346,7 +380,55 @@ def build(data: bytes) -> Inputs:
         built.forms.append(FORMS[reader.below(len(FORMS))])
     if reader.byte() % 4 == 0:
         built.record = mutate_text(RECORD, reader, max_mutations=3)[0]
+    if reader.byte() % 4 == 0:
+        built.snapshots = _snapshots(built, reader)
     return built
+
+
+def _snapshots(built: Inputs, reader: _Reader) -> list[tuple[bytes, str]]:
+    """Two or three bundles of the inputs that are canonical-able values (a prefix of them, all
+    of them, some dropped), signed at rising times by :data:`BUNDLE_KEY`, each perhaps written
+    again with its value kept, in a form of :data:`SNAPSHOT_FORMS`. Made on the pure path (a
+    bundle holds its state: the fold of its events), so both paths audit the same bundles."""
+    record = RECORDS[built.vector.name]
+    if record is None:
+        return []
+    values = []
+    for text in built.texts:
+        try:
+            value = decode_json(text)
+        except (ValueError, RecursionError):
+            continue
+        if canonical_if_able(value) is not None:
+            values.append(value)
+    choices = [values[: reader.below(len(values) + 1)], values]
+    if reader.byte() % 2:
+        dropped = reader.below(len(values) + 1)
+        choices.append(values[:dropped] + values[dropped + 1 :])
+    snapshots = []
+    with _pure(True):
+        for at, events in enumerate(choices):
+            bundle = make_bundle(
+                BUNDLE_KEY,
+                record,
+                events,
+                public_keys=built.vector.keys,
+                built_at=f"2026-01-0{at + 1}T00:00:00Z",
+            )
+            text = canonical_json(bundle)
+            if reader.byte() % 3 == 0:
+                kinds = sorted(PRESERVING)
+                text = _bytes(mutate_text(text, reader, kinds=[kinds[reader.below(len(kinds))]])[0])
+            snapshots.append((text, SNAPSHOT_FORMS[reader.below(len(SNAPSHOT_FORMS))]))
+    return snapshots
+
+
+#: The forms a snapshot is given in (a bundle's text, or its parsed value).
+SNAPSHOT_FORMS: Final = ("bytes", "str", "parsed")
+
+
+def _bytes(text: bytes | str) -> bytes:
+    return text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
 
 
 def _raised(exc: BaseException) -> tuple[str, str, str]:
@@ -411,7 +493,7 @@ def _store(built: Inputs) -> tuple[Any, ...]:
 
 
 def _texts(built: Inputs) -> tuple[bytes, ...]:
-    texts = [text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text for text in built.texts]
+    texts = [_bytes(text) for text in built.texts]
     return tuple(event_texts(texts))
 
 
@@ -420,6 +502,17 @@ def _record(built: Inputs) -> Any:
         return None
     report = verify_record(built.record, trusted_keys=REGISTRY_KEYS)
     return tuple((c.name, c.ok, c.detail) for c in report.checks), report.title_note, report.trusted_key_id
+
+
+def _audits(built: Inputs) -> Any:
+    if not built.snapshots:
+        return None
+    trusted = [BUNDLE_KEY.key_object()]
+    given = [_formed(text, form) for text, form in built.snapshots]
+    history = msgspec.to_builtins(audit_history(given, trusted_keys=trusted))
+    again = [_formed(text, form) for text, form in built.snapshots]
+    pair = msgspec.to_builtins(audit(again[0], again[-1], trusted_keys=trusted))
+    return history, pair
 
 
 def answers(built: Inputs, *, pure: bool) -> dict[str, Any]:
@@ -453,6 +546,7 @@ def answers(built: Inputs, *, pure: bool) -> dict[str, Any]:
             "event_texts": _answer(lambda: _texts(built)),
             "store": _answer(lambda: _store(built)),
             "record": _answer(lambda: _record(built)),
+            "audit": _answer(lambda: _audits(built)),
         }
     return found
 
@@ -468,7 +562,7 @@ def check(data: bytes) -> Inputs:
         if mine != other or (isinstance(mine, tuple) and mine[:1] == ("raised",)):
             raise Difference(pair, built, mine, other)
     # The compiled canonical texts: the pure path's bytes, or left to it (None), never others.
-    texts = [text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text for text in built.texts]
+    texts = [_bytes(text) for text in built.texts]
     with _pure(False):
         written = canonical_texts(texts, 1)
     assert written is not None

@@ -112,6 +112,7 @@ PAIRS: Final = (
     "event_texts",
     "store",
     "record",
+    "audit",
 )
 
 

@@ -447,8 +447,13 @@ def _rejections(rejected: Any) -> tuple[tuple[int, str], ...]:
     return tuple((r.index, str(r.code)) for r in rejected)
 
 
-def _folded(result: Any) -> tuple[Any, ...]:
-    return (canonical_json(result.state), _rejections(result.rejected), tuple(result.superseded))
+def _folded(result: Any, *, superseded: bool = True) -> tuple[Any, ...]:
+    """What two folds must agree on. ``superseded=False``: not who superseded whom, which a
+    store's fold served from its checkpoint does not know (``None``, docs/embedding.md): the
+    compiled path's second fold of an unchanged subject is served so, the pure path's from
+    the engine its first fold kept."""
+    found = None if not superseded or result.superseded is None else tuple(result.superseded)
+    return (canonical_json(result.state), _rejections(result.rejected), found)
 
 
 def _added(found: Any) -> tuple[Any, ...]:
@@ -484,11 +489,17 @@ def _merger(built: Inputs, by_extend: bool) -> tuple[Any, ...]:
 def _store(built: Inputs) -> tuple[Any, ...]:
     vector = built.vector
     store = MemoryStore(threads=1)
+    items = built.items()
+    half = len(items) // 2
     try:
-        stored = store.append_many(built.items(), subject=vector.subject)
+        # Half first, then the rest one by one: the first fold streams the stored texts through
+        # fold, the second loads the rest into the subject's Merger (extend_admitted).
+        stored = store.append_many(items[:half], subject=vector.subject)
+        first = _folded(store.fold(vector.subject, keys=vector.keys), superseded=False)
+        stored += [store.append(item, subject=vector.subject) for item in items[half:]]
         outcomes = tuple((type(found).__name__, *msgspec.structs.astuple(found)) for found in stored)
         rows = tuple(store.events(vector.subject))
-        return outcomes, rows, _folded(store.fold(vector.subject, keys=vector.keys))
+        return outcomes, rows, first, _folded(store.fold(vector.subject, keys=vector.keys), superseded=False)
     finally:
         store.close()
 

@@ -58,6 +58,7 @@ from merge.errors import MergeError
 from merge.identifiers import pith_number
 from merge.native import native_available
 from merge.native.canonical import canonical_texts
+from merge.signatures import SignatureVerifier
 from merge.signing import TestKey, make_bundle, seal_event
 from merge.store import MemoryStore
 from merge.testing.mutations import PRESERVING, mutate_text
@@ -106,6 +107,7 @@ FORMS: Final = ("bytes", "str", "bytearray", "memoryview", "parsed", "parsed_std
 PAIRS: Final = (
     "fold",
     "fold_stream",
+    "fold_remembered",
     "fold_subjects",
     "merger",
     "merger_extend",
@@ -516,6 +518,19 @@ def _record(built: Inputs) -> Any:
     return tuple((c.name, c.ok, c.detail) for c in report.checks), report.title_note, report.trusted_key_id
 
 
+def _remembered(built: Inputs) -> tuple[Any, ...]:
+    """Folds of a growing list with one verifier that remembers judgements (an audit's and a
+    replay's way): the second goes on from the first's judgement (the compiled path's
+    ``_gone_on_from``), and a third of the list reversed judges afresh."""
+    vector = built.vector
+    verifier = SignatureVerifier(1, remember_judgements=True)
+    items = built.items()
+    found = []
+    for inputs in (items[: len(items) // 2], items, items[::-1]):
+        found.append(_folded(fold(inputs, subject=vector.subject, keys=vector.keys, verifier=verifier)))
+    return tuple(found)
+
+
 def _audits(built: Inputs) -> Any:
     if not built.snapshots:
         return None
@@ -540,6 +555,7 @@ def answers(built: Inputs, *, pure: bool) -> dict[str, Any]:
             "fold": _answer(
                 lambda: _folded(fold(built.items(), subject=vector.subject, keys=vector.keys, threads=1))
             ),
+            "fold_remembered": _answer(lambda: _remembered(built)),
             "fold_stream": _answer(
                 lambda: _folded(fold(stream(), subject=vector.subject, keys=vector.keys, threads=1))
             ),
@@ -583,8 +599,10 @@ def check(data: bytes) -> Inputs:
             raise Difference("canonical_texts", built, mine, canonical_text(text))
     # Within a path: the engine, fed one input at a time, is the fold (§5, issue 38).
     for path, found in (("compiled", compiled), ("pure", pure)):
-        for pair in ("fold_stream", "merger", "merger_extend"):
-            mine = found[pair] if pair == "fold_stream" else found[pair][4]
+        for pair in ("fold_stream", "fold_remembered", "merger", "merger_extend"):
+            mine = (
+                found[pair] if pair == "fold_stream" else found[pair][1 if pair == "fold_remembered" else 4]
+            )
             if mine != found["fold"]:
                 raise Difference(f"{path} {pair} is fold", built, mine, found["fold"])
     return built

@@ -17,8 +17,9 @@ from merge.bundle import event_texts
 from merge.canonical import canonical_text
 from merge.engine import EventStatus
 from merge.native import native_module
-from merge.signing import TestKey, sign_event
 from merge.store import MemoryStore, Stored
+
+from .builders import KEYS, SUBJECT, event
 
 needs_native = pytest.mark.skipif(native_module() is None, reason="the compiled path is not built here")
 
@@ -51,20 +52,10 @@ def test_the_choices_replay_and_a_difference_is_reported() -> None:
 
 # --- What it found on main at 0518480 ---------------------------------------------------------
 
-KEY = TestKey("merge-v1 fuzz paths", "test-fuzz-paths")
-SUBJECT = "pith:2024:FUZZPATHSREGRESSIONSAAAAAAA"
-
 
 def _zero_event() -> bytes:
     """A valid event whose payload holds a 0 (canonical text)."""
-    event = sign_event(
-        KEY,
-        event_type="graph_snapshot",
-        subject=SUBJECT,
-        payload={"graph_snapshot": {"n": 0}},
-        created_at="2024-01-01T00:00:00Z",
-    )
-    text = canonical_json(event)
+    text = canonical_json(event(payload={"n": 0}))
     assert b'"n":0' in text
     return text
 
@@ -91,9 +82,9 @@ def test_regression_a_stored_bundle_event_is_its_value(each_path: str) -> None:
     store = MemoryStore()
     [outcome] = store.append_many([stored_text], subject=SUBJECT)
     assert isinstance(outcome, Stored)
-    folded = store.fold(SUBJECT, keys=[KEY.key_object()])
+    folded = store.fold(SUBJECT, keys=KEYS)
     assert folded.state.valid_event_count == 1
-    assert folded == fold([text], subject=SUBJECT, keys=[KEY.key_object()])
+    assert folded == fold([text], subject=SUBJECT, keys=KEYS)
     assert Reason.NON_CANONICAL_JSON not in folded.reasons.values()
 
 
@@ -117,7 +108,7 @@ def test_regression_a_copy_of_a_valid_event_that_is_not_admitted_is_rejected(
     not_json), as the fold and the pure path do."""
     text = _zero_event()
     copy = b'{"x":' + member + b"," + text[1:]
-    keys = [KEY.key_object()]
+    keys = KEYS
     merger = Merger(subject=SUBJECT, keys=keys)
     assert isinstance(merger.add(text), EventStatus)
     found = merger.add(copy)

@@ -38,11 +38,13 @@ def deterministic(
     check: Callable[[bytes], Any] | None = None,
     error: type[AssertionError] | None = None,
     size: int = INPUT_BYTES,
+    progress: int = 0,
 ) -> dict[str, tuple[int, float]]:
     """Run ``runs`` seeded inputs of ``size`` bytes (or until ``seconds`` have passed) through
     ``check`` (the bundle harness's by default; ``fuzz_paths.py`` gives its own), which raises
     ``error`` (an exception with a ``kind``) on a difference; return each kind of difference
-    found, with the run and the seconds at which it was first found."""
+    found, with the run and the seconds at which it was first found. ``progress``: say how far
+    it got every so many runs (0: never)."""
     if check is None or error is None:
         from fuzz.bundle_harness import Difference, check
 
@@ -56,6 +58,8 @@ def deterministic(
             break
         data = generator.randbytes(size)
         done = run + 1
+        if progress and run and run % progress == 0:
+            print(f"... {run} runs, {time.monotonic() - start:.0f} s", flush=True)
         try:
             check(data)
         except error as difference:

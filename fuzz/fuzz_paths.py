@@ -41,6 +41,7 @@ def main() -> None:
         check=check,
         error=Difference,
         size=INPUT_BYTES,
+        progress=1000,
     )
     sys.exit(1 if found else 0)
 

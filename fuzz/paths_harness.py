@@ -42,6 +42,7 @@ import msgspec
 from fuzz.bundle_harness import _pure
 from fuzz.harness import SIGNERS, VECTORS, Vector, _Reader, _resealed
 from merge import (
+    MAX_INPUT_BYTES,
     REGISTRY_KEYS,
     Merger,
     audit,
@@ -100,6 +101,7 @@ OPERATIONS: Final = (
     "raw",
     "embedded",
     "json_text",
+    "large",
 )
 #: The forms an input is given in.
 FORMS: Final = ("bytes", "str", "bytearray", "memoryview", "parsed", "parsed_stdlib")
@@ -224,6 +226,30 @@ def _rewritten(text: bytes, reader: _Reader) -> bytes | str:
     return mutate_text(
         text, reader, kinds=[kinds[reader.below(len(kinds))] for _ in range(1 + reader.byte() % 2)]
     )[0]
+
+
+def _large(source: bytes, reader: _Reader) -> bytes | None:
+    """An event of ``source`` padded (``payload.pad``) and signed again so that its canonical
+    text is a byte under, at or a byte over §5's 1 MiB; perhaps a space added after its ``{``
+    (the text a byte longer, the value the same)."""
+    try:
+        event = json.loads(source)
+    except ValueError:
+        return None
+    payload = event.get("payload") if isinstance(event, dict) else None
+    signer = event.get("signer") if isinstance(event, dict) else None
+    key_id = signer.get("key_id") if isinstance(signer, dict) else None
+    key = SIGNERS.get(key_id) if isinstance(key_id, str) else None
+    if not isinstance(payload, dict) or key is None:
+        return None
+    payload["pad"] = ""
+    try:
+        size = len(canonical_json(seal_event(key, event, signed_at="2024-01-01T00:00:00Z")))
+        payload["pad"] = "p" * max(0, MAX_INPUT_BYTES - size + reader.below(3) - 1)
+        text = canonical_json(seal_event(key, event, signed_at="2024-01-01T00:00:00Z"))
+    except (MergeError, TypeError, AttributeError, KeyError):
+        return None
+    return b"{ " + text[1:] if reader.byte() % 2 else text
 
 
 def _mutated_resealed(text: bytes, reader: _Reader) -> bytes | None:
@@ -374,6 +400,9 @@ def build(data: bytes) -> Inputs:
                 made = _embedded(source, reader)
             elif how == "json_text":
                 made = json_text(reader).encode("utf-8", "surrogatepass")
+            elif how == "large":
+                # A few in a run at most: each costs every pair a MiB on each path.
+                made = _large(source, reader) if reader.byte() % 4 == 0 else source
         except (ValueError, RecursionError):
             made = None  # (mutate_text of a source that is no JSON text)
         if made is None:

@@ -103,10 +103,11 @@ pub fn judge_one(text: Option<&[u8]>, subject: &str, keys: &HashMap<String, Key>
 /// admission alone).
 ///
 /// Only a canonical-able copy is known so: [`admit`] takes texts that §5 rejects (nesting 65 to
-/// 128 deep, an integer literal of more than 4,300 digits), which the checks leave to the pure
-/// path as not canonical-able; a copy of a valid event is no exception (the paths fuzzer, seed
-/// 1: such a copy was a duplicate here and a `too_deep` rejection on the pure path). A float
-/// is not canonical-able either, yet admitted: the pure path admits it and finds it known.
+/// 128 deep: serde_json reads 128 levels), which the checks leave to the pure path as not
+/// canonical-able; a copy of a valid event is no exception (the paths fuzzer, seed 1: such a
+/// copy was a duplicate here and a `too_deep` rejection on the pure path). A float or an
+/// integer beyond ±(2^53-1) is not canonical-able either, yet admitted: the pure path admits
+/// the copy and finds it known.
 pub fn judge_one_unless_valid(
     text: Option<&[u8]>,
     subject: &str,
@@ -849,8 +850,8 @@ mod tests {
         };
         assert!(matches!(judge_known(false), Judged::Fallback));
         assert!(matches!(judge_known(true), Judged::Known(known) if known == id));
-        // A copy §5 rejects (65 deep; an integer of 4,301 digits), its event valid: the pure
-        // path's to reject, never known.
+        // A copy §5 rejects (65 deep; an integer of 4,301 digits, which serde_json refuses
+        // too), its event valid: the pure path's to reject, never known.
         let nested = |depth: usize| {
             format!(
                 r#"{{"event_id": "{id}", "x": {}{}}}"#,

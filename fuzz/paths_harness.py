@@ -3,31 +3,36 @@ compiled/pure pair of :mod:`merge.native` on both paths → the same answer.
 
 :func:`check` is the one entry point (a seeded generator drives it from ``fuzz_paths.py``, the
 suite from ``tests/test_fuzz_paths.py``). The bytes choose a conformance vector
-(:data:`fuzz.harness.VECTORS`) and up to eight inputs built from its events: as they are, one
-field changed and signed again (:func:`fuzz.harness._resealed`), their text mutated
-(:func:`merge.testing.mutations.mutate_text`, the bundle fuzzer's mutations), mutated and then
-signed again over the mutated value (so that a §4/§8 oddity reaches the chain rules), written
-again in a way that keeps the value (escapes, whitespace, reordered or duplicate keys, ``-0``
-for ``0``), repeated, or raw fuzz bytes; each given as ``bytes``, ``str``, ``bytearray``,
-``memoryview`` or a parsed value. Every pair then runs on the compiled path and on the pure one
-(``PITH_MERGE_PURE=1``, switched in this process, as the bundle fuzzer does) and the answers
-must be the same, byte for byte (:func:`answers`):
+(:data:`fuzz.harness.VECTORS`) and up to eight inputs built from its events (:data:`OPERATIONS`):
+as they are; one field changed and signed again (:func:`fuzz.harness._resealed`); their text
+mutated (:func:`merge.testing.mutations.mutate_text`, the bundle fuzzer's mutations); mutated and
+then signed again over the mutated value (so that a §4/§8 oddity reaches the chain rules);
+written again with the same value (escapes, whitespace, reordered or duplicate keys, ``-0`` for
+``0``); an edge JSON value (:func:`json_text`) alone or in an event's payload, signed over;
+padded to a byte under, at or over §5's 1 MiB; repeated; raw fuzz bytes. Each is given as
+``bytes``, ``str``, ``bytearray``, ``memoryview`` or a parsed value (:data:`FORMS`). Every pair
+then runs on the compiled path and on the pure one (``PITH_MERGE_PURE=1``, switched in this
+process, as the bundle fuzzer does) and the answers must be the same, byte for byte
+(:func:`answers`, :data:`PAIRS`):
 
 * ``fold``: the state's canonical bytes, the rejections (index, code), the supersessions; the
-  same inputs as a stream (an iterator: the compiled path judges it in parts);
-* ``fold_subjects``: two subjects at once (the inputs, and the inputs reversed under the other);
+  same inputs as a stream (an iterator: the compiled path judges it in parts); folds of a
+  growing list with a verifier that remembers judgements; ``fold_subjects`` of two subjects;
 * ``merger``: a :class:`merge.Merger` fed one input at a time (each add's answer and the
-  ``state_sha256`` after it), then its ``state_json``, ``rejected`` and each event's ``reason``;
-  another fed the inputs by ``extend``;
+  ``state_sha256`` after it), then its ``state_json``, ``rejected``, each event's ``reason`` and
+  ``result``; another fed the inputs by ``extend``;
 * ``event_texts``: what ``pith-merge store import`` stores of each text
   (:func:`merge.bundle.event_texts`: the compiled ``canonical_texts`` or the pure ``canonical_text``);
-* ``store``: a :class:`merge.store.MemoryStore`'s ``append_many`` (the compiled
-  ``prepare_inputs`` or the pure ``prepare``), the rows it stored, and its ``fold``;
+  and the compiled ``canonical_texts`` is ``canonical_text`` wherever it decides;
+* ``store``: a :class:`merge.store.MemoryStore`'s appends (the compiled ``prepare_inputs`` or
+  the pure ``prepare``), the rows it stored, and its folds (streamed, then its ``Merger``);
 * ``record``: :func:`merge.verify_record` of the golden record's text mutated (its receipt is
-  verified by the compiled verifier or libsodium).
+  verified by the compiled verifier or libsodium);
+* ``audit``: :func:`merge.audit_history` and :func:`merge.audit` of signed bundles of the inputs.
 
-Within each path, the merger's state must also be the fold's. Nothing may raise: an input is
-untrusted data. A difference raises :class:`Difference` (an ``AssertionError``).
+Within each path, the stream fold, the remembering folds and both engines must also give the
+fold's answer. Nothing may raise: an input is untrusted data. A difference raises
+:class:`Difference` (an ``AssertionError``).
 """
 
 from __future__ import annotations

@@ -96,7 +96,7 @@ docs-api: $(VENV)/.installed-dev
 # `BUNDLE_FUZZ_ARGS` (default 10 minutes, corpus kept in fuzz/bundle-corpus/), a seeded run of
 # 50,000 texts where atheris is not installed; and every compiled/pure pair on mutated event
 # texts in every input form (fuzz/fuzz_paths.py, `PATHS_FUZZ_ARGS`: 20,000 seeded runs, about
-# 4 minutes).
+# 6 minutes).
 BUNDLE_FUZZ_ARGS ?= -max_total_time=600 -timeout=60 -artifact_prefix=fuzz/ fuzz/bundle-corpus
 PATHS_FUZZ_ARGS ?= --seed 2 --runs 20000 --artifacts fuzz
 stress: $(VENV)/.installed-dev

@@ -7,6 +7,10 @@ difference between the two paths that is tested.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
 import pytest
 
 from fuzz.fuzz_bundles import deterministic
@@ -119,3 +123,28 @@ def test_regression_a_copy_of_a_valid_event_that_is_not_admitted_is_rejected(
     assert merger.rejected == folded.rejected
     assert [rejection.index for rejection in folded.rejected] == [1]
     assert merger.result == folded
+
+
+def _at_depth(frames: int, call: Callable[[], Any]) -> Any:
+    """``call()`` from ``frames`` calls further down the stack."""
+    return call() if frames == 0 else _at_depth(frames - 1, call)
+
+
+def test_regression_a_deep_text_has_one_verdict_at_any_call_depth(each_path: str) -> None:
+    """Found by fuzz/fuzz_paths.py (seed 12, run 56,733): a text some hundreds deep, cut short,
+    was not_json when decoded near the top of the stack and too_deep a few calls further down
+    (msgspec reads what the recursion limit leaves below its caller), so the compiled fold,
+    whose leftovers the pure path admits from deeper, said too_deep where the pure fold said
+    not_json. One text, one verdict: wherever it is read, on either path."""
+    for opened in (900, 985, 992, 995, 2000):
+        text = b"[" * opened  # not one JSON text (§5 check 3), nested deeper than 64 (check 5)
+        codes = set()
+        for frames in (0, 40, 300):
+            folded = _at_depth(frames, partial(fold, [text], subject=SUBJECT, keys=KEYS))
+            codes.add(str(folded.rejected[0].code))
+            added = _at_depth(frames, partial(Merger(subject=SUBJECT, keys=KEYS).add, text))
+            assert isinstance(added, Rejection)
+            codes.add(str(added.code))
+        assert len(codes) == 1, (opened, codes)
+        if opened <= 985:
+            assert codes == {"not_json"}

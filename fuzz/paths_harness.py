@@ -234,6 +234,13 @@ def _rewritten(text: bytes, reader: _Reader) -> bytes | str:
     )[0]
 
 
+def _test_key(event: Any) -> TestKey | None:
+    """The test key of the event's signer (``signer.key_id``), if it has one."""
+    signer = event.get("signer") if isinstance(event, dict) else None
+    key_id = signer.get("key_id") if isinstance(signer, dict) else None
+    return SIGNERS.get(key_id) if isinstance(key_id, str) else None
+
+
 def _large(source: bytes, reader: _Reader) -> bytes | None:
     """An event of ``source`` padded (``payload.pad``) and signed again so that its canonical
     text is a byte under, at or a byte over §5's 1 MiB; perhaps a space added after its ``{``
@@ -243,9 +250,7 @@ def _large(source: bytes, reader: _Reader) -> bytes | None:
     except ValueError:
         return None
     payload = event.get("payload") if isinstance(event, dict) else None
-    signer = event.get("signer") if isinstance(event, dict) else None
-    key_id = signer.get("key_id") if isinstance(signer, dict) else None
-    key = SIGNERS.get(key_id) if isinstance(key_id, str) else None
+    key = _test_key(event)
     if not isinstance(payload, dict) or key is None:
         return None
     payload["pad"] = ""
@@ -265,9 +270,7 @@ def _mutated_resealed(text: bytes, reader: _Reader) -> bytes | None:
         event = json.loads(mutated)
     except (ValueError, RecursionError):
         return None
-    signer = event.get("signer") if isinstance(event, dict) else None
-    key_id = signer.get("key_id") if isinstance(signer, dict) else None
-    key = SIGNERS.get(key_id) if isinstance(key_id, str) else None
+    key = _test_key(event)
     if key is None:
         return None
     try:
@@ -360,9 +363,7 @@ def _embedded(source: bytes, reader: _Reader) -> bytes | None:
     except (ValueError, RecursionError):
         return None
     payload = event.get("payload") if isinstance(event, dict) else None
-    signer = event.get("signer") if isinstance(event, dict) else None
-    key_id = signer.get("key_id") if isinstance(signer, dict) else None
-    key = SIGNERS.get(key_id) if isinstance(key_id, str) else None
+    key = _test_key(event)
     if not isinstance(payload, dict) or key is None:
         return None
     place = payload.get("graph_snapshot") if reader.byte() % 2 else None

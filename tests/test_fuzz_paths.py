@@ -7,6 +7,7 @@ difference between the two paths that is tested.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -22,6 +23,8 @@ from merge.canonical import canonical_text
 from merge.engine import EventStatus
 from merge.native import native_module
 from merge.store import MemoryStore, Stored
+from merge.testing import mutations
+from merge.testing.mutations import Mutation, mutate_text
 
 from .builders import KEYS, SUBJECT, event
 
@@ -148,3 +151,27 @@ def test_regression_a_deep_text_has_one_verdict_at_any_call_depth(each_path: str
         assert len(codes) == 1, (opened, codes)
         if opened <= 985:
             assert codes == {"not_json"}
+
+
+class _Script:
+    """A chooser that gives the numbers it was given, in order (then 0)."""
+
+    def __init__(self, *numbers: int) -> None:
+        self.numbers = list(numbers)
+
+    def below(self, bound: int) -> int:
+        return (self.numbers.pop(0) if self.numbers else 0) % bound
+
+
+def test_regression_a_mutation_never_changes_the_values_it_draws_from() -> None:
+    """Found by fuzz/fuzz_paths.py (seed 13: at run 55,023 the process grew to 23 GB and was
+    killed): merge.testing.mutations put its own list ``["x"]`` (of VALUES) into a text's tree,
+    and a later mutation of that tree changed it, to ``[None]`` or to itself, for every text
+    after (one sequence of choices, another text; a tree with a cycle, walked for ever)."""
+    before = copy.deepcopy(mutations.VALUES), copy.deepcopy(mutations.NOT_OBJECTS)
+    kinds = [Mutation.OVERRIDE, Mutation.WRONG_TYPE]
+    # OVERRIDE inserts ["x"] (VALUES[9]) after the member; WRONG_TYPE puts VALUES[9] in its place 0.
+    first = mutate_text(b'{"a":1}', _Script(2, 0, 0, 0, 9, 1, 2, 9), kinds=kinds)
+    assert first == (b'{"a":1,"a":[["x"]]}', tuple(kinds))
+    assert mutate_text(b'{"a":1}', _Script(2, 0, 0, 0, 9, 1, 2, 9), kinds=kinds) == first
+    assert before == (mutations.VALUES, mutations.NOT_OBJECTS)

@@ -94,8 +94,11 @@ docs-api: $(VENV)/.installed-dev
 # (`MONITOR_STRESS_ARGS="--kills 500"`: about 9 minutes); and bundle texts fuzzed against both
 # paths (fuzz/fuzz_bundles.py, fuzz/README.md): coverage-guided with atheris for
 # `BUNDLE_FUZZ_ARGS` (default 10 minutes, corpus kept in fuzz/bundle-corpus/), a seeded run of
-# 50,000 texts where atheris is not installed.
+# 50,000 texts where atheris is not installed; and every compiled/pure pair on mutated event
+# texts in every input form (fuzz/fuzz_paths.py, `PATHS_FUZZ_ARGS`: 20,000 seeded runs, about
+# 6 minutes).
 BUNDLE_FUZZ_ARGS ?= -max_total_time=600 -timeout=60 -artifact_prefix=fuzz/ fuzz/bundle-corpus
+PATHS_FUZZ_ARGS ?= --seed 2 --runs 20000 --artifacts fuzz
 stress: $(VENV)/.installed-dev
 	$(BIN)/python -m tests.store.soak $(STRESS_ARGS)
 	$(BIN)/python -m tests.store.soak --threads 8 $(STRESS_ARGS)
@@ -106,6 +109,7 @@ stress: $(VENV)/.installed-dev
 	else \
 		$(BIN)/python fuzz/fuzz_bundles.py --seed 2 --runs 50000 --artifacts fuzz; \
 	fi
+	$(BIN)/python fuzz/fuzz_paths.py $(PATHS_FUZZ_ARGS)
 
 # The packages of a release, into $(DIST) (docs/performance.md, "Installing the compiled path"):
 # pith-merge's sdist and pure wheel (python -m build, hatchling), and pith-merge-native's sdist

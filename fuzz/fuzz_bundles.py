@@ -36,11 +36,14 @@ def deterministic(
     *,
     harness: str = "fuzz.bundle_harness",
     finding: str = "Difference",
+    size: int = INPUT_BYTES,
+    progress: int = 0,
 ) -> dict[str, tuple[int, float]]:
-    """Run ``runs`` seeded inputs (or until ``seconds`` have passed) through ``harness``'s
-    ``check``; return each kind of ``finding`` (its exception class, with a ``kind``) found,
-    with the run and the seconds at which it was first found. (``fuzz/fuzz_texts.py`` runs its
-    harness so.)"""
+    """Run ``runs`` seeded inputs of ``size`` bytes (or until ``seconds`` have passed) through
+    ``harness``'s ``check``; return each kind of ``finding`` (its exception class, with a
+    ``kind``) found, with the run and the seconds at which it was first found. ``progress``: say
+    how far it got every so many runs (0: never). (``fuzz/fuzz_texts.py`` and
+    ``fuzz/fuzz_paths.py`` run their harnesses so.)"""
     module = importlib.import_module(harness)
     check, error = module.check, getattr(module, finding)
     noun = finding.lower()
@@ -52,8 +55,10 @@ def deterministic(
     for run in range(runs):
         if time.monotonic() - start > seconds:
             break
-        data = generator.randbytes(INPUT_BYTES)
+        data = generator.randbytes(size)
         done = run + 1
+        if progress and run and run % progress == 0:
+            print(f"... {run} runs, {time.monotonic() - start:.0f} s", flush=True)
         try:
             check(data)
         except error as difference:

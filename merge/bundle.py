@@ -341,17 +341,25 @@ def event_texts(events: list[bytes]) -> list[bytes]:
     holds written so (§5 judges a bundle's events as values: a text padded with whitespace, say
     over 1 MiB, must get its value's verdict), on the compiled path where it serves; an event
     that is not canonical-able (its verdict is non_canonical_json or a rejection either way)
-    with its whitespace stripped, and one that is no JSON text as it is (a rejection when folded)."""
-    written = canonical_texts(events, None)
-    if written is None:
-        written = [canonical_text(event) for event in events]
-    return [_stripped(event) if text is None else text for text, event in zip(written, events, strict=True)]
+    with its whitespace stripped, and one that is no JSON text as it is (a rejection when folded).
+    Where the compiled path does not decide (``None``: a ``-0``, which serde_json reads as a
+    float, is an integer for §1), the pure path does, as everywhere: the same bytes on both."""
+    written = canonical_texts(events, None) or [None] * len(events)
+    return [
+        text if text is not None else _canonical_or_stripped(event)
+        for text, event in zip(written, events, strict=True)
+    ]
 
 
-def _stripped(text: bytes) -> bytes:
+def _canonical_or_stripped(text: bytes) -> bytes:
+    written = canonical_text(text)
+    if written is not None:
+        return written
     try:
         return msgspec.json.format(text, indent=-1)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):
+        # No JSON text for msgspec, or nested deeper than it reads (1,000 arrays): kept as it
+        # is, data either way (folded, a rejection: not_json, too_deep).
         return text
 
 

@@ -12,6 +12,7 @@ what it did; :data:`PRESERVING` are those that keep the text's value, so its ver
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Callable, Sequence
 from enum import StrEnum
@@ -193,6 +194,13 @@ def _pick(chooser: Chooser, items: Sequence[Any]) -> Any:
     return items[chooser.below(len(items))]
 
 
+def _fresh(chooser: Chooser, items: Sequence[Any]) -> Any:
+    """A copy of one of ``items``, to put in a tree: a later mutation of the tree may change
+    what it holds, and must never change ``items`` (every text after would then be another,
+    and a list put into itself makes a tree with a cycle, walked for ever)."""
+    return copy.deepcopy(_pick(chooser, items))
+
+
 def _objects(tree: Any) -> list[tuple[_Object, int]]:
     """Every object of the tree, with its depth (the root's is 0)."""
     nodes = [(tree, 0)] + [(container[key], depth) for container, key, depth in _places(tree)]
@@ -218,9 +226,9 @@ def _mutate_tree(tree: Any, kind: Mutation, chooser: Chooser) -> bool:
         at = chooser.below(len(node))
         key = node[at][0]
         if kind == Mutation.OVERRIDE:
-            node.insert(at + 1 + chooser.below(len(node) - at), [key, _pick(chooser, VALUES)])
+            node.insert(at + 1 + chooser.below(len(node) - at), [key, _fresh(chooser, VALUES)])
         else:
-            value = _pick(chooser, BAD_VALUES) if kind == Mutation.BAD_OVERRIDDEN else _pick(chooser, VALUES)
+            value = _pick(chooser, BAD_VALUES) if kind == Mutation.BAD_OVERRIDDEN else _fresh(chooser, VALUES)
             node.insert(at, [key, value])
         return True
     if kind in (Mutation.MISSING_MEMBER, Mutation.REORDERED):
@@ -249,7 +257,7 @@ def _mutate_tree(tree: Any, kind: Mutation, chooser: Chooser) -> bool:
             own = _write(events[at], "")
             events[at] = _pick(chooser, (own, own, own + " ", "", "x", "[1]"))
         elif kind == Mutation.NON_OBJECT_EVENT:
-            events[at] = _pick(chooser, NOT_OBJECTS)
+            events[at] = _fresh(chooser, NOT_OBJECTS)
         elif kind == Mutation.DUPLICATE_EVENT:
             events.insert(chooser.below(len(events) + 1), events[at])
         else:
@@ -274,7 +282,7 @@ def _mutate_tree(tree: Any, kind: Mutation, chooser: Chooser) -> bool:
     elif kind == Mutation.NUMBER:
         container[key] = _Number(_pick(chooser, NUMBERS))
     elif kind == Mutation.WRONG_TYPE:
-        container[key] = _pick(chooser, VALUES)
+        container[key] = _fresh(chooser, VALUES)
     elif kind == Mutation.NESTING:
         depth = _pick(chooser, (1, 2, 63, 64, 65, 200, 1000))
         container[key] = _Raw("[" * depth + _write(value, "") + "]" * depth)

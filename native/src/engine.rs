@@ -13,7 +13,7 @@ use std::sync::Arc;
 use sha2::{Digest, Sha256};
 
 use crate::admission::admit;
-use crate::canonical::{write_str, write_str_array};
+use crate::canonical::{canonical_able, write_str, write_str_array};
 use crate::chains::{ChainIndex, Node};
 use crate::checks::{self, Key, ValidEvent, Verdict};
 use crate::maps::{HashMap, HashSet};
@@ -101,6 +101,13 @@ pub fn judge_one(text: Option<&[u8]>, subject: &str, keys: &HashMap<String, Key>
 /// [`Judged::Known`], neither checked nor verified (§5: a valid event ignores later copies, as
 /// `Merger._known` has it on the pure path; a client that posts an event again pays for its
 /// admission alone).
+///
+/// Only a canonical-able copy is known so: [`admit`] takes texts that §5 rejects (nesting 65 to
+/// 128 deep: serde_json reads 128 levels), which the checks leave to the pure path as not
+/// canonical-able; a copy of a valid event is no exception (the paths fuzzer, seed 1: such a
+/// copy was a duplicate here and a `too_deep` rejection on the pure path). A float or an
+/// integer beyond ±(2^53-1) is not canonical-able either, yet admitted: the pure path admits
+/// the copy and finds it known.
 pub fn judge_one_unless_valid(
     text: Option<&[u8]>,
     subject: &str,
@@ -112,6 +119,9 @@ pub fn judge_one_unless_valid(
         return Judged::Fallback;
     };
     if valid(&copy.event_id) {
+        if !canonical_able(&copy.event, 0) {
+            return Judged::Fallback;
+        }
         return Judged::Known(copy.event_id);
     }
     match checks::judge(&copy, subject, keys, verifier) {
@@ -840,5 +850,31 @@ mod tests {
         };
         assert!(matches!(judge_known(false), Judged::Fallback));
         assert!(matches!(judge_known(true), Judged::Known(known) if known == id));
+        // A copy §5 rejects (65 deep; an integer of 4,301 digits, which serde_json refuses
+        // too), its event valid: the pure path's to reject, never known.
+        let nested = |depth: usize| {
+            format!(
+                r#"{{"event_id": "{id}", "x": {}{}}}"#,
+                "[".repeat(depth),
+                "]".repeat(depth)
+            )
+        };
+        let long = format!(r#"{{"event_id": "{id}", "x": 1{}}}"#, "0".repeat(4300));
+        for (text, known) in [
+            (nested(63), true),
+            (nested(64), false),
+            (nested(100), false),
+            (long, false),
+        ] {
+            let verifier = Verifier { cache: None };
+            let judged = judge_one_unless_valid(
+                Some(text.as_bytes()),
+                "pith:2024:AAAAAAAAAAAAAAAAAAAAAAAAAA",
+                &keys,
+                verifier,
+                |_| true,
+            );
+            assert_eq!(matches!(judged, Judged::Known(_)), known, "{}", &text[..90]);
+        }
     }
 }

@@ -104,15 +104,16 @@ class SQLiteStore(EventStore):
         self._connections: dict[int, sqlite3.Connection] = {}
         self._connections_lock = threading.Lock()
         self._closed = False
-        if self.path.is_dir():
-            raise StoreError("is a directory, not an SQLite file", path=str(self.path))
-        if read_only is None:
-            read_only = self.path.exists() and not _writable(self.path)
-        self.read_only = read_only
-        if read_only and (not self.path.is_file() or self.path.stat().st_size == 0):
-            raise StoreError(
-                "no store here, and cannot create a store in read-only mode", path=str(self.path)
-            )
+        with _path_refused(self.location):
+            if self.path.is_dir():
+                raise StoreError("is a directory, not an SQLite file", path=self.location)
+            if read_only is None:
+                read_only = self.path.exists() and not _writable(self.path)
+            self.read_only = read_only
+            if read_only and (not self.path.is_file() or self.path.stat().st_size == 0):
+                raise StoreError(
+                    "no store here, and cannot create a store in read-only mode", path=self.location
+                )
         try:
             first = (
                 self._connect_read_only()
@@ -574,3 +575,22 @@ def _new_file(dest: str | PathLike[str]) -> Iterator[Path]:
     finally:
         for leftover in (part, part.with_name(part.name + "-wal"), part.with_name(part.name + "-shm")):
             leftover.unlink(missing_ok=True)
+
+
+@contextmanager
+def _path_refused(location: str) -> Iterator[None]:
+    """The block's look at a store's path, with a path no file can have (a NUL, a lone
+    surrogate: no system call takes it) or one the system refuses to look at (a name too long:
+    ``OSError``, ENAMETOOLONG) a :class:`StoreError`, as every other caller's mistake about a
+    store is. (``Path.is_dir`` answers False for the first two, and ``sqlite3.connect`` raised
+    ``ValueError`` and ``UnicodeEncodeError`` on them.)"""
+    if "\x00" in location:
+        raise StoreError("a file's path holds no NUL character", path=location)
+    try:
+        os.fsencode(location)
+    except UnicodeEncodeError:
+        raise StoreError("a file's path holds no lone surrogate", path=location) from None
+    try:
+        yield
+    except OSError as exc:
+        raise StoreError(f"cannot open: {exc.strerror or exc}", path=location) from None

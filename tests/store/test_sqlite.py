@@ -406,3 +406,19 @@ def test_a_group_is_stored_within_this_sqlites_limit_of_parameters(tmp_path: Pat
         results = store.append_many(inputs)
         assert [result.new for result in results] == [True] * len(inputs)
         assert tuple(store.events(subject_of(1))) == inputs
+
+
+@pytest.mark.parametrize(
+    ("name", "problem"),
+    [("a\x00b.db", "NUL"), ("b" * 300 + ".db", "File name too long"), ("\ud800.db", "lone surrogate")],
+    ids=["nul", "too-long", "lone-surrogate"],
+)
+def test_a_path_no_file_can_have_is_a_store_error(name: str, problem: str, tmp_path: Path) -> None:
+    """``SQLiteStore`` itself, not only ``open_store``'s URLs: a path with a NUL raised
+    ``ValueError`` and one holding a lone surrogate ``UnicodeEncodeError`` (from
+    ``sqlite3.connect``: ``Path.is_dir`` answers False for both), a name longer than the file
+    system takes ``OSError``. Each is a caller's mistake: a ``StoreError``, nothing created."""
+    with pytest.raises(StoreError) as raised:
+        SQLiteStore(f"{tmp_path}/{name}")
+    assert problem in raised.value.problem
+    assert not list(tmp_path.iterdir())

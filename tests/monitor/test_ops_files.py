@@ -85,7 +85,10 @@ class Prometheus:
         )
 
     def api(self, path: str, **params: str) -> Any:
-        answer = httpx.get(f"{self.url}/api/v1/{path}", params=params, timeout=10).json()
+        # A Prometheus still starting answers 503 "Service Unavailable", no JSON: an HTTP error
+        # here, which ``until`` waits out as it waits out a refused connection.
+        response = httpx.get(f"{self.url}/api/v1/{path}", params=params, timeout=10).raise_for_status()
+        answer = response.json()
         assert answer["status"] == "success", answer
         return answer["data"]
 

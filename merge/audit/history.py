@@ -39,7 +39,7 @@ def audit_history(
     snapshot that begins with the one before it judges only the events it adds.
     ``labels`` of another length than the snapshots raise :class:`merge.InputError`.
     """
-    given = list(snapshots)
+    given: list[_Given | Unread] = list(snapshots)
     names = [f"#{position}" for position in range(len(given))] if labels is None else list(labels)
     return _audit_given(given, names, KeySet.parse(trusted_keys))
 
@@ -55,15 +55,15 @@ def audit_sources(
     path on the reader's thread while the snapshots before it are judged (``pith-merge audit
     --history``). Not exported: a caller's texts are given as they are."""
     trusted = KeySet.parse(trusted_keys)
-    given = [Unread(source) if callable(source) else source for source in sources]
+    given: list[_Given | Unread] = [Unread(source) if callable(source) else source for source in sources]
     return _audit_given(given, list(labels), trusted)
 
 
-def _audit_given(given: Sequence[_Given | Unread], labels: list[str], trusted: KeySet) -> AuditReport:
+def _audit_given(given: list[_Given | Unread], labels: list[str], trusted: KeySet) -> AuditReport:
     if len(labels) != len(given):
         raise InputError(f"{len(labels)} label(s) for {len(given)} snapshot(s): give one label per snapshot")
     with gc_paused():  # many small objects, no cycles (see merge.batch.gc_paused)
-        return _audit_history(list(given), labels, trusted)
+        return _audit_history(given, labels, trusted)
 
 
 def _audit_history(given: list[_Given | Unread], labels: list[str], trusted: KeySet) -> AuditReport:

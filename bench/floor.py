@@ -46,13 +46,16 @@ from typing import Any
 
 import msgspec
 
+from merge import KeySet, fold
 from merge.admission import _decode_event_no_float, _HasFloat, _surely_shallow_and_safe
 from merge.batch import gc_paused
 from merge.canonical import encode_canonical_unchecked
 from merge.identifiers import event_body
+from merge.native import native_available
 from merge.schema import Event, body_of
+from merge.state import decode_state_unchecked
 
-from .bound import signature_jobs, verify_serial, verify_threaded
+from .bound import signature_jobs, verify_compiled, verify_serial, verify_threaded
 from .measure import Result, best_times
 from .measure import best_cpu_time as cpu
 from .workload import Workload
@@ -142,6 +145,7 @@ def bench_floor(workload: Workload, *, repeat: int) -> list[Result]:
         )
     if verify_threaded(jobs, threads) != good:
         raise AssertionError("threaded verification disagrees with serial verification")
+    compiled = _compiled_floor(workload, texts, bodies, jobs, repeat) if native_available() else []
 
     count = len(texts)
     per_event = {name: seconds / count * 1e6 for name, seconds in timings.items() if name != "verify"}
@@ -217,5 +221,112 @@ def bench_floor(workload: Workload, *, repeat: int) -> list[Result]:
             "perfect parallelism, zero Python",
             ">= 1.4",
             speedup * single >= 1.4,
+        ),
+        *compiled,
+    ]
+
+
+#: Issue 39 item 3's targets: ``fold(threads=1)`` against the compiled verifier on one thread,
+#: the default fold against the limit (that verifier in 2 processes).
+SINGLE_TARGET = 0.85
+LIMIT_TARGET = 0.8
+
+
+class _Nothing(msgspec.Struct):
+    """No field: decoding a text into it reads the whole text as JSON (every unknown member is
+    skipped, in C) and builds nothing: the least a fold can do to read a text."""
+
+
+def _compiled_floor(
+    workload: Workload, texts: Sequence[bytes], bodies: Sequence[bytes], jobs: Sequence[Any], repeat: int
+) -> list[Result]:
+    """The floor beside the compiled verifier (issue 39 item 3): what no fold can skip, each step
+    at the fastest call we know, against a verification by that verifier on one thread.
+
+    Per distinct event: reading its text as JSON and nothing more (msgspec skipping every member,
+    in C); SHA-256 of its canonical body (check 5; hashlib over all the bodies at once, so no
+    call's overhead counts); SHA-256 of the fold's state (``state_sha256``, §2), and the state's
+    bytes decoded into the public Structs of :attr:`merge.FoldResult.state` (msgspec, the decoder
+    a fold uses), both per event of the state. Nothing else: no check of §6 but the hash, no
+    canonical writing, no classification (§7), no state written (§9).
+
+    The ceilings: on one thread, with the state's hash on a thread of its own (as a fold hashes
+    it), ``verify / (verify + read + body hash + decode)``; on 2 cores against the limit, with
+    the verifications and the reading and hashing of the texts spread perfectly over both, and
+    the decode after the last verdict (the state depends on every verdict, §7), the state's hash
+    beside it: ``(verify / 2) / ((verify + read + body hash) / 2 + max(decode, state hash))``.
+    """
+    history = workload.histories[0]
+    state = encode_canonical_unchecked(
+        fold(history.inputs, subject=history.subject, keys=KeySet.parse(workload.keys)).state
+    )
+    skip = msgspec.json.Decoder(_Nothing)
+    joined = b"".join(bodies)
+    timings: dict[str, float] = {}
+    with gc_paused():
+        timings["verify"], _ = cpu(lambda: verify_compiled(jobs), repeat)
+        timings["read"], _ = cpu(lambda: [skip.decode(text) for text in texts], repeat)
+        timings["body"], _ = cpu(lambda: hashlib.sha256(joined).digest(), repeat)
+        timings["state"], _ = cpu(lambda: hashlib.sha256(state).digest(), repeat)
+        timings["decode"], _ = cpu(lambda: decode_state_unchecked(state), repeat)
+    count = len(texts)
+    verify = timings["verify"] / len(jobs) * 1e6
+    read, body, state_hash, decode = (
+        timings[step] / count * 1e6 for step in ("read", "body", "state", "decode")
+    )
+    single = verify / (verify + read + body + decode)
+    limit = (verify / 2) / ((verify + read + body) / 2 + max(decode, state_hash))
+    size = sum(len(text) for text in texts) / count
+
+    def rate(step: str, size: float) -> str:
+        return f"{size * count / timings[step] / 1e9:.2f} GB/s"
+
+    return [
+        Result(
+            "compiled floor: the compiled verifier, 1 thread",
+            verify,
+            "µs/event",
+            f"{len(jobs)} verifications; {1e6 / verify:,.0f} per second",
+        ),
+        Result(
+            "compiled floor: the text read as JSON, nothing built",
+            read,
+            "µs/event",
+            f"{size:.0f} B a text, {rate('read', size)} (msgspec, every member skipped)",
+        ),
+        Result(
+            "compiled floor: SHA-256 of the canonical body",
+            body,
+            "µs/event",
+            f"{len(joined) / count:.0f} B a body, {rate('body', len(joined) / count)}",
+        ),
+        Result(
+            "compiled floor: SHA-256 of the state",
+            state_hash,
+            "µs/event",
+            f"{len(state) / count:.0f} B of state an event, {rate('state', len(state) / count)}",
+        ),
+        Result(
+            "compiled floor: the state decoded into Structs",
+            decode,
+            "µs/event",
+            f"{rate('decode', len(state) / count)} (msgspec, as a fold decodes it)",
+        ),
+        Result(
+            "compiled floor: single-thread ceiling of fold / the compiled verifier",
+            single,
+            "ratio",
+            "verify / (verify + read + body hash + decode): no fold on one thread can do better",
+            f">= {SINGLE_TARGET}",
+            single >= SINGLE_TARGET,
+        ),
+        Result(
+            "compiled floor: 2-core ceiling of fold / the limit",
+            limit,
+            "ratio",
+            "(verify/2) / ((verify + read + body hash)/2 + max(decode, state hash)): "
+            "perfect parallelism, the decode after the last verdict",
+            f">= {LIMIT_TARGET}",
+            limit >= LIMIT_TARGET,
         ),
     ]

@@ -121,6 +121,7 @@ def test_quick_run_measures_every_figure(tmp_path: Path) -> None:
     if native_module() is not None:
         assert results[0]["name"] == LIMIT
         assert limit == results[0]["value"] == max(document["limit"]["at_start"], document["limit"]["at_end"])
+        assert "compiled floor: 2-core ceiling of fold / the limit" in names
         fractions = {result["name"]: result["of_limit"] for result in results}
         assert fractions[LIMIT] == 1
         assert fractions["start-up: pith-merge verify of one small bundle"] > 0

@@ -203,8 +203,9 @@ class FoldResult(msgspec.Struct, frozen=True):
     """What :func:`merge.fold` returns: the state and the inputs that were not admitted.
 
     ``superseded``: every applied event that some applied event superseded (§7), sorted by
-    ``event_id``, as the fold decided it; ``None`` when the result was served from a store
-    checkpoint, which keeps the state alone.
+    ``event_id``, as the fold decided it; ``None`` when a store served the result from a
+    checkpoint (which keeps the state alone) left by a fold it does not remember: another
+    handle's, or one of a subject its engine cache let go.
     """
 
     state: State

@@ -47,7 +47,15 @@ from ..engine import Merger
 from ..errors import InputError, MergeError
 from ..identifiers import require_subject
 from ..keys import KeySet
-from ..state import MERGE_VERSION, FoldResult, State, decode_state, decode_state_unchecked, with_state_sha256
+from ..state import (
+    MERGE_VERSION,
+    FoldResult,
+    State,
+    Supersession,
+    decode_state,
+    decode_state_unchecked,
+    with_state_sha256,
+)
 
 __all__ = [
     "NOT_JSON_TEXT",
@@ -167,6 +175,9 @@ class _Live(msgspec.Struct):
 
     merger: Merger | None
     seq: int
+    #: Who superseded whom at ``seq``, kept from a first fold (no engine) for the folds that
+    #: its checkpoint answers: they tell it as the engine does on the pure path.
+    superseded: tuple[Supersession, ...] | None = None
 
 
 class _LockGate:
@@ -595,6 +606,10 @@ class EventStore(ABC):
         if live is None or live.merger is None:
             served = self._served(subject, context, head)
             if served is not None:
+                # The checkpoint keeps the state alone; who superseded whom is known while the
+                # fold that left it is remembered (the same answer on both paths).
+                if live is not None and live.seq == head:
+                    return msgspec.structs.replace(served, superseded=live.superseded)
                 return served
         # The compiled fold of a stream peaks lower than an engine (2.7-2.8x the input bytes
         # against 4.2x, bench/big_subject.py); on the pure path an engine peaks lower than the
@@ -602,7 +617,7 @@ class EventStore(ABC):
         streamed = self._stream(subject, key_set) if live is None else None
         if streamed is not None:
             (encoded, rejected, superseded), seq = streamed
-            self._remember(subject, context, _Live(None, seq))
+            self._remember(subject, context, _Live(None, seq, superseded))
             # The state returned is decoded from the checkpoint's bytes once they are saved, not
             # kept beside them while they are: the save copies them (SQLite about twice), and
             # the decoded state is larger than its bytes. The bytes are the compiled path's own,

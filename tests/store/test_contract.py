@@ -35,6 +35,7 @@ import merge.store.base
 from merge import MergeError, Merger, Reason, RejectCode, canonical_json, fold
 from merge.admission import MAX_INPUT_BYTES
 from merge.native import PURE_ENVIRONMENT_VARIABLE, native_module
+from merge.signing import sign_event
 from merge.store import NO_SUBJECT, NOT_JSON_TEXT, Checkpoint, EventStore, Refused, Stored, StoreError
 from merge.store import postgres as postgres_module
 from merge.store import sqlite as sqlite_module
@@ -330,6 +331,32 @@ def test_an_unchanged_subject_is_served_from_its_checkpoint(
     monkeypatch.undo()
     only_b = [key for key in KEYS if key["key_id"] != KEY_A.key_id]
     assert folded(second, S1, only_b) == expected_fold(list(history(1, 30)), S1, only_b)
+
+
+def test_an_unchanged_subject_tells_who_superseded_whom_as_its_fold_did(
+    connect: Callable[[], EventStore], fold_path: str
+) -> None:
+    """A fold its checkpoint answers tells who superseded whom as the fold that left it (on the
+    compiled path the first fold keeps no engine, on the pure path it does: the same answer on
+    both); another handle has only the checkpoint, which keeps the state alone: ``None``."""
+    first = json.loads(history(1, 2)[1])
+    later = sign_event(
+        KEY_A,
+        event_type="graph_snapshot",
+        subject=S1,
+        payload={"graph_snapshot": {"n": 99}},
+        created_at="2026-07-02T00:00:00Z",
+        prev_event=first["event_id"],
+        supersedes=[first["event_id"]],
+    )
+    inputs = [*history(1, 2), json.dumps(later).encode()]
+    expected = fold(inputs, subject=S1, keys=KEYS)
+    assert expected.superseded  # (the history supersedes one event)
+    store = connect()
+    store.append_many(inputs)
+    assert store.fold(S1, keys=KEYS) == expected
+    assert store.fold(S1, keys=KEYS) == expected  # unchanged: served from its checkpoint
+    assert connect().fold(S1, keys=KEYS) == msgspec.structs.replace(expected, superseded=None)
 
 
 def test_a_changed_subject_folds_only_the_new_inputs(

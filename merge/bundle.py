@@ -177,7 +177,9 @@ def verify_bundle(
     witnesses cosigned exactly this bundle (docs/witness.md). ``cosignatures`` are what the
     caller gathered: the witnesses' notes, or a callable ``(witness, subject) -> note |
     merge.witness.Unanswered`` asked once per witness (the caller's network, its timeouts:
-    the core fetches nothing). ``now`` (POSIX seconds) refuses cosignatures from the future.
+    the core fetches nothing); any other form, a note that is not a text, or a callable's answer
+    that is neither, raises :class:`merge.InputError` (a witness's text, however broken, is a
+    finding). ``now`` (POSIX seconds) refuses cosignatures from the future.
     """
     verified = verify_bundle_parts(bundle, trusted_keys=trusted_keys, threads=threads, verifier=verifier)
     if policy is None:

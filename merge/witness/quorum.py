@@ -22,7 +22,7 @@ from typing import Final, Literal
 
 import msgspec
 
-from ..errors import NoteError
+from ..errors import InputError, NoteError
 from .note import VerifierKey, open_note, parse_note
 from .policy import Policy, Witness
 from .statement import Statement, parse_statement
@@ -107,7 +107,19 @@ def gather_answers(
     and what of the given notes no witness signed."""
     if callable(cosignatures):
         return {witness.name: _asked(cosignatures, witness, subject) for witness in policy.witnesses}, ()
+    # A caller's mistake, not a witness's answer: refused, never judged piece by piece (a lone
+    # text would be read as one note a character).
+    if isinstance(cosignatures, (bytes, str)) or not isinstance(cosignatures, Iterable):
+        raise InputError(
+            "cosignatures: give the notes gathered as a list of texts (bytes or str), or a callable"
+            f" asked once per witness; got one {type(cosignatures).__name__}"
+        )
     notes = list(cosignatures)
+    for index, note in enumerate(notes):
+        if not isinstance(note, (bytes, str)):
+            raise InputError(
+                f"cosignatures: note {index + 1} is a {type(note).__name__}, not a text (bytes or str)"
+            )
     answers: dict[str, list[bytes | str] | Unanswered] = {}
     used: set[int] = set()
     for witness in policy.witnesses:
@@ -131,7 +143,14 @@ def _asked(
     fetch: Callable[[Witness, str], bytes | str | Unanswered], witness: Witness, subject: str
 ) -> list[bytes | str] | Unanswered:
     answer = fetch(witness, subject)
-    return answer if isinstance(answer, Unanswered) else [answer]
+    if isinstance(answer, Unanswered):
+        return answer
+    if not isinstance(answer, (bytes, str)):
+        raise InputError(
+            f"cosignatures: the callable answered for {witness.name} with a {type(answer).__name__},"
+            " not a note (bytes or str) or merge.witness.Unanswered"
+        )
+    return [answer]
 
 
 def check_quorum(

@@ -93,6 +93,26 @@ def test_garbage_from_a_witness_is_invalid_or_unattributed(garbage: bytes | str)
     assert len(offline.witnesses.unattributed) == 1
 
 
+@pytest.mark.parametrize(
+    ("cosignatures", "said"),
+    [
+        ([1], "note 1 is a int, not a text"),
+        ([b"x\n", None], "note 2 is a NoneType, not a text"),
+        ([{"note": "x"}], "note 1 is a dict"),
+        (5, "got one int"),
+        ("one note\n", "got one str"),
+        (b"one note\n", "got one bytes"),
+        (lambda w, s: 5, "answered for w0 with a int"),
+        (lambda w, s: None, "answered for w0 with a NoneType"),
+    ],
+)
+def test_cosignatures_given_in_another_form_are_refused(cosignatures: object, said: str) -> None:
+    """A caller's mistake raises InputError, one line saying what was given, never a TypeError
+    from deep inside nor a lone text read as one note a character."""
+    with pytest.raises(merge.InputError, match=said):
+        merge.verify_bundle(DATA, policy=POLICY, cosignatures=cosignatures, now=NOW)  # type: ignore[arg-type]
+
+
 def test_an_unanswered_witness_says_why() -> None:
     report = merge.verify_bundle(
         DATA, policy=POLICY, cosignatures=lambda w, s: Unanswered("timeout"), now=NOW

@@ -203,13 +203,17 @@ class StateDir:
             return None
         db = self._db if self._db is not None else self._connect(write=False)
         try:
-            row = db.execute("SELECT value FROM cursor WHERE name = 'status'").fetchone()
+            try:
+                row = db.execute("SELECT value FROM cursor WHERE name = 'status'").fetchone()
+            except sqlite3.OperationalError as exc:
+                if "no such table" in str(exc):  # (made, and killed before its first cursor)
+                    return None
+                raise
             if row is None:
                 return None
+            # A cursor without its subjects table is a damaged database, not a fresh one.
             return status_of(row[0], db.execute("SELECT * FROM subjects").fetchall(), str(self.database))
         except sqlite3.Error as exc:
-            if "no such table" in str(exc):
-                return None
             raise InputError(f"not a monitor's database: {exc}", source=str(self.database)) from None
         finally:
             if db is not self._db:
@@ -356,9 +360,19 @@ SubjectRow = tuple[str, str | None, str | None, int | None, str | None, str | No
 def status_of(counts: bytes, rows: Iterable[Sequence[Any]], source: str) -> Status:
     """The cursor of its stored parts: the counts (the JSON of a :class:`Status` without its
     subjects) and the ``subjects`` rows (:func:`subject_rows`'s)."""
+    if not isinstance(counts, (bytes, str)):
+        raise InputError(
+            f"not a monitor's status: its counts are a {type(counts).__name__}, not JSON", source=source
+        )
     status = _decoded(counts, source)
+    try:
+        # Checked in one call (a registry's millions of rows): a database edited or damaged by
+        # hand gives an error here, not a cursor of the wrong types.
+        typed = msgspec.convert(list(rows), type=list[SubjectRow])
+    except msgspec.ValidationError as exc:
+        raise InputError(f"not a monitor's status: a subjects row: {exc}", source=source) from None
     subjects = {}
-    for subject, digest, signed, events, checked, kept in rows:
+    for subject, digest, signed, events, checked, kept in typed:
         subjects[subject] = SubjectStatus(
             bundle_sha256=digest,
             signed_at=signed,

@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import hashlib
+import re
 import signal
+import sqlite3
 import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from merge import InputError
 from merge.audit_store import LastBundles, bundle_filename, sharded_path
 from merge.monitor import Monitor
-from merge.monitor.cursor import StateDir
+from merge.monitor.cursor import StateDir, Status, SubjectStatus
 
 from .conftest import kept_file
 from .history import LETTERS, SUBJECT, snapshot
@@ -189,3 +192,34 @@ def test_a_half_written_kept_file_is_removed_at_start(
     make_monitor(registry.url).close()
     assert not leftover.exists()
     assert kept.read_bytes() == snapshot("v1")
+
+
+@pytest.mark.parametrize(
+    ("damage", "said"),
+    [
+        ("UPDATE cursor SET value = 5", "its counts are a int"),
+        ("UPDATE cursor SET value = x'ff00'", "JSON is malformed"),
+        ("UPDATE subjects SET event_count = 'many'", "a subjects row: Expected `int | null`, got `str`"),
+        ("UPDATE subjects SET bundle_sha256 = x'00ff'", "a subjects row: Expected `str | null`, got `bytes`"),
+        ("ALTER TABLE subjects ADD COLUMN extra TEXT", "Expected `array` of length 6, got 7"),
+        ("DROP TABLE subjects", "not a monitor's database: no such table: subjects"),
+    ],
+)
+def test_a_damaged_cursor_database_is_refused_not_read_as_another_cursor(
+    tmp_path: Path, damage: str, said: str
+) -> None:
+    """A cursor database edited or damaged by hand: one error naming it, never a cursor of the
+    wrong types, a traceback, or a fresh cursor in its place (the subjects' rows lost)."""
+    directory = StateDir(tmp_path / "state")
+    directory.lock()
+    fresh = Status()
+    directory.write_status(
+        msgspec.structs.replace(fresh, subjects={SUBJECT: SubjectStatus(bundle_sha256="ab", event_count=3)}),
+        fresh,
+    )
+    directory.unlock()
+    assert StateDir(tmp_path / "state").read_status().subjects[SUBJECT].event_count == 3
+    with sqlite3.connect(directory.database) as db:
+        db.execute(damage)
+    with pytest.raises(InputError, match=re.escape(said)):
+        StateDir(tmp_path / "state").read_status()

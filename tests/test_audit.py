@@ -7,6 +7,7 @@ key A (:func:`merge.signing.make_bundle`); key A is the trusted bundle signer.
 from __future__ import annotations
 
 import copy
+import itertools
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -333,6 +334,27 @@ def test_a_history_is_ordered_by_signed_at_then_by_hash() -> None:
     assert [p.verdict for p in subject.pairs] == ["extension", "extension"]
     assert subject.pairs[1].identical
     assert report.ok
+
+
+def test_a_grown_snapshot_is_paired_as_one_built_apart() -> None:
+    """A history's snapshot whose events begin with the one's before it is paired from what it
+    added as it was built (its events, its new copies of events held already, §5): the same pair
+    as the two snapshots built apart and compared whole."""
+    held = event("timestamp_anchor", created_at="2026-07-05T11:00:00Z", payload={"n": 9})
+    twice = event("timestamp_anchor", created_at="2026-07-05T12:00:00Z", payload={"n": 10})
+    first = [*BASE, forged(held)]
+    second = [*first, held, X2, forged(twice), twice]
+    third = [*second, event(created_at="2026-07-05T10:00:00Z", prev_event=Y["event_id"], payload={"n": 11})]
+    texts = [
+        json.dumps(bundle(events, at), indent=1).encode()
+        for events, at in ((first, T1), (second, T2), (third, T3))
+    ]
+    [subject] = audit_history(texts, trusted_keys=TRUST).subjects
+    apart = [snapshot_of_bundle(text, label=f"#{at}", trusted_keys=TRUST) for at, text in enumerate(texts)]
+    expected = tuple(audit(old, new, trusted_keys=TRUST) for old, new in itertools.pairwise(apart))
+    assert subject.pairs == expected
+    assert [len(p.added) for p in subject.pairs] == [2, 1]
+    assert any(cause.kind == "copy" for change in subject.pairs[0].changed for cause in change.causes)
 
 
 def test_a_history_finds_a_split_view_between_snapshots_that_are_not_neighbours() -> None:

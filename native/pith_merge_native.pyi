@@ -98,6 +98,7 @@ class Finished:
 
 class Judgement:
     def fork(self) -> Judgement: ...
+    def take(self) -> Judgement | None: ...
     def extend(
         self,
         inputs: list[Any],

@@ -51,3 +51,29 @@ def test_a_fold_gone_on_from_the_last_keeps_no_judgement_of_the_texts_it_adds() 
         grown, subject=SUBJECT, keys=KEYS
     )
     assert cache.judged() == len(set(grown))
+
+
+@compiled_only
+def test_a_fold_goes_on_from_the_last_judgement_itself_and_starts_over_where_it_was_taken() -> None:
+    """The next fold of a growing list takes the last fold's judgement (no copy), which it keeps
+    for the fold after it; a fold that meets that judgement taken already (another fold went on
+    from it) starts over: every fold is a fresh fold's either way."""
+    texts = _texts(12)
+    first, second, third = texts[:4], texts[:8], texts
+    verifier = SignatureVerifier(2, remember_judgements=True)
+    assert fold(first, subject=SUBJECT, keys=KEYS, verifier=verifier) == fold(
+        first, subject=SUBJECT, keys=KEYS
+    )
+    last = verifier.last_judgement
+    assert fold(second, subject=SUBJECT, keys=KEYS, verifier=verifier) == fold(
+        second, subject=SUBJECT, keys=KEYS
+    )
+    assert last.judgement.take() is None  # taken by the fold of `second`
+    grown = verifier.last_judgement
+    assert grown.inputs == second
+    # Another fold that begins with `second`, on another route, takes `grown` first.
+    assert grown.judgement.take() is not None
+    assert fold(third, subject=SUBJECT, keys=KEYS, verifier=verifier) == fold(
+        third, subject=SUBJECT, keys=KEYS
+    )
+    assert verifier.last_judgement.inputs == third

@@ -1012,6 +1012,32 @@ def test_a_forked_judgement_is_judged_on_apart() -> None:
 
 
 @needs_native
+def test_a_taken_judgement_is_judged_on_and_the_original_left_finished() -> None:
+    """take() moves a judgement's verdicts into a new one, no copy (an audit's next snapshot goes
+    on from the last one's): the new one grows into the whole fold; the original is left as a
+    finished one, and a second take() finds nothing."""
+    assert NATIVE is not None
+    vector = load_vector("all_types")
+    texts = [text.encode() for text in vector["inputs"]]
+    table = key_table(KeySet.parse(vector["keys"]))
+    half = len(texts) // 2
+    original, _ = NATIVE.judge(texts[:half], vector["subject"], table, 2)
+    whole, _ = NATIVE.judge(texts, vector["subject"], table, 2)
+    taken = original.take()
+    assert taken is not None
+    assert original.take() is None
+    for use in (
+        original.fork,
+        lambda: original.extend(texts[half:], table, 2),
+        lambda: original.finish([], []),
+    ):
+        with pytest.raises(ValueError, match="finished already"):
+            use()
+    assert taken.extend(texts[half:], table, 2) == []
+    assert json.loads(bytes(taken.finish([], []).state)) == json.loads(bytes(whole.finish([], []).state))
+
+
+@needs_native
 @pytest.mark.parametrize("name", ["every_reason", "all_types"])
 def test_a_stream_is_judged_in_parts(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
     """A fold of a stream judges it in parts of STREAM_PART_BYTES (it holds one part's texts at a

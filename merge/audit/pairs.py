@@ -18,6 +18,7 @@ from ..state import FoldResult, State
 from .copies import _AdmittedCopies
 from .report import (
     _STATELESS,
+    _SUPERSEDED_ONLY,
     ABSENT,
     AddedEvent,
     Cause,
@@ -27,7 +28,6 @@ from .report import (
     MaskedFate,
     PairAudit,
     SplitView,
-    _applied,
     fates,
 )
 from .snapshots import Snapshot, _as_snapshot, _Given, _Run
@@ -77,17 +77,26 @@ def _audit_pair(old: Snapshot, new: Snapshot, run: _Run) -> PairAudit:
     assert new.keys is not None
     subject = new.result.state.pith_number
     old_ids, new_ids = old.copies.keys(), new.copies.keys()
-    added_ids = sorted(new_ids - old_ids)
-    # The same copies are mostly the same frozenset (_Run.singletons): compared by identity first.
-    differ = [eid for eid in old_ids & new_ids if new.copies[eid] is not old.copies[eid]]
-    copy_added = {eid for eid in differ if new.copies[eid] - old.copies[eid]}
-    copy_dropped = {eid for eid in differ if old.copies[eid] - new.copies[eid]}
+    copy_dropped: set[str] = set()
+    dropped_ids: set[str] = set()
+    grown = run.grown(new, old)
+    if grown is not None:
+        # NEW was built on OLD (a history that grows): it holds every copy of OLD's, and what it
+        # added was found as it was built, without comparing the two whole.
+        added_ids = sorted(grown.added)
+        copy_added = grown.recopied
+    else:
+        added_ids = sorted(new_ids - old_ids)
+        # The same copies are mostly the same frozenset (_Run.singletons): compared by identity first.
+        differ = [eid for eid in old_ids & new_ids if new.copies[eid] is not old.copies[eid]]
+        copy_added = {eid for eid in differ if new.copies[eid] - old.copies[eid]}
+        copy_dropped = {eid for eid in differ if old.copies[eid] - new.copies[eid]}
+        dropped_ids = old_ids - new_ids
     keys = _key_changes(old.keys, new.keys)
 
     old_fates, new_fates = run.fates(old), run.fates(new)
     dropped = tuple(
-        DroppedEvent(eid, old_fates[eid], eid in new_ids)
-        for eid in sorted((old_ids - new_ids) | copy_dropped)
+        DroppedEvent(eid, old_fates[eid], eid in new_ids) for eid in sorted(dropped_ids | copy_dropped)
     )
     # The union of inputs always folds (§5, §7 are order-free). When OLD holds nothing NEW lacks,
     # it is NEW's own inputs and keys: NEW's verified fold, without folding again.
@@ -220,23 +229,17 @@ def _changes(  # noqa: PLR0917 (the facts of one pair)
     removed_by = _superseders(old.result, new.result)
     forks_old, forks_new = _forks(old.result.state), _forks(new.result.state)
     key_ids = keys.added + keys.dropped + keys.changed
-
-    def fate_change(eid: str) -> tuple[str, str] | None:
-        # What a neighbour's fate means to its prev's children, fork siblings and the events it
-        # names in supersedes is whether it applied (§7): being superseded changes nothing there.
-        was, now = old_fates.get(eid, ABSENT), new_fates.get(eid, ABSENT)
-        return (was, now) if was != now and _applied(was) != _applied(now) else None
-
     # (``now`` defaults to ``was``: an event NEW lacks was dropped, its fate did not change.)
     changed = sorted(eid for eid, was in old_fates.items() if new_fates.get(eid, was) != was)
-    causes: dict[str, list[Cause]] = {}
     snapshots = ((new, new_fates), (old, old_fates))
     prevs = run.prevs  # (each link read once a run: _prev_link)
+    old_fate, new_fate = old_fates.get, new_fates.get
     # A change is explained when a cause leads back to an input NEW added or dropped: its own
     # copies or keys, an added or dropped neighbour, or a changed neighbour that is explained.
     roots = added | (old_fates.keys() - new_fates.keys())
     explained: set[str] = set()
     naming: dict[str, list[str]] = defaultdict(list)  # neighbour -> the changes it is a cause of
+    rows: list[tuple[str, str, str, list[Cause]]] = []
     for eid in changed:
         was, now = old_fates[eid], new_fates[eid]
         found: list[Cause] = []
@@ -257,13 +260,16 @@ def _changes(  # noqa: PLR0917 (the facts of one pair)
         if eid in removed_by:
             neighbours += [("superseder", other) for other in sorted(removed_by[eid])]
         for kind, other in neighbours:
-            if (moved := fate_change(other)) is not None:
-                found.append(Cause(kind, other, *moved))
+            # What a neighbour's fate means to its prev's children, fork siblings and the events
+            # it names in supersedes is whether it applied (§7): being superseded changes nothing there.
+            other_was, other_now = old_fate(other, ABSENT), new_fate(other, ABSENT)
+            if other_was != other_now and (other_was, other_now) not in _SUPERSEDED_ONLY:
+                found.append(Cause(kind, other, other_was, other_now))
                 if other in roots:
                     explained.add(eid)
                 if other != eid:
                     naming[other].append(eid)
-        causes[eid] = found
+        rows.append((eid, was, now, found))
 
     # Found from the roots outwards: each explained event explains the changes that name it.
     pending = list(explained)
@@ -272,10 +278,7 @@ def _changes(  # noqa: PLR0917 (the facts of one pair)
             if eid not in explained:
                 explained.add(eid)
                 pending.append(eid)
-    return tuple(
-        FateChange(eid, old_fates[eid], new_fates[eid], tuple(causes[eid]), eid in explained)
-        for eid in changed
-    )
+    return tuple(FateChange(eid, was, now, tuple(found), eid in explained) for eid, was, now, found in rows)
 
 
 def _split_view(first: Snapshot, second: Snapshot, run: _Run) -> SplitView | None:

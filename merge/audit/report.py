@@ -64,9 +64,9 @@ def fates(state: State) -> dict[str, str]:
 _STATELESS: Final = frozenset(str(reason) for reason in CHECK_ORDER)
 
 
-def _applied(fate: str) -> str:
-    """A fate with ``superseded`` read as ``applied``: superseded events stay applied (§7)."""
-    return "applied" if fate == "superseded" else fate
+#: The changes of a fate from one to another of two that both mean applied: superseded events
+#: stay applied (§7).
+_SUPERSEDED_ONLY: Final = frozenset({("applied", "superseded"), ("superseded", "applied")})
 
 
 class Cause(msgspec.Struct, frozen=True):

@@ -69,6 +69,16 @@ class _Base(NamedTuple):
     held: dict[str, list[Any]]
 
 
+class _Grown(NamedTuple):
+    """What a snapshot built on the one before it (:meth:`_Run.base_of`) holds besides all that
+    one holds, found as it was built: what a pair of the two compares."""
+
+    #: The ids of the events it holds and that one does not, in the order of its events.
+    added: list[str]
+    #: The ids of events both hold, of which it holds a copy that one does not (§5).
+    recopied: set[str]
+
+
 class _Run:
     """What the snapshots of one audit run share, so that what several hold is done once: the
     verifier (signatures, and each text's judgement: ``remember_judgements``), and the canonical
@@ -94,7 +104,7 @@ class _Run:
         self.singletons: dict[bytes, frozenset[bytes]] = {}
         #: The last snapshot built (_snapshot), and which snapshot each was built on.
         self._base: _Base | None = None
-        self._within: dict[int, tuple[Snapshot, Snapshot]] = {}
+        self._within: dict[int, tuple[Snapshot, Snapshot, _Grown | None]] = {}
         #: event_id -> its ``prev_event``, as read off a copy whose body hashes to the id.
         self.prevs: dict[str, str | None] = {}
         self._held: dict[int, tuple[Snapshot, frozenset[tuple[str, bytes]]]] = {}
@@ -124,12 +134,23 @@ class _Run:
             return None
         return self._base
 
-    def keep_base(self, snapshot: Snapshot, held: dict[str, list[Any]], base: _Base | None) -> None:
+    def keep_base(
+        self, snapshot: Snapshot, held: dict[str, list[Any]], base: _Base | None, grown: _Grown | None = None
+    ) -> None:
         """Keep the snapshot just built as the base of the next (see :meth:`base_of`); when it
-        was built on ``base``, it holds all that one holds (:meth:`holds_all`)."""
+        was built on ``base``, it holds all that one holds (:meth:`holds_all`), and ``grown``
+        says what it holds besides (:meth:`grown`)."""
         if base is not None:
-            self._within[id(snapshot)] = (snapshot, base.snapshot)
+            self._within[id(snapshot)] = (snapshot, base.snapshot, grown)
         self._base = _Base(snapshot, held)
+
+    def grown(self, snapshot: Snapshot, other: Snapshot) -> _Grown | None:
+        """What ``snapshot`` holds besides all that ``other`` holds, when it was built right on
+        it (:meth:`keep_base`); else ``None``."""
+        link = self._within.get(id(snapshot))
+        if link is None or link[0] is not snapshot or link[1] is not other:
+            return None
+        return link[2]
 
     def holds_all(self, snapshot: Snapshot, other: Snapshot) -> bool:
         """True when ``snapshot`` was built on ``other`` (through the snapshots between them), so
@@ -245,11 +266,13 @@ def _snapshot(
     that one's copies (a history's snapshots grow)."""
     copies: dict[str, frozenset[bytes]] = {}
     held: dict[str, list[Admitted | tuple[int, bytes, Any]]] = {}
+    grown: _Grown | None = None
     if result is not None:  # only a verified snapshot is ever compared
         start = 0
         base = run.base_of(events) if run is not None else None
         if base is not None:
             start, copies, held = len(base.snapshot.events), dict(base.snapshot.copies), dict(base.held)
+            grown = _Grown([], set())
         for index in range(start, len(events)):
             item = events[index]
             found = identities[index] if identities is not None and type(item) is bytes else None
@@ -267,12 +290,16 @@ def _snapshot(
             if known is None:
                 copies[event_id] = run.singleton(digest) if run is not None else frozenset((digest,))
                 held[event_id] = [copy]
+                if grown is not None:
+                    grown.added.append(event_id)
             elif digest not in known:  # another copy (§5): new containers, the base's are shared
                 copies[event_id] = known | {digest}
                 held[event_id] = [*held[event_id], copy]
+                if grown is not None and base is not None and event_id in base.snapshot.copies:
+                    grown.recopied.add(event_id)
     snapshot = Snapshot(info, events, keys, result, copies, _AdmittedCopies(held))
     if run is not None and result is not None:
-        run.keep_base(snapshot, held, base)
+        run.keep_base(snapshot, held, base, grown)
     return snapshot
 
 

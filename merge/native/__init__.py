@@ -53,7 +53,7 @@ PURE_ENVIRONMENT_VARIABLE: Final = "PITH_MERGE_PURE"
 #: The interface of ``pith_merge_native`` this module was written for: the extension's
 #: ``INTERFACE_VERSION`` (``native/src/py/mod.rs``), raised on both sides with every change of a
 #: function, an argument or a type of the boundary.
-INTERFACE_VERSION: Final = 13
+INTERFACE_VERSION: Final = 14
 #: The distribution to install for the compiled path; its version is always pith-merge's own.
 NATIVE_DISTRIBUTION: Final = "pith-merge-native"
 

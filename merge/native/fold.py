@@ -171,7 +171,9 @@ def _finished(
         verifier.last_judgement = None
         # The inputs before ``first`` are texts already (they were the last fold's).
         if all(type(item) in (bytes, str) for item in kept[first:]):
-            verifier.last_judgement = _LastJudgement(subject, keys, kept, judgement.fork(), tuple(leftovers))
+            # Kept as it is, for the next fold to take (_gone_on_from); this one finishes a copy.
+            verifier.last_judgement = _LastJudgement(subject, keys, kept, judgement, tuple(leftovers))
+            judgement = judgement.fork()
     rejected, invalid, valid = _judge_leftovers(leftovers, subject, keys, verifier)
     del leftovers
     return judgement.finish(invalid, valid, free_now), rejected
@@ -187,7 +189,8 @@ class _LastJudgement(NamedTuple):
     #: The fold's own copy of its inputs, every one exactly ``bytes`` or ``str`` (immutable: the
     #: same object is the same text).
     inputs: list[Any]
-    #: Unfinished, and no fold's own (``finish`` takes a judgement's verdicts).
+    #: Unfinished, and no fold's own (``finish`` takes a judgement's verdicts): the next fold
+    #: takes its verdicts (``Judgement.take``), and leaves it as a finished one.
     judgement: pith_merge_native.Judgement
     #: The inputs it left to the pure path, with their indices.
     leftovers: tuple[tuple[int, Any], ...]
@@ -198,10 +201,12 @@ def _gone_on_from(
 ) -> tuple[pith_merge_native.Judgement | None, list[tuple[int, Any]], int]:
     """Where a fold of ``inputs`` starts, for a verifier that remembers judgements: when they
     begin with the very inputs of the last fold it served, of the same subject and keys (an
-    audit's growing snapshots), from a copy of that fold's judgement, with the inputs it left,
+    audit's growing snapshots), from that fold's judgement itself, with the inputs it left,
     at the first input after its own; it then goes on with the rest (``Judgement.extend``, as a
     stream is judged part by part: the same verdicts), and the texts judged already are not
-    looked up again. Else from nothing, at the first input."""
+    looked up again. That judgement is taken, not copied (``Judgement.take``): a fold that
+    meets it taken already (another fold went on from it, on another thread, or failed on the
+    way) starts from nothing too."""
     if (
         isinstance(last, _LastJudgement)
         and last.subject == subject
@@ -209,7 +214,9 @@ def _gone_on_from(
         and last.keys == keys
         and all(map(operator.is_, last.inputs, inputs))
     ):
-        return last.judgement.fork(), list(last.leftovers), len(last.inputs)
+        taken = last.judgement.take()
+        if taken is not None:
+            return taken, list(last.leftovers), len(last.inputs)
     return None, [], 0
 
 

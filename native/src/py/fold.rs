@@ -381,6 +381,19 @@ impl Judgement {
         })
     }
 
+    /// This judgement's verdicts moved into a new one, this one left as a finished one is
+    /// (``None`` when it is finished, or was taken, already): to go on from without a copy (a
+    /// growing history's next snapshot, `merge.native.fold._gone_on_from`). Under the GIL, whole:
+    /// of two folds that go on from one judgement, one takes it and the other starts over.
+    fn take(&mut self, py: Python<'_>) -> PyResult<Option<Judgement>> {
+        guarded(py, || {
+            Ok(self.verdicts.take().map(|verdicts| Judgement {
+                subject: self.subject.clone(),
+                verdicts: Some(verdicts),
+            }))
+        })
+    }
+
     /// Judge more inputs of the subject, as [`judge`] does, and merge their verdicts in (§5):
     /// the fold of a stream, judged part by part so that it holds one part's texts at a time.
     /// Returns the indices (ascending, within ``inputs``) of the inputs left to the pure path.

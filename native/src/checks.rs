@@ -63,12 +63,11 @@ pub struct ValidEvent {
     /// `event_id`, `event_type`, `target`, `created_at`, `signer.key_id`, `prev_event` (empty
     /// when null), each `supersedes` id, then `CJ(signer)` and `CJ(payload)`.
     data: Box<str>,
-    /// Where each of the six strings before the `supersedes` ids ends in `data`.
-    ends: [u32; 6],
+    /// Where each of the six strings before the `supersedes` ids ends in `data`, then where
+    /// the last `supersedes` id ends (where `CJ(signer)` begins) and where `CJ(signer)` ends.
+    ends: [u32; 8],
     /// Where each `supersedes` id ends in `data`.
     supersedes: Box<[u32]>,
-    /// Where `CJ(signer)` ends in `data` (it begins after the last `supersedes` id).
-    signer_end: u32,
     has_prev: bool,
     /// `created_at` in µs since the epoch.
     pub created_us: i64,
@@ -93,7 +92,8 @@ pub struct Parts<'a> {
 /// for `CJ(signer)` and `CJ(payload)`, which the checks write there (no copy of them later).
 struct Block {
     bytes: Vec<u8>,
-    ends: [u32; 6],
+    /// As [`ValidEvent::ends`], but for where `CJ(signer)` ends.
+    ends: [u32; 8],
     supersedes: Box<[u32]>,
     has_prev: bool,
 }
@@ -116,7 +116,7 @@ impl Block {
         ];
         let length: usize = strings.iter().chain(parts.supersedes).map(|part| part.len()).sum();
         let mut bytes = Vec::with_capacity(length + room);
-        let mut ends = [0_u32; 6];
+        let mut ends = [0_u32; 8];
         for (end, part) in ends.iter_mut().zip(strings) {
             bytes.extend_from_slice(part.as_bytes());
             *end = end_of(&bytes);
@@ -129,6 +129,7 @@ impl Block {
                 end_of(&bytes)
             })
             .collect();
+        ends[6] = end_of(&bytes);
         Block {
             bytes,
             ends,
@@ -146,21 +147,20 @@ impl Block {
     unsafe fn event_unchecked(self, signer_end: usize, created_us: i64, record: Option<Record>) -> Option<ValidEvent> {
         let Block {
             bytes,
-            ends,
+            mut ends,
             supersedes,
             has_prev,
         } = self;
         debug_assert!(std::str::from_utf8(&bytes).is_ok());
         // SAFETY: the caller's word.
         let data = unsafe { String::from_utf8_unchecked(bytes) };
-        let signer_end = u32::try_from(signer_end)
+        ends[7] = u32::try_from(signer_end)
             .ok()
             .filter(|&end| data.is_char_boundary(end as usize))?;
         Some(ValidEvent {
             data: data.into_boxed_str(),
             ends,
             supersedes,
-            signer_end,
             has_prev,
             created_us,
             record: record.map(Box::new),
@@ -185,20 +185,15 @@ impl ValidEvent {
         &self.data[start..self.ends[index] as usize]
     }
 
-    /// Where `CJ(signer)` begins: after the last of the strings.
-    fn signer_start(&self) -> usize {
-        self.supersedes.last().copied().unwrap_or(self.ends[5]) as usize
-    }
-
     /// `CJ(signer)`: the whole object, which the supersedes rule compares (§7).
     pub fn signer(&self) -> &[u8] {
-        &self.data.as_bytes()[self.signer_start()..self.signer_end as usize]
+        &self.data.as_bytes()[self.ends[6] as usize..self.ends[7] as usize]
     }
 
     /// `CJ(payload)`, made on the judging threads (the content hash reads it) and spliced into
     /// the state as it is (§9).
     pub fn payload(&self) -> &[u8] {
-        &self.data.as_bytes()[self.signer_end as usize..]
+        &self.data.as_bytes()[self.ends[7] as usize..]
     }
 
     pub fn event_id(&self) -> &str {

@@ -350,13 +350,7 @@ pub fn judge(copy: &Admitted<'_>, subject: &str, keys: &HashMap<String, Key>, ve
     if !signature_form_is_simple(shape.signature[3]) || odd_receipt {
         return None; // another base64 form: Python's b64decode reads it (§4)
     }
-    Some(judge_shaped(
-        &shape,
-        &copy.event_id,
-        subject,
-        keys,
-        verifier,
-    ))
+    Some(judge_shaped(&shape, &copy.event_id, subject, keys, verifier))
 }
 
 fn judge_shaped(

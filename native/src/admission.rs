@@ -238,6 +238,32 @@ mod tests {
     }
 
     #[test]
+    fn each_distinct_text_is_judged_once_on_one_thread_as_on_several() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let texts: [&[u8]; 5] = [b"a", b"b", b"a", b"c", b"b"];
+        let inputs: Vec<Input> = (0..40)
+            .map(|at| Input {
+                group: at % 3 / 2,
+                text: (at % 7 != 6).then_some(texts[at % 5]),
+            })
+            .collect();
+        let (expected_unique, expected_copies) = distinct_texts(&inputs, 1);
+        for threads in [1, 2] {
+            let judged = AtomicUsize::new(0);
+            let (unique, copy_of, outcomes) = judge_distinct_texts(&inputs, threads, |text| {
+                judged.fetch_add(1, Ordering::Relaxed);
+                (text.group, text.bytes)
+            });
+            assert_eq!(copy_of, expected_copies);
+            assert_eq!(judged.into_inner(), expected_unique.len());
+            let unique: Vec<_> = unique.iter().map(|text| (text.group, text.bytes)).collect();
+            let expected: Vec<_> = expected_unique.iter().map(|text| (text.group, text.bytes)).collect();
+            assert_eq!(unique, expected);
+            assert_eq!(outcomes, expected);
+        }
+    }
+
+    #[test]
     fn identical_texts_of_one_subject_are_one_text() {
         let inputs = [
             Input {

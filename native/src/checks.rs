@@ -615,6 +615,53 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_valid_event_gives_back_each_part_it_was_made_of() {
+        for (prev_event, supersedes) in [
+            (None, vec![]),
+            (Some("sha256:p"), vec!["sha256:s1"]),
+            (Some("sha256:é"), vec!["sha256:s1", "sha256:s22", ""]),
+        ] {
+            let parts = Parts {
+                event_id: "sha256:e",
+                event_type: "correction",
+                target: "correction",
+                created_at: "2026-01-01T00:00:00Z",
+                key_id: "k1",
+                prev_event,
+                supersedes: &supersedes,
+                created_us: 7,
+                record: None,
+            };
+            let event = ValidEvent::new(r#"{"s":"é"}{"p":1}"#, 10, parts).expect("a whole signer");
+            assert_eq!(event.event_id(), "sha256:e");
+            assert_eq!(event.event_type(), "correction");
+            assert_eq!(event.target(), "correction");
+            assert_eq!(event.created_at(), "2026-01-01T00:00:00Z");
+            assert_eq!(event.key_id(), "k1");
+            assert_eq!(event.prev_event(), prev_event);
+            assert_eq!(event.supersedes().collect::<Vec<_>>(), supersedes);
+            assert_eq!(event.signer(), r#"{"s":"é"}"#.as_bytes());
+            assert_eq!(event.payload(), br#"{"p":1}"#);
+            assert_eq!(event.created_us, 7);
+        }
+        let parts = |record| Parts {
+            event_id: "",
+            event_type: "",
+            target: "",
+            created_at: "",
+            key_id: "",
+            prev_event: None,
+            supersedes: &[],
+            created_us: 0,
+            record,
+        };
+        assert!(
+            ValidEvent::new(r#"{"s":"é"}"#, 7, parts(None)).is_none(),
+            "not at a character"
+        );
+    }
+
+    #[test]
     fn the_simple_signature_form_is_86_of_the_alphabet_and_two_pads() {
         let simple = format!("{}+/==", "Az09".repeat(21));
         assert!(signature_form_is_simple(&simple));

@@ -113,10 +113,11 @@ pub fn judge_distinct_texts<'a, R: Send>(
     (unique, copy_of, judged)
 }
 
-/// A copy of an event, admitted: its `event_id` and its JSON value.
+/// A copy of an event, admitted: its `event_id`, its JSON value and the length of its text.
 pub struct Admitted<'a> {
     pub event_id: String,
     pub event: Json<'a>,
+    pub text_bytes: usize,
 }
 
 /// `text` admitted as `merge.admission.admit` admits it, or `None`: the pure path then admits or
@@ -150,6 +151,7 @@ pub fn admit_value(event: Json<'_>, text_bytes: usize) -> Option<Admitted<'_>> {
     Some(Admitted {
         event_id: event_id.to_owned(),
         event,
+        text_bytes,
     })
 }
 

@@ -784,7 +784,7 @@ mod tests {
                     created_us,
                     record: None,
                 };
-                ValidEvent::new("{}{}", 2, parts).unwrap()
+                ValidEvent::new("{}{}".to_owned(), 2, parts).unwrap()
             })
             .collect();
         let valid: Vec<&ValidEvent> = events.iter().collect();

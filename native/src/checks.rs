@@ -88,22 +88,24 @@ pub struct Parts<'a> {
     pub record: Option<Record>,
 }
 
+/// A [`ValidEvent`]'s block begun: the strings of its [`Parts`] written, with room after them
+/// for `CJ(signer)` and `CJ(payload)`, which the checks write there (no copy of them later).
+struct Block {
+    bytes: Vec<u8>,
+    /// As [`ValidEvent::ends`], but for where `CJ(signer)` ends.
+    ends: [u32; 8],
+    supersedes: Box<[u32]>,
+    has_prev: bool,
+}
+
 /// `data`'s length so far, as a position in it.
-fn end_of(data: &str) -> u32 {
+fn end_of(data: &[u8]) -> u32 {
     u32::try_from(data.len()).expect("an event is far below 4 GB")
 }
 
-impl ValidEvent {
-    /// The event of `parts`, `canonical` holding `CJ(signer)` (its first `signer_bytes` bytes)
-    /// then `CJ(payload)`; `None` when `signer_bytes` is not where a character begins.
-    ///
-    /// Its block is made at its size, once: not grown, nor shrunk (which left a free tail a
-    /// block that malloc sorted into its bins at the next event's, a cost as large as the
-    /// block's own allocation).
-    pub fn new(canonical: &str, signer_bytes: usize, parts: Parts<'_>) -> Option<ValidEvent> {
-        if !canonical.is_char_boundary(signer_bytes) {
-            return None;
-        }
+impl Block {
+    /// The strings of `parts`, with room for `room` more bytes.
+    fn new(parts: &Parts<'_>, room: usize) -> Block {
         let strings = [
             parts.event_id,
             parts.event_type,
@@ -113,31 +115,68 @@ impl ValidEvent {
             parts.prev_event.unwrap_or(""),
         ];
         let length: usize = strings.iter().chain(parts.supersedes).map(|part| part.len()).sum();
-        let mut data = String::with_capacity(length + canonical.len());
+        let mut bytes = Vec::with_capacity(length + room);
         let mut ends = [0_u32; 8];
         for (end, part) in ends.iter_mut().zip(strings) {
-            data.push_str(part);
-            *end = end_of(&data);
+            bytes.extend_from_slice(part.as_bytes());
+            *end = end_of(&bytes);
         }
         let supersedes = parts
             .supersedes
             .iter()
             .map(|id| {
-                data.push_str(id);
-                end_of(&data)
+                bytes.extend_from_slice(id.as_bytes());
+                end_of(&bytes)
             })
             .collect();
-        ends[6] = end_of(&data);
-        data.push_str(canonical);
-        ends[7] = ends[6] + u32::try_from(signer_bytes).expect("an event is far below 4 GB");
+        ends[6] = end_of(&bytes);
+        Block {
+            bytes,
+            ends,
+            supersedes,
+            has_prev: parts.prev_event.is_some(),
+        }
+    }
+
+    /// The event of the block, whose bytes after its strings are `CJ(signer)`, ending where the
+    /// bytes were `signer_end` long, then `CJ(payload)`; `None` when `signer_end` is not where
+    /// a character begins.
+    ///
+    /// # Safety
+    /// The block's bytes are UTF-8.
+    unsafe fn event_unchecked(self, signer_end: usize, created_us: i64, record: Option<Record>) -> Option<ValidEvent> {
+        let Block {
+            bytes,
+            mut ends,
+            supersedes,
+            has_prev,
+        } = self;
+        debug_assert!(std::str::from_utf8(&bytes).is_ok());
+        // SAFETY: the caller's word.
+        let data = unsafe { String::from_utf8_unchecked(bytes) };
+        ends[7] = u32::try_from(signer_end)
+            .ok()
+            .filter(|&end| data.is_char_boundary(end as usize))?;
         Some(ValidEvent {
             data: data.into_boxed_str(),
             ends,
             supersedes,
-            has_prev: parts.prev_event.is_some(),
-            created_us: parts.created_us,
-            record: parts.record.map(Box::new),
+            has_prev,
+            created_us,
+            record: record.map(Box::new),
         })
+    }
+}
+
+impl ValidEvent {
+    /// The event of `parts`, `canonical` holding `CJ(signer)` (its first `signer_bytes` bytes)
+    /// then `CJ(payload)`; `None` when `signer_bytes` is not where a character begins.
+    pub fn new(canonical: String, signer_bytes: usize, parts: Parts<'_>) -> Option<ValidEvent> {
+        let mut block = Block::new(&parts, canonical.len());
+        let signer_end = block.bytes.len() + signer_bytes;
+        block.bytes.extend_from_slice(canonical.as_bytes());
+        // SAFETY: the strings of `parts` and `canonical` are UTF-8, and so is their concatenation.
+        unsafe { block.event_unchecked(signer_end, parts.created_us, parts.record) }
     }
 
     /// Part `index` of `data`'s six strings (see [`ValidEvent::ends`]).
@@ -319,16 +358,6 @@ impl<'v, 'a> Shape<'v, 'a> {
     }
 }
 
-thread_local! {
-    /// Each judging thread's buffer for an event's `CJ(signer)` and `CJ(payload)` (see
-    /// `judge_shaped`).
-    static CANONICAL: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
-/// Bytes of room a thread's [`CANONICAL`] keeps after an event: an event's usual few kilobytes,
-/// not the megabyte the largest may need.
-const KEPT_CANONICAL_BYTES: usize = 64 * 1024;
-
 /// The verdict on an admitted copy, as the pure path would give it, or `None`: the pure path
 /// judges it (see the module's note on what it leaves).
 pub fn judge(copy: &Admitted<'_>, subject: &str, keys: &HashMap<String, Key>, verifier: Verifier) -> Option<Verdict> {
@@ -350,12 +379,20 @@ pub fn judge(copy: &Admitted<'_>, subject: &str, keys: &HashMap<String, Key>, ve
     if !signature_form_is_simple(shape.signature[3]) || odd_receipt {
         return None; // another base64 form: Python's b64decode reads it (§4)
     }
-    Some(judge_shaped(&shape, &copy.event_id, subject, keys, verifier))
+    Some(judge_shaped(
+        &shape,
+        &copy.event_id,
+        copy.text_bytes,
+        subject,
+        keys,
+        verifier,
+    ))
 }
 
 fn judge_shaped(
     shape: &Shape<'_, '_>,
     event_id: &str,
+    text_bytes: usize,
     subject: &str,
     keys: &HashMap<String, Key>,
     verifier: Verifier,
@@ -363,7 +400,7 @@ fn judge_shaped(
     if shape.schema_version != "1.0" {
         return Verdict::Invalid(Reason::UnsupportedSchemaVersion);
     }
-    let [_, signer_fingerprint, ..] = shape.signer_fields;
+    let [key_id, signer_fingerprint, ..] = shape.signer_fields;
     let created_us = match schema_instant(shape, event_id, signer_fingerprint) {
         Some(instant) => instant,
         None => return Verdict::Invalid(Reason::Malformed),
@@ -372,35 +409,25 @@ fn judge_shaped(
     if event_id.strip_prefix(EVENT_ID_PREFIX) != Some(content) {
         return Verdict::Invalid(Reason::EventIdMismatch);
     }
-    // CJ(signer) then CJ(payload), written in this thread's buffer: only a valid event keeps
-    // them (`ValidEvent::new` copies them into its block, made at its size).
-    CANONICAL.with_borrow_mut(|canonical| {
-        canonical.clear();
-        let verdict = judge_written(shape, event_id, created_us, subject, keys, verifier, canonical);
-        if canonical.capacity() > KEPT_CANONICAL_BYTES {
-            *canonical = Vec::new(); // a rare large event's room is not held for good
-        }
-        verdict
-    })
-}
-
-/// [`judge_shaped`] once the checks before the content hash have passed: `canonical` is an
-/// empty buffer to write `CJ(signer)` and `CJ(payload)` in.
-fn judge_written(
-    shape: &Shape<'_, '_>,
-    event_id: &str,
-    created_us: i64,
-    subject: &str,
-    keys: &HashMap<String, Key>,
-    verifier: Verifier,
-    canonical: &mut Vec<u8>,
-) -> Verdict {
-    let content = shape.content_sha256;
-    let [key_id, signer_fingerprint, ..] = shape.signer_fields;
-    canonical::write(canonical, shape.signer);
-    let signer_bytes = canonical.len();
-    canonical::write(canonical, shape.payload);
-    let (signer, payload) = canonical.split_at(signer_bytes);
+    let parts = Parts {
+        event_id,
+        event_type: shape.event_type,
+        target: shape.target,
+        created_at: shape.created_at,
+        key_id,
+        prev_event: shape.prev_event,
+        supersedes: &shape.supersedes,
+        created_us,
+        record: None, // (given the block's event below, once the record is checked)
+    };
+    // The event's strings, then CJ(signer) and CJ(payload), in the block the valid event keeps
+    // (`Block`): room for both, which together are never much longer than the text.
+    let mut block = Block::new(&parts, text_bytes + 512);
+    let signer_start = block.bytes.len();
+    canonical::write(&mut block.bytes, shape.signer);
+    let signer_end = block.bytes.len();
+    canonical::write(&mut block.bytes, shape.payload);
+    let (signer, payload) = block.bytes[signer_start..].split_at(signer_end - signer_start);
     let digest = Body {
         created_at: shape.created_at,
         event_type: shape.event_type,
@@ -468,23 +495,11 @@ fn judge_written(
     {
         return Verdict::Invalid(Reason::BadPayload);
     }
-    let parts = Parts {
-        event_id,
-        event_type: shape.event_type,
-        target: shape.target,
-        created_at: shape.created_at,
-        key_id,
-        prev_event: shape.prev_event,
-        supersedes: &shape.supersedes,
-        created_us,
-        record,
-    };
-    // SAFETY: `canonical::write` writes the strings of a `Json` (UTF-8, as `str`s are), ASCII
-    // escapes and ASCII punctuation, numbers and literals: UTF-8 throughout, so the check a
-    // `str::from_utf8` would make (a pass over the event's bytes) is left out.
-    debug_assert!(std::str::from_utf8(canonical).is_ok());
-    let canonical = unsafe { std::str::from_utf8_unchecked(canonical) };
-    match ValidEvent::new(canonical, signer_bytes, parts) {
+    // SAFETY: the block's strings are `str`s, and `canonical::write` writes the strings of a
+    // `Json` (UTF-8, as `str`s are), ASCII escapes and ASCII punctuation, numbers and literals:
+    // UTF-8 throughout, so the check a `String::from_utf8` would make (a pass over the event's
+    // bytes) is left out.
+    match unsafe { block.event_unchecked(signer_end, created_us, record) } {
         Some(event) => Verdict::Valid(Arc::new(event)),
         None => unreachable!("CJ(signer) is whole: CJ(payload) begins at a character"),
     }
@@ -632,7 +647,7 @@ mod tests {
                 created_us: 7,
                 record: None,
             };
-            let event = ValidEvent::new(r#"{"s":"é"}{"p":1}"#, 10, parts).expect("a whole signer");
+            let event = ValidEvent::new(r#"{"s":"é"}{"p":1}"#.to_owned(), 10, parts).expect("a whole signer");
             assert_eq!(event.event_id(), "sha256:e");
             assert_eq!(event.event_type(), "correction");
             assert_eq!(event.target(), "correction");

@@ -190,7 +190,7 @@ impl ValidEvent {
         let canonical = [self.signer_json.as_slice(), &self.payload_json].concat();
         String::from_utf8(canonical)
             .ok()
-            .and_then(|canonical| checks::ValidEvent::new(&canonical, self.signer_json.len(), parts))
+            .and_then(|canonical| checks::ValidEvent::new(canonical, self.signer_json.len(), parts))
             .ok_or_else(|| PyValueError::new_err("signer_json and payload_json are canonical JSON, which is UTF-8"))
     }
 }

@@ -671,7 +671,7 @@ mod tests {
             record,
         };
         assert!(
-            ValidEvent::new(r#"{"s":"é"}"#, 7, parts(None)).is_none(),
+            ValidEvent::new(r#"{"s":"é"}"#.to_owned(), 7, parts(None)).is_none(),
             "not at a character"
         );
     }

@@ -79,6 +79,40 @@ pub fn distinct_texts<'a>(inputs: &[Input<'a>], threads: usize) -> (Vec<Text<'a>
     (unique, copy_of)
 }
 
+/// [`distinct_texts`], with `judge` of each distinct text (in their order) on `threads` threads.
+/// On one thread, each text is judged as soon as it is found new, while its bytes are still in
+/// the cache from hashing it: the texts of a large fold are far more than the caches hold (20,000
+/// of 2 KB), and hashing them all first, then judging them, read each twice from memory.
+pub fn judge_distinct_texts<'a, R: Send>(
+    inputs: &[Input<'a>],
+    threads: usize,
+    judge: impl Fn(&Text<'a>) -> R + Sync,
+) -> (Vec<Text<'a>>, Vec<Option<usize>>, Vec<R>) {
+    if threads > 1 {
+        let (unique, copy_of) = distinct_texts(inputs, threads);
+        let judged = parallel_map(&unique, threads, 1, judge);
+        return (unique, copy_of, judged);
+    }
+    let hasher = foldhash::fast::RandomState::default();
+    let mut distinct: HashMap<Text<'a>, usize> = map_with_capacity(inputs.len());
+    let mut unique: Vec<Text<'a>> = vec_with_capacity(inputs.len());
+    let mut judged: Vec<R> = vec_with_capacity(inputs.len());
+    let copy_of = collect_exact(inputs.iter().map(|input| {
+        let bytes = input.text?;
+        let text = Text {
+            hash: hasher.hash_one(bytes),
+            group: input.group,
+            bytes,
+        };
+        Some(*distinct.entry(text).or_insert_with(|| {
+            judged.push(judge(&text));
+            unique.push(text);
+            unique.len() - 1
+        }))
+    }));
+    (unique, copy_of, judged)
+}
+
 /// A copy of an event, admitted: its `event_id`, its JSON value and the length of its text.
 pub struct Admitted<'a> {
     pub event_id: String,
@@ -203,6 +237,32 @@ mod tests {
         }
         let padded = format!(r#"{{"event_id": "{id}"}}{}"#, " ".repeat(MAX_INPUT_BYTES));
         assert!(admit(padded.as_bytes()).is_none());
+    }
+
+    #[test]
+    fn each_distinct_text_is_judged_once_on_one_thread_as_on_several() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let texts: [&[u8]; 5] = [b"a", b"b", b"a", b"c", b"b"];
+        let inputs: Vec<Input> = (0..40)
+            .map(|at| Input {
+                group: at % 3 / 2,
+                text: (at % 7 != 6).then_some(texts[at % 5]),
+            })
+            .collect();
+        let (expected_unique, expected_copies) = distinct_texts(&inputs, 1);
+        for threads in [1, 2] {
+            let judged = AtomicUsize::new(0);
+            let (unique, copy_of, outcomes) = judge_distinct_texts(&inputs, threads, |text| {
+                judged.fetch_add(1, Ordering::Relaxed);
+                (text.group, text.bytes)
+            });
+            assert_eq!(copy_of, expected_copies);
+            assert_eq!(judged.into_inner(), expected_unique.len());
+            let unique: Vec<_> = unique.iter().map(|text| (text.group, text.bytes)).collect();
+            let expected: Vec<_> = expected_unique.iter().map(|text| (text.group, text.bytes)).collect();
+            assert_eq!(unique, expected);
+            assert_eq!(outcomes, expected);
+        }
     }
 
     #[test]

@@ -7,7 +7,7 @@ use std::sync::{Mutex, PoisonError, RwLock};
 
 use sha2::{Digest, Sha256};
 
-use crate::admission::{add_verdict, admit, distinct_texts, Admitted, Input, Text};
+use crate::admission::{add_verdict, admit, judge_distinct_texts, Admitted, Input, Text};
 use crate::checks::{self, Key, Verdict};
 use crate::identifiers::state_sha256;
 use crate::maps::HashMap;
@@ -118,7 +118,6 @@ pub fn judge(
 ) -> Vec<Judged> {
     let text_bytes: usize = inputs.iter().filter_map(|input| input.text).map(<[u8]>::len).sum();
     ensure_room_to_judge(inputs.len(), text_bytes);
-    let (unique, copy_of) = distinct_texts(inputs, threads);
     let contexts: Vec<[u8; 32]> = match kept {
         Some(_) => collect_exact(subjects.iter().map(|subject| context(subject, keys))),
         None => Vec::new(),
@@ -129,13 +128,17 @@ pub fn judge(
             Outcome::Judged(event_id, verdict)
         })
     };
-    // One input at a time: a subject of 20 events is spread over the threads too.
-    let outcomes: Vec<Outcome> = match kept {
-        None => parallel_map(&unique, threads, 1, judge),
+    // One input at a time (`judge_distinct_texts`): a subject of 20 events is spread over the
+    // threads too.
+    let (copy_of, outcomes): (Vec<Option<usize>>, Vec<Outcome>) = match kept {
+        None => {
+            let (_, copy_of, outcomes) = judge_distinct_texts(inputs, threads, judge);
+            (copy_of, outcomes)
+        }
         Some(kept) => {
             // Each outcome, with a copy of its text where it was judged here (not found kept),
             // made on the thread that judged it; all kept once the threads are done.
-            let found = parallel_map(&unique, threads, 1, |text| {
+            let (unique, copy_of, found) = judge_distinct_texts(inputs, threads, |text| {
                 match kept.get(&contexts[text.group], text.bytes) {
                     Some(outcome) => (outcome, None),
                     None => (judge(text), Some(Box::<[u8]>::from(text.bytes))),
@@ -150,7 +153,7 @@ pub fn judge(
                 outcomes.push(outcome);
             }
             kept.keep_all(judged);
-            outcomes
+            (copy_of, outcomes)
         }
     };
     let mut counts = vec![0; subjects.len()];

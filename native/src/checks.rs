@@ -53,13 +53,18 @@ pub struct Key {
 /// Its strings and canonical bytes are one block (`data`), not a block each: a fold holds tens of
 /// thousands of these until its state is written, and a block each (ten an event) cost time to
 /// make and free and, scattered among the freed parse trees, kept their pages from going back
-/// to the system (peak memory, issue 26).
+/// to the system (peak memory, issue 26). The short strings come first, together: §7 and §9
+/// pass over all the events several times (sorting by id, classifying, writing), each event
+/// far from the last in memory, and each pass reads them only, not the canonical bytes after
+/// them, so that it meets one or two cache lines of an event's block, not the lines of its
+/// `event_id` a kilobyte apart from those of its chain.
 #[derive(Clone)]
 pub struct ValidEvent {
-    /// `CJ(signer)`, `CJ(payload)`, then `event_id`, `event_type`, `target`, `created_at`,
-    /// `signer.key_id`, `prev_event` (empty when null) and each `supersedes` id.
+    /// `event_id`, `event_type`, `target`, `created_at`, `signer.key_id`, `prev_event` (empty
+    /// when null), each `supersedes` id, then `CJ(signer)` and `CJ(payload)`.
     data: Box<str>,
-    /// Where each of the eight parts before the `supersedes` ids ends in `data`.
+    /// Where each of the six strings before the `supersedes` ids ends in `data`, then where
+    /// the last `supersedes` id ends (where `CJ(signer)` begins) and where `CJ(signer)` ends.
     ends: [u32; 8],
     /// Where each `supersedes` id ends in `data`.
     supersedes: Box<[u32]>,
@@ -83,17 +88,24 @@ pub struct Parts<'a> {
     pub record: Option<Record>,
 }
 
-impl ValidEvent {
-    /// The event of `parts`, `canonical` holding `CJ(signer)` (its first `signer_bytes` bytes)
-    /// then `CJ(payload)`; `None` when `signer_bytes` is not where a character begins.
-    pub fn new(canonical: String, signer_bytes: usize, parts: Parts<'_>) -> Option<ValidEvent> {
-        let mut data = canonical;
-        let at = |data: &String| u32::try_from(data.len()).expect("an event is far below 4 GB");
-        let mut ends = [0_u32; 8];
-        ends[0] = u32::try_from(signer_bytes)
-            .ok()
-            .filter(|&end| data.is_char_boundary(end as usize))?;
-        ends[1] = at(&data);
+/// A [`ValidEvent`]'s block begun: the strings of its [`Parts`] written, with room after them
+/// for `CJ(signer)` and `CJ(payload)`, which the checks write there (no copy of them later).
+struct Block {
+    bytes: Vec<u8>,
+    /// As [`ValidEvent::ends`], but for where `CJ(signer)` ends.
+    ends: [u32; 8],
+    supersedes: Box<[u32]>,
+    has_prev: bool,
+}
+
+/// `data`'s length so far, as a position in it.
+fn end_of(data: &[u8]) -> u32 {
+    u32::try_from(data.len()).expect("an event is far below 4 GB")
+}
+
+impl Block {
+    /// The strings of `parts`, with room for `room` more bytes.
+    fn new(parts: &Parts<'_>, room: usize) -> Block {
         let strings = [
             parts.event_id,
             parts.event_type,
@@ -102,30 +114,72 @@ impl ValidEvent {
             parts.key_id,
             parts.prev_event.unwrap_or(""),
         ];
-        data.reserve_exact(strings.iter().chain(parts.supersedes).map(|part| part.len()).sum());
-        for (end, part) in ends[2..].iter_mut().zip(strings) {
-            data.push_str(part);
-            *end = at(&data);
+        let length: usize = strings.iter().chain(parts.supersedes).map(|part| part.len()).sum();
+        let mut bytes = Vec::with_capacity(length + room);
+        let mut ends = [0_u32; 8];
+        for (end, part) in ends.iter_mut().zip(strings) {
+            bytes.extend_from_slice(part.as_bytes());
+            *end = end_of(&bytes);
         }
         let supersedes = parts
             .supersedes
             .iter()
             .map(|id| {
-                data.push_str(id);
-                at(&data)
+                bytes.extend_from_slice(id.as_bytes());
+                end_of(&bytes)
             })
             .collect();
+        ends[6] = end_of(&bytes);
+        Block {
+            bytes,
+            ends,
+            supersedes,
+            has_prev: parts.prev_event.is_some(),
+        }
+    }
+
+    /// The event of the block, whose bytes after its strings are `CJ(signer)`, ending where the
+    /// bytes were `signer_end` long, then `CJ(payload)`; `None` when `signer_end` is not where
+    /// a character begins.
+    ///
+    /// # Safety
+    /// The block's bytes are UTF-8.
+    unsafe fn event_unchecked(self, signer_end: usize, created_us: i64, record: Option<Record>) -> Option<ValidEvent> {
+        let Block {
+            bytes,
+            mut ends,
+            supersedes,
+            has_prev,
+        } = self;
+        debug_assert!(std::str::from_utf8(&bytes).is_ok());
+        // SAFETY: the caller's word.
+        let data = unsafe { String::from_utf8_unchecked(bytes) };
+        ends[7] = u32::try_from(signer_end)
+            .ok()
+            .filter(|&end| data.is_char_boundary(end as usize))?;
         Some(ValidEvent {
             data: data.into_boxed_str(),
             ends,
             supersedes,
-            has_prev: parts.prev_event.is_some(),
-            created_us: parts.created_us,
-            record: parts.record.map(Box::new),
+            has_prev,
+            created_us,
+            record: record.map(Box::new),
         })
     }
+}
 
-    /// Part `index` of `data` (see [`ValidEvent::ends`]).
+impl ValidEvent {
+    /// The event of `parts`, `canonical` holding `CJ(signer)` (its first `signer_bytes` bytes)
+    /// then `CJ(payload)`; `None` when `signer_bytes` is not where a character begins.
+    pub fn new(canonical: String, signer_bytes: usize, parts: Parts<'_>) -> Option<ValidEvent> {
+        let mut block = Block::new(&parts, canonical.len());
+        let signer_end = block.bytes.len() + signer_bytes;
+        block.bytes.extend_from_slice(canonical.as_bytes());
+        // SAFETY: the strings of `parts` and `canonical` are UTF-8, and so is their concatenation.
+        unsafe { block.event_unchecked(signer_end, parts.created_us, parts.record) }
+    }
+
+    /// Part `index` of `data`'s six strings (see [`ValidEvent::ends`]).
     fn part(&self, index: usize) -> &str {
         let start = if index == 0 { 0 } else { self.ends[index - 1] as usize };
         &self.data[start..self.ends[index] as usize]
@@ -133,43 +187,43 @@ impl ValidEvent {
 
     /// `CJ(signer)`: the whole object, which the supersedes rule compares (§7).
     pub fn signer(&self) -> &[u8] {
-        self.part(0).as_bytes()
+        &self.data.as_bytes()[self.ends[6] as usize..self.ends[7] as usize]
     }
 
     /// `CJ(payload)`, made on the judging threads (the content hash reads it) and spliced into
     /// the state as it is (§9).
     pub fn payload(&self) -> &[u8] {
-        self.part(1).as_bytes()
+        &self.data.as_bytes()[self.ends[7] as usize..]
     }
 
     pub fn event_id(&self) -> &str {
-        self.part(2)
+        self.part(0)
     }
 
     pub fn event_type(&self) -> &str {
-        self.part(3)
+        self.part(1)
     }
 
     pub fn target(&self) -> &str {
-        self.part(4)
+        self.part(2)
     }
 
     pub fn created_at(&self) -> &str {
-        self.part(5)
+        self.part(3)
     }
 
     /// `signer.key_id`.
     pub fn key_id(&self) -> &str {
-        self.part(6)
+        self.part(4)
     }
 
     pub fn prev_event(&self) -> Option<&str> {
-        self.has_prev.then(|| self.part(7))
+        self.has_prev.then(|| self.part(5))
     }
 
     /// The `supersedes` ids, in order.
     pub fn supersedes(&self) -> impl Iterator<Item = &str> {
-        let starts = std::iter::once(self.ends[7]).chain(self.supersedes.iter().copied());
+        let starts = std::iter::once(self.ends[5]).chain(self.supersedes.iter().copied());
         starts
             .zip(self.supersedes.iter())
             .map(|(start, &end)| &self.data[start as usize..end as usize])
@@ -355,13 +409,25 @@ fn judge_shaped(
     if event_id.strip_prefix(EVENT_ID_PREFIX) != Some(content) {
         return Verdict::Invalid(Reason::EventIdMismatch);
     }
-    // CJ(signer) then CJ(payload), in the block the valid event keeps (`ValidEvent::new`): room
-    // for both and the event's strings, which together are never longer than the text.
-    let mut canonical = Vec::with_capacity(text_bytes + 512);
-    canonical::write(&mut canonical, shape.signer);
-    let signer_bytes = canonical.len();
-    canonical::write(&mut canonical, shape.payload);
-    let (signer, payload) = canonical.split_at(signer_bytes);
+    let parts = Parts {
+        event_id,
+        event_type: shape.event_type,
+        target: shape.target,
+        created_at: shape.created_at,
+        key_id,
+        prev_event: shape.prev_event,
+        supersedes: &shape.supersedes,
+        created_us,
+        record: None, // (given the block's event below, once the record is checked)
+    };
+    // The event's strings, then CJ(signer) and CJ(payload), in the block the valid event keeps
+    // (`Block`): room for both, which together are never much longer than the text.
+    let mut block = Block::new(&parts, text_bytes + 512);
+    let signer_start = block.bytes.len();
+    canonical::write(&mut block.bytes, shape.signer);
+    let signer_end = block.bytes.len();
+    canonical::write(&mut block.bytes, shape.payload);
+    let (signer, payload) = block.bytes[signer_start..].split_at(signer_end - signer_start);
     let digest = Body {
         created_at: shape.created_at,
         event_type: shape.event_type,
@@ -429,23 +495,11 @@ fn judge_shaped(
     {
         return Verdict::Invalid(Reason::BadPayload);
     }
-    let parts = Parts {
-        event_id,
-        event_type: shape.event_type,
-        target: shape.target,
-        created_at: shape.created_at,
-        key_id,
-        prev_event: shape.prev_event,
-        supersedes: &shape.supersedes,
-        created_us,
-        record,
-    };
-    // SAFETY: `canonical::write` writes the strings of a `Json` (UTF-8, as `str`s are), ASCII
-    // escapes and ASCII punctuation, numbers and literals: UTF-8 throughout, so the check a
-    // `String::from_utf8` would make (a pass over the event's bytes) is left out.
-    debug_assert!(std::str::from_utf8(&canonical).is_ok());
-    let canonical = unsafe { String::from_utf8_unchecked(canonical) };
-    match ValidEvent::new(canonical, signer_bytes, parts) {
+    // SAFETY: the block's strings are `str`s, and `canonical::write` writes the strings of a
+    // `Json` (UTF-8, as `str`s are), ASCII escapes and ASCII punctuation, numbers and literals:
+    // UTF-8 throughout, so the check a `String::from_utf8` would make (a pass over the event's
+    // bytes) is left out.
+    match unsafe { block.event_unchecked(signer_end, created_us, record) } {
         Some(event) => Verdict::Valid(Arc::new(event)),
         None => unreachable!("CJ(signer) is whole: CJ(payload) begins at a character"),
     }
@@ -574,6 +628,53 @@ pub fn signature_form_is_simple(text: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_valid_event_gives_back_each_part_it_was_made_of() {
+        for (prev_event, supersedes) in [
+            (None, vec![]),
+            (Some("sha256:p"), vec!["sha256:s1"]),
+            (Some("sha256:é"), vec!["sha256:s1", "sha256:s22", ""]),
+        ] {
+            let parts = Parts {
+                event_id: "sha256:e",
+                event_type: "correction",
+                target: "correction",
+                created_at: "2026-01-01T00:00:00Z",
+                key_id: "k1",
+                prev_event,
+                supersedes: &supersedes,
+                created_us: 7,
+                record: None,
+            };
+            let event = ValidEvent::new(r#"{"s":"é"}{"p":1}"#.to_owned(), 10, parts).expect("a whole signer");
+            assert_eq!(event.event_id(), "sha256:e");
+            assert_eq!(event.event_type(), "correction");
+            assert_eq!(event.target(), "correction");
+            assert_eq!(event.created_at(), "2026-01-01T00:00:00Z");
+            assert_eq!(event.key_id(), "k1");
+            assert_eq!(event.prev_event(), prev_event);
+            assert_eq!(event.supersedes().collect::<Vec<_>>(), supersedes);
+            assert_eq!(event.signer(), r#"{"s":"é"}"#.as_bytes());
+            assert_eq!(event.payload(), br#"{"p":1}"#);
+            assert_eq!(event.created_us, 7);
+        }
+        let parts = |record| Parts {
+            event_id: "",
+            event_type: "",
+            target: "",
+            created_at: "",
+            key_id: "",
+            prev_event: None,
+            supersedes: &[],
+            created_us: 0,
+            record,
+        };
+        assert!(
+            ValidEvent::new(r#"{"s":"é"}"#.to_owned(), 7, parts(None)).is_none(),
+            "not at a character"
+        );
+    }
 
     #[test]
     fn the_simple_signature_form_is_86_of_the_alphabet_and_two_pads() {

@@ -7,10 +7,8 @@ key A (:func:`merge.signing.make_bundle`); key A is the trusted bundle signer.
 from __future__ import annotations
 
 import copy
-import importlib
 import itertools
 import json
-import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -357,44 +355,6 @@ def test_a_grown_snapshot_is_paired_as_one_built_apart() -> None:
     assert subject.pairs == expected
     assert [len(p.added) for p in subject.pairs] == [2, 1]
     assert any(cause.kind == "copy" for change in subject.pairs[0].changed for cause in change.causes)
-
-
-@pytest.mark.skipif(not native_available(), reason="no reader's thread: nothing is waited for")
-@pytest.mark.parametrize("order", [(0, 1, 2), (0, 2, 1)])
-def test_a_pair_given_in_order_is_audited_while_the_next_file_is_read(
-    monkeypatch: pytest.MonkeyPatch, order: tuple[int, int, int]
-) -> None:
-    """Two snapshots given one after the other in the order are paired while the audit waits for
-    the next file (loaded on the reader's thread), not once all are read; when a later one falls
-    between them, that pair is not reported: the report is the history's either way."""
-    history = importlib.import_module("merge.audit.history")
-    audited = threading.Event()
-    pair_of = history._audit_pair
-
-    def audit_pair(old: Any, new: Any, run: Any) -> PairAudit:
-        found = pair_of(old, new, run)
-        audited.set()
-        return found
-
-    monkeypatch.setattr(history, "_audit_pair", audit_pair)
-    texts = [
-        json.dumps(bundle(events, at)).encode()
-        for events, at in (([REC, G1], T1), ([REC, G1, X1], T2), ([REC, G1, X1, Y, X2], T3))
-    ]
-    waited: list[bool] = []
-
-    def last() -> bytes:  # (bounded: a pair not audited meanwhile leaves it after 10 s)
-        waited.append(audited.wait(10))
-        return texts[order[2]]
-
-    sources = [texts[order[0]], texts[order[1]], last]
-    report = history.audit_sources(sources, trusted_keys=TRUST, labels=[f"#{at}" for at in order])
-    assert waited == [True]
-    apart = [snapshot_of_bundle(text, label=f"#{at}", trusted_keys=TRUST) for at, text in enumerate(texts)]
-    [subject] = report.subjects
-    assert subject.pairs == tuple(
-        audit(old, new, trusted_keys=TRUST) for old, new in itertools.pairwise(apart)
-    )
 
 
 def test_a_history_finds_a_split_view_between_snapshots_that_are_not_neighbours() -> None:

@@ -15,7 +15,7 @@ from ..keys import KeySet
 from ..native.bundle import BundleReader, Unread
 from ..timestamps import parse_timestamp
 from .pairs import _audit_pair, _split_view
-from .report import AuditReport, PairAudit, SnapshotInfo, SubjectAudit
+from .report import AuditReport, SnapshotInfo, SubjectAudit
 from .snapshots import Snapshot, _as_snapshot, _Given, _Run
 
 __all__ = ["audit_history"]
@@ -75,8 +75,6 @@ def _audit_read(given: list[_Given | Unread], labels: list[str], trusted: KeySet
     groups: dict[str, list[tuple[int, str, Snapshot]]] = defaultdict(list)
     unverified: list[SnapshotInfo] = []
     unordered: list[SnapshotInfo] = []
-    early = _EarlyPairs(run)
-    run.reader.while_waiting = early.audit_one
     for item, label in zip(given, labels, strict=True):
         snapshot = _as_snapshot(item, trusted, label, run)
         info = snapshot.info
@@ -87,12 +85,10 @@ def _audit_read(given: list[_Given | Unread], labels: list[str], trusted: KeySet
             unordered.append(info)
         else:
             groups[info.subject].append((instant, info.bundle_sha256 or "", snapshot))
-            early.built(groups[info.subject])
-    run.reader.while_waiting = None
     subjects = []
     for subject in sorted(groups):
         ordered = [snapshot for _, _, snapshot in sorted(groups[subject], key=lambda entry: entry[:2])]
-        pairs = tuple(early.pair(a, b) for a, b in itertools.pairwise(ordered))
+        pairs = tuple(_audit_pair(a, b, run) for a, b in itertools.pairwise(ordered))
         splits = tuple(
             split
             for i, first in enumerate(ordered)
@@ -101,41 +97,3 @@ def _audit_read(given: list[_Given | Unread], labels: list[str], trusted: KeySet
         )
         subjects.append(SubjectAudit(subject, tuple(s.info for s in ordered), pairs, splits))
     return AuditReport(tuple(subjects), tuple(unverified), tuple(unordered))
-
-
-class _EarlyPairs:
-    """The pairs of a history given in order, audited while the caller waits for the reader
-    (:attr:`BundleReader.while_waiting`) rather than once every snapshot is built: each pair of
-    a snapshot and the one given before it, of the same subject and earlier in the order, which
-    are neighbours once all are ordered unless a later snapshot falls between them (then that
-    pair is not asked for, and was audited for nothing)."""
-
-    __slots__ = ("_audited", "_pending", "_run")
-
-    def __init__(self, run: _Run) -> None:
-        self._run = run
-        self._pending: list[tuple[Snapshot, Snapshot]] = []
-        self._audited: dict[tuple[int, int], tuple[Snapshot, Snapshot, PairAudit]] = {}
-
-    def built(self, group: list[tuple[Any, str, Snapshot]]) -> None:
-        """A snapshot was built, the last of ``group`` (its subject's, as given)."""
-        if len(group) > 1 and group[-2][:2] < group[-1][:2]:
-            self._pending.append((group[-2][2], group[-1][2]))
-
-    def audit_one(self) -> bool:
-        """Audit the next pending pair; False when none is left."""
-        if not self._pending:
-            return False
-        old, new = self._pending.pop(0)
-        verifier = self._run.verifier
-        last = verifier.last_judgement  # (a rewrite's union fold would take its place)
-        self._audited[id(old), id(new)] = (old, new, _audit_pair(old, new, self._run))
-        verifier.last_judgement = last
-        return True
-
-    def pair(self, old: Snapshot, new: Snapshot) -> PairAudit:
-        """The audit of ``new`` against ``old``: audited already, or now."""
-        found = self._audited.get((id(old), id(new)))
-        if found is not None and found[0] is old and found[1] is new:
-            return found[2]
-        return _audit_pair(old, new, self._run)

@@ -93,9 +93,6 @@ class BundleReader:
         self._permits = threading.Semaphore(READ_AHEAD)
         self._stopping = False
         self._thread: threading.Thread | None = None
-        #: Called, while the caller waits for a read ahead, until it returns False: work of the
-        #: caller's that needs no read, done in the time it would wait.
-        self.while_waiting: Callable[[], bool] | None = None
         if readings:
             # A plain thread, not a pool: concurrent.futures is 4-15 ms of imports for one worker.
             thread = threading.Thread(
@@ -138,7 +135,7 @@ class BundleReader:
             return given
         if self._pending and self._pending[0].given is given:
             reading = self._pending[0]
-            self._wait(reading)
+            reading.done.wait()
             if reading.text is None:  # the load raised: nothing to read
                 error = reading.error
                 self._handed_over()
@@ -151,21 +148,13 @@ class BundleReader:
         """:func:`read_bundle` of ``text``: read ahead already when it is the next text given."""
         if self._pending and text is not None and self._pending[0].text is text:  # (None: not loaded)
             reading = self._pending[0]
-            self._wait(reading)
+            reading.done.wait()
             read, error = reading.read, reading.error
             self._handed_over()
             if error is not None:
                 raise error
             return read
         return read_bundle(text, threads, self.cache)
-
-    def _wait(self, reading: _Reading) -> None:
-        """Wait until ``reading`` is done, doing the caller's :attr:`while_waiting` meanwhile."""
-        idle = self.while_waiting
-        if idle is not None:
-            while not reading.done.is_set() and idle():
-                pass
-        reading.done.wait()
 
     def _handed_over(self) -> None:
         """The next reading, handed over: a permit given back, and nothing of it kept (the

@@ -206,7 +206,10 @@ class StateDir:
             try:
                 row = db.execute("SELECT value FROM cursor WHERE name = 'status'").fetchone()
             except sqlite3.OperationalError as exc:
-                if "no such table" in str(exc):  # (made, and killed before its first cursor)
+                # Made, and killed before its first cursor; but the schema makes `cursor` first,
+                # so a `subjects` table without it is a damaged database (its rows not lost).
+                subjects = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'subjects'"
+                if "no such table" in str(exc) and db.execute(subjects).fetchone() is None:
                     return None
                 raise
             if row is None:

@@ -203,6 +203,7 @@ def test_a_half_written_kept_file_is_removed_at_start(
         ("UPDATE subjects SET bundle_sha256 = x'00ff'", "a subjects row: Expected `str | null`, got `bytes`"),
         ("ALTER TABLE subjects ADD COLUMN extra TEXT", "Expected `array` of length 6, got 7"),
         ("DROP TABLE subjects", "not a monitor's database: no such table: subjects"),
+        ("DROP TABLE cursor", "not a monitor's database: no such table: cursor"),
     ],
 )
 def test_a_damaged_cursor_database_is_refused_not_read_as_another_cursor(

@@ -21,6 +21,7 @@ transaction (SQLite's journal makes it whole or absent after a SIGKILL).
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Sequence
@@ -146,13 +147,24 @@ class MonitorStore:
 
     def kept_rows(self, keys: str) -> dict[str, KeptRow]:
         """The index, when it was verified with the trust anchors of fingerprint ``keys`` (else
-        nothing: every kept bundle is verified again)."""
+        nothing: every kept bundle is verified again). An index damaged by hand (a row of other
+        types or columns) is dropped, the same: the kept files, not their index, are the facts."""
         with self._lock:
             known = self._db.execute("SELECT value FROM facts WHERE name = 'keys'").fetchone()
             if known is None or known[0] != keys:
                 return {}
-            rows = self._db.execute("SELECT * FROM kept")
-            return {row[0]: KeptRow(*row) for row in rows}
+            found = self._db.execute("SELECT * FROM kept")
+            rows: list[KeptRow] | None = None
+            if len(found.description) == len(KeptRow.__struct_fields__):
+                # In one call (a registry's millions of rows); SQLite keeps any value in any column.
+                with contextlib.suppress(msgspec.ValidationError):
+                    rows = msgspec.convert(found.fetchall(), type=list[KeptRow])
+            found.close()
+            if rows is None:
+                self._db.execute("DROP TABLE kept")  # (its columns may be what was changed)
+                self._db.executescript(_SCHEMA)
+                return {}
+            return {row.subject: row for row in rows}
 
     def index(self, rows: Iterable[KeptRow], *, gone: Iterable[str] = (), keys: str | None = None) -> None:
         """Add or replace ``rows``, drop the subjects ``gone``, and (``keys``) record the

@@ -224,3 +224,30 @@ def test_a_damaged_cursor_database_is_refused_not_read_as_another_cursor(
         db.execute(damage)
     with pytest.raises(InputError, match=re.escape(said)):
         StateDir(tmp_path / "state").read_status()
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        "UPDATE kept SET event_count = 'many'",
+        "UPDATE kept SET size = 'big'",
+        "ALTER TABLE kept ADD COLUMN extra",
+    ],
+)
+def test_a_damaged_kept_index_is_dropped_and_the_kept_files_verified_again(
+    registry: Registry, make_monitor: MakeMonitor, tmp_path: Path, request: pytest.FixtureRequest, damage: str
+) -> None:
+    """The index is a shortcut (the kept files are the facts): rows of other types or columns,
+    edited by hand, are dropped and the files verified again, never read as rows of the wrong
+    types nor a TypeError; the next start knows them again."""
+    state = tmp_path / "state"
+    kept = v1_kept(registry, make_monitor, state)
+    with sqlite3.connect(StateDir(state).database) as db:
+        db.execute(damage)
+    verified = request.getfixturevalue("verifications")  # from now on
+    again = make_monitor(registry.url)
+    assert [j.verdict for j in again.run_round().bundles] == ["identical"]
+    again.close()
+    assert verified == [str(kept)]
+    make_monitor(registry.url).close()
+    assert verified == [str(kept)]  # known again

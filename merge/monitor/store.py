@@ -27,7 +27,7 @@ import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Final, Protocol
+from typing import Any, Final, Protocol
 
 import msgspec
 
@@ -135,8 +135,9 @@ class MonitorStore:
                 query = (
                     f"SELECT url, etag, last_modified, sha256, fetched_at FROM fetched WHERE url IN ({marks})"
                 )
-                rows = self._db.execute(query, chunk)
-                for url, etag, modified, digest, when in rows:
+                for url, etag, modified, digest, when in _fetched_rows(
+                    self._db.execute(query, chunk).fetchall()
+                ):
                     validator = Validator(etag, modified, digest) if digest is not None else None
                     found[url] = (validator, when)
         return found
@@ -192,6 +193,24 @@ class MonitorStore:
                 self._db.execute("ROLLBACK")
                 raise
             self._db.execute("COMMIT")
+
+
+#: A ``fetched`` row as :meth:`MonitorStore.recall` reads it: url, etag, last_modified, sha256, fetched_at.
+_FetchedRow = tuple[str, str | None, str | None, str | None, float]
+
+
+def _fetched_rows(rows: list[Any]) -> list[_FetchedRow]:
+    """``rows`` checked in one call; where one was damaged by hand (SQLite keeps any value in any
+    column), the others, row by row: a URL whose row is damaged is fetched as one never fetched
+    (the validators are a shortcut), never sent as headers of the wrong types."""
+    try:
+        return msgspec.convert(rows, type=list[_FetchedRow])
+    except msgspec.ValidationError:
+        kept = []
+        for row in rows:
+            with contextlib.suppress(msgspec.ValidationError):
+                kept.append(msgspec.convert(row, type=_FetchedRow))
+        return kept
 
 
 def _flat(

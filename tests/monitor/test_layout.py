@@ -18,6 +18,8 @@ from merge import InputError
 from merge.audit_store import LastBundles, bundle_filename, sharded_path
 from merge.monitor import Monitor
 from merge.monitor.cursor import StateDir, Status, SubjectStatus
+from merge.monitor.fetching import Validator
+from merge.monitor.store import MonitorStore
 
 from .conftest import kept_file
 from .history import LETTERS, SUBJECT, snapshot
@@ -251,3 +253,22 @@ def test_a_damaged_kept_index_is_dropped_and_the_kept_files_verified_again(
     assert verified == [str(kept)]
     make_monitor(registry.url).close()
     assert verified == [str(kept)]  # known again
+
+
+@pytest.mark.parametrize("damage", ["etag = x'00ff'", "fetched_at = 'yesterday'", "sha256 = x'00'"])
+def test_a_damaged_validator_row_is_a_url_never_fetched(tmp_path: Path, damage: str) -> None:
+    """The validators are a shortcut: a row edited by hand into other types is read as no row
+    (the URL fetched unconditionally), the other rows as they are; never headers of the wrong
+    types sent, nor a TypeError."""
+    store = MonitorStore(tmp_path / "monitor.sqlite")
+    rows = {
+        "https://a.example/x": (Validator('"v1"', None, "ab" * 32), 1.5),
+        "https://a.example/y": (Validator(None, "Mon, 01 Jun 2026 00:00:00 GMT", "cd" * 32), 2.5),
+        "https://a.example/z": (None, 3.5),
+    }
+    store.remember(rows.items())
+    assert store.recall(list(rows)) == rows
+    with sqlite3.connect(tmp_path / "monitor.sqlite") as db:
+        db.execute(f"UPDATE fetched SET {damage} WHERE url = 'https://a.example/x'")
+    assert store.recall(list(rows)) == {url: row for url, row in rows.items() if not url.endswith("x")}
+    store.close()

@@ -57,26 +57,9 @@ impl Eq for Text<'_> {}
 /// only the look-ups are serial.
 pub fn distinct_texts<'a>(inputs: &[Input<'a>], threads: usize) -> (Vec<Text<'a>>, Vec<Option<usize>>) {
     let hasher = foldhash::fast::RandomState::default();
-    let hash = |input: &Input<'a>| {
-        input.text.map(|bytes| Text {
-            hash: hasher.hash_one(bytes),
-            group: input.group,
-            bytes,
-        })
-    };
     let hashing_threads = if inputs.len() < PARALLEL_HASHING { 1 } else { threads };
-    let hashed: Vec<Option<Text<'a>>> = parallel_map(inputs, hashing_threads, 256, hash);
-    let mut distinct: HashMap<Text<'a>, usize> = map_with_capacity(inputs.len());
-    let mut unique: Vec<Text<'a>> = vec_with_capacity(inputs.len());
-    let copy_of = collect_exact(hashed.into_iter().map(|text| {
-        text.map(|text| {
-            *distinct.entry(text).or_insert_with(|| {
-                unique.push(text);
-                unique.len() - 1
-            })
-        })
-    }));
-    (unique, copy_of)
+    let hashed: Vec<Option<Text<'a>>> = parallel_map(inputs, hashing_threads, 256, |input| hashed(&hasher, input));
+    deduplicated(hashed.into_iter(), |_| {})
 }
 
 /// [`distinct_texts`], with `judge` of each distinct text (in their order) on `threads` threads.
@@ -94,23 +77,40 @@ pub fn judge_distinct_texts<'a, R: Send>(
         return (unique, copy_of, judged);
     }
     let hasher = foldhash::fast::RandomState::default();
-    let mut distinct: HashMap<Text<'a>, usize> = map_with_capacity(inputs.len());
-    let mut unique: Vec<Text<'a>> = vec_with_capacity(inputs.len());
     let mut judged: Vec<R> = vec_with_capacity(inputs.len());
-    let copy_of = collect_exact(inputs.iter().map(|input| {
-        let bytes = input.text?;
-        let text = Text {
-            hash: hasher.hash_one(bytes),
-            group: input.group,
-            bytes,
-        };
-        Some(*distinct.entry(text).or_insert_with(|| {
-            judged.push(judge(&text));
-            unique.push(text);
-            unique.len() - 1
-        }))
-    }));
+    let (unique, copy_of) = deduplicated(inputs.iter().map(|input| hashed(&hasher, input)), |text| {
+        judged.push(judge(text));
+    });
     (unique, copy_of, judged)
+}
+
+/// The input's text with its hash (`None`: no text).
+fn hashed<'a>(hasher: &foldhash::fast::RandomState, input: &Input<'a>) -> Option<Text<'a>> {
+    input.text.map(|bytes| Text {
+        hash: hasher.hash_one(bytes),
+        group: input.group,
+        bytes,
+    })
+}
+
+/// The distinct ones of `texts` and, for each, the index of its text among them; `new` is
+/// called with each distinct text as it is first met, in order.
+fn deduplicated<'a>(
+    texts: impl ExactSizeIterator<Item = Option<Text<'a>>>,
+    mut new: impl FnMut(&Text<'a>),
+) -> (Vec<Text<'a>>, Vec<Option<usize>>) {
+    let mut distinct: HashMap<Text<'a>, usize> = map_with_capacity(texts.len());
+    let mut unique: Vec<Text<'a>> = vec_with_capacity(texts.len());
+    let copy_of = collect_exact(texts.map(|text| {
+        text.map(|text| {
+            *distinct.entry(text).or_insert_with(|| {
+                new(&text);
+                unique.push(text);
+                unique.len() - 1
+            })
+        })
+    }));
+    (unique, copy_of)
 }
 
 /// A copy of an event, admitted: its `event_id`, its JSON value and the length of its text.

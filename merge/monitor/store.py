@@ -195,7 +195,8 @@ class MonitorStore:
             self._db.execute("COMMIT")
 
 
-#: A ``fetched`` row as :meth:`MonitorStore.recall` reads it: url, etag, last_modified, sha256, fetched_at.
+#: A ``fetched`` row as :meth:`MonitorStore.recall` reads it and :meth:`MonitorStore.remember`
+#: writes it: url, etag, last_modified, sha256, fetched_at.
 _FetchedRow = tuple[str, str | None, str | None, str | None, float]
 
 
@@ -213,9 +214,7 @@ def _fetched_rows(rows: list[Any]) -> list[_FetchedRow]:
         return kept
 
 
-def _flat(
-    rows: Iterable[tuple[str, Remembered]],
-) -> Iterator[tuple[str, str | None, str | None, str | None, float]]:
+def _flat(rows: Iterable[tuple[str, Remembered]]) -> Iterator[_FetchedRow]:
     for url, (validator, when) in rows:
         if validator is None:
             yield url, None, None, None, when
